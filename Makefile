@@ -1,0 +1,49 @@
+# fmcluster — two commands on a fresh machine: `make synth` and `make test`.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CONFIG ?= examples/default.yaml
+export CDK_HOME := $(CURDIR)/.cdk
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_VERSION_CHECK := 1
+export CDK_DISABLE_CLI_TELEMETRY := true
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: setup synth test lint templates bench clean lock
+
+# Idempotent bootstrap: re-runs only when the inputs change.
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml requirements.lock
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev]'
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+synth: setup
+	@mkdir -p $(CDK_HOME)
+	PATH="$(CURDIR)/$(BIN):$$PATH" node_modules/.bin/cdk synth --quiet -c config=$(CONFIG) --output cdk.out
+	@echo "Templates for $(CONFIG) are in cdk.out/"
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check fmcluster tests bench app.py
+	$(BIN)/mypy fmcluster app.py
+
+templates: setup
+	$(BIN)/python -m fmcluster.templates write
+
+bench: setup
+	$(BIN)/python bench/synth_speed.py
+
+lock:
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^fmcluster' > requirements.lock.new && mv requirements.lock.new requirements.lock
+
+clean:
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,20 @@
+"""CDK entry point: `cdk synth -c config=examples/other.yaml` (default examples/default.yaml)."""
+
+import sys
+
+from fmcluster.spec import SpecError, load_spec
+
+try:
+    import aws_cdk as cdk
+
+    config = cdk.App().node.try_get_context("config") or "examples/default.yaml"
+    spec = load_spec(config)
+except SpecError as err:
+    print(f"{config}: invalid spec", file=sys.stderr)
+    for line in err.problems:
+        print(f"  {line}", file=sys.stderr)
+    sys.exit(2)
+
+from fmcluster.app import build_app  # noqa: E402
+
+build_app(spec).synth()

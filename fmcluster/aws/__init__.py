@@ -1,0 +1,1 @@
+"""boto3 code (preflight, status): read-only AWS calls, tested with moto."""

@@ -1,0 +1,162 @@
+"""`fmcluster` command line: validate | plan | schema | catalog | synth.
+
+Exit codes: 0 fine, 1 a check or synthesis failed, 2 bad input (one line per problem,
+``field.path: what is wrong and what is allowed``; never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, List, Optional
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse exits 2 too; keep one format
+        self.print_usage(sys.stderr)
+        raise UsageError(message)
+
+
+def _load(path: str) -> Any:
+    from fmcluster.spec import load_spec
+
+    return load_spec(path)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    spec = _load(args.file)
+    print(f"{args.file}: valid ({len(spec.node_groups)} node group(s), {sum(g.count for g in spec.node_groups)} nodes)")
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from fmcluster.plan import plan, render_text
+
+    if args.gradient_gb <= 0:
+        raise UsageError("--gradient-gb: must be greater than 0")
+    result = plan(_load(args.file), gradient_gb=args.gradient_gb)
+    print(json.dumps(result, indent=2) if args.json else render_text(result))
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from fmcluster.spec import json_schema
+
+    print(json.dumps(json_schema(), indent=2, sort_keys=True))
+    return EXIT_OK
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    from fmcluster import catalog
+
+    types = catalog.all_types()
+    if args.json:
+        print(json.dumps({n: t.summary() for n, t in sorted(types.items())}, indent=2))
+        return EXIT_OK
+    print(f"{'type':<20} {'GPU':<8} {'n':>2} {'HBM MiB':>8} {'BF16 TF':>8} {'EFA':>4} {'cards':>5} {'Gbps':>6} {'NVMe GB':>8} {'vCPU':>5}")
+    for n, t in sorted(types.items(), key=lambda kv: (not kv[1].is_gpu, kv[0])):
+        mark = " *" if t.unverified else ""
+        print(
+            f"{n:<20} {t.gpu or '-':<8} {t.gpus:>2} {t.gpu_memory_mib:>8} {t.bf16_dense_tflops:>8g} {t.efa_interfaces:>4} "
+            f"{t.network_cards:>5} {t.network_gbps:>6g} {t.nvme_gb if t.nvme_gb is not None else '?':>8} {t.vcpus:>5}{mark}"
+        )
+    print("* has unverified facts (see --json: unverified, sources)")
+    return EXIT_OK
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
+    spec = _load(args.file)
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    from fmcluster.app import build_app
+
+    out = Path(args.out)
+    # Synthesize next to the target and swap in only on success: nothing half-written.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fmcluster-synth-", dir=out.parent))
+    try:
+        try:
+            build_app(spec, outdir=str(staging)).synth()
+        except RuntimeError as e:
+            report = staging / "validation-report.json"
+            print(f"synthesis failed: {str(e).splitlines()[0]}", file=sys.stderr)
+            if report.exists():
+                print(_summarize_report(report), file=sys.stderr)
+            return EXIT_FAILED
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    stacks = sorted(p.name for p in out.glob("*.template.json"))
+    print(f"wrote {len(stacks)} template(s) to {out}: {', '.join(stacks)}")
+    return EXIT_OK
+
+
+def _summarize_report(path: Path) -> str:
+    data = json.loads(path.read_text())
+    lines = []
+    for plugin in data.get("pluginReports", []):
+        for v in plugin.get("violations", []):
+            where = ", ".join(c.get("constructPath", "?") for c in v.get("violatingConstructs", []))
+            lines.append(f"  {plugin['pluginName']} {v.get('ruleName')}: {v.get('description')} at {where}")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="fmcluster", description="A GPU training cluster on AWS from one YAML spec.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def add(name: str, fn: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help, description=help)
+        sp.set_defaults(func=fn)
+        return sp
+
+    sp = add("validate", cmd_validate, "Check a spec; exit 2 with one line per problem.")
+    sp.add_argument("file")
+    sp = add("plan", cmd_plan, "Capacity figures the spec buys (GPUs, PFLOPS, HBM, NVLink, EFA, NVMe, all-reduce).")
+    sp.add_argument("file")
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--gradient-gb", type=float, default=14.0, help="Gradient size for the all-reduce bound (GB).")
+    add("schema", cmd_schema, "Print the spec's JSON Schema.")
+    sp = add("catalog", cmd_catalog, "Print the instance catalog.")
+    sp.add_argument("--json", action="store_true")
+    sp = add("synth", cmd_synth, "Write the CloudFormation templates for a spec, offline.")
+    sp.add_argument("file")
+    sp.add_argument("--out", default="cdk.out", help="Output directory (default cdk.out).")
+    from fmcluster.aws.commands import register
+
+    register(sub)
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    from fmcluster.spec import SpecError
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return int(args.func(args))
+    except UsageError as e:
+        print(f"fmcluster: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except SpecError as e:
+        for line in e.problems:
+            print(line, file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+

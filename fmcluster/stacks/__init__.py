@@ -1,0 +1,1 @@
+"""One module per stack; each composes constructs from fmcluster.constructs."""

@@ -1,0 +1,114 @@
+"""`<name>-network`: the VPC the nodes live in and the EFA security group."""
+
+from __future__ import annotations
+
+from typing import List
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from fmcluster.constructs.efa import EfaSecurityGroup
+from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
+from fmcluster.spec import ClusterSpec, private_subnet_prefix
+
+PUBLIC_SUBNET_PREFIX = 26  # NAT gateway only; nothing else is public
+
+
+class NetworkStack(Stack):
+    """A new VPC in the GPU availability zone (private node subnet sized for the nodes'
+    IP-consuming interfaces, public subnet for NAT, S3 gateway endpoint, encrypted flow
+    logs) or an existing VPC imported by ids with no lookups. Either way it owns the EFA
+    security group.
+
+    Exposes ``vpc``, ``node_subnets`` and ``efa`` for the other stacks.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, spec: ClusterSpec, **kwargs: object) -> None:
+        super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
+        self.spec = spec
+        if spec.network.existing_vpc is not None:
+            self.vpc = self._import_vpc()
+        else:
+            self.vpc = self._new_vpc()
+        self.node_subnets: List[ec2.ISubnet] = list(
+            self.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets
+            if spec.network.existing_vpc is None
+            else self.vpc.private_subnets
+        )
+        self.efa = EfaSecurityGroup(self, "EfaSecurityGroup", vpc=self.vpc)
+
+        CfnOutput(self, "VpcId", value=self.vpc.vpc_id)
+        CfnOutput(self, "NodeSubnetIds", value=",".join(s.subnet_id for s in self.node_subnets))
+        CfnOutput(self, "EfaSecurityGroupId", value=self.efa.security_group_id)
+
+    def _new_vpc(self) -> ec2.Vpc:
+        new = self.spec.network.new_vpc
+        assert new is not None
+        vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            ip_addresses=ec2.IpAddresses.cidr(new.cidr),
+            availability_zones=[self.spec.availability_zone],
+            nat_gateways=1 if new.nat_gateway else 0,
+            restrict_default_security_group=True,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(
+                    name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=PUBLIC_SUBNET_PREFIX,
+                    map_public_ip_on_launch=False,
+                ),
+                ec2.SubnetConfiguration(
+                    name="Nodes",
+                    subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS if new.nat_gateway else ec2.SubnetType.PRIVATE_ISOLATED,
+                    cidr_mask=private_subnet_prefix(self.spec.required_ips),
+                ),
+            ],
+            gateway_endpoints={
+                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
+            },
+        )
+        key = ClusterKey(
+            self,
+            "FlowLogsKey",
+            description=f"{self.spec.name}: VPC flow logs",
+            service_principals={
+                f"logs.{self.region}.amazonaws.com": logs_key_conditions(self.region, self.account),
+            },
+        )
+        log_group = logs.LogGroup(
+            self,
+            "FlowLogs",
+            encryption_key=key.key,
+        )
+        log_group.node.default_child.retention_in_days = self.spec.network.flow_logs_retention_days  # type: ignore[union-attr]
+        vpc.add_flow_log(
+            "FlowLog",
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group),
+            traffic_type=ec2.FlowLogTrafficType.ALL,
+            max_aggregation_interval=ec2.FlowLogMaxAggregationInterval.ONE_MINUTE,
+        )
+        return vpc
+
+    def _import_vpc(self) -> ec2.IVpc:
+        existing = self.spec.network.existing_vpc
+        assert existing is not None
+        vpc = ec2.Vpc.from_vpc_attributes(
+            self,
+            "Vpc",
+            vpc_id=existing.vpc_id,
+            availability_zones=[self.spec.availability_zone] * len(existing.subnet_ids),
+            private_subnet_ids=existing.subnet_ids,
+            private_subnet_route_table_ids=existing.route_table_ids or None,
+        )
+        if existing.route_table_ids:
+            ec2.CfnVPCEndpoint(
+                self,
+                "S3Endpoint",
+                vpc_id=existing.vpc_id,
+                service_name=f"com.amazonaws.{self.region}.s3",
+                vpc_endpoint_type="Gateway",
+                route_table_ids=existing.route_table_ids,
+            )
+        return vpc
+
