@@ -15,9 +15,10 @@ export PYTHONDONTWRITEBYTECODE := 1
 # Idempotent bootstrap: re-runs only when the inputs change.
 setup: $(VENV)/.installed node_modules/.installed
 
-$(VENV)/.installed: pyproject.toml requirements.lock
+$(VENV)/.installed: pyproject.toml requirements.lock scripts/install-tools.sh
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev]'
+	bash scripts/install-tools.sh
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json

@@ -285,6 +285,8 @@ class Orchestrator(_Model):
 class Observability(_Model):
     enabled: bool = Field(True, description="Deploy the observability stack (AMP, alerts, dashboards).")
     alert_emails: List[str] = Field(default_factory=list, description="Addresses subscribed to the alert topic.")
+    grafana: bool = Field(False, description="Amazon Managed Grafana workspace (sign-in via IAM Identity Center).")
+    scrape_interval_seconds: int = Field(30, ge=10, le=300, description="How often node collectors scrape.")
 
     @field_validator("alert_emails")
     @classmethod
