@@ -1,0 +1,102 @@
+"""Observability as code: alert rules, the Alertmanager configuration, dashboards and the metric catalog.
+
+The files beside this module are package data, read relative to this file:
+
+- ``rules.yaml``: recording and alerting rules (the AMP rule groups namespace).
+- ``alertmanager.yaml``: the Alertmanager configuration, routed to the alert SNS topic.
+- ``dcgm-counters.csv``: the DCGM fields dcgm-exporter collects on every node.
+- ``dashboards/*.json``: Grafana dashboards (import them into Amazon Managed Grafana; docs/observability.md).
+
+`metrics` is the catalog of every metric those files use and which exporter produces it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Tuple
+
+HERE = Path(__file__).parent
+RULES_FILE = HERE / "rules.yaml"
+ALERTMANAGER_FILE = HERE / "alertmanager.yaml"
+DCGM_COUNTERS_FILE = HERE / "dcgm-counters.csv"
+DASHBOARD_DIR = HERE / "dashboards"
+
+_TOPIC = "__TOPIC_ARN__"
+_REGION = "__REGION__"
+
+
+def rules_text() -> str:
+    """The rules file as AMP takes it (the Data of AWS::APS::RuleGroupsNamespace)."""
+    return RULES_FILE.read_text(encoding="utf-8")
+
+
+def load_rules() -> Dict[str, Any]:
+    import yaml
+
+    data = yaml.safe_load(rules_text())
+    assert isinstance(data, dict) and "groups" in data, f"{RULES_FILE}: expected a mapping with groups"
+    return data
+
+
+def iter_rules() -> Iterator[Tuple[str, Dict[str, Any]]]:
+    """(group name, rule) for every recording and alerting rule."""
+    for group in load_rules()["groups"]:
+        for rule in group["rules"]:
+            yield group["name"], rule
+
+
+def alert_names() -> List[str]:
+    return [rule["alert"] for _, rule in iter_rules() if "alert" in rule]
+
+
+def alertmanager_config(topic_arn: str, region: str) -> str:
+    """The Alertmanager configuration (what ``amtool check-config`` checks), routed to `topic_arn`.
+
+    `topic_arn` may be a CDK token: it is substituted as text and CloudFormation resolves it.
+    """
+    text = ALERTMANAGER_FILE.read_text(encoding="utf-8")
+    assert _TOPIC in text and _REGION in text, f"{ALERTMANAGER_FILE}: placeholders missing"
+    return text.replace(_TOPIC, topic_arn).replace(_REGION, region)
+
+
+def alertmanager_definition(topic_arn: str, region: str) -> str:
+    """The AMP alert manager definition: the configuration under ``alertmanager_config: |``."""
+    body = alertmanager_config(topic_arn, region)
+    indented = "".join(f"  {line}" if line.strip() else line for line in body.splitlines(keepends=True))
+    return "alertmanager_config: |\n" + indented
+
+
+def dcgm_fields() -> List[str]:
+    """The DCGM field names enabled in dcgm-counters.csv (comment lines and label fields left out)."""
+    fields = []
+    for line in DCGM_COUNTERS_FILE.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, kind = (part.strip() for part in line.split(",")[:2])
+        if kind != "label":
+            fields.append(name)
+    return fields
+
+
+def dashboards() -> Dict[str, Dict[str, Any]]:
+    """File stem → dashboard JSON model, for every dashboard shipped."""
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(DASHBOARD_DIR.glob("*.json"))}
+
+
+def dashboard_queries(dashboard: Dict[str, Any]) -> List[str]:
+    """Every PromQL expression of a dashboard: panel targets (nested rows too) and query variables."""
+    exprs: List[str] = []
+
+    def panels(items: List[Dict[str, Any]]) -> None:
+        for panel in items:
+            exprs.extend(t["expr"] for t in panel.get("targets", []) if t.get("expr"))
+            panels(panel.get("panels", []))
+
+    panels(dashboard.get("panels", []))
+    for var in dashboard.get("templating", {}).get("list", []):
+        if var.get("type") == "query":
+            query = var.get("query")
+            exprs.append(query["query"] if isinstance(query, dict) else query)
+    return exprs

@@ -1,0 +1,195 @@
+"""The catalog of every metric fmcluster's rules and dashboards rely on, with the exporter that produces it.
+
+One place to look up a metric name: the alert rules (rules.yaml), the dashboards (dashboards/*.json) and the
+node-side collectors (fmcluster/runtime/observability) all agree with this table, and
+tests/observability/test_metric_coverage.py fails when an expression names a metric that is not here.
+
+Producers, all deployed by fmcluster on every node (fmcluster/runtime/observability/install.sh):
+
+- ``dcgm-exporter``: NVIDIA's exporter, fed the field list in ``dcgm-counters.csv`` beside this module; a metric
+  of that kind is listed here only if the CSV enables its field (checked by a test).
+- ``node_exporter``: Prometheus node_exporter with the textfile collector reading ``TEXTFILE_DIR``.
+- ``fmcluster-validator``: the boot-time validator (``python3 -m fmcluster.runtime.validate --prom FILE``),
+  a textfile read by node_exporter. Its names are the contract in `VALIDATOR_METRICS`.
+- ``fmcluster-efa``: ``fmcluster/runtime/observability/efa_textfile.py`` (EFA port state and hw counters
+  from sysfs), a textfile read by node_exporter.
+- ``fmcluster-slurm``: ``fmcluster/runtime/observability/slurm_textfile.py`` on the Slurm controller
+  (``sinfo``), a textfile read by node_exporter.
+- ``prometheus``: series every scrape produces (``up``).
+
+Standard library only: the runtime side may read the same names from its own copy.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, Iterable, List, Set, Tuple
+
+# Where node_exporter's textfile collector reads *.prom files; the validator writes its file here.
+TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
+
+DCGM_EXPORTER = "dcgm-exporter"
+NODE_EXPORTER = "node_exporter"
+VALIDATOR = "fmcluster-validator"
+EFA_COLLECTOR = "fmcluster-efa"
+SLURM_COLLECTOR = "fmcluster-slurm"
+PROMETHEUS = "prometheus"
+
+EXPORTERS = (DCGM_EXPORTER, NODE_EXPORTER, VALIDATOR, EFA_COLLECTOR, SLURM_COLLECTOR, PROMETHEUS)
+
+# Labels the collector adds to every series it scrapes (fmcluster/runtime/observability/collector_config.py).
+TARGET_LABELS = ("cluster", "node", "instance_id", "instance_type", "node_group")
+
+# Values of fmcluster_node_check_status: one per report status of the validator.
+CHECK_STATUS_VALUES = {"pass": 1, "fail": 0, "warn": 2, "skip": 3, "error": -1}
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    exporter: str
+    type: str  # gauge | counter
+    help: str
+    labels: Tuple[str, ...] = ()
+
+
+def _m(name: str, exporter: str, type_: str, help_: str, *labels: str) -> Metric:
+    return Metric(name, exporter, type_, help_, tuple(labels))
+
+
+_DCGM_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname")
+
+CATALOG: Tuple[Metric, ...] = (
+    # --- dcgm-exporter (fields enabled in dcgm-counters.csv) ---------------------------------------
+    _m("DCGM_FI_DEV_GPU_TEMP", DCGM_EXPORTER, "gauge", "GPU temperature (C).", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_MEMORY_TEMP", DCGM_EXPORTER, "gauge", "HBM temperature (C).", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_SM_CLOCK", DCGM_EXPORTER, "gauge", "SM clock (MHz).", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_MEM_CLOCK", DCGM_EXPORTER, "gauge", "Memory clock (MHz).", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_POWER_USAGE", DCGM_EXPORTER, "gauge", "Power draw (W).", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_GPU_UTIL", DCGM_EXPORTER, "gauge", "GPU utilization (%).", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_FB_USED", DCGM_EXPORTER, "gauge", "Framebuffer used (MiB).", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_FB_FREE", DCGM_EXPORTER, "gauge", "Framebuffer free (MiB).", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_XID_ERRORS", DCGM_EXPORTER, "gauge", "Value of the last Xid error.", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", DCGM_EXPORTER, "counter", "Volatile single-bit ECC errors.", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", DCGM_EXPORTER, "counter", "Volatile double-bit (uncorrectable) ECC errors.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", DCGM_EXPORTER, "counter", "Rows remapped for uncorrectable errors.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", DCGM_EXPORTER, "counter", "Rows remapped for correctable errors.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_ROW_REMAP_FAILURE", DCGM_EXPORTER, "gauge", "1 when row remapping failed.", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_ROW_REMAP_PENDING", DCGM_EXPORTER, "gauge", "1 when a row remap waits for a GPU reset.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_THERMAL_VIOLATION", DCGM_EXPORTER, "counter", "Time clocks were held down by thermal limits.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_POWER_VIOLATION", DCGM_EXPORTER, "counter", "Time clocks were held down by power limits.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", DCGM_EXPORTER, "counter", "PCIe replays.", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", DCGM_EXPORTER, "counter", "NVLink flow-control CRC errors.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", DCGM_EXPORTER, "counter", "NVLink data CRC errors.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", DCGM_EXPORTER, "counter", "NVLink replays.", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", DCGM_EXPORTER, "counter", "NVLink recoveries.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", DCGM_EXPORTER, "counter", "NVLink bandwidth counter, all links.",
+       *_DCGM_LABELS),
+    # --- node_exporter --------------------------------------------------------------------------------
+    _m("node_filesystem_avail_bytes", NODE_EXPORTER, "gauge", "Bytes available to non-root users.",
+       "device", "fstype", "mountpoint"),
+    _m("node_filesystem_size_bytes", NODE_EXPORTER, "gauge", "File system size in bytes.",
+       "device", "fstype", "mountpoint"),
+    _m("node_filesystem_device_error", NODE_EXPORTER, "gauge", "1 when statfs on the mount failed or timed out.",
+       "device", "fstype", "mountpoint"),
+    _m("node_textfile_scrape_error", NODE_EXPORTER, "gauge", "1 when a textfile could not be read or parsed."),
+    _m("node_textfile_mtime_seconds", NODE_EXPORTER, "gauge", "Modification time of each textfile.", "file"),
+    _m("node_cpu_seconds_total", NODE_EXPORTER, "counter", "CPU time by mode.", "cpu", "mode"),
+    _m("node_memory_MemAvailable_bytes", NODE_EXPORTER, "gauge", "Memory available."),
+    _m("node_memory_MemTotal_bytes", NODE_EXPORTER, "gauge", "Memory total."),
+    _m("node_network_receive_bytes_total", NODE_EXPORTER, "counter", "Bytes received per interface.", "device"),
+    _m("node_network_transmit_bytes_total", NODE_EXPORTER, "counter", "Bytes sent per interface.", "device"),
+    _m("node_boot_time_seconds", NODE_EXPORTER, "gauge", "Boot time (Unix seconds)."),
+    # --- the boot-time validator (contract with fmcluster/runtime/validate) ---------------------------
+    _m("fmcluster_node_check_status", VALIDATOR, "gauge",
+       "Result of one check: 1 pass, 0 fail, 2 warn, 3 skip, -1 error.", "check", "layer"),
+    _m("fmcluster_node_check_duration_seconds", VALIDATOR, "gauge", "How long the check ran.", "check", "layer"),
+    _m("fmcluster_node_validation_last_run_timestamp_seconds", VALIDATOR, "gauge",
+       "When the validator last finished (Unix seconds).", "level"),
+    _m("fmcluster_node_validation_failed", VALIDATOR, "gauge",
+       "1 when a required check failed in the last run (the node is drained/tainted by policy), else 0.", "level"),
+    # --- EFA (fmcluster/runtime/observability/efa_textfile.py) ----------------------------------------
+    _m("fmcluster_efa_devices", EFA_COLLECTOR, "gauge", "EFA devices found in /sys/class/infiniband."),
+    _m("fmcluster_efa_port_active", EFA_COLLECTOR, "gauge", "1 when the port state is ACTIVE.", "device", "port"),
+    _m("fmcluster_efa_hw_counter_total", EFA_COLLECTOR, "counter",
+       "EFA hardware counter from ports/<port>/hw_counters/<counter>.", "device", "port", "counter"),
+    # --- Slurm (fmcluster/runtime/observability/slurm_textfile.py, controller only) -------------------
+    _m("fmcluster_slurm_nodes", SLURM_COLLECTOR, "gauge", "Slurm nodes per base state.", "state"),
+    _m("fmcluster_slurm_node_state", SLURM_COLLECTOR, "gauge", "1 for the node's current base state.",
+       "slurm_node", "state"),
+    _m("fmcluster_slurm_node_responding", SLURM_COLLECTOR, "gauge", "0 when slurmctld marks the node not responding.",
+       "slurm_node"),
+    _m("fmcluster_slurm_collector_success", SLURM_COLLECTOR, "gauge", "1 when sinfo answered in time."),
+    # --- every scrape ---------------------------------------------------------------------------------
+    _m("up", PROMETHEUS, "gauge", "1 when the last scrape of the target succeeded.", "job"),
+)
+
+BY_NAME: Dict[str, Metric] = {m.name: m for m in CATALOG}
+
+# The validator's names, for its author: python3 -m fmcluster.runtime.validate --prom FILE must write these.
+VALIDATOR_METRICS: Tuple[str, ...] = tuple(m.name for m in CATALOG if m.exporter == VALIDATOR)
+
+# EFA hw_counters the rules read (names as in /sys/class/infiniband/<dev>/ports/1/hw_counters, EC2 user guide).
+EFA_ERROR_COUNTERS = (
+    "rx_drops",
+    "retrans_timeout_events",
+    "unresponsive_remote_events",
+    "impaired_remote_conn_events",
+    "rdma_read_wr_err",
+    "rdma_write_wr_err",
+)
+
+# --- PromQL: which metric names does an expression use? ---------------------------------------------
+
+_PROMQL_KEYWORDS = frozenset(
+    """by without on ignoring group_left group_right bool and or unless offset atan2
+    sum min max avg group stddev stdvar count count_values bottomk topk quantile limitk limit_ratio inf nan""".split()
+)
+_IDENT = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
+
+
+def metric_names(expr: str) -> Set[str]:
+    """The metric names a PromQL expression (or a Grafana query with $variables) selects.
+
+    A small scanner, not a parser: it drops strings, label matchers ``{...}``, ranges ``[...]``, grouping
+    clauses ``by (...)`` and function calls' names, and returns the identifiers left.
+    """
+    s = re.sub(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`', '""', expr)
+    s = re.sub(r"\{[^{}]*\}", " ", s)
+    s = re.sub(r"\[[^\[\]]*\]", " ", s)
+    s = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)", " ", s)
+    s = re.sub(r"\blabel_values\s*\(([^,()]*)(,[^()]*)?\)", r" \1 ", s)  # Grafana: label_values(metric, label)
+    s = re.sub(r"\$\{?[A-Za-z_][A-Za-z0-9_:]*\}?", " ", s)  # Grafana variables
+    s = re.sub(r"\boffset\s+-?[0-9a-z]+", " ", s)
+    names: Set[str] = set()
+    for m in _IDENT.finditer(s):
+        word = m.group(0)
+        rest = s[m.end():].lstrip()
+        if rest.startswith("("):
+            continue  # a function or aggregation
+        if word.lower() in _PROMQL_KEYWORDS:
+            continue
+        if re.fullmatch(r"[0-9]+[smhdwy]", word) or re.fullmatch(r"[eE][0-9]+", word):
+            continue
+        names.add(word)
+    return names
+
+
+def unknown_metrics(exprs: Iterable[str], extra_known: FrozenSet[str] = frozenset()) -> Dict[str, List[str]]:
+    """Metric name → expressions using it, for every name neither in the catalog nor in `extra_known`."""
+    unknown: Dict[str, List[str]] = {}
+    for expr in exprs:
+        for name in sorted(metric_names(expr)):
+            if name not in BY_NAME and name not in extra_known:
+                unknown.setdefault(name, []).append(expr)
+    return unknown

@@ -1,0 +1,80 @@
+"""Fixtures for the observability tests: the stack is synthesized once per session (a CDK app start costs seconds)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any, Dict
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+import pytest  # noqa: E402
+
+from fmcluster.spec import ClusterSpec, parse_spec  # noqa: E402
+
+SPEC: Dict[str, Any] = {
+    "name": "obs-test",
+    "region": "us-east-1",
+    "availability_zone": "us-east-1a",
+    "account": "123456789012",
+    "node_groups": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}],
+    "observability": {"alert_emails": ["oncall@example.com", "gpu-team@example.com"], "grafana": True},
+}
+
+
+def require_tool(name: str) -> str:
+    """The path of a test tool, or a clear failure saying how to install it."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(
+            f"{name} is not installed: run `make setup` (scripts/install-tools.sh installs promtool, amtool and "
+            f"shellcheck from the distribution's packages)",
+            pytrace=False,
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def promtool() -> str:
+    return require_tool("promtool")
+
+
+@pytest.fixture(scope="session")
+def amtool() -> str:
+    return require_tool("amtool")
+
+
+@pytest.fixture(scope="session")
+def shellcheck() -> str:
+    return require_tool("shellcheck")
+
+
+@pytest.fixture(scope="session")
+def obs_spec() -> ClusterSpec:
+    return parse_spec(SPEC)
+
+
+class Synthesized:
+    def __init__(self, spec: ClusterSpec, grafana: bool) -> None:
+        import aws_cdk as cdk
+        from aws_cdk.assertions import Template
+        from cdk_nag import AwsSolutionsChecks
+        from fmcluster.stacks.observability import ObservabilityStack
+
+        self.app = cdk.App(context={"aws:cdk:disable-version-reporting": True})
+        cdk.Validations.of(self.app).add_plugins(AwsSolutionsChecks(self.app))
+        self.stack = ObservabilityStack(
+            self.app,
+            spec.stack_name("observability"),
+            spec=spec,
+            env=cdk.Environment(account=spec.account, region=spec.region),
+        )
+        # synth runs cdk-nag; an unacknowledged finding raises here
+        self.assembly = self.app.synth()
+        self.template = Template.from_stack(self.stack)
+        self.json = self.template.to_json()
+
+
+@pytest.fixture(scope="session")
+def synthesized(obs_spec: ClusterSpec) -> Synthesized:
+    return Synthesized(obs_spec, grafana=True)
