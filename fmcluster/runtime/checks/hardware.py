@@ -1,0 +1,307 @@
+"""Layer 1: hardware and drivers."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Dict, List
+
+from .. import versions
+from ..probes import ProbeError
+from . import Ctx, Result, bad, check, has_gpus, has_nvswitch, ok, warn
+from .nvsmi import ACTION, FABRIC_ARGV, FAILING_CLASSES, gpu_rows, kernel_events, kernel_module_version, parse_csv
+
+NVIDIA = "0x10de"
+
+
+def _gpu_model_ok(name: str, want: str) -> bool:
+    return bool(want) and re.search(rf"\b{re.escape(want)}\b", name, re.I) is not None
+
+
+@check("hw.instance_type", "hardware", title="Instance type as reported by the hypervisor (DMI)")
+def instance_type(ctx: Ctx) -> Result:
+    want = ctx.profile.instance_type
+    got = (ctx.node.read("/sys/devices/virtual/dmi/id/product_name") or "").strip()
+    if got == want:
+        return ok(got, want)
+    return bad(got, want, "the node runs with a profile for another instance type: ship the right NodeProfile")
+
+
+@check("hw.gpu.pci", "hardware", applies=has_gpus, title="GPUs on the PCI bus")
+def gpu_pci(ctx: Ctx) -> Result:
+    want = int(ctx.profile.fact("gpus"))
+    found: List[str] = []
+    for dev in ctx.node.listdir("/sys/bus/pci/devices"):
+        base = f"/sys/bus/pci/devices/{dev}"
+        vendor = (ctx.node.read_or(base + "/vendor") or "").strip().lower()
+        klass = (ctx.node.read_or(base + "/class") or "").strip().lower()
+        if vendor == NVIDIA and klass.startswith("0x0302"):
+            found.append(dev)
+    if len(found) == want:
+        return ok(len(found), want)
+    return bad(len(found), want, "a GPU is missing from the PCI bus: stop and start the instance; replace it if it persists",
+               detail=", ".join(found))
+
+
+@check("hw.gpu.driver", "hardware", applies=has_gpus, title="GPUs bound by the NVIDIA driver, model as in the catalog")
+def gpu_driver(ctx: Ctx) -> Result:
+    want_n, want_model = int(ctx.profile.fact("gpus")), str(ctx.profile.fact("gpu", ""))
+    gpus = ctx.node.listdir("/proc/driver/nvidia/gpus")
+    if not gpus and not ctx.node.exists("/proc/driver/nvidia"):
+        return bad("driver not loaded", f"{want_n} x {want_model}", "load the NVIDIA driver (modprobe nvidia); check dkms")
+    models: Dict[str, str] = {}
+    for g in gpus:
+        info = ctx.node.read_or(f"/proc/driver/nvidia/gpus/{g}/information") or ""
+        m = re.search(r"^Model:\s*(.+)$", info, re.M)
+        models[g] = m.group(1).strip() if m else "?"
+    wrong = {g: n for g, n in models.items() if not _gpu_model_ok(n, want_model)}
+    observed = f"{len(gpus)} x {sorted(set(models.values())) or '-'}"
+    if len(gpus) != want_n:
+        return bad(observed, f"{want_n} x {want_model}",
+                   "a GPU is not initialised by the driver (fallen off the bus?): drain and reboot; replace if it repeats")
+    if wrong:
+        return bad(observed, f"{want_n} x {want_model}", "GPU model differs from the catalog: wrong instance type?")
+    return ok(observed, f"{want_n} x {want_model}")
+
+
+@check("hw.driver.version", "hardware", applies=has_gpus, title="Kernel driver loaded, open module where needed, version")
+def driver_version(ctx: Ctx) -> Result:
+    p = ctx.profile
+    kver = kernel_module_version(ctx)
+    if not kver:
+        return bad("nvidia module not loaded", "loaded", "install/load the NVIDIA driver")
+    proc = ctx.node.read_or("/proc/driver/nvidia/version") or ""
+    open_module = "Open Kernel Module" in proc
+    problems = []
+    m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", proc)
+    if m and m.group(1) != kver:
+        problems.append(f"/proc says {m.group(1)}, /sys/module says {kver} (reboot pending?)")
+    if str(p.fact("gpu_arch", "")) == "blackwell":
+        if not open_module:
+            problems.append("Blackwell needs the open kernel modules")
+        if not versions.at_least(kver, versions.BLACKWELL_MIN_DRIVER):
+            problems.append(f"Blackwell needs driver >= {versions.BLACKWELL_MIN_DRIVER}")
+    want = p.min_versions.get("driver")
+    if want and not versions.at_least(kver, want):
+        problems.append(f"driver {kver} < minimum {want}")
+    pin = p.pinned_versions.get("driver")
+    if pin and not versions.same(kver, pin):
+        problems.append(f"driver {kver} != pinned {pin}")
+    # user space (NVML) must be from the same release as the kernel module
+    libs = ctx.node.glob("/usr/lib*/libnvidia-ml.so.*.*") + ctx.node.glob("/usr/lib/*-linux-gnu/libnvidia-ml.so.*.*")
+    lib_versions = sorted({re.sub(r".*libnvidia-ml\.so\.", "", x) for x in libs})
+    if lib_versions and kver not in lib_versions:
+        problems.append(f"user-space NVML {', '.join(lib_versions)} != kernel module {kver}")
+    observed = f"{kver} ({'open' if open_module else 'proprietary'} module; NVML {', '.join(lib_versions) or '?'})"
+    expected = f">= {want}" if want else "loaded"
+    if problems:
+        return bad(observed, expected, "install the driver from the known-good bundle and reboot", "; ".join(problems))
+    return ok(observed, expected)
+
+
+@check("hw.xid", "hardware", applies=has_gpus, title="Xid/SXid errors in the kernel log of this boot")
+def xid(ctx: Ctx) -> Result:
+    events = kernel_events(ctx)
+    if not events:
+        return ok("none", "no failing Xid")
+    summary = sorted({f"{e['kind']} {e['code']} ({e['class']}: {e['what']}) on {e['pci']}" for e in events})
+    failing = [e for e in events if e["class"] in FAILING_CLASSES]
+    worst = "rma" if any(e["class"] == "rma" for e in failing) else (
+        "reboot" if any(e["class"] == "reboot" for e in failing) else "reset")
+    if failing:
+        return bad("; ".join(summary), "no failing Xid", ACTION[worst])
+    return warn("; ".join(summary), "no failing Xid", "application-level Xids: check the last job; no node action")
+
+
+# ---- standard: one nvidia-smi query shared by the checks below -------------------------------------
+
+@check("hw.smi.gpus", "hardware", level="standard", applies=has_gpus, title="nvidia-smi sees every GPU, right model")
+def smi_gpus(ctx: Ctx) -> Result:
+    rows, errors = gpu_rows(ctx)
+    want_n, want_model = int(ctx.profile.fact("gpus")), str(ctx.profile.fact("gpu", ""))
+    names = sorted({r["name"] for r in rows})
+    observed = f"{len(rows)} x {names}" + (f"; {len(errors)} error line(s): {errors[0][:100]}" if errors else "")
+    if len(rows) != want_n or errors:
+        return bad(observed, f"{want_n} x {want_model}", "a GPU is lost to NVML: drain and reboot; replace if it repeats")
+    if not all(_gpu_model_ok(r["name"], want_model) for r in rows):
+        return bad(observed, f"{want_n} x {want_model}", "GPU model differs from the catalog: wrong instance type?")
+    return ok(observed, f"{want_n} x {want_model}")
+
+
+@check("hw.smi.driver_match", "hardware", level="standard", applies=has_gpus,
+       title="nvidia-smi driver version equals the kernel module")
+def smi_driver_match(ctx: Ctx) -> Result:
+    rows, _ = gpu_rows(ctx)
+    got = sorted({r["driver_version"] for r in rows})
+    kver = kernel_module_version(ctx)
+    if got == [kver]:
+        return ok(got[0], kver)
+    return bad(", ".join(got), kver, "driver/library version mismatch: reinstall the driver and reboot")
+
+
+@check("hw.persistence", "hardware", level="standard", applies=has_gpus, title="Persistence mode enabled")
+def persistence(ctx: Ctx) -> Result:
+    rows, _ = gpu_rows(ctx)
+    off = [r["index"] for r in rows if r["persistence_mode"] != "Enabled"]
+    if off:
+        return bad(f"disabled on GPU {','.join(off)}", "Enabled",
+                   "enable nvidia-persistenced (systemctl enable --now nvidia-persistenced)")
+    return ok("Enabled", "Enabled")
+
+
+@check("hw.ecc", "hardware", level="standard", applies=has_gpus, title="ECC on, no uncorrected errors, row remapping clean")
+def ecc(ctx: Ctx) -> Result:
+    rows, _ = gpu_rows(ctx)
+    problems = []
+    for r in rows:
+        i = r["index"]
+        if r["ecc.mode.current"] != "Enabled":
+            problems.append(f"GPU{i} ECC {r['ecc.mode.current']}")
+        unc = r["ecc.errors.uncorrected.volatile.total"]
+        if unc.isdigit() and int(unc) > 0:
+            problems.append(f"GPU{i} {unc} uncorrected ECC errors")
+        if r["remapped_rows.failure"] == "Yes":
+            problems.append(f"GPU{i} row remapping failure")
+        if r["remapped_rows.pending"] == "Yes":
+            problems.append(f"GPU{i} row remapping pending")
+    if any("failure" in p for p in problems):
+        return bad("; ".join(problems), "clean", "row remapping failed: drain and replace the node")
+    if problems:
+        return bad("; ".join(problems), "clean", "drain the node and reset the GPU (nvidia-smi -r) to apply remapping")
+    return ok("clean", "clean")
+
+
+@check("hw.mig", "hardware", level="standard", applies=has_gpus, required=False, title="MIG disabled")
+def mig(ctx: Ctx) -> Result:
+    rows, _ = gpu_rows(ctx)
+    on = [r["index"] for r in rows if r["mig.mode.current"] == "Enabled"]
+    if on:
+        return warn(f"MIG on GPU {','.join(on)}", "Disabled", "nvidia-smi -mig 0 and reset the GPUs")
+    return ok("Disabled", "Disabled")
+
+
+@check("hw.nvlink", "hardware", level="standard", applies=has_nvswitch, title="NVLink links up, all at the same rate")
+def nvlink(ctx: Ctx) -> Result:
+    want = int(ctx.profile.fact("nvlink_links_per_gpu"))
+    out = ctx.node.run(("nvidia-smi", "nvlink", "-s")).require()
+    per_gpu: Dict[str, List[str]] = {}
+    cur = None
+    for line in out.splitlines():
+        g = re.match(r"GPU (\d+):", line)
+        if g:
+            cur = g.group(1)
+            per_gpu[cur] = []
+            continue
+        lk = re.match(r"\s+Link (\d+): (.+)$", line)
+        if lk and cur is not None:
+            per_gpu[cur].append(lk.group(2).strip())
+        elif line.strip() and cur is None:
+            raise ProbeError(f"nvidia-smi nvlink -s output not understood: {line.strip()[:100]!r}")
+    if not per_gpu:
+        raise ProbeError("nvidia-smi nvlink -s printed no GPU")
+    problems = []
+    rates = set()
+    for gpu, links in per_gpu.items():
+        up = [x for x in links if re.match(r"[\d.]+ GB/s", x)]
+        rates.update(up)
+        if len(up) != want:
+            problems.append(f"GPU{gpu} {len(up)}/{want} links up")
+    if len(rates) > 1:
+        problems.append(f"mixed link rates {sorted(rates)}")
+    n_gpus = int(ctx.profile.fact("gpus"))
+    if len(per_gpu) != n_gpus:
+        problems.append(f"{len(per_gpu)} GPUs listed, {n_gpus} expected")
+    observed = f"{len(per_gpu)} GPUs, rates {sorted(rates)}"
+    if problems:
+        return bad(observed + "; " + "; ".join(problems), f"{want} links/GPU",
+                   "NVLink down: drain, reset the GPUs or reboot; replace if it repeats")
+    return ok(observed, f"{want} links/GPU")
+
+
+@check("hw.topology", "hardware", level="standard", applies=has_nvswitch, title="GPU-to-GPU topology NV<links>")
+def topology(ctx: Ctx) -> Result:
+    want = f"NV{int(ctx.profile.fact('nvlink_links_per_gpu'))}"
+    out = re.sub(r"\x1b\[[0-9;]*m", "", ctx.node.run(("nvidia-smi", "topo", "-m")).require())
+    lines = out.splitlines()
+    header = next((ln for ln in lines if re.match(r"^\s+GPU0\b", ln)), None)
+    if header is None:
+        raise ProbeError("nvidia-smi topo -m: no GPU header line")
+    cols = header.split()
+    gpu_cols = [i for i, c in enumerate(cols) if re.fullmatch(r"GPU\d+", c)]
+    bad_pairs = []
+    rows = 0
+    for ln in lines:
+        cells = ln.split("\t") if "\t" in ln else ln.split()
+        if not cells or not re.fullmatch(r"GPU\d+", cells[0].strip()):
+            continue
+        rows += 1
+        vals = [c.strip() for c in cells[1:]]
+        for i in gpu_cols:
+            if i < len(vals) and vals[i] != "X" and vals[i] != want:
+                bad_pairs.append(f"{cells[0].strip()}-{cols[i]}={vals[i]}")
+    n = int(ctx.profile.fact("gpus"))
+    if rows != n or len(gpu_cols) != n:
+        return bad(f"{rows} GPU rows", f"{n} GPUs all {want}", "a GPU is missing from the topology: drain and reboot")
+    if bad_pairs:
+        return bad(", ".join(bad_pairs[:6]), f"all pairs {want}", "NVLink degraded: drain and reset/reboot")
+    return ok(f"all pairs {want}", f"all pairs {want}")
+
+
+def unit_states(ctx: Ctx) -> Dict[str, str]:
+    """systemctl is-active for every unit the profile cares about, in one call."""
+    def probe():  # type: ignore[no-untyped-def]
+        units = []
+        if has_nvswitch(ctx.profile):
+            units.append("nvidia-fabricmanager")
+        if ctx.profile.orchestrator == "slurm":
+            units.append("slurmd")
+        elif ctx.profile.orchestrator == "kubernetes":
+            units.append("kubelet")
+        if not units:
+            return ("ok", {})
+        res = ctx.node.run(("systemctl", "is-active", *units))
+        if res.error:
+            return ("err", res.why())
+        states = [s.strip() for s in res.stdout.splitlines() if s.strip()]
+        known = {"active", "inactive", "failed", "activating", "deactivating", "reloading", "unknown", "maintenance"}
+        if len(states) != len(units) or not set(states) <= known:
+            return ("err", f"systemctl is-active output not understood: {res.stdout.strip()[:100]!r}")
+        return ("ok", dict(zip(units, states)))
+
+    kind, value = ctx.memo("systemctl", probe)
+    if kind == "err":
+        raise ProbeError(value)
+    return value
+
+
+@check("hw.fabricmanager", "hardware", level="standard", applies=has_nvswitch, title="nvidia-fabricmanager active")
+def fabric_manager(ctx: Ctx) -> Result:
+    state = unit_states(ctx).get("nvidia-fabricmanager", "unknown")
+    if state == "active":
+        return ok(state, "active")
+    return bad(state, "active", "systemctl restart nvidia-fabricmanager; check journalctl -u nvidia-fabricmanager "
+                                "(FM version must equal the driver)")
+
+
+@check("hw.fabric", "hardware", level="standard", applies=has_nvswitch,
+       title="NVLink fabric state Completed/Success (retried while In Progress)")
+def fabric_state(ctx: Ctx) -> Result:
+    rows, _ = gpu_rows(ctx)
+    states = {r["index"]: (r["fabric.state"], r["fabric.status"]) for r in rows}
+    wait_until = time.monotonic() + min(ctx.profile.fabric_wait_s, max(0.0, ctx.node.remaining() - 2))
+    waited = 0.0
+    while any(s == "In Progress" for s, _ in states.values()) and time.monotonic() < wait_until:
+        time.sleep(min(2.0, max(0.0, wait_until - time.monotonic())))
+        waited = ctx.profile.fabric_wait_s - (wait_until - time.monotonic())
+        res = ctx.node.run(FABRIC_ARGV, cache=False)
+        if res.ok:
+            fresh, _ = parse_csv(res.stdout, ("index", "fabric.state", "fabric.status"))
+            states = {r["index"]: (r["fabric.state"], r["fabric.status"]) for r in fresh}
+    summary = sorted({f"{s}/{t}" for s, t in states.values()})
+    observed = ", ".join(summary) + (f" after waiting {waited:.0f}s" if waited > 0 else "")
+    if summary == ["Completed/Success"]:
+        return ok(observed, "Completed/Success")
+    if any(s == "In Progress" for s, _ in states.values()):
+        return bad(observed, "Completed/Success", "fabric still In Progress: is nvidia-fabricmanager running "
+                                                  "(and NVLSM on Blackwell)? CUDA fails with error 802 until done")
+    return bad(observed, "Completed/Success", "restart nvidia-fabricmanager; reset the GPUs or reboot if it persists")

@@ -1,0 +1,198 @@
+"""NodeProfile: what a node of one node group must look like.
+
+Rendered to JSON at synth for every node group and shipped with the runtime; the validator reads it with
+``--profile FILE``, or builds one from the instance catalog alone with ``--instance-type T``.
+
+JSON fields (``schema`` 1; unknown keys are ignored on load, missing keys take the defaults below):
+
+- ``schema`` (int): format version, 1.
+- ``instance_type`` (str): EC2 type without the HyperPod ``ml.`` prefix, e.g. ``p5.48xlarge``.
+- ``group`` (str): node group name, informational ("" when built from the catalog).
+- ``facts`` (object): the catalog entry for the type (gpus, gpu, gpu_arch, gpu_memory_mib, efa_interfaces,
+  nvlink_links_per_gpu, nvme_disks, hbm_tbps, bf16_dense_tflops, ...), copied from runtime/catalog.json at build time.
+- ``mounts`` (list of objects): ``{"path": "/fsx", "fstype": "lustre", "required": true}``; fstype ``lustre``
+  is also asked to answer (``lfs df``) at the standard level.
+- ``instance_store`` (str or null): where the instance NVMe must be mounted, default ``/opt/dlami/nvme`` when the type
+  has local NVMe; null to skip.
+- ``exporters`` (list of objects): ``{"name": "dcgm-exporter", "url": "http://127.0.0.1:9400/metrics",
+  "expect": "DCGM_FI_DEV_GPU_TEMP", "required": true}``; ``expect`` (optional) must appear in the body.
+- ``orchestrator`` (str or null): ``slurm`` (slurmd must be active), ``kubernetes`` (kubelet), or null.
+- ``min_versions`` (object name -> version): minimum versions; keys ``driver``, ``cuda``, ``efa_installer``,
+  ``libfabric``, ``aws_ofi_nccl``, ``nccl``, ``dcgm``, ``gdrcopy``, ``torch``. Default: the known-good DLAMI bundle
+  (DEFAULT_MIN_VERSIONS); a key set to null removes that minimum.
+- ``pinned_versions`` (object name -> version): exact versions required (same keys), default empty.
+- ``optional`` (list of component names): components whose absence is a ``skip``, not a failure
+  (default ``["torch", "gdrcopy", "dcgm"]``).
+- ``policy`` (str): ``fail`` | ``drain`` | ``taint`` | ``report`` — what to do when a required check fails.
+- ``level`` (str): default level ``fast`` | ``standard`` | ``deep``.
+- ``errors_fail`` (bool): a required check ending in ``error`` (tool missing, hung, garbled) counts as failed
+  (default true: a node must prove its stack); false = fail open.
+- ``fabric_wait_s`` (float): how long to retry while the NVLink fabric is ``In Progress`` (default 90).
+- ``thresholds`` (object): deep-level floors as fractions of catalog peaks: ``gemm_fraction`` (0.6 of
+  bf16_dense_tflops), ``hbm_fraction`` (0.7 of hbm_tbps), ``allreduce_busbw_gbps`` (default 0.7 x half the
+  per-GPU NVLink GB/s: 315 on H100/H200, 630 on B200).
+- ``disabled_checks`` (list of check ids): checks to report as ``skip``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+SCHEMA = 1
+LEVELS = ("fast", "standard", "deep")
+POLICIES = ("fail", "drain", "taint", "report")
+
+# Known-good DLAMI bundle 2026-09-15 (reference/runtime-checks.md).
+DEFAULT_MIN_VERSIONS: Dict[str, str] = {
+    "driver": "595.91.07",
+    "cuda": "13.2",
+    "efa_installer": "1.50.0",
+    "libfabric": "2.6.0",
+    "aws_ofi_nccl": "1.21.1",
+    "dcgm": "4.7.0",
+    "gdrcopy": "2.6",
+}
+DEFAULT_OPTIONAL = ["torch", "gdrcopy", "dcgm"]
+DEFAULT_INSTANCE_STORE = "/opt/dlami/nvme"
+
+_CATALOG_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog.json")
+
+
+class ProfileError(ValueError):
+    """A profile or instance type that cannot be used (usage error, exit 2)."""
+
+
+def normalize_type(instance_type: str) -> str:
+    t = instance_type.strip()
+    return t[3:] if t.startswith("ml.") else t
+
+
+def load_catalog(path: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
+    with open(path or _CATALOG_PATH, encoding="utf-8") as fh:
+        data = json.load(fh)
+    types = data.get("types")
+    if not isinstance(types, dict):
+        raise ProfileError("catalog.json has no 'types' table")
+    return types
+
+
+def catalog_facts(instance_type: str) -> Dict[str, Any]:
+    types = load_catalog()
+    t = normalize_type(instance_type)
+    if t not in types:
+        gpu_types = sorted(k for k, v in types.items() if v.get("gpus"))
+        raise ProfileError(f"unknown instance type {instance_type!r}; known GPU types: {', '.join(gpu_types)}")
+    facts = {k: v for k, v in types[t].items() if k not in ("sources", "notes")}
+    return facts
+
+
+@dataclasses.dataclass
+class NodeProfile:
+    instance_type: str
+    facts: Dict[str, Any]
+    group: str = ""
+    mounts: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    instance_store: Optional[str] = DEFAULT_INSTANCE_STORE
+    exporters: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    orchestrator: Optional[str] = None
+    min_versions: Dict[str, Optional[str]] = dataclasses.field(default_factory=lambda: dict(DEFAULT_MIN_VERSIONS))
+    pinned_versions: Dict[str, str] = dataclasses.field(default_factory=dict)
+    optional: List[str] = dataclasses.field(default_factory=lambda: list(DEFAULT_OPTIONAL))
+    policy: str = "report"
+    level: str = "standard"
+    errors_fail: bool = True
+    fabric_wait_s: float = 90.0
+    thresholds: Dict[str, float] = dataclasses.field(default_factory=dict)
+    disabled_checks: List[str] = dataclasses.field(default_factory=list)
+    schema: int = SCHEMA
+
+    # ---- construction -------------------------------------------------------------------------------
+    @classmethod
+    def from_catalog(cls, instance_type: str, **overrides: Any) -> NodeProfile:
+        """Profile for ``instance_type`` from the catalog; keyword overrides set any field.
+
+        ``min_versions`` overrides are merged over the defaults (a value of None removes a minimum).
+        """
+        facts = catalog_facts(instance_type)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(overrides) - fields
+        if unknown:
+            raise ProfileError(f"unknown NodeProfile field(s): {', '.join(sorted(unknown))}")
+        mins: Dict[str, Optional[str]] = dict(DEFAULT_MIN_VERSIONS)
+        mins.update(overrides.pop("min_versions", None) or {})
+        if not facts.get("nvme_disks") and "instance_store" not in overrides:
+            overrides["instance_store"] = None
+        prof = cls(instance_type=normalize_type(instance_type), facts=facts, min_versions=mins, **overrides)
+        prof.validate()
+        return prof
+
+    def validate(self) -> None:
+        if self.policy not in POLICIES:
+            raise ProfileError(f"policy: {self.policy!r} is not one of {', '.join(POLICIES)}")
+        if self.level not in LEVELS:
+            raise ProfileError(f"level: {self.level!r} is not one of {', '.join(LEVELS)}")
+        if self.orchestrator not in (None, "slurm", "kubernetes"):
+            raise ProfileError(f"orchestrator: {self.orchestrator!r} is not slurm, kubernetes or null")
+        for m in self.mounts:
+            if not isinstance(m, dict) or not str(m.get("path", "")).startswith("/"):
+                raise ProfileError(f"mounts: {m!r} needs an absolute 'path'")
+        for e in self.exporters:
+            if not isinstance(e, dict) or not str(e.get("url", "")).startswith(("http://", "https://")):
+                raise ProfileError(f"exporters: {e!r} needs an http(s) 'url'")
+        if not isinstance(self.facts, dict):
+            raise ProfileError("facts: must be an object")
+
+    # ---- JSON ----------------------------------------------------------------------------------------
+    def to_dict(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> NodeProfile:
+        if not isinstance(data, dict):
+            raise ProfileError("profile must be a JSON object")
+        if "instance_type" not in data:
+            raise ProfileError("profile: 'instance_type' is missing")
+        fields = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in fields}
+        if "facts" not in kwargs or not kwargs["facts"]:
+            kwargs["facts"] = catalog_facts(data["instance_type"])
+        kwargs["instance_type"] = normalize_type(str(kwargs["instance_type"]))
+        try:
+            prof = cls(**kwargs)
+        except TypeError as exc:
+            raise ProfileError(f"profile: {exc}") from exc
+        prof.validate()
+        return prof
+
+    @classmethod
+    def from_json(cls, text: str) -> NodeProfile:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ProfileError(f"profile is not JSON: {exc}") from exc
+        return cls.from_dict(data)
+
+    # ---- helpers used by checks ---------------------------------------------------------------------
+    def fact(self, name: str, default: Any = 0) -> Any:
+        v = self.facts.get(name)
+        return default if v is None else v
+
+    def is_optional(self, component: str) -> bool:
+        return component in self.optional
+
+    def threshold(self, name: str) -> float:
+        if name in self.thresholds:
+            return float(self.thresholds[name])
+        if name == "gemm_fraction":
+            return 0.6
+        if name == "hbm_fraction":
+            return 0.7
+        if name == "allreduce_busbw_gbps":
+            return round(0.7 * float(self.fact("nvlink_gbs_per_gpu", 0)) / 2, 1)
+        raise KeyError(name)
