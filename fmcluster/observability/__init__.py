@@ -63,7 +63,8 @@ def alertmanager_config(topic_arn: str, region: str) -> str:
 def alertmanager_definition(topic_arn: str, region: str) -> str:
     """The AMP alert manager definition: the configuration under ``alertmanager_config: |``."""
     body = alertmanager_config(topic_arn, region)
-    indented = "".join(f"  {line}" if line.strip() else line for line in body.splitlines(keepends=True))
+    lines = [line for line in body.splitlines(keepends=True) if not line.lstrip().startswith("#")]
+    indented = "".join(f"  {line}" if line.strip() else line for line in lines)
     return "alertmanager_config: |\n" + indented
 
 

@@ -55,26 +55,45 @@ def obs_spec() -> ClusterSpec:
 
 
 class Synthesized:
-    def __init__(self, spec: ClusterSpec, grafana: bool) -> None:
+    """One app, synthesized once, holding:
+
+    - ``stack``: the observability stack of `SPEC` (Grafana on, two alert e-mails, an FSx alarm);
+    - ``plain``: the same stack for a spec with Grafana off and no e-mails;
+    - ``consumer``: a stack whose roles get ``grant_remote_write`` and ``grant_query`` (cross-stack use).
+    """
+
+    def __init__(self, spec: ClusterSpec) -> None:
         import aws_cdk as cdk
+        from aws_cdk import aws_iam as iam
         from aws_cdk.assertions import Template
         from cdk_nag import AwsSolutionsChecks
+
         from fmcluster.stacks.observability import ObservabilityStack
 
+        env = cdk.Environment(account=spec.account, region=spec.region)
         self.app = cdk.App(context={"aws:cdk:disable-version-reporting": True})
         cdk.Validations.of(self.app).add_plugins(AwsSolutionsChecks(self.app))
-        self.stack = ObservabilityStack(
-            self.app,
-            spec.stack_name("observability"),
-            spec=spec,
-            env=cdk.Environment(account=spec.account, region=spec.region),
+        self.stack = ObservabilityStack(self.app, spec.stack_name("observability"), spec=spec, env=env)
+        self.fsx_alarm = self.stack.alarm_on_fsx_free_capacity(
+            "FsxFreeCapacity", file_system_id="fs-0123456789abcdef0", storage_capacity_gib=4800
         )
+        plain_spec = parse_spec({**SPEC, "name": "obs-plain", "observability": {"grafana": False}})
+        self.plain = ObservabilityStack(self.app, plain_spec.stack_name("observability"), spec=plain_spec, env=env)
+
+        self.consumer = cdk.Stack(self.app, "obs-test-consumer", env=env)
+        self.writer = iam.Role(self.consumer, "CollectorRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
+        self.reader = iam.Role(self.consumer, "ReaderRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
+        self.stack.grant_remote_write(self.writer)
+        self.stack.grant_query(self.reader)
+
         # synth runs cdk-nag; an unacknowledged finding raises here
         self.assembly = self.app.synth()
         self.template = Template.from_stack(self.stack)
         self.json = self.template.to_json()
+        self.plain_json = Template.from_stack(self.plain).to_json()
+        self.consumer_json = Template.from_stack(self.consumer).to_json()
 
 
 @pytest.fixture(scope="session")
 def synthesized(obs_spec: ClusterSpec) -> Synthesized:
-    return Synthesized(obs_spec, grafana=True)
+    return Synthesized(obs_spec)

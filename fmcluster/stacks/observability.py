@@ -1,0 +1,172 @@
+"""`<name>-observability`: AMP workspace, alert rules, alert manager → SNS, optional Managed Grafana."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from fmcluster import observability
+from fmcluster.constructs.grafana import GrafanaWorkspace
+from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
+from fmcluster.constructs.prometheus import PrometheusWorkspace
+from fmcluster.spec import ClusterSpec
+
+RULE_NAMESPACE = "fmcluster"
+
+
+class ObservabilityStack(Stack):
+    """Metrics, alerts and dashboards deployed with the cluster. Needs nothing from the other stacks.
+
+    - An Amazon Managed Service for Prometheus workspace encrypted with its own customer managed key, logging
+      to an encrypted log group, holding fmcluster's recording and alerting rules (fmcluster/observability).
+    - The workspace's alert manager routes every alert to one SNS topic (encrypted with a second key the
+      AMP and CloudWatch services may use for this account only), with an e-mail subscription per
+      ``observability.alert_emails`` address (each must confirm the subscription mail).
+    - With ``observability.grafana``, an Amazon Managed Grafana workspace (IAM Identity Center sign-in) whose
+      role may only query this AMP workspace.
+
+    Nodes remote-write to ``remote_write_url`` with SigV4; give their role ``grant_remote_write``.
+
+    Attributes: ``workspace`` (the CfnWorkspace), ``workspace_arn``, ``workspace_id``, ``remote_write_url``,
+    ``query_url``, ``alert_topic``, ``prometheus`` (the construct), ``grafana`` (or None).
+    """
+
+    def __init__(self, scope: Construct, id: str, *, spec: ClusterSpec, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.spec = spec
+        region, account = self.region, self.account
+
+        metrics_key = ClusterKey(
+            self,
+            "MetricsKey",
+            description=f"{spec.name}: AMP workspace and its logs",
+            service_principals={f"logs.{region}.amazonaws.com": logs_key_conditions(region, account)},
+        )
+        alerts_key = ClusterKey(
+            self,
+            "AlertsKey",
+            description=f"{spec.name}: alert topic",
+            service_principals={
+                # the key policy cannot name the workspace (the workspace needs the topic, the topic this key):
+                # any AMP workspace of this account and region
+                "aps.amazonaws.com": _service_conditions(
+                    account, f"arn:{self.partition}:aps:{region}:{account}:workspace/*"
+                ),
+                # CloudWatch alarms (alarm_on_fsx_free_capacity) publish to the same topic
+                "cloudwatch.amazonaws.com": _service_conditions(
+                    account, f"arn:{self.partition}:cloudwatch:{region}:{account}:alarm:*"
+                ),
+            },
+        )
+
+        self.alert_topic = sns.Topic(
+            self,
+            "AlertTopic",
+            display_name=f"fmcluster {spec.name} alerts",
+            master_key=alerts_key.key,
+            enforce_ssl=True,
+        )
+        for address in spec.observability.alert_emails:
+            self.alert_topic.add_subscription(subscriptions.EmailSubscription(address))
+
+        self.prometheus = PrometheusWorkspace(
+            self,
+            "Prometheus",
+            alias=f"fmcluster-{spec.name}",
+            encryption_key=metrics_key.key,
+            rules=observability.rules_text(),
+            rule_namespace=RULE_NAMESPACE,
+            alert_manager_definition=observability.alertmanager_definition(self.alert_topic.topic_arn, region),
+        )
+        self.workspace = self.prometheus.workspace
+        self.alert_topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AmpAlertManagerPublishes",
+                principals=[iam.ServicePrincipal("aps.amazonaws.com")],
+                actions=["sns:GetTopicAttributes", "sns:Publish"],
+                resources=[self.alert_topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": account},
+                    "ArnEquals": {"aws:SourceArn": self.workspace_arn},
+                },
+            )
+        )
+
+        self.grafana: Optional[GrafanaWorkspace] = None
+        if spec.observability.grafana:
+            self.grafana = GrafanaWorkspace(self, "Grafana", name=f"fmcluster-{spec.name}", prometheus=self.prometheus)
+            CfnOutput(self, "GrafanaUrl", value=f"https://{self.grafana.endpoint}")
+
+        CfnOutput(self, "WorkspaceId", value=self.workspace_id)
+        CfnOutput(self, "RemoteWriteUrl", value=self.remote_write_url)
+        CfnOutput(self, "QueryUrl", value=self.query_url)
+        CfnOutput(self, "AlertTopicArn", value=self.alert_topic.topic_arn)
+
+    @property
+    def workspace_arn(self) -> str:
+        return self.prometheus.workspace_arn
+
+    @property
+    def workspace_id(self) -> str:
+        return self.prometheus.workspace_id
+
+    @property
+    def remote_write_url(self) -> str:
+        return self.prometheus.remote_write_url
+
+    @property
+    def query_url(self) -> str:
+        return self.prometheus.query_url
+
+    def grant_remote_write(self, grantee: iam.IGrantable) -> iam.Grant:
+        """aps:RemoteWrite on this workspace only (the node collectors' role)."""
+        return self.prometheus.grant_remote_write(grantee)
+
+    def grant_query(self, grantee: iam.IGrantable) -> iam.Grant:
+        """aps:QueryMetrics, GetSeries, GetLabels, GetMetricMetadata on this workspace only."""
+        return self.prometheus.grant_query(grantee)
+
+    def alarm_on_fsx_free_capacity(
+        self, id: str, *, file_system_id: str, storage_capacity_gib: int, threshold_ratio: float = 0.1
+    ) -> cloudwatch.Alarm:
+        """A CloudWatch alarm on FSx ``FreeDataStorageCapacity`` that notifies the alert topic.
+
+        AMP cannot read CloudWatch metrics, so the FSx side of the free-capacity alert is a CloudWatch alarm;
+        the ``FsxFreeCapacityLow`` rule covers the same from the clients' view (node_exporter statfs). Passing
+        another stack's file system id makes this stack depend on that one: call it only where that is wanted.
+        """
+        threshold_bytes = storage_capacity_gib * 1024**3 * threshold_ratio
+        alarm = cloudwatch.Alarm(
+            self,
+            id,
+            alarm_description=(
+                f"FSx for Lustre {file_system_id}: less than {threshold_ratio:.0%} free. Runbook: free data or raise "
+                "the storage capacity (aws fsx update-file-system --storage-capacity)."
+            ),
+            metric=cloudwatch.Metric(
+                namespace="AWS/FSx",
+                metric_name="FreeDataStorageCapacity",
+                dimensions_map={"FileSystemId": file_system_id},
+                statistic="Minimum",
+                period=Duration.minutes(5),
+            ),
+            threshold=threshold_bytes,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            evaluation_periods=3,
+            treat_missing_data=cloudwatch.TreatMissingData.MISSING,
+        )
+        alarm.add_alarm_action(cw_actions.SnsAction(self.alert_topic))
+        alarm.add_ok_action(cw_actions.SnsAction(self.alert_topic))
+        return alarm
+
+
+def _service_conditions(account: str, source_arn_pattern: str) -> Dict[str, Any]:
+    """A service principal may use the key only on behalf of this account's resources (confused deputy)."""
+    return {"StringEquals": {"aws:SourceAccount": account}, "ArnLike": {"aws:SourceArn": source_arn_pattern}}
