@@ -1,10 +1,86 @@
-"""CLI commands backed by AWS calls (preflight, status); registered by fmcluster.cli."""
+"""CLI commands backed by AWS calls (preflight, status); registered by fmcluster.cli.
+
+Exit codes: 0 every check passed (warnings and skips allowed), 1 a check failed or could not
+run, 2 bad input (spec, unknown profile, conflicting region). Progress goes to stderr, the
+report to stdout.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from typing import Any, List
+
+from fmcluster.aws.session import AwsClients, AwsSetupError
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _clients(args: argparse.Namespace, spec: Any) -> AwsClients:
+    from fmcluster.cli import UsageError
+
+    region = args.region or spec.region
+    if region != spec.region:
+        raise UsageError(f"--region {region} differs from the spec's region {spec.region} (its availability zone "
+                         f"{spec.availability_zone} and reservations live there); edit the spec to check another "
+                         "region")
+    aws = AwsClients(region, args.profile)
+    try:
+        aws.session  # noqa: B018 - resolves the profile now: an unknown profile is bad input (exit 2)
+    except AwsSetupError as e:
+        raise UsageError(str(e)) from None
+    return aws
+
+
+def _skips(values: List[str]) -> List[str]:
+    return [s.strip() for v in values or [] for s in v.split(",") if s.strip()]
+
+
+def cmd_preflight(args: argparse.Namespace) -> int:
+    from fmcluster.aws.preflight import run_preflight
+    from fmcluster.spec import load_spec
+
+    spec = load_spec(args.file)
+    aws = _clients(args, spec)
+    report = run_preflight(spec, aws, label=args.file, skip=_skips(args.skip), progress=_progress)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report.render_text())
+    return report.exit_code
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from fmcluster.aws.status import collect_status
+    from fmcluster.spec import load_spec
+
+    spec = load_spec(args.file)
+    aws = _clients(args, spec)
+    status = collect_status(spec, aws, label=args.file, progress=_progress)
+    print(json.dumps(status.to_dict(), indent=2, default=str) if args.json else status.render_text())
+    return status.exit_code
+
+
+def _common(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("file", help="Cluster spec (YAML).")
+    sp.add_argument("--region", help="AWS region (default: the spec's region; must match it).")
+    sp.add_argument("--profile", help="Named AWS profile (default: standard credential resolution).")
+    sp.add_argument("--json", action="store_true", help="Print the report as JSON.")
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
     """Add the AWS-backed subcommands to the `fmcluster` parser."""
-    del sub
+    text = ("Read-only AWS checks before deploy: credentials and account, AZ and instance offerings, quotas, "
+            "capacity reservations / Capacity Blocks / training plans, existing VPC, subnets and bucket, "
+            "CDK bootstrap, stack states. Exit 0 all pass, 1 a check failed, 2 bad input.")
+    sp = sub.add_parser("preflight", help="Read-only AWS checks before deploy.", description=text)
+    _common(sp)
+    sp.add_argument("--skip", action="append", default=[], metavar="ID[,ID]",
+                    help="Skip checks by id or id prefix (e.g. quota, capacity:cr-..., cdk-bootstrap).")
+    sp.set_defaults(func=cmd_preflight)
+    text = ("After deploy: each stack's state, FSx and DRA lifecycle, HyperPod cluster and nodes or PCS node "
+            "groups, placement groups, AMP workspace. Exit 0 all healthy, 1 something is failed, in progress "
+            "or cannot be read.")
+    sp = sub.add_parser("status", help="State of a deployed cluster at a glance.", description=text)
+    _common(sp)
+    sp.set_defaults(func=cmd_status)

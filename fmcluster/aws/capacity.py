@@ -1,0 +1,165 @@
+"""Reserved capacity: On-Demand Capacity Reservations, Capacity Blocks and HyperPod training plans."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, List
+
+from botocore.exceptions import ClientError
+
+from fmcluster import catalog
+from fmcluster.aws.context import Context, as_utc, fmt_time, has_code, is_hyperpod
+from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
+
+LINUX_PLATFORM = "Linux/UNIX"
+ENDS_SOON = timedelta(hours=24)
+CR_ACTIVE = "active"
+CR_NOT_YET = {"scheduled", "payment-pending", "pending", "assessing", "delayed"}
+TP_NOT_YET = {"Pending", "Scheduled"}
+
+
+def _groups_for(ctx: Context, attr: str, value: str) -> List[Any]:
+    return [g for g in ctx.spec.node_groups if getattr(g.capacity, attr) == value]
+
+
+def _verdict(problems: List[str], warnings: List[str], observed: str, expected: str, fix: List[str]) -> Outcome:
+    if problems:
+        return Outcome(FAIL, observed + "; " + "; ".join(problems + warnings), expected, "; ".join(fix))
+    if warnings:
+        return Outcome(WARN, observed + "; " + "; ".join(warnings), expected, "; ".join(fix))
+    return Outcome(PASS, observed, expected)
+
+
+def check_reservation(ctx: Context, reservation_id: str) -> Outcome:
+    """An ODCR or Capacity Block: exists, usable, and matches type, AZ, platform, size and time."""
+    groups = _groups_for(ctx, "reservation_id", reservation_id)
+    kind = groups[0].capacity.type
+    types = sorted({g.instance_type for g in groups})
+    need = sum(g.count for g in groups)
+    az = ctx.spec.availability_zone
+    expected = f"{kind} for {need} x {'/'.join(types)} ({LINUX_PLATFORM}) in {az}, usable now"
+    try:
+        found = ctx.client("ec2").describe_capacity_reservations(CapacityReservationIds=[reservation_id])
+    except ClientError as e:
+        if has_code(e, "InvalidCapacityReservationId.NotFound", "InvalidCapacityReservationId.Malformed"):
+            return Outcome(FAIL, f"{reservation_id} not found in {ctx.region} for account {ctx.account or '?'}",
+                           expected, "check the id, the region and the account (a shared reservation must be "
+                           "shared with this account through AWS RAM)")
+        raise
+    cr = found["CapacityReservations"][0]
+    rtype = cr.get("ReservationType", "default")
+    state = cr.get("State", "?")
+    total, avail = int(cr.get("TotalInstanceCount", 0)), int(cr.get("AvailableInstanceCount", 0))
+    end, start = as_utc(cr.get("EndDate")), as_utc(cr.get("StartDate"))
+    observed = (f"{rtype} reservation {state}: {total} x {cr.get('InstanceType')} ({cr.get('InstancePlatform')}) "
+                f"in {cr.get('AvailabilityZone')}, {avail} available"
+                + (f", ends {fmt_time(end)}" if end else ", no end date"))
+    problems: List[str] = []
+    warnings: List[str] = []
+    fix: List[str] = []
+    want_type = "capacity-block" if kind == "capacity-block" else "default"
+    if rtype != want_type:
+        problems.append(f"it is a {'Capacity Block' if rtype == 'capacity-block' else 'capacity reservation'}, "
+                        f"the spec says {kind}")
+        fix.append(f"set capacity.type to {'capacity-block' if rtype == 'capacity-block' else 'odcr'}")
+    if len(types) > 1 or cr.get("InstanceType") != types[0]:
+        problems.append(f"groups ask for {', '.join(types)}")
+        fix.append(f"use instance_type {cr.get('InstanceType')} in the groups on this reservation")
+    if cr.get("AvailabilityZone") != az:
+        problems.append(f"the spec's AZ is {az}")
+        fix.append(f"set availability_zone to {cr.get('AvailabilityZone')}")
+    if cr.get("InstancePlatform") != LINUX_PLATFORM:
+        problems.append(f"platform must be {LINUX_PLATFORM}")
+        fix.append("reserve Linux/UNIX capacity")
+    if cr.get("Tenancy", "default") != "default":
+        warnings.append(f"tenancy {cr.get('Tenancy')}: launches must use the same tenancy")
+    now = ctx.now()
+    if state == CR_ACTIVE:
+        if total < need:
+            problems.append(f"it holds {total}, the groups need {need}")
+            fix.append(f"lower the group counts to {total} or extend the reservation")
+        elif avail < need:
+            warnings.append(f"only {avail} of {total} free (other instances use it)")
+            fix.append("stop the instances using it, or lower the counts")
+    elif state in CR_NOT_YET:
+        if total < need:
+            problems.append(f"it holds {total}, the groups need {need}")
+        warnings.append(f"not usable yet (starts {fmt_time(start) if start else '?'})")
+        fix.append("deploy the cluster after the start time, or the nodes will not launch")
+    else:
+        problems.append(f"state {state} cannot launch instances")
+        fix.append("buy or create a new reservation and put its id in the spec")
+    if end is not None:
+        if end <= now:
+            problems.append("it has ended")
+        elif rtype == "capacity-block" and end - now < ENDS_SOON:
+            warnings.append(f"ends in {(end - now).total_seconds() / 3600:.1f} h; instances are terminated then")
+            fix.append("extend the Capacity Block or plan for the end time")
+    sizes = {g.capacity.size for g in groups if g.capacity.size is not None}
+    if sizes and sizes != {total}:
+        warnings.append(f"spec capacity.size {', '.join(map(str, sorted(sizes)))} != reservation size {total}")
+        fix.append(f"set capacity.size to {total}")
+    pg = cr.get("PlacementGroupArn")
+    if pg and any(g.placement_strategy != "none" for g in groups):
+        warnings.append(f"the reservation is bound to placement group {pg.split('/')[-1]}, the cluster stack "
+                        "creates its own")
+        fix.append("launch into the reservation's placement group, or use a reservation without one")
+    if cr.get("InstanceMatchCriteria") == "targeted":
+        observed += ", targeted"
+    return _verdict(problems, warnings, observed, expected, fix)
+
+
+def check_training_plan(ctx: Context, arn: str) -> Outcome:
+    groups = _groups_for(ctx, "training_plan_arn", arn)
+    name = arn.split("/")[-1]
+    az = ctx.spec.availability_zone
+    need = sum(g.count for g in groups)
+    ml_types = sorted({catalog.HYPERPOD_PREFIX + g.instance_type for g in groups})
+    expected = f"an Active plan for HyperPod with {need} x {'/'.join(ml_types)} in {az}"
+    try:
+        tp = ctx.client("sagemaker").describe_training_plan(TrainingPlanName=name)
+    except ClientError as e:
+        if has_code(e, "ResourceNotFound", "ResourceNotFoundException", "ValidationException"):
+            return Outcome(FAIL, f"training plan {name} not found in {ctx.region}", expected,
+                           "check the ARN; training plans are per account and region")
+        raise
+    status = tp.get("Status", "?")
+    end, start = as_utc(tp.get("EndTime")), as_utc(tp.get("StartTime"))
+    summaries = tp.get("ReservedCapacitySummaries", [])
+    observed = (f"plan {name} {status}: {tp.get('AvailableInstanceCount', '?')} of "
+                f"{tp.get('TotalInstanceCount', '?')} instances available"
+                + (f", {fmt_time(start)} to {fmt_time(end)}" if start and end else ""))
+    problems: List[str] = []
+    warnings: List[str] = []
+    fix: List[str] = []
+    if status in TP_NOT_YET:
+        warnings.append(f"not active yet (starts {fmt_time(start) if start else '?'})")
+        fix.append("the HyperPod instance groups get capacity from the start time")
+    elif status != "Active":
+        problems.append(f"status {status}{': ' + tp['StatusMessage'] if tp.get('StatusMessage') else ''}")
+        fix.append("buy a new training plan and put its ARN in the spec")
+    if end is not None and end <= ctx.now():
+        problems.append("it has ended")
+    targets = tp.get("TargetResources", [])
+    if targets and "hyperpod-cluster" not in targets:
+        problems.append(f"it targets {', '.join(targets)}, not hyperpod-cluster")
+        fix.append("buy a plan whose target resource is hyperpod-cluster")
+    if not is_hyperpod(ctx.spec):
+        warnings.append("training plans serve SageMaker HyperPod; the orchestrator is not HyperPod")
+    for ml in ml_types:
+        want = sum(g.count for g in groups if catalog.HYPERPOD_PREFIX + g.instance_type == ml)
+        match = [s for s in summaries if s.get("InstanceType") == ml]
+        in_az = [s for s in match if not s.get("AvailabilityZone") or s.get("AvailabilityZone") == az]
+        held = sum(int(s.get("TotalInstanceCount", 0)) for s in in_az)
+        if not match:
+            have = sorted({str(s.get("InstanceType")) for s in summaries})
+            problems.append(f"no reserved capacity of {ml} (plan holds {', '.join(have) or 'nothing'})")
+            fix.append("use the plan's instance type in the groups on it")
+        elif not in_az:
+            problems.append(f"{ml} capacity is in {', '.join(sorted({str(s.get('AvailabilityZone')) for s in match}))}"
+                            f", the spec's AZ is {az}")
+            fix.append("set availability_zone to the plan's AZ")
+        elif held < want:
+            problems.append(f"{held} x {ml} reserved, the groups need {want}")
+            fix.append("lower the group counts or extend the plan")
+    return _verdict(problems, warnings, observed, expected, fix)

@@ -1,0 +1,296 @@
+"""Service Quotas checks: EC2 On-Demand vCPUs, HyperPod instances, PCS, VPC/EIP and FSx.
+
+Codes are used only where they are well known (EC2 vCPU buckets, VPCs per Region, Elastic IPs);
+everything else is looked up by quota *name* so no code is invented.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from botocore.exceptions import ClientError
+
+from fmcluster import catalog
+from fmcluster.aws.context import Context, has_code, is_hyperpod, paginate
+from fmcluster.aws.results import FAIL, PASS, SKIP, WARN, Outcome
+
+# EC2 On-Demand vCPU quotas (service code ec2), by instance family.
+EC2_VCPU_QUOTAS: Dict[str, Tuple[str, str, str]] = {
+    # key: (quota code, quota name, family pattern)
+    "p": ("L-417A185B", "Running On-Demand P instances", r"^p\d"),
+    "g": ("L-DB2E81BA", "Running On-Demand G and VT instances", r"^(g\d|vt\d)"),
+    "standard": ("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances",
+                 r"^(a|c|d|h|i|m|r|t|z)\d"),
+}
+VPCS_PER_REGION = ("vpc", "L-F678F1CE", "VPCs per Region")
+ELASTIC_IPS = ("ec2", "L-0263D0A3", "EC2-VPC Elastic IPs")
+# Instances that do not draw on the On-Demand quota.
+NOT_ON_DEMAND_LIFECYCLES = {"spot", "scheduled", "capacity-block"}
+# Capacity types whose instances count against the On-Demand vCPU quota (ODCR instances do;
+# Capacity Blocks and training plans do not).
+ON_DEMAND_CAPACITY = ("on-demand", "odcr")
+
+
+def ec2_quota_bucket(instance_type: str) -> Optional[str]:
+    family = catalog.strip_hyperpod_prefix(instance_type).split(".")[0]
+    for key, (_, _, pattern) in EC2_VCPU_QUOTAS.items():
+        if re.match(pattern, family):
+            return key
+    return None
+
+
+def quota_value(ctx: Context, service: str, code: str) -> Optional[float]:
+    """The applied value of a quota, else its AWS default; None when the region has no such quota."""
+    sq = ctx.client("service-quotas")
+    try:
+        return float(sq.get_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]["Value"])
+    except ClientError as e:
+        if not has_code(e, "NoSuchResourceException"):
+            raise
+    try:
+        return float(sq.get_aws_default_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]["Value"])
+    except ClientError as e:
+        if has_code(e, "NoSuchResourceException"):
+            return None
+        raise
+
+
+def service_quotas(ctx: Context, service: str) -> List[Dict[str, Any]]:
+    """Every quota of a service with its applied value, defaults filling in unapplied ones (cached)."""
+    key = f"quotas:{service}"
+    if key not in ctx.cache:
+        sq = ctx.client("service-quotas")
+        applied = paginate(sq, "list_service_quotas", "Quotas", ServiceCode=service)
+        names = {q.get("QuotaName") for q in applied}
+        try:
+            defaults = paginate(sq, "list_aws_default_service_quotas", "Quotas", ServiceCode=service)
+        except ClientError as e:
+            if not has_code(e, "NoSuchResourceException"):
+                raise
+            defaults = []
+        ctx.cache[key] = applied + [q for q in defaults if q.get("QuotaName") not in names]
+    return list(ctx.cache[key])
+
+
+def find_quota(ctx: Context, service: str, match: Callable[[str], bool]) -> Optional[Dict[str, Any]]:
+    for q in service_quotas(ctx, service):
+        if match(str(q.get("QuotaName", ""))):
+            return q
+    return None
+
+
+def _judge(need: float, in_use: float, limit: float, what: str, unit: str, name: str, extra: str = "") -> Outcome:
+    observed = f"quota {limit:g} {unit}, {in_use:g} in use, spec needs {need:g}{extra}"
+    expected = f"{need:g}{' + ' + format(in_use, 'g') + ' in use' if in_use else ''} <= quota"
+    if need > limit:
+        return Outcome(FAIL, observed, expected,
+                       f"request an increase of '{name}' to at least {need + in_use:g} {unit} "
+                       f"(Service Quotas console){'; ' + what if what else ''}")
+    if need + in_use > limit:
+        return Outcome(WARN, observed, expected,
+                       f"other instances use {in_use:g} {unit}: stop them or raise '{name}' to {need + in_use:g}")
+    return Outcome(PASS, observed, expected)
+
+
+# --- EC2 On-Demand vCPUs ------------------------------------------------------------------
+
+
+def ec2_vcpu_demand(spec: Any) -> Dict[str, int]:
+    demand: Dict[str, int] = defaultdict(int)
+    if is_hyperpod(spec):  # HyperPod instances run in SageMaker's account: SageMaker quotas apply
+        return demand
+    for g in spec.node_groups:
+        bucket = ec2_quota_bucket(g.instance_type)
+        if bucket and g.capacity.type in ON_DEMAND_CAPACITY:
+            demand[bucket] += g.count * g.instance.vcpus
+    return dict(demand)
+
+
+def _running_vcpus(ctx: Context) -> Dict[str, int]:
+    if "running_vcpus" not in ctx.cache:
+        used: Dict[str, int] = defaultdict(int)
+        ec2 = ctx.client("ec2")
+        filters = [{"Name": "instance-state-name", "Values": ["pending", "running"]}]
+        for r in paginate(ec2, "describe_instances", "Reservations", Filters=filters):
+            for inst in r.get("Instances", []):
+                if inst.get("InstanceLifecycle") in NOT_ON_DEMAND_LIFECYCLES:
+                    continue
+                itype = inst.get("InstanceType", "")
+                bucket = ec2_quota_bucket(itype)
+                if bucket is None:
+                    continue
+                known = catalog.all_types().get(itype)
+                cpu = inst.get("CpuOptions") or {}
+                used[bucket] += known.vcpus if known else cpu.get("CoreCount", 0) * cpu.get("ThreadsPerCore", 1)
+        ctx.cache["running_vcpus"] = dict(used)
+    return dict(ctx.cache["running_vcpus"])
+
+
+def check_ec2_vcpus(ctx: Context, bucket: str) -> Outcome:
+    code, name, _ = EC2_VCPU_QUOTAS[bucket]
+    need = ec2_vcpu_demand(ctx.spec).get(bucket, 0)
+    limit = quota_value(ctx, "ec2", code)
+    if limit is None:
+        return Outcome(WARN, f"quota {code} not found in {ctx.region}", f"'{name}' >= {need} vCPUs",
+                       "check the quota in the Service Quotas console")
+    in_use = _running_vcpus(ctx).get(bucket, 0)
+    return _judge(need, in_use, limit, "Capacity Blocks do not count against it", "vCPUs", f"{name}",
+                  f" ({code}; on-demand and ODCR groups)")
+
+
+# --- SageMaker HyperPod ---------------------------------------------------------------------
+
+
+def hyperpod_demand(spec: Any) -> Dict[str, int]:
+    """ml.* instance counts the HyperPod cluster draws from the 'for cluster usage' quotas
+    (training-plan groups use the plan's reserved capacity instead)."""
+    out: Dict[str, int] = defaultdict(int)
+    for g in spec.node_groups:
+        if g.capacity.type != "training-plan":
+            out[catalog.HYPERPOD_PREFIX + g.instance_type] += g.count
+    return dict(out)
+
+
+def _hyperpod_in_use(ctx: Context) -> Dict[str, int]:
+    """Instances of other HyperPod clusters in the region, by ml. type."""
+    if "hyperpod_in_use" not in ctx.cache:
+        sm = ctx.client("sagemaker")
+        used: Dict[str, int] = defaultdict(int)
+        for c in paginate(sm, "list_clusters", "ClusterSummaries"):
+            if c.get("ClusterName") == ctx.spec.name:
+                continue
+            desc = sm.describe_cluster(ClusterName=c["ClusterArn"])
+            for ig in desc.get("InstanceGroups", []):
+                used[ig.get("InstanceType", "")] += int(ig.get("CurrentCount", 0))
+        ctx.cache["hyperpod_in_use"] = dict(used)
+    return dict(ctx.cache["hyperpod_in_use"])
+
+
+def check_hyperpod_type(ctx: Context, ml_type: str) -> Outcome:
+    name = f"{ml_type} for cluster usage"
+    need = hyperpod_demand(ctx.spec).get(ml_type, 0)
+    q = find_quota(ctx, "sagemaker", lambda n: n.strip().lower() == name.lower())
+    if q is None:
+        return Outcome(FAIL, f"no SageMaker quota named '{name}' in {ctx.region} (looked up by name)",
+                       f"'{name}' >= {need}",
+                       f"request '{name}' in Service Quotas (SageMaker); HyperPod may not offer {ml_type} here")
+    in_use = _hyperpod_in_use(ctx).get(ml_type, 0)
+    return _judge(need, in_use, float(q["Value"]), "", "instances", name,
+                  f" ({q.get('QuotaCode', '?')}, looked up by name)")
+
+
+def check_hyperpod_totals(ctx: Context) -> Outcome:
+    total = sum(hyperpod_demand(ctx.spec).values())
+    per_cluster = find_quota(ctx, "sagemaker", lambda n: "instances" in n.lower() and "per sagemaker hyperpod cluster"
+                             in n.lower())
+    across = find_quota(ctx, "sagemaker", lambda n: "instances" in n.lower() and "across sagemaker hyperpod clusters"
+                        in n.lower())
+    if per_cluster is None and across is None:
+        return Outcome(SKIP, "no HyperPod instance-count quotas found by name", f">= {total} instances",
+                       "confirm HyperPod quotas in the Service Quotas console")
+    parts, worst = [], PASS
+    for q in (per_cluster, across):
+        if q is None:
+            continue
+        limit = float(q["Value"])
+        in_use = sum(_hyperpod_in_use(ctx).values()) if q is across else 0
+        parts.append(f"'{q['QuotaName']}' {limit:g} ({in_use} in use)")
+        if total > limit:
+            worst = FAIL
+        elif total + in_use > limit and worst == PASS:
+            worst = WARN
+    return Outcome(worst, "; ".join(parts) + f"; spec needs {total}", f"{total} instances within each",
+                   "" if worst == PASS else "request an increase of the HyperPod instance quota(s) above")
+
+
+# --- PCS ------------------------------------------------------------------------------------
+
+
+def check_pcs(ctx: Context) -> Outcome:
+    pcs = ctx.client("pcs")
+    clusters = paginate(pcs, "list_clusters", "clusters")
+    others = [c for c in clusters if c.get("name") != ctx.spec.name]
+    q = find_quota(ctx, "pcs", lambda n: "clusters" in n.lower() and "per" in n.lower()
+                   and "node" not in n.lower())
+    if q is None:
+        return Outcome(PASS, f"AWS PCS answers in {ctx.region}; {len(others)} other cluster(s); "
+                       "no cluster-count quota found by name", "PCS available")
+    limit = float(q["Value"])
+    return _judge(1, len(others), limit, "", "clusters", q["QuotaName"], " (looked up by name)")
+
+
+# --- network quotas -------------------------------------------------------------------------
+
+
+def check_vpc_quota(ctx: Context) -> Outcome:
+    service, code, name = VPCS_PER_REGION
+    limit = quota_value(ctx, service, code)
+    in_use = len(paginate(ctx.client("ec2"), "describe_vpcs", "Vpcs"))
+    if limit is None:
+        return Outcome(WARN, f"{in_use} VPCs; quota {code} not found", "room for 1 more VPC",
+                       "check 'VPCs per Region' in the Service Quotas console")
+    return _judge(1, in_use, limit, "", "VPCs", name, f" ({code})")
+
+
+def check_eip_quota(ctx: Context) -> Outcome:
+    service, code, name = ELASTIC_IPS
+    limit = quota_value(ctx, service, code)
+    in_use = len(ctx.client("ec2").describe_addresses().get("Addresses", []))
+    if limit is None:
+        return Outcome(WARN, f"{in_use} Elastic IPs; quota {code} not found", "room for the NAT gateway's EIP",
+                       "check 'EC2-VPC Elastic IPs' in the Service Quotas console")
+    return _judge(1, in_use, limit, "the NAT gateway needs one", "Elastic IPs", name, f" ({code})")
+
+
+# --- FSx for Lustre -------------------------------------------------------------------------
+
+
+def fsx_storage_gib(spec: Any) -> Optional[int]:
+    """The Lustre capacity the spec asks for. The storage section is still being defined: this
+    probes the likely field names, so wiring the real one in is a one-line change."""
+    storage = getattr(spec, "storage", None)
+    for section in ("fsx", "lustre", "fsx_lustre", "filesystem"):
+        fs = getattr(storage, section, None)
+        if fs is None:
+            continue
+        for attr in ("storage_capacity_gib", "capacity_gib", "size_gib", "storage_gib"):
+            value = getattr(fs, attr, None)
+            if isinstance(value, int) and value > 0:
+                return value
+    return None
+
+
+def check_fsx_quota(ctx: Context) -> Outcome:
+    need = fsx_storage_gib(ctx.spec)
+    if need is None:
+        return Outcome(SKIP, "the spec has no FSx for Lustre file system", "")
+    lustre = [fs for fs in paginate(ctx.client("fsx"), "describe_file_systems", "FileSystems")
+              if fs.get("FileSystemType") == "LUSTRE"]
+    used_gib = sum(int(fs.get("StorageCapacity", 0)) for fs in lustre)
+    quotas = [q for q in service_quotas(ctx, "fsx") if "lustre" in str(q.get("QuotaName", "")).lower()]
+    if not quotas:
+        return Outcome(SKIP, "no FSx for Lustre quotas found by name", f"{need} GiB of Lustre storage",
+                       "confirm FSx quotas in the Service Quotas console")
+    worst, parts = PASS, []
+    for q in quotas:
+        qname, limit = str(q["QuotaName"]), float(q["Value"])
+        low = qname.lower()
+        if "capacity" in low and "per file system" not in low:
+            want, have = need, used_gib
+        elif "capacity" in low:
+            want, have = need, 0
+        elif "file systems" in low:
+            want, have = 1, len(lustre)
+        else:
+            continue
+        parts.append(f"'{qname}' {limit:g} ({have} used, +{want})")
+        if want > limit:
+            worst = FAIL
+        elif want + have > limit and worst == PASS:
+            worst = WARN
+    if not parts:
+        return Outcome(SKIP, "no comparable FSx for Lustre quota found by name", f"{need} GiB")
+    return Outcome(worst, "; ".join(parts) + " (looked up by name)", f"{need} GiB and one more file system fit",
+                   "" if worst == PASS else "request an FSx for Lustre quota increase in Service Quotas")

@@ -1,0 +1,75 @@
+"""boto3 clients for preflight and status: one session, retries with backoff, short timeouts.
+
+Credentials, profiles and endpoints resolve the standard way (environment, shared config,
+SSO, instance roles; ``AWS_ENDPOINT_URL`` and ``AWS_ENDPOINT_URL_<SERVICE>``), so the same
+code runs against AWS and against a moto server.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Optional
+
+import boto3
+from botocore.config import Config
+
+# Adaptive retries back off exponentially on throttling and on transient network errors and
+# rate-limit the client after throttling. ``FMCLUSTER_AWS_MAX_ATTEMPTS`` overrides the count.
+DEFAULT_MAX_ATTEMPTS = 6
+MAX_ATTEMPTS_ENV = "FMCLUSTER_AWS_MAX_ATTEMPTS"
+
+
+class AwsSetupError(Exception):
+    """The local AWS setup is unusable before any call (unknown profile, bad config)."""
+
+
+def max_attempts() -> int:
+    raw = os.environ.get(MAX_ATTEMPTS_ENV, "")
+    try:
+        return max(1, int(raw)) if raw else DEFAULT_MAX_ATTEMPTS
+    except ValueError:
+        return DEFAULT_MAX_ATTEMPTS
+
+
+def client_config(attempts: Optional[int] = None) -> Config:
+    return Config(
+        retries={"mode": "adaptive", "max_attempts": attempts or max_attempts()},
+        connect_timeout=5,
+        read_timeout=30,
+        user_agent_extra="fmcluster",
+    )
+
+
+class AwsClients:
+    """Lazily created, cached boto3 clients for one region (and optional profile).
+
+    Tests hand in prepared clients (moto-backed or wrapped in a botocore Stubber) with `set`.
+    """
+
+    def __init__(self, region: str, profile: Optional[str] = None, session: Optional[boto3.Session] = None):
+        self.region = region
+        self.profile = profile
+        self._session = session
+        self._clients: Dict[str, Any] = {}
+        self.config = client_config()
+
+    @property
+    def session(self) -> boto3.Session:
+        if self._session is None:
+            import botocore.exceptions
+
+            try:
+                self._session = boto3.Session(profile_name=self.profile, region_name=self.region)
+            except botocore.exceptions.ProfileNotFound:
+                raise AwsSetupError(f"--profile: no AWS profile named {self.profile!r} in the shared config") from None
+            except botocore.exceptions.BotoCoreError as e:
+                raise AwsSetupError(f"AWS configuration: {e}") from None
+        return self._session
+
+    def client(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = self.session.client(service, region_name=self.region, config=self.config)
+        return self._clients[service]
+
+    def set(self, service: str, client: Any) -> None:
+        self._clients[service] = client

@@ -1,0 +1,295 @@
+"""`fmcluster status`: a deployed cluster at a glance.
+
+Resources are discovered from the stacks themselves (ListStackResources, by resource type), so
+status follows whatever the storage, observability and cluster stacks create without reading
+spec fields: FSx file systems and DRAs, HyperPod clusters and nodes, PCS clusters and node
+groups, EKS clusters, placement groups, AMP workspaces; any resource whose deployment failed
+is listed with CloudFormation's reason.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+
+from botocore.exceptions import ClientError
+
+from fmcluster.aws.context import Context, Progress, fmt_time, has_code, paginate
+from fmcluster.aws.results import ERROR, classify
+from fmcluster.aws.session import AwsClients, max_attempts
+
+if TYPE_CHECKING:
+    from fmcluster.spec import ClusterSpec
+
+OK, PENDING, WARN, BAD, UNKNOWN, ABSENT = "ok", "pending", "warn", "bad", "unknown", "absent"
+STACK_PARTS = ("network", "storage", "observability", "cluster")
+
+
+@dataclass
+class Item:
+    type: str
+    name: str
+    state: str
+    health: str
+    detail: str = ""
+    logical_id: str = ""
+    children: List[Item] = field(default_factory=list)
+
+
+@dataclass
+class StackState:
+    name: str
+    part: str
+    state: str
+    health: str
+    detail: str = ""
+    updated: str = ""
+    resources: List[Item] = field(default_factory=list)
+
+
+@dataclass
+class ClusterStatus:
+    spec: str
+    region: str
+    account: Optional[str]
+    stacks: List[StackState] = field(default_factory=list)
+    error: Optional[Dict[str, str]] = None
+
+    def _healths(self) -> List[str]:
+        out = []
+        for s in self.stacks:
+            out.append(s.health)
+            for r in s.resources:
+                out += [r.health] + [c.health for c in r.children]
+        return out
+
+    @property
+    def overall(self) -> str:
+        h = self._healths()
+        if self.error is not None or BAD in h:
+            return "failed"
+        if UNKNOWN in h:
+            return "unknown"
+        if all(s.health == ABSENT for s in self.stacks):
+            return "not deployed"
+        if PENDING in h:
+            return "in progress"
+        return "degraded" if WARN in h else "ok"
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.overall in ("ok", "degraded") else 1
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"spec": self.spec, "region": self.region, "account": self.account, "overall": self.overall,
+                "ok": self.exit_code == 0, "error": self.error, "stacks": [asdict(s) for s in self.stacks]}
+
+    def render_text(self) -> str:
+        lines = [f"{self.spec}: {self.region}, account {self.account or '?'}"]
+        if self.error:
+            lines.append(f"ERROR {self.error['observed']}")
+            lines.append(f"      fix: {self.error['remedy']}")
+        width = max([len(s.name) for s in self.stacks] + [20])
+        for s in self.stacks:
+            when = f"  {s.updated}" if s.updated else ""
+            lines.append(f"{_mark(s.health)} {s.name:<{width}} {s.state}{when}{'  ' + s.detail if s.detail else ''}")
+            for r in s.resources:
+                lines.append(f"{_mark(r.health)}   {r.type} {r.name}: {r.state}{'  ' + r.detail if r.detail else ''}")
+                for c in r.children:
+                    lines.append(f"{_mark(c.health)}     {c.type} {c.name}: {c.state}"
+                                 f"{'  ' + c.detail if c.detail else ''}")
+        lines.append(f"overall: {self.overall} -> exit {self.exit_code}")
+        return "\n".join(lines)
+
+
+def _mark(health: str) -> str:
+    return {OK: "OK   ", PENDING: "WAIT ", WARN: "WARN ", BAD: "FAIL ", UNKNOWN: "?    ", ABSENT: "-    "}[health]
+
+
+def stack_health(status: str) -> str:
+    if status in ("ROLLBACK_COMPLETE", "DELETE_COMPLETE") or status.endswith("_FAILED"):
+        return BAD
+    if status.endswith("_IN_PROGRESS"):
+        return PENDING
+    if status == "UPDATE_ROLLBACK_COMPLETE":
+        return WARN
+    return OK
+
+
+def _health(state: str, ok: set, pending: set) -> str:
+    if state in ok:
+        return OK
+    if state in pending:
+        return PENDING
+    return BAD
+
+
+def _last(identifier: str, marker: str) -> str:
+    """An id from an ARN (`.../marker/ID...`) or the id itself."""
+    if identifier.startswith("arn:") and f"{marker}/" in identifier:
+        return identifier.split(f"{marker}/", 1)[1].split("/")[0]
+    return identifier
+
+
+# --- describers: one per resource type --------------------------------------------------------
+
+
+def _fsx(ctx: Context, pid: str) -> Item:
+    fs = ctx.client("fsx").describe_file_systems(FileSystemIds=[pid])["FileSystems"][0]
+    life = fs.get("Lifecycle", "?")
+    lustre = fs.get("LustreConfiguration", {})
+    mount = f", mount {fs.get('DNSName')}@tcp:/{lustre.get('MountName')}" if lustre.get("MountName") else ""
+    detail = f"{lustre.get('DeploymentType', fs.get('FileSystemType', ''))} {fs.get('StorageCapacity', '?')} GiB{mount}"
+    if fs.get("FailureDetails", {}).get("Message"):
+        detail += f"; {fs['FailureDetails']['Message']}"
+    return Item("FSx file system", pid, life, _health(life, {"AVAILABLE"}, {"CREATING", "UPDATING"}), detail)
+
+
+def _dra(ctx: Context, pid: str) -> Item:
+    a = ctx.client("fsx").describe_data_repository_associations(AssociationIds=[pid])["Associations"][0]
+    life = a.get("Lifecycle", "?")
+    detail = f"{a.get('FileSystemPath')} <-> {a.get('DataRepositoryPath')}"
+    if a.get("FailureDetails", {}).get("Message"):
+        detail += f"; {a['FailureDetails']['Message']}"
+    return Item("FSx DRA", pid, life, _health(life, {"AVAILABLE"}, {"CREATING", "UPDATING"}), detail)
+
+
+HYPERPOD_NODE_OK = {"Running"}
+HYPERPOD_NODE_PENDING = {"Pending", "ShuttingDown", "SystemUpdating", "DeepHealthCheckInProgress"}
+
+
+def _hyperpod(ctx: Context, pid: str) -> Item:
+    sm = ctx.client("sagemaker")
+    c = sm.describe_cluster(ClusterName=pid)
+    state = c.get("ClusterStatus", "?")
+    item = Item("HyperPod cluster", c.get("ClusterName", pid), state,
+                _health(state, {"InService"}, {"Creating", "Updating", "SystemUpdating", "RollingBack"}),
+                c.get("FailureMessage", ""))
+    nodes = paginate(sm, "list_cluster_nodes", "ClusterNodeSummaries", ClusterName=pid)
+    for ig in c.get("InstanceGroups", []):
+        name = ig.get("InstanceGroupName", "?")
+        counts = Counter(n.get("InstanceStatus", {}).get("Status", "?") for n in nodes
+                         if n.get("InstanceGroupName") == name)
+        cur, target = ig.get("CurrentCount", 0), ig.get("TargetCount", "?")
+        healths = {_health(s, HYPERPOD_NODE_OK, HYPERPOD_NODE_PENDING) for s in counts}
+        health = BAD if BAD in healths else PENDING if PENDING in healths or cur != target else OK
+        if ig.get("Status") in ("Degraded", "Failed"):
+            health = BAD
+        nodes_text = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no nodes"
+        item.children.append(Item("instance group", name, f"{cur}/{target} {ig.get('InstanceType', '')}", health,
+                                  f"nodes: {nodes_text}" + (f"; group {ig['Status']}" if ig.get("Status") else "")))
+    return item
+
+
+def _pcs(ctx: Context, pid: str) -> Item:
+    pcs = ctx.client("pcs")
+    c = pcs.get_cluster(clusterIdentifier=_last(pid, "cluster"))["cluster"]
+    state = c.get("status", "?")
+    errors = "; ".join(e.get("message", "") for e in c.get("errorInfo", []))
+    item = Item("PCS cluster", c.get("name", pid), state, _health(state, {"ACTIVE"}, {"CREATING", "UPDATING"}),
+                errors)
+    for g in paginate(pcs, "list_compute_node_groups", "computeNodeGroups", clusterIdentifier=c.get("id", pid)):
+        gs = g.get("status", "?")
+        item.children.append(Item("compute node group", g.get("name", "?"), gs,
+                                  _health(gs, {"ACTIVE"}, {"CREATING", "UPDATING"})))
+    return item
+
+
+def _eks(ctx: Context, pid: str) -> Item:
+    c = ctx.client("eks").describe_cluster(name=pid)["cluster"]
+    state = c.get("status", "?")
+    return Item("EKS cluster", pid, state, _health(state, {"ACTIVE"}, {"CREATING", "UPDATING"}),
+                f"Kubernetes {c.get('version', '?')}")
+
+
+def _placement_group(ctx: Context, pid: str) -> Item:
+    g = ctx.client("ec2").describe_placement_groups(GroupNames=[pid])["PlacementGroups"][0]
+    state = g.get("State", "?")
+    return Item("placement group", pid, state, _health(state, {"available"}, {"pending"}),
+                f"strategy {g.get('Strategy', '?')}")
+
+
+def _amp(ctx: Context, pid: str) -> Item:
+    w = ctx.client("amp").describe_workspace(workspaceId=_last(pid, "workspace"))["workspace"]
+    state = w.get("status", {}).get("statusCode", "?")
+    return Item("AMP workspace", w.get("workspaceId", pid), state,
+                _health(state, {"ACTIVE"}, {"CREATING", "UPDATING"}), w.get("prometheusEndpoint", ""))
+
+
+DESCRIBERS: Dict[str, Callable[[Context, str], Item]] = {
+    "AWS::FSx::FileSystem": _fsx,
+    "AWS::FSx::DataRepositoryAssociation": _dra,
+    "AWS::SageMaker::Cluster": _hyperpod,
+    "AWS::PCS::Cluster": _pcs,
+    "AWS::EKS::Cluster": _eks,
+    "AWS::EC2::PlacementGroup": _placement_group,
+    "AWS::APS::Workspace": _amp,
+}
+SERVICE_OF = {"AWS::FSx::FileSystem": "fsx", "AWS::FSx::DataRepositoryAssociation": "fsx",
+              "AWS::SageMaker::Cluster": "sagemaker", "AWS::PCS::Cluster": "pcs", "AWS::EKS::Cluster": "eks",
+              "AWS::EC2::PlacementGroup": "ec2", "AWS::APS::Workspace": "amp"}
+
+
+def _unknown(kind: str, name: str, exc: BaseException, service: str) -> Item:
+    f = classify(exc, service, attempts=max_attempts())
+    return Item(kind, name, "unknown", UNKNOWN, f"{f.outcome.observed}; {f.outcome.remedy}")
+
+
+def _resources(ctx: Context, stack: str) -> List[Item]:
+    items: List[Item] = []
+    for r in paginate(ctx.client("cloudformation"), "list_stack_resources", "StackResourceSummaries", StackName=stack):
+        rtype, pid, rstatus = r.get("ResourceType", ""), r.get("PhysicalResourceId", ""), r.get("ResourceStatus", "")
+        logical = r.get("LogicalResourceId", "")
+        if rstatus.endswith("_FAILED"):
+            items.append(Item(rtype, logical, rstatus, BAD, r.get("ResourceStatusReason", ""), logical))
+            continue
+        describe = DESCRIBERS.get(rtype)
+        if describe is None or not pid or rstatus.startswith("DELETE_"):
+            continue
+        try:
+            item = describe(ctx, pid)
+        except Exception as e:  # noqa: BLE001 - a resource that cannot be read is an answer
+            item = _unknown(rtype, pid, e, SERVICE_OF.get(rtype, ""))
+        item.logical_id = logical
+        items.append(item)
+    return items
+
+
+def _stack(ctx: Context, part: str) -> StackState:
+    name = ctx.spec.stack_name(part)
+    cfn = ctx.client("cloudformation")
+    try:
+        s = cfn.describe_stacks(StackName=name)["Stacks"][0]
+    except ClientError as e:
+        if has_code(e, "ValidationError") and "does not exist" in str(e):
+            return StackState(name, part, "not deployed", ABSENT)
+        raise
+    state = s.get("StackStatus", "?")
+    updated = fmt_time(s.get("LastUpdatedTime") or s.get("CreationTime") or "")
+    st = StackState(name, part, state, stack_health(state), s.get("StackStatusReason", ""), updated)
+    st.resources = _resources(ctx, name)
+    return st
+
+
+def collect_status(
+    spec: ClusterSpec, aws: AwsClients, *, label: str = "", progress: Optional[Progress] = None,
+    ctx: Optional[Context] = None,
+) -> ClusterStatus:
+    ctx = ctx or Context(spec=spec, aws=aws)
+    out = ClusterStatus(label or spec.name, aws.region, None)
+    try:
+        out.account = str(ctx.client("sts").get_caller_identity()["Account"])
+    except Exception as e:  # noqa: BLE001
+        f = classify(e, "sts", attempts=max_attempts())
+        out.error = {"status": ERROR, "observed": f.outcome.observed, "remedy": f.outcome.remedy}
+        return out
+    for part in STACK_PARTS:
+        if progress:
+            progress(f"status: {spec.stack_name(part)}")
+        try:
+            out.stacks.append(_stack(ctx, part))
+        except Exception as e:  # noqa: BLE001
+            item = _unknown("stack", spec.stack_name(part), e, "cloudformation")
+            out.stacks.append(StackState(item.name, part, "unknown", UNKNOWN, item.detail))
+    return out

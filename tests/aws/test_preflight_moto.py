@@ -1,0 +1,176 @@
+"""preflight against moto (mock_aws) for what moto implements; Service Quotas stubbed."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import boto3
+import pytest
+from awshelpers import ACCOUNT, AZ, REGION, group, make_ctx, make_spec, stubbed
+
+from fmcluster.aws.context import run_planned
+from fmcluster.aws.preflight import CDK_BOOTSTRAP_PARAMETER, plan_checks, run_preflight
+
+pytestmark = pytest.mark.usefixtures("moto")
+
+
+def by_id(report: Any) -> Dict[str, Any]:
+    return {c.id: c for c in report.checks}
+
+
+def quota(code: str, value: float, service: str = "ec2") -> Dict[str, Any]:
+    return {"Quota": {"ServiceCode": service, "QuotaCode": code, "QuotaName": code, "Value": value}}
+
+
+def stub_default_quotas(ctx: Any, p_vcpus: float = 384.0) -> Any:
+    sq = stubbed(ctx, "service-quotas")
+    sq.add_response("get_service_quota", quota("L-417A185B", p_vcpus),
+                    {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"})
+    sq.add_response("get_service_quota", quota("L-F678F1CE", 5, "vpc"), {"ServiceCode": "vpc", "QuotaCode": "L-F678F1CE"})
+    sq.add_response("get_service_quota", quota("L-0263D0A3", 5), {"ServiceCode": "ec2", "QuotaCode": "L-0263D0A3"})
+    return sq
+
+
+def bootstrap() -> None:
+    boto3.client("ssm", region_name=REGION).put_parameter(Name=CDK_BOOTSTRAP_PARAMETER, Value="28", Type="String")
+
+
+def test_default_spec_all_pass() -> None:
+    bootstrap()
+    ctx = make_ctx(make_spec(account=ACCOUNT), account=None)
+    sq = stub_default_quotas(ctx)
+    report = run_preflight(ctx.spec, ctx.aws, ctx=ctx)
+    checks = by_id(report)
+    assert list(checks) == ["credentials", "availability-zone", "offering:p5.48xlarge", "quota:ec2-p-vcpus",
+                            "quota:vpcs", "quota:elastic-ips", "cdk-bootstrap", "stacks"]
+    assert {c.status for c in report.checks} == {"pass"}, report.render_text()
+    assert report.account == ACCOUNT and report.exit_code == 0
+    assert "quota 384 vCPUs, 0 in use, spec needs 384" in checks["quota:ec2-p-vcpus"].observed
+    assert "no stacks deployed yet" in checks["stacks"].observed
+    sq.assert_no_pending_responses()
+
+
+def test_account_mismatch_fails() -> None:
+    ctx = make_ctx(make_spec(account="210987654321"), account=None)
+    results = run_planned(ctx, plan_checks(ctx.spec)[:1])
+    assert results[0].status == "fail" and ACCOUNT in results[0].observed
+    assert "210987654321" in results[0].remedy
+
+
+def test_missing_bootstrap_fails_with_command() -> None:
+    ctx = make_ctx(make_spec())
+    [r] = run_planned(ctx, [p for p in plan_checks(ctx.spec) if p.id == "cdk-bootstrap"])
+    assert r.status == "fail" and r.remedy == f"npx cdk bootstrap aws://{ACCOUNT}/{REGION}"
+
+
+def test_type_not_offered_in_az_names_the_zones_that_offer_it() -> None:
+    ctx = make_ctx(make_spec(node_groups=[group(instance_type="p6-b200.48xlarge", count=1)]))
+    [r] = run_planned(ctx, [p for p in plan_checks(ctx.spec) if p.id.startswith("offering:")])
+    assert r.status == "fail" and "not offered in us-east-1a" in r.observed
+    assert "us-east-1c" in r.remedy
+
+
+def test_unknown_az_fails() -> None:
+    ctx = make_ctx(make_spec(availability_zone="us-east-1z"))
+    [r] = run_planned(ctx, [p for p in plan_checks(ctx.spec) if p.id == "availability-zone"])
+    assert r.status == "fail" and "does not exist" in r.observed and "us-east-1a" in r.remedy
+
+
+def test_p_quota_too_small_and_in_use() -> None:
+    ec2 = boto3.client("ec2", region_name=REGION)
+    ami = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    ec2.run_instances(ImageId=ami, InstanceType="p5.48xlarge", MinCount=1, MaxCount=1, Placement={"AvailabilityZone": AZ})
+    ctx = make_ctx(make_spec())
+    sq = stubbed(ctx, "service-quotas")
+    sq.add_response("get_service_quota", quota("L-417A185B", 192))
+    sq.add_response("get_service_quota", quota("L-417A185B", 512))
+    [q] = [p for p in plan_checks(ctx.spec) if p.id == "quota:ec2-p-vcpus"]
+    [r] = run_planned(ctx, [q])
+    assert r.status == "fail" and "quota 192 vCPUs, 192 in use, spec needs 384" in r.observed
+    assert "Running On-Demand P instances" in r.remedy
+    ctx.cache.clear()
+    [r] = run_planned(ctx, [q])
+    assert r.status == "warn" and "raise 'Running On-Demand P instances' to 576" in r.remedy
+
+
+def test_capacity_blocks_do_not_need_on_demand_quota() -> None:
+    spec = make_spec(node_groups=[group(capacity={"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"})])
+    ids = [p.id for p in plan_checks(spec)]
+    assert "quota:ec2-p-vcpus" not in ids and "capacity:cr-0123456789abcdef0" in ids
+
+
+def existing_network(cidr: str = "10.1.0.0/24", az: str = AZ) -> Dict[str, Any]:
+    ec2 = boto3.client("ec2", region_name=REGION)
+    vpc = ec2.create_vpc(CidrBlock="10.1.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=az)["Subnet"]["SubnetId"]
+    rtb = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+    return {"vpc_id": vpc, "subnet_ids": [subnet], "route_table_ids": [rtb]}
+
+
+def network_results(existing: Dict[str, Any], count: int = 2) -> Dict[str, Any]:
+    ctx = make_ctx(make_spec(network={"existing_vpc": existing}, node_groups=[group(count=count)]))
+    checks = [p for p in plan_checks(ctx.spec) if p.id in ("vpc", "subnets", "route-tables")]
+    return {r.id: r for r in run_planned(ctx, checks)}
+
+
+def test_existing_network_pass() -> None:
+    results = network_results(existing_network())
+    assert [r.status for r in results.values()] == ["pass", "pass", "pass"], results
+    assert "251 free addresses in us-east-1a" in results["subnets"].observed
+
+
+def test_existing_subnet_too_small_wrong_az_and_missing() -> None:
+    existing = existing_network(cidr="10.1.0.0/28")
+    results = network_results(existing, count=20)
+    assert results["subnets"].status == "fail" and "11 free addresses < 20" in results["subnets"].observed
+    existing = existing_network(az="us-east-1b")
+    results = network_results({**existing, "subnet_ids": existing["subnet_ids"] + ["subnet-0123456789abcdef0"]})
+    sub = results["subnets"]
+    assert sub.status == "fail" and "not found: subnet-0123456789abcdef0" in sub.observed
+    assert "not in us-east-1a" in sub.observed and "one AZ" in sub.remedy
+
+
+def test_existing_subnet_below_headroom_warns() -> None:
+    results = network_results(existing_network(cidr="10.1.0.0/26"), count=2)  # 59 free < 2*1.25+64
+    assert results["subnets"].status == "warn"
+
+
+def test_missing_vpc_fails() -> None:
+    results = network_results({"vpc_id": "vpc-0123456789abcdef0", "subnet_ids": ["subnet-0123456789abcdef0"]})
+    assert results["vpc"].status == "fail" and results["subnets"].status == "fail"
+
+
+def test_ami_checks() -> None:
+    ec2 = boto3.client("ec2", region_name=REGION)
+    ami = next(i for i in ec2.describe_images(Owners=["amazon"])["Images"] if i["Architecture"] == "x86_64")
+    for ami_id, status in ((ami["ImageId"], "pass"), ("ami-0123456789abcdef0", "fail")):
+        ctx = make_ctx(make_spec(node_groups=[group(ami_id=ami_id)]))
+        [r] = run_planned(ctx, [p for p in plan_checks(ctx.spec) if p.id == "ami:gpu"])
+        assert r.status == status, r
+
+
+def test_existing_stack_is_reported() -> None:
+    cfn = boto3.client("cloudformation", region_name=REGION)
+    cfn.create_stack(StackName="fm-dev-network", TemplateBody='{"Resources": {"B": {"Type": "AWS::S3::Bucket"}}}')
+    ctx = make_ctx(make_spec())
+    [r] = run_planned(ctx, [p for p in plan_checks(ctx.spec) if p.id == "stacks"])
+    assert r.status == "pass" and "fm-dev-network CREATE_COMPLETE" in r.observed
+
+
+def test_skip_by_prefix() -> None:
+    bootstrap()
+    ctx = make_ctx(make_spec())
+    report = run_preflight(ctx.spec, ctx.aws, ctx=ctx, skip=["quota"])
+    skipped = [c.id for c in report.checks if c.status == "skip"]
+    assert skipped == ["quota:ec2-p-vcpus", "quota:vpcs", "quota:elastic-ips"]
+    assert report.exit_code == 0
+
+
+def test_unimplemented_call_is_an_error_answer() -> None:
+    """moto lacks ListServiceQuotas for ec2: the check errors, the run goes on, exit 1."""
+    bootstrap()
+    ctx = make_ctx(make_spec())
+    report = run_preflight(ctx.spec, ctx.aws, ctx=ctx)
+    checks = by_id(report)
+    assert checks["quota:ec2-p-vcpus"].status == "error"
+    assert checks["stacks"].status == "pass" and report.exit_code == 1
