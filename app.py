@@ -1,13 +1,16 @@
 """CDK entry point: `cdk synth -c config=examples/other.yaml` (default examples/default.yaml)."""
 
+import os
 import sys
 
-from fmcluster.spec import SpecError, load_spec
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
+import aws_cdk as cdk  # noqa: E402
+
+from fmcluster.spec import SpecError, load_spec  # noqa: E402
+
+config = cdk.App().node.try_get_context("config") or "examples/default.yaml"
 try:
-    import aws_cdk as cdk
-
-    config = cdk.App().node.try_get_context("config") or "examples/default.yaml"
     spec = load_spec(config)
 except SpecError as err:
     print(f"{config}: invalid spec", file=sys.stderr)

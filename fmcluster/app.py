@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
@@ -28,6 +28,10 @@ class ClusterStacks:
         for key, value in {"fmcluster:cluster": spec.name, **spec.tags}.items():
             cdk.Tags.of(app).add(key, value)
 
+    @property
+    def all(self) -> List[cdk.Stack]:
+        return [self.network]
+
 
 def app_context(spec: ClusterSpec, extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Context that keeps synthesis offline and deterministic.
@@ -35,7 +39,12 @@ def app_context(spec: ClusterSpec, extra: Optional[Dict[str, Any]] = None) -> Di
     With an explicit account, ``ec2.Vpc`` asks for the region's AZ list (a lookup); the
     spec already names the one AZ the cluster uses, so that answer is given up front.
     """
-    ctx: Dict[str, Any] = {"aws:cdk:disable-version-reporting": True}
+    ctx: Dict[str, Any] = {
+        "aws:cdk:disable-version-reporting": True,
+        # feature flags live here, not in cdk.json, so `cdk synth` and `fmcluster synth` agree
+        "@aws-cdk/aws-iam:minimizePolicies": True,
+        "@aws-cdk/core:enablePartitionLiterals": True,
+    }
     if spec.account:
         ctx[f"availability-zones:account={spec.account}:region={spec.region}"] = [spec.availability_zone]
     ctx.update(extra or {})
@@ -61,5 +70,5 @@ def build_app(
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
         acknowledge_findings(stacks)
     app.node.add_metadata("fmcluster:spec", spec.name)
-    setattr(app, "fmcluster_stacks", stacks)
+    app.fmcluster_stacks = stacks
     return app

@@ -64,7 +64,8 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({n: t.summary() for n, t in sorted(types.items())}, indent=2))
         return EXIT_OK
-    print(f"{'type':<20} {'GPU':<8} {'n':>2} {'HBM MiB':>8} {'BF16 TF':>8} {'EFA':>4} {'cards':>5} {'Gbps':>6} {'NVMe GB':>8} {'vCPU':>5}")
+    header = ("type", "GPU", "n", "HBM MiB", "BF16 TF", "EFA", "cards", "Gbps", "NVMe GB", "vCPU")
+    print("{:<20} {:<8} {:>2} {:>8} {:>8} {:>4} {:>5} {:>6} {:>8} {:>5}".format(*header))
     for n, t in sorted(types.items(), key=lambda kv: (not kv[1].is_gpu, kv[0])):
         mark = " *" if t.unverified else ""
         print(

@@ -91,7 +91,7 @@ class NewVpc(_Model):
 class ExistingVpc(_Model):
     """A VPC you already have, referenced by ids; nothing is looked up at synth."""
 
-    vpc_id: str = Field(pattern=VPC_ID_PATTERN)
+    vpc_id: str = Field(pattern=VPC_ID_PATTERN, description="expected vpc- and 8 or 17 hex digits")
     subnet_ids: List[str] = Field(min_length=1, description="Private subnet(s) in the GPU availability zone.")
     route_table_ids: List[str] = Field(
         default_factory=list, description="Route tables of those subnets; when given an S3 gateway endpoint is added."
@@ -130,7 +130,7 @@ class ExistingVpc(_Model):
         return v
 
     @model_validator(mode="after")
-    def _cidrs_match_subnets(self) -> "ExistingVpc":
+    def _cidrs_match_subnets(self) -> ExistingVpc:
         if self.subnet_cidrs and len(self.subnet_cidrs) != len(self.subnet_ids):
             _problems([("subnet_cidrs", "when given, lists one CIDR per entry of subnet_ids")])
         return self
@@ -149,7 +149,7 @@ class Network(_Model):
         return v
 
     @model_validator(mode="after")
-    def _one_of(self) -> "Network":
+    def _one_of(self) -> Network:
         if self.new_vpc is None and self.existing_vpc is None:
             object.__setattr__(self, "new_vpc", NewVpc())
         elif self.new_vpc is not None and self.existing_vpc is not None:
@@ -171,7 +171,7 @@ class Capacity(_Model):
     size: Optional[int] = Field(None, ge=1, description="Instances the reservation holds; the group count may not exceed it.")
 
     @model_validator(mode="after")
-    def _ids(self) -> "Capacity":
+    def _ids(self) -> Capacity:
         found = []
         if self.type in ("odcr", "capacity-block"):
             if not self.reservation_id:
@@ -201,14 +201,16 @@ class Placement(_Model):
     partitions: Optional[int] = Field(None, ge=1, le=7, description="Partition count (partition strategy only).")
 
     @model_validator(mode="after")
-    def _partitions(self) -> "Placement":
+    def _partitions(self) -> Placement:
         if self.partitions is not None and self.strategy != "partition":
             _problems([("partitions", "applies to strategy partition only")])
         return self
 
 
 class NodeGroup(_Model):
-    name: str = Field(pattern=GROUP_NAME_PATTERN, description="Lower-case letters, digits and hyphens, 2-32 chars.")
+    name: str = Field(
+        pattern=GROUP_NAME_PATTERN, description="2-32 lower-case letters, digits and hyphens, starting with a letter"
+    )
     instance_type: str = Field(description="EC2 instance type (p5.48xlarge); HyperPod's ml. prefix is added for you.")
     count: int = Field(ge=1, le=2048, description="Instances in the group.")
     role: Literal["gpu", "cpu"] = Field("gpu", description="gpu groups must use a GPU instance type.")
@@ -217,7 +219,9 @@ class NodeGroup(_Model):
     placement: Optional[Placement] = Field(
         None, description="Default: cluster placement group for EFA groups, none with a Capacity Block."
     )
-    ami_id: Optional[str] = Field(None, pattern=AMI_PATTERN, description="Override the AMI (default: DLAMI via SSM).")
+    ami_id: Optional[str] = Field(
+        None, pattern=AMI_PATTERN, description="AMI override, ami- and 8 or 17 hex digits (default: DLAMI via SSM)"
+    )
     root_volume_gib: int = Field(200, ge=100, le=16384, description="Encrypted gp3 root volume.")
 
     @field_validator("instance_type")
@@ -252,7 +256,7 @@ class NodeGroup(_Model):
         return self.count * self.instance.ip_interfaces
 
     @model_validator(mode="after")
-    def _consistent(self) -> "NodeGroup":
+    def _consistent(self) -> NodeGroup:
         t = self.instance
         found = []
         if self.role == "gpu" and not t.is_gpu:
@@ -314,11 +318,14 @@ class Validation(_Model):
 class ClusterSpec(_Model):
     """A GPU training cluster on AWS."""
 
-    name: str = Field(pattern=NAME_PATTERN, description="DNS-safe, 2-25 chars; prefixes every stack.")
-    region: str = Field(pattern=REGION_PATTERN, description="AWS region, e.g. us-east-1.")
+    name: str = Field(
+        pattern=NAME_PATTERN,
+        description="DNS-safe: 2-25 lower-case letters, digits and hyphens, starting with a letter; prefixes every stack",
+    )
+    region: str = Field(pattern=REGION_PATTERN, description="an AWS region code, e.g. us-east-1")
     availability_zone: str = Field(description="The one AZ the GPU nodes (and FSx) live in, e.g. us-east-1a.")
     account: Optional[str] = Field(
-        None, pattern=r"^\d{12}$", description="12-digit account id; absent → environment-agnostic synthesis."
+        None, pattern=r"^\d{12}$", description="a 12-digit account id; absent: environment-agnostic synthesis"
     )
     tags: Dict[str, str] = Field(default_factory=dict, description="Tags on every resource.")
     network: Network = Field(default_factory=Network)
@@ -329,7 +336,7 @@ class ClusterSpec(_Model):
     validation: Validation = Field(default_factory=Validation)
 
     @model_validator(mode="after")
-    def _cross_field(self) -> "ClusterSpec":
+    def _cross_field(self) -> ClusterSpec:
         found: List[Tuple[str, str]] = []
         if not re.fullmatch(re.escape(self.region) + r"[a-z]", self.availability_zone):
             found.append(("availability_zone", f"{self.availability_zone!r} is not in region {self.region} "
@@ -442,7 +449,9 @@ def format_validation_error(err: ValidationError) -> List[str]:
         elif e["type"] == "missing":
             msg = "required"
         elif e["type"] == "string_pattern_mismatch":
-            msg = f"{e.get('input')!r} does not match {e['ctx']['pattern']}"
+            owner = _model_at(loc[:-1]) if loc and isinstance(loc[-1], str) else None
+            info = owner.model_fields[str(loc[-1])].description if owner else None
+            msg = f"{e.get('input')!r} is not allowed: {info or 'it must match ' + e['ctx']['pattern']}"
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
             if msg.startswith("@"):

@@ -11,6 +11,7 @@ from constructs import Construct
 
 from fmcluster.constructs.efa import EfaSecurityGroup
 from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
+from fmcluster.nag import cfn_lint_ignore
 from fmcluster.spec import ClusterSpec, private_subnet_prefix
 
 PUBLIC_SUBNET_PREFIX = 26  # NAT gateway only; nothing else is public
@@ -68,6 +69,10 @@ class NetworkStack(Stack):
                 "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
             },
         )
+        for subnet in vpc.public_subnets + vpc.private_subnets + vpc.isolated_subnets:
+            cfn_lint_ignore(
+                subnet, ["W3010"], "the spec names the one AZ the GPU capacity and placement group live in"
+            )
         key = ClusterKey(
             self,
             "FlowLogsKey",

@@ -1,0 +1,38 @@
+"""Shared fixtures. Each example is synthesized once per test session: a CDK app start
+costs seconds of jsii/node start-up."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Dict
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+Templates = Dict[str, Dict[str, Any]]
+
+
+@pytest.fixture(scope="session")
+def synth_example() -> Callable[[str], Templates]:
+    """`synth_example("default")` → {stack name: template}, cached for the session."""
+    from fmcluster.templates import synth_templates
+
+    cache: Dict[str, Templates] = {}
+
+    def get(name: str) -> Templates:
+        if name not in cache:
+            cache[name] = synth_templates(EXAMPLES / f"{name}.yaml")
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def example_names() -> list:
+    return sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
+

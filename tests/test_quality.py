@@ -1,0 +1,112 @@
+"""Quality gates on every example: cfn-lint clean in the example's region, cdk-nag at every
+synth, least privilege without wildcard actions, nothing open to the internet, templates/
+current."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import actions_of, policy_statements, resources_of
+
+from fmcluster.spec import load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def every_example(synth_example, example_names):
+    return {name: synth_example(name) for name in example_names}
+
+
+def test_cfn_lint_reports_nothing(every_example):
+    from cfnlint.api import ManualArgs, lint
+
+    for name, stacks in every_example.items():
+        region = load_spec(ROOT / "examples" / f"{name}.yaml").region
+        for stack, template in stacks.items():
+            matches = lint(json.dumps(template), config=ManualArgs(regions=[region]))
+            assert not matches, f"{name}/{stack}: " + "; ".join(f"{m.rule.id} {m.message}" for m in matches)
+
+
+def test_no_wildcard_actions_anywhere(every_example):
+    for name, stacks in every_example.items():
+        for stack, template in stacks.items():
+            for st in policy_statements(template):
+                for action in actions_of(st):
+                    assert "*" not in action, f"{name}/{stack}: wildcard action {action}"
+
+
+def test_nothing_accepts_traffic_from_the_internet(every_example):
+    for stacks in every_example.values():
+        for template in stacks.values():
+            for sg in resources_of(template, "AWS::EC2::SecurityGroup").values():
+                for rule in sg["Properties"].get("SecurityGroupIngress", []):
+                    assert rule.get("CidrIp") != "0.0.0.0/0" and rule.get("CidrIpv6") != "::/0"
+            for rule in resources_of(template, "AWS::EC2::SecurityGroupIngress").values():
+                assert rule["Properties"].get("CidrIp") != "0.0.0.0/0"
+
+
+def test_every_kms_key_rotates_and_is_retained(every_example):
+    for stacks in every_example.values():
+        for template in stacks.values():
+            for key in resources_of(template, "AWS::KMS::Key").values():
+                assert key["Properties"]["EnableKeyRotation"] is True
+                assert key["DeletionPolicy"] == "Retain" and key["UpdateReplacePolicy"] == "Retain"
+
+
+def test_cdk_nag_fails_synthesis_on_an_unacknowledged_finding(tmp_path):
+    """The gate is real: an unencrypted, unlogged bucket in a cluster stack stops synth."""
+    from aws_cdk import aws_s3 as s3
+
+    from fmcluster.app import build_app
+
+    app = build_app(ROOT / "examples" / "default.yaml", outdir=str(tmp_path))
+    s3.Bucket(app.fmcluster_stacks.network, "Careless")  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    rules = {v["ruleName"] for p in report["pluginReports"] for v in p["violations"]}
+    assert {"AwsSolutions-S1", "AwsSolutions-S10"} <= rules
+
+
+def test_templates_dir_is_current(every_example):
+    from fmcluster.templates import expected_files, stale
+
+    diff = stale(expected_files(every_example))
+    assert not diff, f"templates/ is stale, run `make templates`: {diff}"
+
+
+@pytest.mark.parametrize(
+    "tool, args",
+    [
+        ("ruff", ["check", "fmcluster", "tests", "bench", "app.py"]),
+        ("mypy", ["fmcluster", "app.py"]),
+    ],
+)
+def test_code_is_lint_and_type_clean(tool, args):
+    exe = shutil.which(tool, path=str(Path(sys.executable).parent))
+    assert exe, f"{tool} is not installed in the venv: run make setup"
+    r = subprocess.run([exe, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
+def test_cdk_cli_synth_matches_fmcluster_synth(tmp_path, synth_example):
+    """`make synth` (the CDK CLI running app.py) and `fmcluster synth` write the same templates."""
+    import os
+
+    cdk = ROOT / "node_modules" / ".bin" / "cdk"
+    assert cdk.exists(), "node_modules missing: run make setup"
+    env = dict(os.environ, CDK_HOME=str(tmp_path / ".cdk"), CDK_DISABLE_VERSION_CHECK="1",
+               PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    r = subprocess.run([str(cdk), "synth", "--quiet", "--no-version-reporting", "--no-path-metadata", "--no-asset-metadata",
+                        "-c", "config=examples/default.yaml", "--output", str(tmp_path / "out")],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for stack, template in synth_example("default").items():
+        cli = json.loads((tmp_path / "out" / f"{stack}.template.json").read_text())
+        assert cli == template, f"{stack} differs between cdk synth and fmcluster synth"
