@@ -1,0 +1,148 @@
+"""Quotas moto does not serve (EC2, SageMaker, FSx, PCS) through botocore Stubber; VPC quota via moto."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, Dict, List
+
+import boto3
+import pytest
+from awshelpers import REGION, group, make_ctx, make_spec, stub_operation, stubbed
+
+from fmcluster.aws import quotas
+from fmcluster.aws.context import run_planned
+from fmcluster.aws.preflight import plan_checks
+
+pytestmark = pytest.mark.usefixtures("moto")
+
+
+def q(name: str, value: float, code: str = "L-00000000", service: str = "sagemaker") -> Dict[str, Any]:
+    return {"ServiceCode": service, "QuotaCode": code, "QuotaName": name, "Value": value}
+
+
+def hyperpod_spec(**kw: Any) -> Any:
+    spec = make_spec(**kw)
+    return spec.model_copy(update={"orchestrator": SimpleNamespace(type="hyperpod-slurm")})
+
+
+def stub_sagemaker_quotas(ctx: Any, applied: List[Dict[str, Any]], defaults: List[Dict[str, Any]]) -> Any:
+    sq = stubbed(ctx, "service-quotas")
+    sq.add_response("list_service_quotas", {"Quotas": applied}, {"ServiceCode": "sagemaker"})
+    sq.add_response("list_aws_default_service_quotas", {"Quotas": defaults}, {"ServiceCode": "sagemaker"})
+    return sq
+
+
+def test_hyperpod_plans_sagemaker_quotas_not_ec2() -> None:
+    ids = [p.id for p in plan_checks(hyperpod_spec())]
+    assert "quota:hyperpod:ml.p5.48xlarge" in ids and "quota:hyperpod-instances" in ids
+    assert "quota:ec2-p-vcpus" not in ids
+
+
+def test_hyperpod_quota_looked_up_by_name() -> None:
+    ctx = make_ctx(hyperpod_spec(node_groups=[group(count=4)]))
+    stub_sagemaker_quotas(ctx, [q("ml.p5.48xlarge for cluster usage", 2, "L-AAAAAAAA")],
+                          [q("ml.p5.48xlarge for cluster usage", 0), q("ml.p5e.48xlarge for cluster usage", 0)])
+    out = quotas.check_hyperpod_type(ctx, "ml.p5.48xlarge")
+    assert out.status == "fail" and "quota 2 instances, 0 in use, spec needs 4 (L-AAAAAAAA, looked up by name)" \
+        in out.observed
+    assert "'ml.p5.48xlarge for cluster usage' to at least 4" in out.remedy
+
+
+def test_hyperpod_default_quota_used_when_nothing_applied() -> None:
+    ctx = make_ctx(hyperpod_spec(node_groups=[group(count=4)]))
+    stub_sagemaker_quotas(ctx, [], [q("ml.p5.48xlarge for cluster usage", 8)])
+    assert quotas.check_hyperpod_type(ctx, "ml.p5.48xlarge").status == "pass"
+
+
+def test_hyperpod_type_without_quota_fails() -> None:
+    ctx = make_ctx(hyperpod_spec(node_groups=[group(instance_type="p6-b300.48xlarge", count=1)]))
+    stub_sagemaker_quotas(ctx, [], [q("ml.p5.48xlarge for cluster usage", 8)])
+    out = quotas.check_hyperpod_type(ctx, "ml.p6-b300.48xlarge")
+    assert out.status == "fail" and "no SageMaker quota named 'ml.p6-b300.48xlarge for cluster usage'" in out.observed
+
+
+def test_hyperpod_totals() -> None:
+    ctx = make_ctx(hyperpod_spec(node_groups=[group(count=4)]))
+    stub_sagemaker_quotas(ctx, [], [
+        q("Maximum number of instances allowed per SageMaker HyperPod cluster", 3),
+        q("Total number of instances allowed across SageMaker HyperPod clusters", 100),
+    ])
+    out = quotas.check_hyperpod_totals(ctx)
+    assert out.status == "fail" and "spec needs 4" in out.observed
+
+
+def test_ec2_quota_falls_back_to_default_value() -> None:
+    ctx = make_ctx(make_spec())
+    sq = stubbed(ctx, "service-quotas")
+    sq.add_client_error("get_service_quota", "NoSuchResourceException", "no applied value")
+    sq.add_response("get_aws_default_service_quota",
+                    {"Quota": q("Running On-Demand P instances", 384, "L-417A185B", "ec2")},
+                    {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"})
+    assert quotas.check_ec2_vcpus(ctx, "p").status == "pass"
+
+
+def test_quota_access_denied_is_cannot_check() -> None:
+    ctx = make_ctx(make_spec())
+    sq = stubbed(ctx, "service-quotas")
+    sq.add_client_error("get_service_quota", "AccessDeniedException", "denied")
+    [r] = run_planned(ctx, [p for p in plan_checks(ctx.spec) if p.id == "quota:ec2-p-vcpus"])
+    assert r.status == "warn" and "cannot check" in r.observed and "servicequotas:GetServiceQuota" in r.remedy
+
+
+def test_vpc_quota_from_moto() -> None:
+    ctx = make_ctx(make_spec())
+    out = quotas.check_vpc_quota(ctx)  # moto: 1 default VPC, quota 5
+    assert out.status == "pass" and "quota 5 VPCs, 1 in use" in out.observed
+    ec2 = boto3.client("ec2", region_name=REGION)
+    for i in range(4):
+        ec2.create_vpc(CidrBlock=f"10.{i + 10}.0.0/16")
+    out = quotas.check_vpc_quota(ctx)
+    assert out.status == "warn" and "5 in use" in out.observed
+
+
+def fsx_spec(gib: int) -> Any:
+    spec = make_spec()
+    return spec.model_copy(update={"storage": SimpleNamespace(fsx=SimpleNamespace(storage_capacity_gib=gib))})
+
+
+def test_fsx_quota_only_when_the_spec_has_lustre() -> None:
+    assert "quota:fsx" not in [p.id for p in plan_checks(make_spec())]
+    assert "quota:fsx" in [p.id for p in plan_checks(fsx_spec(38400))]
+
+
+def test_fsx_quota_by_name() -> None:
+    boto3.client("fsx", region_name=REGION).create_file_system(
+        FileSystemType="LUSTRE", StorageCapacity=96000, SubnetIds=["subnet-0123456789abcdef0"])
+    ctx = make_ctx(fsx_spec(38400))
+    sq = stubbed(ctx, "service-quotas")
+    fsx_quotas = [q("Lustre Persistent_2 SSD storage capacity (GiB)", 100800, service="fsx"),
+                  q("Lustre file systems", 100, service="fsx"), q("Backups", 10000, service="fsx")]
+    sq.add_response("list_service_quotas", {"Quotas": fsx_quotas}, {"ServiceCode": "fsx"})
+    sq.add_response("list_aws_default_service_quotas", {"Quotas": []}, {"ServiceCode": "fsx"})
+    out = quotas.check_fsx_quota(ctx)
+    assert out.status == "warn", out  # 96000 used + 38400 > 100800
+    assert "(96000 used, +38400)" in out.observed and "'Lustre file systems' 100 (1 used, +1)" in out.observed
+
+
+def test_pcs_availability_and_cluster_quota() -> None:
+    spec = make_spec().model_copy(update={"orchestrator": SimpleNamespace(type="pcs")})
+    assert "quota:pcs" in [p.id for p in plan_checks(spec)]
+    ctx = make_ctx(spec)
+    pcs = stubbed(ctx, "pcs")
+    pcs.add_response("list_clusters", {"clusters": [
+        {"name": "other", "id": "pcs_abc1234567", "arn": "arn:aws:pcs:us-east-1:123456789012:cluster/pcs_abc1234567",
+         "createdAt": "2026-01-01T00:00:00Z", "modifiedAt": "2026-01-01T00:00:00Z", "status": "ACTIVE"}]})
+    sq = stubbed(ctx, "service-quotas")
+    sq.add_response("list_service_quotas", {"Quotas": [q("Clusters per account", 1, service="pcs")]})
+    sq.add_response("list_aws_default_service_quotas", {"Quotas": []})
+    out = quotas.check_pcs(ctx)
+    assert out.status == "warn" and "quota 1 clusters, 1 in use" in out.observed
+
+
+def test_running_instances_outside_on_demand_are_not_counted() -> None:
+    ctx = make_ctx(make_spec())
+    ec2 = boto3.client("ec2", region_name=REGION)
+    ctx.aws.set("ec2", ec2)
+    inst = {"InstanceType": "p5.48xlarge", "InstanceLifecycle": "capacity-block"}
+    stub_operation(ec2, "DescribeInstances", {"Reservations": [{"Instances": [inst, {"InstanceType": "m5.xlarge"}]}]})
+    assert quotas._running_vcpus(ctx) == {"standard": 4}
