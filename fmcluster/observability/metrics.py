@@ -15,7 +15,7 @@ Producers, all deployed by fmcluster on every node (fmcluster/runtime/observabil
   from sysfs), a textfile read by node_exporter.
 - ``fmcluster-slurm``: ``fmcluster/runtime/observability/slurm_textfile.py`` on the Slurm controller
   (``sinfo``), a textfile read by node_exporter.
-- ``prometheus``: series every scrape produces (``up``).
+- ``prometheus``: series every scrape produces (``up``) and the AMP ruler writes (``ALERTS``).
 
 Standard library only: the runtime side may read the same names from its own copy.
 """
@@ -41,8 +41,8 @@ EXPORTERS = (DCGM_EXPORTER, NODE_EXPORTER, VALIDATOR, EFA_COLLECTOR, SLURM_COLLE
 # Labels the collector adds to every series it scrapes (fmcluster/runtime/observability/collector_config.py).
 TARGET_LABELS = ("cluster", "node", "instance_id", "instance_type", "node_group")
 
-# Values of fmcluster_node_check_status: one per report status of the validator.
-CHECK_STATUS_VALUES = {"pass": 1, "fail": 0, "warn": 2, "skip": 3, "error": -1}
+# The values of the status label of fmcluster_node_check_status (the validator's report statuses).
+CHECK_STATUSES = ("pass", "fail", "warn", "skip", "error")
 
 
 @dataclass(frozen=True)
@@ -110,14 +110,19 @@ CATALOG: Tuple[Metric, ...] = (
     _m("node_network_receive_bytes_total", NODE_EXPORTER, "counter", "Bytes received per interface.", "device"),
     _m("node_network_transmit_bytes_total", NODE_EXPORTER, "counter", "Bytes sent per interface.", "device"),
     _m("node_boot_time_seconds", NODE_EXPORTER, "gauge", "Boot time (Unix seconds)."),
-    # --- the boot-time validator (contract with fmcluster/runtime/validate) ---------------------------
+    # --- the boot-time validator (fmcluster/runtime/report.py to_prom; checked by a test) ---------------
     _m("fmcluster_node_check_status", VALIDATOR, "gauge",
-       "Result of one check: 1 pass, 0 fail, 2 warn, 3 skip, -1 error.", "check", "layer"),
+       "1 for the status the check ended in, 0 for the other four (one series per status).",
+       "check", "layer", "status"),
     _m("fmcluster_node_check_duration_seconds", VALIDATOR, "gauge", "How long the check ran.", "check", "layer"),
+    _m("fmcluster_node_validation_healthy", VALIDATOR, "gauge", "1 when every required check passed, else 0.",
+       "instance_type", "level"),
+    _m("fmcluster_node_validation_failed_checks", VALIDATOR, "gauge", "Required checks that did not pass.",
+       "instance_type", "level"),
+    _m("fmcluster_node_validation_duration_seconds", VALIDATOR, "gauge", "Wall time of the last validation.",
+       "instance_type", "level"),
     _m("fmcluster_node_validation_last_run_timestamp_seconds", VALIDATOR, "gauge",
-       "When the validator last finished (Unix seconds).", "level"),
-    _m("fmcluster_node_validation_failed", VALIDATOR, "gauge",
-       "1 when a required check failed in the last run (the node is drained/tainted by policy), else 0.", "level"),
+       "When the validator last finished (Unix seconds).", "instance_type", "level"),
     # --- EFA (fmcluster/runtime/observability/efa_textfile.py) ----------------------------------------
     _m("fmcluster_efa_devices", EFA_COLLECTOR, "gauge", "EFA devices found in /sys/class/infiniband."),
     _m("fmcluster_efa_port_active", EFA_COLLECTOR, "gauge", "1 when the port state is ACTIVE.", "device", "port"),
@@ -132,6 +137,8 @@ CATALOG: Tuple[Metric, ...] = (
     _m("fmcluster_slurm_collector_success", SLURM_COLLECTOR, "gauge", "1 when sinfo answered in time."),
     # --- every scrape ---------------------------------------------------------------------------------
     _m("up", PROMETHEUS, "gauge", "1 when the last scrape of the target succeeded.", "job"),
+    # --- the AMP ruler, for every alerting rule ---------------------------------------------------------
+    _m("ALERTS", PROMETHEUS, "gauge", "1 per pending or firing alert.", "alertname", "alertstate", "severity"),
 )
 
 BY_NAME: Dict[str, Metric] = {m.name: m for m in CATALOG}
