@@ -8,6 +8,7 @@ import pytest
 
 from .conftest import TYPES, copy_node
 
+
 @pytest.mark.parametrize("level", ["fast", "standard"])
 def test_healthy_nodes_pass(any_node, level):
     res = any_node.run("--level", level)

@@ -1,0 +1,216 @@
+"""CLI contract, profile JSON, report formats, actions, version rules, concurrency and robustness."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from fmcluster.runtime import actions, versions
+from fmcluster.runtime.checks import Check, Result, all_checks
+from fmcluster.runtime.probes import Node, run_command
+from fmcluster.runtime.profile import DEFAULT_MIN_VERSIONS, NodeProfile, ProfileError
+from fmcluster.runtime.validate import run_checks
+
+from .conftest import REPO, SYSTEM_PATH
+
+
+def _cli(*args, env=None):
+    e = {"PATH": SYSTEM_PATH, "PYTHONPATH": str(REPO)}
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "fmcluster.runtime.validate", *args], capture_output=True,
+                          text=True, env=e, timeout=60)
+
+
+@pytest.mark.parametrize("args", [
+    [], ["--instance-type", "x9.huge"], ["--instance-type", "p5.48xlarge", "--level", "ludicrous"],
+    ["--instance-type", "p5.48xlarge", "--profile", "x.json"], ["--profile", "/nonexistent.json"],
+    ["--instance-type", "p5.48xlarge", "--root", "/nonexistent-root"],
+])
+def test_usage_errors_exit_2(args):
+    res = _cli(*args)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_garbled_profile_exit_2(tmp_path):
+    bad = tmp_path / "p.json"
+    for text in ("{not json", "[]", '{"instance_type": "p5.48xlarge", "policy": "explode"}'):
+        bad.write_text(text)
+        res = _cli("--profile", str(bad))
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+
+
+def test_profile_round_trip_and_ml_prefix():
+    p = NodeProfile.from_catalog("ml.p5.48xlarge", mounts=[{"path": "/fsx", "fstype": "lustre"}], policy="drain",
+                                 exporters=[{"name": "dcgm", "url": "http://127.0.0.1:9400/metrics"}],
+                                 level="fast", min_versions={"nccl": "2.27", "gdrcopy": None}, group="gpu")
+    assert p.instance_type == "p5.48xlarge" and p.facts["efa_interfaces"] == 32
+    assert p.min_versions["nccl"] == "2.27" and p.min_versions["gdrcopy"] is None
+    assert p.min_versions["driver"] == DEFAULT_MIN_VERSIONS["driver"]
+    q = NodeProfile.from_json(p.to_json())
+    assert q == p
+    assert json.loads(p.to_json())["schema"] == 1
+    with pytest.raises(ProfileError):
+        NodeProfile.from_catalog("p5.48xlarge", colour="blue")
+    assert NodeProfile.from_catalog("m5.xlarge").instance_store is None
+
+
+def test_instance_type_alone_on_an_empty_root_reports_without_crashing(tmp_path):
+    res = _cli("--instance-type", "p6-b200.48xlarge", "--root", str(tmp_path), "--format", "json")
+    assert res.returncode == 1
+    rep = json.loads(res.stdout)
+    assert rep["verdict"] == "fail" and rep["failing"]
+    assert all(c["status"] != "error" or c["observed"] for c in rep["checks"])
+
+
+def test_text_format_has_a_line_per_check_with_remedy(p5):
+    (p5.root / "sys/module/nvidia/version").write_text("570.1.1\n")
+    res = _cli("--profile", str(p5.profile()), "--root", str(p5.root), "--level", "fast",
+               env={"PATH": f"{p5.bin}:{SYSTEM_PATH}"})
+    assert res.returncode == 1
+    lines = res.stdout.splitlines()
+    assert any(ln.startswith("FAIL  hw.driver.version") for ln in lines)
+    assert any("remedy:" in ln for ln in lines)
+    assert lines[-2].startswith("RESULT FAIL") or lines[-1].startswith("RESULT FAIL")
+
+
+def test_prometheus_textfile_written_atomically(p5, tmp_path):
+    prom = tmp_path / "textfile" / "fmcluster.prom"
+    prom.parent.mkdir()
+    prom.write_text("old\n")
+    res = p5.run("--prom", str(prom))
+    assert res.rc == 0
+    text = prom.read_text()
+    assert 'fmcluster_node_check_status{check="hw.xid",layer="hardware",status="pass"} 1' in text
+    assert "fmcluster_node_check_duration_seconds{" in text
+    assert "fmcluster_node_validation_last_run_timestamp_seconds{" in text
+    assert "fmcluster_node_validation_healthy{" in text
+    assert all(ln.startswith(("#", "fmcluster_node_")) for ln in text.splitlines())
+    assert os.listdir(prom.parent) == ["fmcluster.prom"]
+
+
+def test_drain_policy_calls_scontrol(p5):
+    log = p5.base / "scontrol.log"
+    p5.tool("scontrol", f'echo "$@" > {log}\n')
+    p5.tool("nvidia-smi", "sleep 30\n")
+    res = p5.run("--tool-timeout", "1", "--policy", "drain", "--node-name", "ip-10-1-2-3")
+    assert res.rc == 1
+    args = log.read_text()
+    assert args.startswith("update nodename=ip-10-1-2-3 state=drain reason=fmcluster validate: hw.smi.gpus")
+    assert res.report["action"]["result"] == "done"
+
+
+def test_taint_policy_calls_kubectl_and_healthy_node_is_left_alone(p5):
+    log = p5.base / "kubectl.log"
+    p5.tool("kubectl", f'echo "$@" > {log}\n')
+    res = p5.run("--policy", "taint")
+    assert res.rc == 0 and not log.exists()
+    p5.remove("/sys/module/efa")
+    res = p5.run("--policy", "taint", "--node-name", "node-a", env={"KUBECONFIG": "/k"})
+    assert res.rc == 1
+    assert log.read_text().strip() == "--kubeconfig /k taint nodes node-a fmcluster.io/node-validation=failed:NoSchedule " \
+                                      "--overwrite"
+
+
+def test_action_failure_is_reported_not_raised():
+    out = actions.act("drain", False, ["hw.xid"], "n1", env={"PATH": "/nonexistent"})
+    assert out["result"].startswith("FAILED") and "not found" in out["result"]
+
+
+def test_version_rules():
+    assert versions.parse("2.6.0amzn1.0") == (2, 6, 0)
+    assert versions.parse("1.13.2-aws") == (1, 13, 2)
+    assert versions.at_least("1.22.0amzn5.0", "1.22")
+    assert not versions.at_least("1.21.9", "1.22")
+    assert versions.same("2.6.0amzn1.0", "2.6")
+    p = versions.compatibility_problems({"aws_ofi_nccl": "1.13.2", "libfabric": "1.21.0"})
+    assert p and "libfabric >= 1.22" in p[0]
+    assert versions.compatibility_problems({"aws_ofi_nccl": "1.12.0", "efa_installer": "1.35.0"})
+    assert versions.compatibility_problems({"nccl": "2.19.3", "efa_installer": "1.28.0"})
+    assert not versions.compatibility_problems({"nccl": "2.19.3", "efa_installer": "1.29.0"})
+    assert versions.compatibility_problems({"nccl": "2.17.1"}, "p5")
+    assert versions.cuda_driver_ok("13.2", "575.57.08")[0] is False
+    assert versions.cuda_driver_ok("12.8", "570.133.20")[0] is True
+
+
+def test_a_broken_check_is_an_error_and_the_rest_still_run(p5):
+    def boom(ctx):
+        raise KeyError("surprise")
+
+    checks = [Check("test.boom", "hardware", "fast", boom), *all_checks()]
+    prof = NodeProfile.from_catalog("p5.48xlarge")
+    node = Node(root=str(p5.root), tool_timeout=5, env={"PATH": f"{p5.bin}:{SYSTEM_PATH}"})
+    outcomes = {o.check.id: o.result for o in run_checks(prof, "fast", node, 10, checks)}
+    assert outcomes["test.boom"].status == "error" and "KeyError" in outcomes["test.boom"].observed
+    assert outcomes["hw.gpu.pci"].status == "pass"
+
+
+def test_overall_deadline_bounds_a_stuck_check(p5):
+    def stuck(ctx):
+        time.sleep(30)
+        return Result("pass")
+
+    prof = NodeProfile.from_catalog("p5.48xlarge")
+    node = Node(root=str(p5.root), tool_timeout=5, env={"PATH": f"{p5.bin}:{SYSTEM_PATH}"})
+    start = time.monotonic()
+    outcomes = {o.check.id: o.result for o in run_checks(prof, "fast", node, 1.0, [Check("t.stuck", "hardware",
+                                                                                          "fast", stuck)])}
+    assert time.monotonic() - start < 3
+    assert outcomes["t.stuck"].status == "error" and "budget" in outcomes["t.stuck"].observed
+
+
+def test_standard_level_calls_each_command_once(p5):
+    prof = NodeProfile.from_catalog("p5.48xlarge", mounts=[{"path": "/fsx", "fstype": "lustre"}],
+                                    orchestrator="slurm")
+    node = Node(root=str(p5.root), tool_timeout=5, env={"PATH": f"{p5.bin}:{SYSTEM_PATH}"})
+    outcomes = run_checks(prof, "standard", node, 30)
+    assert all(o.result.status in ("pass", "skip") for o in outcomes), [(o.check.id, o.result.observed)
+                                                                          for o in outcomes]
+    assert len(node.calls) == len(set(node.calls))
+    assert {c[0] for c in node.calls} == {"nvidia-smi", "fi_info", "systemctl", "lfs", "dcgmi"}
+
+
+def test_run_command_kills_the_process_group(tmp_path):
+    marker = tmp_path / "child-alive"
+    script = tmp_path / "spawner"
+    script.write_text(f"#!/bin/sh\n(sleep 3; touch {marker}) &\nsleep 30\n")
+    script.chmod(0o755)
+    res = run_command([str(script)], 0.5)
+    assert res.error and "timed out" in res.error
+    time.sleep(3.5)
+    assert not marker.exists()
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802
+        body = b'DCGM_FI_DEV_GPU_TEMP{gpu="0"} 33\n'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_exporters_answering_and_not(p5):
+    srv = http.server.HTTPServer(("127.0.0.1", 0), _Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_port}/metrics"
+        res = p5.run(profile=p5.profile(exporters=[{"name": "dcgm-exporter", "url": url,
+                                                     "expect": "DCGM_FI_DEV_GPU_TEMP"}]))
+        assert res.status("exporters.http") == "pass"
+        res = p5.run(profile=p5.profile(exporters=[{"name": "dcgm-exporter", "url": url, "expect": "nope"},
+                                                   {"name": "node-exporter", "url": "http://127.0.0.1:1/metrics"}]))
+        assert res.status("exporters.http") == "fail"
+        assert "node-exporter: no answer" in res.check("exporters.http")["detail"]
+    finally:
+        srv.shutdown()
