@@ -118,6 +118,8 @@ def stack_health(status: str) -> str:
 
 
 def _health(state: str, ok: set, pending: set) -> str:
+    if state in ("?", ""):
+        return UNKNOWN
     if state in ok:
         return OK
     if state in pending:
