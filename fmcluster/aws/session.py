@@ -14,7 +14,8 @@ import boto3
 from botocore.config import Config
 
 # Adaptive retries back off exponentially on throttling and on transient network errors and
-# rate-limit the client after throttling. ``FMCLUSTER_AWS_MAX_ATTEMPTS`` overrides the count.
+# rate-limit the client after throttling. ``FMCLUSTER_AWS_MAX_ATTEMPTS`` overrides the count of
+# attempts per call, the first included (botocore's ``total_max_attempts``).
 DEFAULT_MAX_ATTEMPTS = 6
 MAX_ATTEMPTS_ENV = "FMCLUSTER_AWS_MAX_ATTEMPTS"
 
@@ -33,7 +34,7 @@ def max_attempts() -> int:
 
 def client_config(attempts: Optional[int] = None) -> Config:
     return Config(
-        retries={"mode": "adaptive", "max_attempts": attempts or max_attempts()},
+        retries={"mode": "adaptive", "total_max_attempts": attempts or max_attempts()},  # incl. the first
         connect_timeout=5,
         read_timeout=30,
         user_agent_extra="fmcluster",
