@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional
 
@@ -64,9 +65,15 @@ def error_code(exc: BaseException) -> str:
     return str(response.get("Error", {}).get("Code", ""))
 
 
+def short(text: str, limit: int = 200) -> str:
+    """One line of a (possibly HTML) error body."""
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", text)).strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def error_message(exc: BaseException) -> str:
     response = getattr(exc, "response", None) or {}
-    return str(response.get("Error", {}).get("Message", "")) or str(exc)
+    return short(str(response.get("Error", {}).get("Message", "")) or str(exc))
 
 
 def _iam_action(service: str, exc: BaseException) -> str:

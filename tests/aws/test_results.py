@@ -76,3 +76,10 @@ def test_text_and_json() -> None:
     data = json.loads(json.dumps(r.to_dict()))
     assert set(data) >= {"spec", "region", "account", "checks"}
     assert set(data["checks"][0]) == {"id", "title", "status", "observed", "expected", "remedy", "duration_s"}
+
+
+def test_html_error_bodies_become_one_short_line() -> None:
+    body = "<!doctype html>\n<html><title>500 Internal Server Error</title>\n<p>" + "x" * 500 + "</p></html>"
+    f = classify(bx.ClientError({"Error": {"Code": "500", "Message": body}}, "GetServiceQuota"), "service-quotas")
+    assert "\n" not in f.outcome.observed and "<" not in f.outcome.observed
+    assert "500 Internal Server Error" in f.outcome.observed and len(f.outcome.observed) < 300
