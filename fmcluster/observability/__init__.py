@@ -4,7 +4,7 @@ The files beside this module are package data, read relative to this file:
 
 - ``rules.yaml``: recording and alerting rules (the AMP rule groups namespace).
 - ``alertmanager.yaml``: the Alertmanager configuration, routed to the alert SNS topic.
-- ``dcgm-counters.csv``: the DCGM fields dcgm-exporter collects on every node.
+- ``../runtime/observability/dcgm-counters.csv`` (shipped to the nodes): the DCGM fields dcgm-exporter collects.
 - ``dashboards/*.json``: Grafana dashboards (import them into Amazon Managed Grafana; docs/observability.md).
 
 `metrics` is the catalog of every metric those files use and which exporter produces it.
@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 HERE = Path(__file__).parent
 RULES_FILE = HERE / "rules.yaml"
 ALERTMANAGER_FILE = HERE / "alertmanager.yaml"
-DCGM_COUNTERS_FILE = HERE / "dcgm-counters.csv"
+DCGM_COUNTERS_FILE = HERE.parent / "runtime" / "observability" / "dcgm-counters.csv"
 DASHBOARD_DIR = HERE / "dashboards"
 
 _TOPIC = "__TOPIC_ARN__"

@@ -6,8 +6,8 @@ tests/observability/test_metric_coverage.py fails when an expression names a met
 
 Producers, all deployed by fmcluster on every node (fmcluster/runtime/observability/install.sh):
 
-- ``dcgm-exporter``: NVIDIA's exporter, fed the field list in ``dcgm-counters.csv`` beside this module; a metric
-  of that kind is listed here only if the CSV enables its field (checked by a test).
+- ``dcgm-exporter``: NVIDIA's exporter, fed the field list in fmcluster/runtime/observability/dcgm-counters.csv;
+  a metric of that kind is listed here only if the CSV enables its field (checked by a test).
 - ``node_exporter``: Prometheus node_exporter with the textfile collector reading ``TEXTFILE_DIR``.
 - ``fmcluster-validator``: the boot-time validator (``python3 -m fmcluster.runtime.validate --prom FILE``),
   a textfile read by node_exporter. Its names are the contract in `VALIDATOR_METRICS`.
@@ -126,7 +126,7 @@ CATALOG: Tuple[Metric, ...] = (
     # --- EFA (fmcluster/runtime/observability/efa_textfile.py) ----------------------------------------
     _m("fmcluster_efa_devices", EFA_COLLECTOR, "gauge", "EFA devices found in /sys/class/infiniband."),
     _m("fmcluster_efa_port_active", EFA_COLLECTOR, "gauge", "1 when the port state is ACTIVE.", "device", "port"),
-    _m("fmcluster_efa_hw_counter_total", EFA_COLLECTOR, "counter",
+    _m("fmcluster_efa_hw_stat_total", EFA_COLLECTOR, "counter",
        "EFA hardware counter from ports/<port>/hw_counters/<counter>.", "device", "port", "counter"),
     # --- Slurm (fmcluster/runtime/observability/slurm_textfile.py, controller only) -------------------
     _m("fmcluster_slurm_nodes", SLURM_COLLECTOR, "gauge", "Slurm nodes per base state.", "state"),

@@ -16,10 +16,10 @@ DASHBOARDS = obs.dashboards()
 
 def test_metric_name_scanner():
     expr = (
-        'sum by (cluster, node) (rate(fmcluster_efa_hw_counter_total{counter=~"rx_drops|x"}[5m])) > 0 '
+        'sum by (cluster, node) (rate(fmcluster_efa_hw_stat_total{counter=~"rx_drops|x"}[5m])) > 0 '
         'and on (node) DCGM_FI_DEV_GPU_UTIL{node=~"$node"} < 1e9 or vector(0) offset 5m'
     )
-    assert metrics.metric_names(expr) == {"fmcluster_efa_hw_counter_total", "DCGM_FI_DEV_GPU_UTIL"}
+    assert metrics.metric_names(expr) == {"fmcluster_efa_hw_stat_total", "DCGM_FI_DEV_GPU_UTIL"}
     assert metrics.metric_names('label_values(up{cluster="$cluster"}, node)') == {"up"}
     assert metrics.metric_names("time() - min(fmcluster:x:y{a=\"b\"})") == {"fmcluster:x:y"}
 

@@ -106,9 +106,8 @@ def test_alert_topic_is_encrypted_and_has_the_email_subscriptions(synthesized):
     topic_id, topic = one(t, "AWS::SNS::Topic")
     key_id = topic["Properties"]["KmsMasterKeyId"]["Fn::GetAtt"][0]
     assert t["Resources"][key_id]["Type"] == "AWS::KMS::Key"
-    subs = sorted(
-        (s["Properties"]["Protocol"], s["Properties"]["Endpoint"]) for s in of_type(t, "AWS::SNS::Subscription").values()
-    )
+    subscriptions = of_type(t, "AWS::SNS::Subscription").values()
+    subs = sorted((s["Properties"]["Protocol"], s["Properties"]["Endpoint"]) for s in subscriptions)
     assert subs == [("email", "gpu-team@example.com"), ("email", "oncall@example.com")]
     assert all(s["Properties"]["TopicArn"] == {"Ref": topic_id} for s in of_type(t, "AWS::SNS::Subscription").values())
     assert of_type(synthesized.plain_json, "AWS::SNS::Subscription") == {}

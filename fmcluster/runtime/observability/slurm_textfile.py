@@ -1,0 +1,93 @@
+"""Slurm node states for node_exporter's textfile collector (run on the Slurm controller).
+
+    python3 -m fmcluster.runtime.observability.slurm_textfile [--sinfo PATH] [--timeout 20] [--out FILE]
+
+Runs ``sinfo --noheader --Node --format=%N|%T`` under a timeout (one row per node and partition; a node is
+counted once) and writes ``fmcluster_slurm_node_state{slurm_node,state}`` (1 for the node's base state),
+``fmcluster_slurm_node_responding{slurm_node}`` (0 when the state carries ``*``),
+``fmcluster_slurm_nodes{state}`` and ``fmcluster_slurm_collector_success``. A hung or failing sinfo writes
+success 0 and no states: never a hang. Exit 0 written (even when sinfo failed), 1 the file could not be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from typing import Dict, List, Optional, Tuple
+
+from fmcluster.runtime.observability import SLURM_PROM_FILE
+from fmcluster.runtime.observability.textfile import family, write_atomic
+
+# Suffixes sinfo appends to a state (sinfo(1), NODE STATE CODES): * not responding, ~ powered off,
+# # powering up, ! pending power down, % powering down, $ maintenance reservation, @ pending reboot,
+# ^ reboot issued, - planned for a job.
+STATE_SUFFIXES = "*~#!%$@^-"
+
+
+def parse_sinfo(text: str) -> Dict[str, Tuple[str, bool]]:
+    """node → (base state, responding) from ``%N|%T`` lines; the first row of a node wins."""
+    nodes: Dict[str, Tuple[str, bool]] = {}
+    for line in text.splitlines():
+        if "|" not in line:
+            continue
+        name, _, state = (part.strip() for part in line.partition("|"))
+        if not name or not state or name in nodes:
+            continue
+        responding = "*" not in state
+        base = state.rstrip(STATE_SUFFIXES).lower() or "unknown"
+        nodes[name] = (base, responding)
+    return nodes
+
+
+def render(nodes: Optional[Dict[str, Tuple[str, bool]]]) -> str:
+    ok = nodes is not None
+    nodes = nodes or {}
+    counts: Dict[str, int] = {}
+    for base, _ in nodes.values():
+        counts[base] = counts.get(base, 0) + 1
+    lines = family(
+        "fmcluster_slurm_collector_success", "gauge", "1 when sinfo answered in time.", [({}, 1 if ok else 0)]
+    )
+    lines += family("fmcluster_slurm_nodes", "gauge", "Slurm nodes per base state.",
+                    [({"state": s}, n) for s, n in sorted(counts.items())])
+    lines += family("fmcluster_slurm_node_state", "gauge", "1 for the node's current base state.",
+                    [({"slurm_node": n, "state": s}, 1) for n, (s, _) in sorted(nodes.items())])
+    lines += family("fmcluster_slurm_node_responding", "gauge", "0 when slurmctld marks the node not responding.",
+                    [({"slurm_node": n}, 1 if r else 0) for n, (_, r) in sorted(nodes.items())])
+    return "\n".join(lines) + "\n"
+
+
+def run_sinfo(sinfo: str, timeout: float) -> Optional[Dict[str, Tuple[str, bool]]]:
+    try:
+        out = subprocess.run(
+            [sinfo, "--noheader", "--Node", "--format=%N|%T"],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return parse_sinfo(out.stdout)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="slurm_textfile", description=__doc__.splitlines()[0])
+    ap.add_argument("--sinfo", default="sinfo")
+    ap.add_argument("--timeout", type=float, default=20.0)
+    ap.add_argument("--out", default=SLURM_PROM_FILE, help="textfile to write ('-' for stdout)")
+    args = ap.parse_args(argv)
+    text = render(run_sinfo(args.sinfo, args.timeout))
+    if args.out == "-":
+        sys.stdout.write(text)
+        return 0
+    try:
+        write_atomic(args.out, text)
+    except OSError as exc:
+        print(f"slurm_textfile: cannot write {args.out}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
