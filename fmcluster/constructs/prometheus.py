@@ -102,4 +102,6 @@ class PrometheusWorkspace(Construct):
 
     def grant_query(self, grantee: iam.IGrantable) -> iam.Grant:
         """Read access (query, series, labels, metadata) on this workspace only."""
-        return iam.Grant.add_to_principal(grantee=grantee, actions=list(QUERY_ACTIONS), resource_arns=[self.workspace_arn])
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(QUERY_ACTIONS), resource_arns=[self.workspace_arn]
+        )
