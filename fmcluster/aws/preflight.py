@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional
 
 from botocore.exceptions import ClientError
 
+from fmcluster import catalog
 from fmcluster.aws import capacity, network, quotas
 from fmcluster.aws.context import (
     Context,
@@ -103,9 +104,7 @@ def check_offering(ctx: Context, instance_type: str) -> Outcome:
                    "choose a region that offers it (see `aws ec2 describe-instance-type-offerings`)")
 
 
-def check_ami(ctx: Context, group_name: str) -> Outcome:
-    group = next(g for g in ctx.spec.node_groups if g.name == group_name)
-    ami, arch = group.ami_id, group.instance.architecture
+def check_ami(ctx: Context, ami: str, arch: str, instance_type: str) -> Outcome:
     expected = f"{ami} available, {arch}"
     try:
         images = ctx.client("ec2").describe_images(ImageIds=[ami])["Images"]
@@ -120,7 +119,7 @@ def check_ami(ctx: Context, group_name: str) -> Outcome:
     img = images[0]
     observed = f"{ami} {img.get('State')} {img.get('Architecture')} ({img.get('Name', '')})"
     if img.get("Architecture") != arch:
-        return Outcome(FAIL, observed, expected, f"use a {arch} AMI for {group.instance_type}")
+        return Outcome(FAIL, observed, expected, f"use a {arch} AMI for {instance_type}")
     if img.get("State") != "available":
         return Outcome(FAIL, observed, expected, "use an available AMI")
     return Outcome(PASS, observed, expected)
@@ -158,12 +157,18 @@ def plan_checks(spec: ClusterSpec) -> List[Planned]:
         Planned("credentials", "credentials and account", "sts", check_credentials),
         Planned("availability-zone", f"availability zone {spec.availability_zone}", "ec2", check_availability_zone),
     ]
-    for t in sorted({g.instance_type for g in spec.node_groups}):
+    for t in sorted({g.instance_type for g in spec.node_groups} | set(quotas.extra_on_demand_instances(spec))):
         p.append(Planned(f"offering:{t}", f"{t} offered in {spec.availability_zone}", "ec2",
                          partial(check_offering, instance_type=t)))
     for g in spec.node_groups:
         if g.ami_id:
-            p.append(Planned(f"ami:{g.name}", f"AMI of group {g.name}", "ec2", partial(check_ami, group_name=g.name)))
+            p.append(Planned(f"ami:{g.name}", f"AMI of group {g.name}", "ec2", partial(
+                check_ami, ami=g.ami_id, arch=g.instance.architecture, instance_type=g.instance_type)))
+    pcs = getattr(spec.orchestrator, "pcs", None) if orchestrator_type(spec) == "pcs" else None
+    login_ami, login_type = getattr(pcs, "login_ami_id", None), getattr(pcs, "login_instance_type", None)
+    if login_ami and login_type in catalog.all_types():
+        p.append(Planned("ami:pcs-login", "AMI of the PCS login node", "ec2", partial(
+            check_ami, ami=login_ami, arch=catalog.get(login_type).architecture, instance_type=login_type)))
     for rid in sorted({g.capacity.reservation_id for g in spec.node_groups if g.capacity.reservation_id}):
         p.append(Planned(f"capacity:{rid}", f"capacity reservation {rid}", "ec2",
                          partial(capacity.check_reservation, reservation_id=rid)))

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from botocore.exceptions import ClientError
 
 from fmcluster import catalog
-from fmcluster.aws.context import Context, has_code, is_hyperpod, paginate
+from fmcluster.aws.context import Context, has_code, is_hyperpod, orchestrator_type, paginate
 from fmcluster.aws.results import FAIL, PASS, SKIP, WARN, Outcome
 
 # EC2 On-Demand vCPU quotas (service code ec2), by instance family.
@@ -105,7 +105,21 @@ def ec2_vcpu_demand(spec: Any) -> Dict[str, int]:
         bucket = ec2_quota_bucket(g.instance_type)
         if bucket and g.capacity.type in ON_DEMAND_CAPACITY:
             demand[bucket] += g.count * g.instance.vcpus
+    for itype in extra_on_demand_instances(spec):
+        bucket = ec2_quota_bucket(itype)
+        known = catalog.all_types().get(itype)
+        if bucket and known:
+            demand[bucket] += known.vcpus
     return dict(demand)
+
+
+def extra_on_demand_instances(spec: Any) -> List[str]:
+    """Instances the orchestrator adds beyond the node groups (one entry per instance): the PCS login node."""
+    if orchestrator_type(spec) == "pcs":
+        login = getattr(getattr(spec.orchestrator, "pcs", None), "login_instance_type", None)
+        if isinstance(login, str) and login:
+            return [login]
+    return []
 
 
 def _running_vcpus(ctx: Context) -> Dict[str, int]:

@@ -146,3 +146,13 @@ def test_running_instances_outside_on_demand_are_not_counted() -> None:
     inst = {"InstanceType": "p5.48xlarge", "InstanceLifecycle": "capacity-block"}
     stub_operation(ec2, "DescribeInstances", {"Reservations": [{"Instances": [inst, {"InstanceType": "m5.xlarge"}]}]})
     assert quotas._running_vcpus(ctx) == {"standard": 4}
+
+
+def test_pcs_login_node_counts_against_the_standard_quota() -> None:
+    spec = make_spec(orchestrator={"type": "pcs"}, node_groups=[group(ami_id="ami-0123456789abcdef0")])
+    assert quotas.ec2_vcpu_demand(spec) == {"p": 384, "standard": 4}  # 2 x p5.48xlarge + m5.xlarge login
+    ids = [p.id for p in plan_checks(spec)]
+    assert "offering:m5.xlarge" in ids and "quota:ec2-standard-vcpus" in ids and "quota:pcs" in ids
+    spec = make_spec(orchestrator={"type": "pcs", "pcs": {"login_ami_id": "ami-0fedcba9876543210"}},
+                     node_groups=[group(ami_id="ami-0123456789abcdef0")])
+    assert {"ami:gpu", "ami:pcs-login"} <= {p.id for p in plan_checks(spec)}
