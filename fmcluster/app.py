@@ -10,13 +10,16 @@ from cdk_nag import AwsSolutionsChecks
 
 from fmcluster.nag import acknowledge_findings
 from fmcluster.spec import ClusterSpec, load_spec
+from fmcluster.stacks.cluster import ClusterStack
 from fmcluster.stacks.network import NetworkStack
+from fmcluster.stacks.observability import ObservabilityStack
 
 
 class ClusterStacks:
     """The stacks of one cluster, as built (handy for tests and for composing further)."""
 
     def __init__(self, app: cdk.App, spec: ClusterSpec) -> None:
+        self.app = app
         env = cdk.Environment(account=spec.account, region=spec.region)
         self.network = NetworkStack(
             app,
@@ -25,12 +28,30 @@ class ClusterStacks:
             env=env,
             description=f"fmcluster {spec.name}: VPC, node subnet, EFA security group",
         )
+        self.observability: Optional[ObservabilityStack] = None
+        if spec.observability.enabled:
+            self.observability = ObservabilityStack(
+                app,
+                spec.stack_name("observability"),
+                spec=spec,
+                env=env,
+                description=f"fmcluster {spec.name}: Amazon Managed Prometheus, alert rules, alert routing, dashboards",
+            )
+        self.cluster = ClusterStack(
+            app,
+            spec.stack_name("cluster"),
+            spec=spec,
+            network=self.network,
+            observability=self.observability,
+            env=env,
+            description=f"fmcluster {spec.name}: placement groups, EFA launch templates, nodes, orchestrator",
+        )
         for key, value in {"fmcluster:cluster": spec.name, **spec.tags}.items():
             cdk.Tags.of(app).add(key, value)
 
     @property
     def all(self) -> List[cdk.Stack]:
-        return [self.network]
+        return [s for s in (self.network, self.observability, self.cluster) if s is not None]
 
 
 def app_context(spec: ClusterSpec, extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -51,14 +72,14 @@ def app_context(spec: ClusterSpec, extra: Optional[Dict[str, Any]] = None) -> Di
     return ctx
 
 
-def build_app(
+def build_stacks(
     spec_or_path: Union[ClusterSpec, str, Path],
     *,
     outdir: Optional[str] = None,
     context: Optional[Dict[str, Any]] = None,
     nag: bool = True,
-) -> cdk.App:
-    """The CDK app for a spec (or a spec file), ready to synth.
+) -> ClusterStacks:
+    """Every stack of a spec (or a spec file) in a new app (`.app`), ready to synth.
 
     cdk-nag's AwsSolutions pack runs at synth; a finding without an acknowledgment
     fails synthesis.
@@ -69,6 +90,15 @@ def build_app(
     if nag:
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
         acknowledge_findings(stacks)
-    app.node.add_metadata("fmcluster:spec", spec.name)
-    app.fmcluster_stacks = stacks
-    return app
+    return stacks
+
+
+def build_app(
+    spec_or_path: Union[ClusterSpec, str, Path],
+    *,
+    outdir: Optional[str] = None,
+    context: Optional[Dict[str, Any]] = None,
+    nag: bool = True,
+) -> cdk.App:
+    """The CDK app for a spec (or a spec file), ready to synth (see `build_stacks`)."""
+    return build_stacks(spec_or_path, outdir=outdir, context=context, nag=nag).app

@@ -90,9 +90,11 @@ def cmd_synth(args: argparse.Namespace) -> int:
             build_app(spec, outdir=str(staging)).synth()
         except RuntimeError as e:
             report = staging / "validation-report.json"
-            print(f"synthesis failed: {str(e).splitlines()[0]}", file=sys.stderr)
             if report.exists():
+                print("synthesis failed: unacknowledged findings (see fmcluster/nag.py)", file=sys.stderr)
                 print(_summarize_report(report), file=sys.stderr)
+            else:
+                print(f"synthesis failed: {e}", file=sys.stderr)
             return EXIT_FAILED
         if out.exists():
             shutil.rmtree(out)

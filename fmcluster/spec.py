@@ -280,10 +280,42 @@ class Storage(_Model):
     """Shared storage (FSx for Lustre, data bucket); the storage stack fills this in."""
 
 
-class Orchestrator(_Model):
-    type: Literal["none"] = Field(
-        "none", description="none: network, placement groups and launch templates only (bring your own scheduler)."
+class PcsSettings(_Model):
+    """AWS Parallel Computing Service (managed Slurm)."""
+
+    slurm_version: Literal["24.11", "25.05"] = Field("24.11", description="Slurm version PCS runs.")
+    size: Optional[Literal["SMALL", "MEDIUM", "LARGE"]] = Field(
+        None, description="Controller size; default from the node count (SMALL <= 32, MEDIUM <= 512, else LARGE)."
     )
+    scale_down_idle_seconds: int = Field(600, ge=60, le=86400, description="Idle time before dynamic nodes stop.")
+    login_instance_type: str = Field("m5.xlarge", description="Login node type (one static node, no EFA).")
+    login_ami_id: Optional[str] = Field(
+        None, pattern=AMI_PATTERN, description="PCS-ready AMI for the login node; default: the first x86 group's ami_id"
+    )
+
+    @field_validator("login_instance_type")
+    @classmethod
+    def _login_type(cls, v: str) -> str:
+        if v not in catalog.all_types():
+            raise ValueError(f"unknown instance type {v!r}; allowed: {', '.join(catalog.cpu_types())}")
+        return v
+
+
+PCS_MAX_NODES = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
+
+
+class Orchestrator(_Model):
+    type: Literal["none", "pcs"] = Field(
+        "none",
+        description="none: network, placement groups and launch templates only (bring your own scheduler); "
+        "pcs: AWS Parallel Computing Service (Slurm).",
+    )
+    pcs: PcsSettings = Field(default_factory=PcsSettings)
+
+    def pcs_size(self, nodes: int) -> str:
+        if self.pcs.size:
+            return self.pcs.size
+        return next(size for size, limit in PCS_MAX_NODES.items() if nodes <= limit or size == "LARGE")
 
 
 class Observability(_Model):
@@ -351,8 +383,39 @@ class ClusterSpec(_Model):
                 found.append((f"node_groups[{i}].capacity.training_plan_arn",
                               f"the plan is in {arn.split(':')[3]}, the cluster in {self.region}"))
         found += self._address_problems()
+        found += self._orchestrator_problems()
         _problems(found)
         return self
+
+    def _orchestrator_problems(self) -> List[Tuple[str, str]]:
+        found: List[Tuple[str, str]] = []
+        kind = self.orchestrator.type
+        for i, g in enumerate(self.node_groups):
+            if g.capacity.type == "training-plan" and kind in ("none", "pcs"):
+                found.append((f"node_groups[{i}].capacity.type", f"training plans are HyperPod capacity; "
+                              f"orchestrator {kind} takes on-demand, odcr or capacity-block"))
+            if kind == "pcs" and (len(g.name) > 25 or (len(g.name) == 10 and g.name.isalnum())):
+                found.append((f"node_groups[{i}].name", "PCS node group and queue names are at most 25 characters "
+                              "and never exactly 10 letters/digits (those look like PCS ids)"))
+            if kind == "pcs" and not g.ami_id:
+                found.append((f"node_groups[{i}].ami_id", "required with orchestrator pcs: a PCS-ready AMI (the PCS "
+                              "agent and its Slurm build installed; see README 'PCS AMI')"))
+        if kind == "pcs":
+            nodes = sum(g.count for g in self.node_groups) + 1
+            size = self.orchestrator.pcs_size(nodes)
+            if nodes > PCS_MAX_NODES[size]:
+                found.append(("orchestrator.pcs.size", f"{size} manages up to {PCS_MAX_NODES[size]} instances; "
+                              f"the spec has {nodes} (with the login node); use a larger size"))
+            x86 = [g for g in self.node_groups if g.instance.architecture == "x86_64" and g.ami_id]
+            if not self.orchestrator.pcs.login_ami_id and not x86:
+                found.append(("orchestrator.pcs.login_ami_id", "required when no x86_64 node group has an ami_id"))
+        return found
+
+    @property
+    def login_ami_id(self) -> Optional[str]:
+        if self.orchestrator.pcs.login_ami_id:
+            return self.orchestrator.pcs.login_ami_id
+        return next((g.ami_id for g in self.node_groups if g.instance.architecture == "x86_64" and g.ami_id), None)
 
     def _address_problems(self) -> List[Tuple[str, str]]:
         need = self.required_ips

@@ -65,11 +65,20 @@ def write(expected: Dict[str, str]) -> None:
             d.rmdir()
 
 
+def write_schema() -> None:
+    """schema/cluster.schema.json: what editors validate specs against."""
+    from fmcluster.spec import json_schema
+
+    (ROOT / "schema").mkdir(exist_ok=True)
+    (ROOT / "schema" / "cluster.schema.json").write_text(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")
+
+
 def main(argv: list) -> int:
     mode = argv[0] if argv else "check"
     expected = expected_files(all_examples())
     if mode == "write":
         write(expected)
+        write_schema()
         print(f"wrote {len(expected)} templates under {TEMPLATES}")
         return 0
     diff = stale(expected)

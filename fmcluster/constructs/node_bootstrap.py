@@ -1,0 +1,97 @@
+"""What every node runs at boot: the fmcluster runtime shipped as an S3 asset, the node
+group's NodeProfile, and user data (MIME multi-part, as PCS requires) that runs the
+shared bootstrap in fmcluster/runtime/node_bootstrap.sh."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
+BOUNDARY = "==FMCLUSTER=="
+
+
+class NodeRuntime(Construct):
+    """The node-side package (standard-library Python and scripts) as one S3 asset."""
+
+    def __init__(self, scope: Construct, id: str) -> None:
+        super().__init__(scope, id)
+        self.asset = s3_assets.Asset(
+            self,
+            "Asset",
+            path=str(RUNTIME_DIR),
+            exclude=["__pycache__", "**/__pycache__", "*.pyc"],
+        )
+
+    @property
+    def s3_url(self) -> str:
+        return self.asset.s3_object_url
+
+    def grant_read(self, grantee: iam.IGrantable) -> None:
+        """s3:GetObject on the asset object only."""
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"],
+                resources=[f"{self.asset.bucket.bucket_arn}/{self.asset.s3_object_key}"],
+            )
+        )
+
+
+def collectors_step(*, cluster: str, region: str, remote_write_url: str, node_group: str, gpu: bool) -> str:
+    """Shell lines that install the node collectors (node_exporter, dcgm-exporter, Prometheus
+    agent remote-writing to AMP). A failure is logged, never blocks validation."""
+    flags = "" if gpu else " --no-dcgm"
+    return (
+        "bash /opt/fmcluster/pkg/fmcluster/runtime/observability/install.sh "
+        f'--cluster {cluster} --region {region} --remote-write-url "{remote_write_url}" '
+        f"--node-group {node_group}{flags} || echo 'fmcluster: collector install failed'\n"
+    )
+
+
+def bootstrap_script(
+    *,
+    runtime_s3_url: str,
+    region: str,
+    profile_json: str,
+    level: str,
+    policy: str,
+    agent: str,
+    collectors: str = "",
+) -> str:
+    """The shell part of the user data: fetch and unpack the runtime, write the profile,
+    install collectors (when given), run the shared bootstrap. Network steps retry with backoff."""
+    return f"""#!/bin/bash
+set -euo pipefail
+install -d -m 0755 /etc/fmcluster /opt/fmcluster/pkg/fmcluster /var/log/fmcluster
+exec >>/var/log/fmcluster/user-data.log 2>&1
+cat >/etc/fmcluster/profile.json <<'FMCLUSTER_PROFILE'
+{profile_json}
+FMCLUSTER_PROFILE
+for attempt in 1 2 3 4 5 6; do
+  aws s3 cp --only-show-errors --region {region} "{runtime_s3_url}" /opt/fmcluster/runtime.zip && break
+  [ "$attempt" -eq 6 ] && {{ echo "cannot fetch the fmcluster runtime"; exit 1; }}
+  sleep $((attempt * 10))
+done
+rm -rf /opt/fmcluster/pkg/fmcluster/runtime
+python3 -m zipfile -e /opt/fmcluster/runtime.zip /opt/fmcluster/pkg/fmcluster/runtime
+touch /opt/fmcluster/pkg/fmcluster/__init__.py
+{collectors}FMCLUSTER_LEVEL={level} FMCLUSTER_POLICY={policy} FMCLUSTER_AGENT={agent} \\
+  bash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh
+"""
+
+
+def mime_user_data(shell_script: str) -> str:
+    """MIME multi-part user data: PCS merges its own parts with ours (PCS user guide)."""
+    return (
+        f'Content-Type: multipart/mixed; boundary="{BOUNDARY}"\n'
+        "MIME-Version: 1.0\n"
+        "\n"
+        f"--{BOUNDARY}\n"
+        'Content-Type: text/x-shellscript; charset="us-ascii"\n'
+        "\n"
+        f"{shell_script}\n"
+        f"--{BOUNDARY}--\n"
+    )

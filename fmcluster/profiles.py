@@ -1,0 +1,42 @@
+"""NodeProfile per node group, rendered at synth from the spec and shipped to the nodes."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from fmcluster.runtime.observability import DCGM_EXPORTER_PORT, NODE_EXPORTER_PORT
+from fmcluster.runtime.profile import NodeProfile
+from fmcluster.spec import ClusterSpec, NodeGroup
+
+AGENT_OF = {"pcs": "slurm"}
+
+
+def exporters(spec: ClusterSpec, group: NodeGroup) -> List[Dict[str, Any]]:
+    """Exporters the observability bootstrap starts; warn-only, since the DCGM exporter's
+    image can still be pulling when the boot validation runs."""
+    if not spec.observability.enabled:
+        return []
+    found: List[Dict[str, Any]] = [
+        {"name": "node_exporter", "url": f"http://127.0.0.1:{NODE_EXPORTER_PORT}/metrics",
+         "expect": "node_textfile_scrape_error", "required": False},
+    ]
+    if group.instance.is_gpu:
+        found.append({"name": "dcgm-exporter", "url": f"http://127.0.0.1:{DCGM_EXPORTER_PORT}/metrics",
+                      "expect": "DCGM_FI_DEV_GPU_TEMP", "required": False})
+    return found
+
+
+def node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
+    orchestrator: Optional[str] = AGENT_OF.get(spec.orchestrator.type)
+    return NodeProfile.from_catalog(
+        group.instance_type,
+        exporters=exporters(spec, group),
+        group=group.name,
+        orchestrator=orchestrator,
+        policy=spec.validation.policy,
+        level=spec.validation.level,
+    )
+
+
+def node_profile_json(spec: ClusterSpec, group: NodeGroup) -> str:
+    return node_profile(spec, group).to_json(indent=None)

@@ -1,0 +1,82 @@
+#!/bin/bash
+# fmcluster node bootstrap: validate this node's software stack before it takes work.
+# Shared by launch-template user data (PCS, plain EC2) and the HyperPod lifecycle scripts.
+#
+# Environment (set by the caller):
+#   FMCLUSTER_HOME      where the runtime is unpacked (default /opt/fmcluster); the package
+#                       lives in $FMCLUSTER_HOME/pkg/fmcluster/runtime
+#   FMCLUSTER_PROFILE   NodeProfile JSON rendered at synth (default /etc/fmcluster/profile.json)
+#   FMCLUSTER_LEVEL     fast | standard | deep (default standard)
+#   FMCLUSTER_POLICY    fail | drain | taint | report (default drain)
+#   FMCLUSTER_AGENT     slurmd | kubelet | none: the agent a drain/taint waits for (default none)
+# Exit status: 0 healthy (or a failure handled by drain/taint/report), 1 unhealthy under policy fail.
+set -uo pipefail
+
+home=${FMCLUSTER_HOME:-/opt/fmcluster}
+profile=${FMCLUSTER_PROFILE:-/etc/fmcluster/profile.json}
+level=${FMCLUSTER_LEVEL:-standard}
+policy=${FMCLUSTER_POLICY:-drain}
+agent=${FMCLUSTER_AGENT:-none}
+log_dir=${FMCLUSTER_LOG_DIR:-/var/log/fmcluster}
+textfile_dir=${FMCLUSTER_TEXTFILE_DIR:-/var/lib/node_exporter/textfile_collector}
+unit_dir=${FMCLUSTER_SYSTEMD_DIR:-/etc/systemd/system}
+
+mkdir -p "$log_dir" "$textfile_dir"
+exec >>"$log_dir/bootstrap.log" 2>&1
+echo "$(date -Is) fmcluster bootstrap: level=$level policy=$policy agent=$agent"
+
+validate() {
+  # $1: policy to apply; the report goes to a file, the textfile to node_exporter
+  PYTHONPATH="$home/pkg" timeout --kill-after=10 1900 python3 -m fmcluster.runtime.validate \
+    --profile "$profile" --level "$level" --format json --prom "$textfile_dir/fmcluster_node_validation.prom" \
+    --policy "$1" >"$log_dir/validate.json"
+}
+
+validate report
+status=$?
+if [ "$status" -eq 0 ]; then
+  echo "$(date -Is) node validation passed"
+  exit 0
+fi
+echo "$(date -Is) node validation failed (exit $status); see $log_dir/validate.json"
+
+case "$policy" in
+  fail)
+    exit 1
+    ;;
+  report)
+    exit 0
+    ;;
+  drain | taint)
+    if [ "$agent" = none ]; then
+      echo "policy $policy needs an orchestrator agent; reporting only"
+      exit 0
+    fi
+    # The agent starts after this script: act once it is up (a oneshot unit ordered after it).
+    cat >"$unit_dir/fmcluster-validate.service" <<UNIT
+[Unit]
+Description=fmcluster: $policy this node when its software stack fails validation
+After=$agent.service network-online.target
+Wants=network-online.target
+
+[Service]
+Type=oneshot
+Environment=PYTHONPATH=$home/pkg
+ExecStartPre=/bin/sleep 30
+ExecStart=/usr/bin/timeout --kill-after=10 1900 /usr/bin/python3 -m fmcluster.runtime.validate --profile $profile --level $level --format json --prom $textfile_dir/fmcluster_node_validation.prom --policy $policy
+StandardOutput=append:$log_dir/validate-$policy.json
+StandardError=append:$log_dir/bootstrap.log
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+    systemctl daemon-reload
+    systemctl enable fmcluster-validate.service
+    systemctl start --no-block fmcluster-validate.service
+    exit 0
+    ;;
+  *)
+    echo "unknown policy $policy"
+    exit 1
+    ;;
+esac

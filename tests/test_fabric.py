@@ -1,0 +1,139 @@
+"""The EFA fabric: exact interface layout for every catalog GPU type, IMDSv2, encrypted
+root volumes, placement and capacity targeting, the DLAMI resolved at deploy time."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import resources_of
+
+# (card, device, type) per type, written out from the EC2 user guide's layouts
+# (../shared/reference/instances.md), not computed by the code under test.
+P5_32 = [(0, 0, "interface"), (0, 1, "efa-only")] + [(c, 0, "efa-only") for c in range(1, 32)]
+EXPECTED_LAYOUT = {
+    "p5-small": [(0, 0, "interface"), (0, 1, "efa-only")],
+    "p5": P5_32,
+    "p5e": P5_32,
+    "p5en": [(0, 0, "interface"), (0, 1, "efa-only")] + [(c, 0, "efa-only") for c in range(1, 16)],
+    "b200": [(0, 0, "interface"), (0, 1, "efa-only")] + [(c, 0, "efa-only") for c in range(1, 8)],
+    "b200-odcr": [(0, 0, "interface"), (0, 1, "efa-only")] + [(c, 0, "efa-only") for c in range(1, 8)],
+    "b300": [(0, 0, "interface")] + [(c, 0, "efa-only") for c in range(1, 17)],  # card 0 is ENA only
+    "gb200": [(0, 0, "interface")] + [(c, 0, "efa-only") for c in (1, 5, 9, 13)],
+}
+
+
+@pytest.fixture(scope="module")
+def matrix(synth_example, tmp_path_factory):
+    """The fabric-matrix example plus the types it cannot hold (not offered in us-east-1):
+    one cluster stack template with every layout."""
+    from fmcluster.app import build_app
+    from fmcluster.spec import parse_spec
+
+    template = synth_example("fabric-matrix")["fabric-cluster"]
+    others = parse_spec({"name": "others", "region": "us-east-2", "availability_zone": "us-east-2a", "node_groups": [
+        {"name": "p5e", "instance_type": "p5e.48xlarge", "count": 2},
+        {"name": "gb200", "instance_type": "p6e-gb200.36xlarge", "count": 18,
+         "capacity": {"type": "odcr", "reservation_id": "cr-0fedcba9876543210"}}]})
+    out = tmp_path_factory.mktemp("others")
+    build_app(others, outdir=str(out)).synth()
+    extra = json.loads((out / "others-cluster.template.json").read_text())
+    merged = json.loads(json.dumps(template))
+    merged["Resources"].update(extra["Resources"])
+    merged["Parameters"].update(extra["Parameters"])
+    return merged
+
+
+def launch_template_data(template, group):
+    for lt in resources_of(template, "AWS::EC2::LaunchTemplate").values():
+        data = lt["Properties"]["LaunchTemplateData"]
+        tags = {t["Key"]: t["Value"] for t in data["TagSpecifications"][0]["Tags"]}
+        if tags.get("fmcluster:node-group") == group:
+            return data
+    raise KeyError(group)
+
+
+@pytest.mark.parametrize("group", sorted(EXPECTED_LAYOUT))
+def test_interface_layout_matches_the_ec2_guide(matrix, group):
+    interfaces = launch_template_data(matrix, group)["NetworkInterfaces"]
+    layout = [(i["NetworkCardIndex"], i["DeviceIndex"], i["InterfaceType"]) for i in interfaces]
+    assert layout == EXPECTED_LAYOUT[group]
+    groups = {json.dumps(i["Groups"]) for i in interfaces}
+    assert len(groups) == 1 and len(interfaces[0]["Groups"]) == 1, "one (EFA) security group on every interface"
+    assert all("SubnetId" in i for i in interfaces)
+    assert interfaces[0]["AssociatePublicIpAddress"] is False
+    assert not any(i.get("AssociatePublicIpAddress") for i in interfaces)
+
+
+@pytest.mark.parametrize("group", sorted(EXPECTED_LAYOUT))
+def test_imdsv2_and_encrypted_root_volume(matrix, group):
+    data = launch_template_data(matrix, group)
+    assert data["MetadataOptions"]["HttpTokens"] == "required"
+    assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 2
+    (root,) = data["BlockDeviceMappings"]
+    assert root["Ebs"]["Encrypted"] is True and root["Ebs"]["VolumeType"] == "gp3"
+    assert "SecurityGroupIds" not in data, "groups are set per interface"
+
+
+def test_placement_groups_follow_strategy_and_capacity(matrix):
+    pgs = resources_of(matrix, "AWS::EC2::PlacementGroup")
+    strategies = {k.split("Placement")[0]: v["Properties"]["Strategy"] for k, v in pgs.items()}
+    assert strategies == {"B200": "cluster", "B200Odcr": "cluster", "Gb200": "cluster", "P5": "cluster",
+                          "P5e": "cluster", "P5en": "partition", "P5Small": "cluster"}
+    assert pgs[next(k for k in pgs if k.startswith("P5en"))]["Properties"]["PartitionCount"] == 2
+    b300 = launch_template_data(matrix, "b300")
+    assert "Placement" not in b300, "Capacity Blocks never get a placement group"
+    assert launch_template_data(matrix, "p5")["Placement"]["GroupName"]["Ref"].startswith("P5Placement")
+
+
+def test_capacity_targeting(matrix):
+    b300 = launch_template_data(matrix, "b300")
+    assert b300["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    assert b300["CapacityReservationSpecification"] == {
+        "CapacityReservationTarget": {"CapacityReservationId": "cr-0123456789abcdef0"}}
+    gb200 = launch_template_data(matrix, "gb200")
+    assert "InstanceMarketOptions" not in gb200
+    assert gb200["CapacityReservationSpecification"]["CapacityReservationTarget"]["CapacityReservationId"] == \
+        "cr-0fedcba9876543210"
+    p5 = launch_template_data(matrix, "p5")
+    assert "CapacityReservationSpecification" not in p5 and "InstanceMarketOptions" not in p5
+
+
+def test_dlami_is_an_ssm_parameter_resolved_at_deploy_time(matrix):
+    params = matrix["Parameters"]
+    dlami = {k: v for k, v in params.items() if k.startswith("SsmParameterValue")}
+    assert {v["Default"] for v in dlami.values()} == {
+        "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+        "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+    }
+    assert all(v["Type"] == "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>" for v in dlami.values())
+    assert launch_template_data(matrix, "p5")["ImageId"]["Ref"] in dlami
+
+
+def test_plain_ec2_templates_carry_instance_type_and_profile(matrix):
+    data = launch_template_data(matrix, "p5")
+    assert data["InstanceType"] == "p5.48xlarge"
+    assert "Fn::GetAtt" in data["IamInstanceProfile"]["Arn"]
+
+
+def test_user_data_runs_the_node_bootstrap_with_the_group_profile(matrix):
+    data = launch_template_data(matrix, "b200")
+    parts = data["UserData"]["Fn::Base64"]
+    text = parts if isinstance(parts, str) else "".join(p if isinstance(p, str) else "<token>" for p in parts["Fn::Join"][1])
+    assert text.startswith('Content-Type: multipart/mixed; boundary="==FMCLUSTER=="')
+    assert "Content-Type: text/x-shellscript" in text
+    profile = json.loads(text.split("<<'FMCLUSTER_PROFILE'\n")[1].split("\nFMCLUSTER_PROFILE")[0])
+    assert profile["instance_type"] == "p6-b200.48xlarge" and profile["group"] == "b200"
+    assert profile["facts"]["efa_interfaces"] == 8 and profile["policy"] == "report" and profile["level"] == "fast"
+    assert "bash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh" in text
+    assert "FMCLUSTER_AGENT=none" in text
+
+
+def test_node_role_reads_only_the_runtime_asset(matrix):
+    (policy,) = resources_of(matrix, "AWS::IAM::Policy").values()
+    s3 = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Action"] == "s3:GetObject"]
+    assert len(s3) == 1
+    resource = json.dumps(s3[0]["Resource"])
+    assert ".zip" in resource and "*" not in resource.replace("${AWS::AccountId}", "")
+
+

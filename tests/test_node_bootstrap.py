@@ -1,0 +1,61 @@
+"""The shared node bootstrap: clean shell, and each validation policy does what it says."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "fmcluster" / "runtime" / "node_bootstrap.sh"
+
+
+def test_bash_syntax_and_shellcheck():
+    assert subprocess.run(["bash", "-n", str(SCRIPT)]).returncode == 0
+    shellcheck = shutil.which("shellcheck")
+    assert shellcheck, "shellcheck missing: make setup installs it"
+    r = subprocess.run([shellcheck, str(SCRIPT)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+
+
+def run_bootstrap(tmp_path: Path, *, healthy: bool, policy: str, agent: str = "none") -> subprocess.CompletedProcess:
+    """Run the script with a fake python3 standing in for the validator."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "python3"
+    fake.write_text(f"#!/bin/sh\necho '{{\"verdict\": \"{'pass' if healthy else 'fail'}\"}}'\nexit {0 if healthy else 1}\n")
+    fake.chmod(0o755)
+    systemctl = bin_dir / "systemctl"
+    systemctl.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path}/systemctl.log\n")
+    systemctl.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", FMCLUSTER_POLICY=policy, FMCLUSTER_AGENT=agent,
+               FMCLUSTER_LOG_DIR=str(tmp_path / "log"), FMCLUSTER_TEXTFILE_DIR=str(tmp_path / "textfile"),
+               FMCLUSTER_SYSTEMD_DIR=str(tmp_path), FMCLUSTER_PROFILE=str(tmp_path / "profile.json"))
+    return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("policy", ["fail", "drain", "taint", "report"])
+def test_healthy_node_passes_under_every_policy(tmp_path, policy):
+    assert run_bootstrap(tmp_path, healthy=True, policy=policy).returncode == 0
+    assert "node validation passed" in (tmp_path / "log" / "bootstrap.log").read_text()
+
+
+def test_fail_policy_stops_provisioning(tmp_path):
+    assert run_bootstrap(tmp_path, healthy=False, policy="fail").returncode == 1
+    assert (tmp_path / "log" / "validate.json").read_text().strip() == '{"verdict": "fail"}'
+
+
+def test_report_policy_only_reports(tmp_path):
+    assert run_bootstrap(tmp_path, healthy=False, policy="report").returncode == 0
+    assert not (tmp_path / "fmcluster-validate.service").exists()
+
+
+def test_drain_waits_for_slurmd_then_drains(tmp_path):
+    assert run_bootstrap(tmp_path, healthy=False, policy="drain", agent="slurmd").returncode == 0
+    unit = (tmp_path / "fmcluster-validate.service").read_text()
+    assert "After=slurmd.service" in unit and "--policy drain" in unit
+    assert "fmcluster_node_validation.prom" in unit
+    assert "enable fmcluster-validate.service" in (tmp_path / "systemctl.log").read_text()
