@@ -17,7 +17,7 @@ import sys
 from typing import List, Optional, Tuple
 
 from fmcluster.runtime.observability import EFA_PROM_FILE
-from fmcluster.runtime.observability.textfile import Sample, family, write_atomic
+from fmcluster.runtime.observability.textfile import Sample, emit, family
 
 IB_CLASS = "sys/class/infiniband"
 
@@ -90,16 +90,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--root", default="/")
     ap.add_argument("--out", default=EFA_PROM_FILE, help="textfile to write ('-' for stdout)")
     args = ap.parse_args(argv)
-    text = render(*collect(args.root))
-    if args.out == "-":
-        sys.stdout.write(text)
-        return 0
-    try:
-        write_atomic(args.out, text)
-    except OSError as exc:
-        print(f"efa_textfile: cannot write {args.out}: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return emit(render(*collect(args.root)), args.out, "efa_textfile")
 
 
 if __name__ == "__main__":

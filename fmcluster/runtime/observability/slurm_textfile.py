@@ -17,7 +17,7 @@ import sys
 from typing import Dict, List, Optional, Tuple
 
 from fmcluster.runtime.observability import SLURM_PROM_FILE
-from fmcluster.runtime.observability.textfile import family, write_atomic
+from fmcluster.runtime.observability.textfile import emit, family
 
 # Suffixes sinfo appends to a state (sinfo(1), NODE STATE CODES): * not responding, ~ powered off,
 # # powering up, ! pending power down, % powering down, $ maintenance reservation, @ pending reboot,
@@ -77,16 +77,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--out", default=SLURM_PROM_FILE, help="textfile to write ('-' for stdout)")
     args = ap.parse_args(argv)
-    text = render(run_sinfo(args.sinfo, args.timeout))
-    if args.out == "-":
-        sys.stdout.write(text)
-        return 0
-    try:
-        write_atomic(args.out, text)
-    except OSError as exc:
-        print(f"slurm_textfile: cannot write {args.out}: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return emit(render(run_sinfo(args.sinfo, args.timeout)), args.out, "slurm_textfile")
 
 
 if __name__ == "__main__":
