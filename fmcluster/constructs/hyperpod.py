@@ -1,0 +1,210 @@
+"""SageMaker HyperPod with the Slurm orchestrator (AWS::SageMaker::Cluster), as a typed
+wrapper over ``aws_sagemaker.CfnCluster``.
+
+Facts used (CloudFormation/API references, botocore 1.44 service model):
+- instance group: name 1-63 chars ``[a-zA-Z0-9](-*[a-zA-Z0-9])*``, ``ml.*`` instance type,
+  ThreadsPerCore 1|2, InstanceStorageConfigs.EbsVolumeConfig (an extra EBS volume mounted at
+  /opt/sagemaker), OnStartDeepHealthChecks InstanceStress|InstanceConnectivity, TrainingPlanArn,
+  SlurmConfig{NodeType Controller|Login|Compute, PartitionNames (at most 1)}
+  https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-sagemaker-cluster-clusterinstancegroup.html
+  https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterSlurmConfigDetails.html
+- Orchestrator.Slurm.SlurmConfigStrategy Managed|Overwrite|Merge
+  https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterOrchestratorSlurmConfig.html
+  (the service default is not documented: unverified; we always send Managed unless told otherwise)
+- NodeRecovery Automatic|None; LifeCycleConfig.SourceS3Uri must start ``s3://sagemaker-``
+  https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateCluster.html
+- HyperPod instance types (botocore ClusterInstanceType): ml.p4d/p4de.24xlarge, ml.p5.48xlarge,
+  ml.p5e/p5en.48xlarge, ml.p6-b200/p6-b300.48xlarge, ml.p6e-gb200.36xlarge, ml.trn1/trn1n/trn2,
+  ml.g5/g6/g6e, ml.c5/m5/t3 and more; the spec/catalog decide which the user may pick.
+- SSM: nodes are reached with ``aws ssm start-session --target sagemaker-cluster:<cluster-id>_<group>-<instance-id>``
+  where cluster-id is the last part of the cluster ARN (HyperPod developer guide, "Access your
+  SageMaker HyperPod cluster nodes", example ``sagemaker-cluster:aa11bbbbb222_controller-group-i-111222333444555aa``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+from aws_cdk import Fn
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from fmcluster.constructs.hyperpod_role import (
+    HyperPodInstanceRole,
+    SecurityGroupRef,
+    SubnetRef,
+    security_group_id,
+    subnet_id,
+)
+from fmcluster.constructs.lifecycle_bucket import LifecycleScripts
+
+NODE_TYPES = ("Controller", "Login", "Compute")
+SLURM_CONFIG_STRATEGIES = ("Managed", "Overwrite", "Merge")
+NODE_RECOVERY = ("Automatic", "None")
+DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
+NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
+
+
+@dataclass(frozen=True)
+class HyperPodInstanceGroup:
+    """One HyperPod instance group.
+
+    :param name: instance group name (1-63 chars, alphanumerics and inner hyphens).
+    :param instance_type: a HyperPod type, ``ml.`` prefixed (e.g. ``ml.p5.48xlarge``).
+    :param count: instances in the group.
+    :param node_type: Slurm role of the group: Controller | Login | Compute.
+    :param partitions: Slurm partition of a Compute group (HyperPod allows at most one).
+    :param threads_per_core: 1 (SMT off, the usual choice for GPU training) or 2.
+    :param ebs_volume_gib: size of the extra EBS volume mounted at /opt/sagemaker; None: none.
+    :param deep_health_checks: run InstanceStress and InstanceConnectivity deep health checks
+        when instances start (GPU/Trainium types only).
+    :param training_plan_arn: SageMaker training plan whose reserved capacity the group uses.
+    """
+
+    name: str
+    instance_type: str
+    count: int
+    node_type: str = "Compute"
+    partitions: Tuple[str, ...] = ()
+    threads_per_core: int = 1
+    ebs_volume_gib: Optional[int] = None
+    deep_health_checks: bool = False
+    training_plan_arn: Optional[str] = None
+
+    def check(self) -> None:
+        where = f"instance group {self.name!r}"
+        assert NAME.match(self.name) and len(self.name) <= 63, (
+            f"{where}: name must be 1-63 chars of letters, digits and inner hyphens"
+        )
+        assert self.instance_type.startswith("ml."), f"{where}: instance_type {self.instance_type!r} must start with 'ml.'"
+        assert self.count >= 1, f"{where}: count must be at least 1"
+        assert self.node_type in NODE_TYPES, f"{where}: node_type must be one of {', '.join(NODE_TYPES)}"
+        assert self.threads_per_core in (1, 2), f"{where}: threads_per_core must be 1 or 2"
+        if self.node_type == "Compute":
+            assert len(self.partitions) <= 1, f"{where}: HyperPod allows at most one Slurm partition per group"
+            for p in self.partitions:
+                assert NAME.match(p), f"{where}: partition {p!r} must be letters, digits and inner hyphens"
+        else:
+            assert not self.partitions, f"{where}: only Compute groups have partitions"
+        assert self.ebs_volume_gib is None or 1 <= self.ebs_volume_gib <= 16384, (
+            f"{where}: ebs_volume_gib must be 1-16384"
+        )
+
+    def render(self, *, role_arn: str, lifecycle: LifecycleScripts) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
+        storage = None
+        if self.ebs_volume_gib is not None:
+            storage = [
+                sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
+                    ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(volume_size_in_gb=self.ebs_volume_gib)
+                )
+            ]
+        return sagemaker.CfnCluster.ClusterInstanceGroupProperty(
+            instance_group_name=self.name,
+            instance_type=self.instance_type,
+            instance_count=self.count,
+            execution_role=role_arn,
+            threads_per_core=self.threads_per_core,
+            life_cycle_config=sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
+                source_s3_uri=lifecycle.source_s3_uri, on_create=lifecycle.on_create
+            ),
+            slurm_config=sagemaker.CfnCluster.ClusterSlurmConfigProperty(
+                node_type=self.node_type, partition_names=list(self.partitions) or None
+            ),
+            instance_storage_configs=storage,
+            on_start_deep_health_checks=list(DEEP_HEALTH_CHECKS) if self.deep_health_checks else None,
+            training_plan_arn=self.training_plan_arn,
+        )
+
+
+class HyperPodSlurmCluster(Construct):
+    """A HyperPod cluster orchestrated by Slurm, in our VPC, nodes running ``role``, lifecycle
+    scripts from ``lifecycle`` (granted to the role here; the cluster waits for their deployment).
+
+    :param cluster_name: HyperPod cluster name.
+    :param instance_groups: exactly one Controller group, any Login and Compute groups, unique names.
+    :param subnets: VpcConfig.Subnets (ISubnet or ids).
+    :param security_groups: VpcConfig.SecurityGroupIds (ISecurityGroup or ids).
+    :param node_recovery: Automatic (default: HyperPod reboots or replaces faulty nodes) | None.
+    :param slurm_config_strategy: Managed (default) | Overwrite | Merge.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster_name: str,
+        instance_groups: Sequence[HyperPodInstanceGroup],
+        role: HyperPodInstanceRole,
+        lifecycle: LifecycleScripts,
+        subnets: Sequence[SubnetRef],
+        security_groups: Sequence[SecurityGroupRef],
+        node_recovery: str = "Automatic",
+        slurm_config_strategy: str = "Managed",
+    ) -> None:
+        super().__init__(scope, id)
+        assert NAME.match(cluster_name) and len(cluster_name) <= 63, (
+            f"cluster_name {cluster_name!r}: 1-63 chars of letters, digits and inner hyphens"
+        )
+        for group in instance_groups:
+            group.check()
+        names = [g.name for g in instance_groups]
+        assert len(set(names)) == len(names), f"instance group names must be unique: {names}"
+        controllers = [g.name for g in instance_groups if g.node_type == "Controller"]
+        assert len(controllers) == 1, f"a Slurm cluster needs exactly one Controller group, got {controllers or 'none'}"
+        assert any(g.node_type == "Compute" for g in instance_groups), "a Slurm cluster needs at least one Compute group"
+        assert node_recovery in NODE_RECOVERY, f"node_recovery must be one of {', '.join(NODE_RECOVERY)}"
+        assert slurm_config_strategy in SLURM_CONFIG_STRATEGIES, (
+            f"slurm_config_strategy must be one of {', '.join(SLURM_CONFIG_STRATEGIES)}"
+        )
+        assert subnets and security_groups, "HyperPodSlurmCluster: at least one subnet and one security group"
+
+        lifecycle.grant_read(role)
+        self._cluster_name = cluster_name
+        self.instance_groups = tuple(instance_groups)
+        self.cluster = sagemaker.CfnCluster(
+            self,
+            "Resource",
+            cluster_name=cluster_name,
+            instance_groups=[g.render(role_arn=role.role_arn, lifecycle=lifecycle) for g in instance_groups],
+            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+                slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty(slurm_config_strategy=slurm_config_strategy)
+            ),
+            node_recovery=node_recovery,
+            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+                subnets=[subnet_id(s) for s in subnets],
+                security_group_ids=[security_group_id(g) for g in security_groups],
+            ),
+        )
+        # Nodes run on_create.sh at boot: the scripts, the runtime and the role's policy must exist first.
+        for deployment in lifecycle.deployments:
+            self.cluster.node.add_dependency(deployment)
+        policy = role.role.node.try_find_child("DefaultPolicy")
+        if policy is not None:
+            self.cluster.node.add_dependency(policy)
+
+    @property
+    def cluster_arn(self) -> str:
+        return self.cluster.attr_cluster_arn
+
+    @property
+    def cluster_name(self) -> str:
+        return self._cluster_name
+
+    @property
+    def cluster_id(self) -> str:
+        """The id in the cluster ARN (``arn:...:cluster/<id>``), as a token."""
+        return Fn.select(1, Fn.split("/", self.cluster_arn))
+
+    def ssm_target(self, group: str, instance_id: str) -> str:
+        """``sagemaker-cluster:<cluster-id>_<group>-<instance-id>``, the SSM Session Manager
+        target of one node (e.g. for a CfnOutput of the controller's target prefix, pass
+        ``instance_id=""`` and append the id from ``aws sagemaker list-cluster-nodes``)."""
+        assert group in {g.name for g in self.instance_groups}, f"no instance group {group!r}"
+        return Fn.join("", ["sagemaker-cluster:", self.cluster_id, f"_{group}-{instance_id}"])
+
+    @property
+    def controller_group(self) -> str:
+        return next(g.name for g in self.instance_groups if g.node_type == "Controller")
