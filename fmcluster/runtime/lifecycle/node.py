@@ -1,0 +1,409 @@
+"""Decisions for the HyperPod lifecycle script (on_create.sh): which node this is, what it must do.
+
+Stdlib only (runs with the node's python3, 3.9+). on_create.sh does every side effect; this module reads
+HyperPod's ``resource_config.json`` and our ``provisioning_parameters.json`` and prints its answers as
+``key<TAB>value`` lines, so the decision logic is unit-tested without a node.
+
+Subcommands (exit 0 ok, 1 a clear one-line reason on stderr, 2 usage):
+
+- ``plan --resource-config F --params F [--root R] [--node-ip IP]...``: this node's role (controller | login |
+  compute), instance group, partition, GPU or not, and the settings every later step needs.
+- ``users --params F``: validated users, one ``name uid home shell groups`` line each.
+- ``user-keys --params F --name N``: that user's SSH public keys, one a line.
+- ``storage-root [--root R]``: where container data goes: the instance NVMe (``/opt/dlami/nvme``), else
+  HyperPod's secondary EBS volume (``/opt/sagemaker``), else nothing (never the root volume).
+- ``docker-config --file F --data-root D``: merge ``data-root`` into docker's daemon.json.
+- ``enroot-config --file F --base D``: point enroot's runtime/cache/data/temp paths under D.
+
+How a node finds itself: HyperPod writes every instance's ``CustomerIpAddress`` (its address in the customer
+VPC) into resource_config.json; AWS's public base-config lifecycle scripts match the node's primary IPv4
+address against that field. We do the same, checking every local IPv4 address (primary first), and fall
+back to the instance name == hostname only when no address matches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import sys
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from fmcluster.runtime.profile import LEVELS, POLICIES
+
+ROLES = ("controller", "login", "compute")
+DEFAULT_RESOURCE_CONFIG = "/opt/ml/config/resource_config.json"
+NVME_ROOT = "/opt/dlami/nvme"  # DLAMI: instance-store NVMe (RAID0 when several), mounted by dlami-nvme.service
+EBS_ROOT = "/opt/sagemaker"  # HyperPod: the secondary EBS volume (InstanceStorageConfigs.EbsVolumeConfig)
+_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+_KEY = re.compile(r"^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) ")
+
+
+class LifecycleError(Exception):
+    """A problem with the inputs or this node: one line, shown as the step's failure reason."""
+
+
+# --- inputs -------------------------------------------------------------------------------------------------
+
+
+def _load_json(path: str, what: str) -> Dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise LifecycleError(f"{what} not found at {path}") from None
+    except (OSError, ValueError) as exc:
+        raise LifecycleError(f"{what} at {path} is not readable JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise LifecycleError(f"{what} at {path} is not a JSON object")
+    return data
+
+
+def _clean(value: Any, field: str) -> str:
+    """A string that can travel as one shell argument and one line."""
+    if not isinstance(value, str) or not value:
+        raise LifecycleError(f"{field} must be a non-empty string, got {value!r}")
+    if any(c in value for c in "\t\n\r\0"):
+        raise LifecycleError(f"{field} contains a tab, newline or NUL")
+    return value
+
+
+def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
+    """Check provisioning_parameters.json (version 1) and return it with defaults filled in."""
+    if params.get("version") != 1:
+        raise LifecycleError(f"provisioning_parameters.json version must be 1, got {params.get('version')!r}")
+    if params.get("workload_manager") != "slurm":
+        raise LifecycleError(f"workload_manager must be 'slurm', got {params.get('workload_manager')!r}")
+    out = dict(params)
+    for key in ("cluster_name", "region", "controller_group"):
+        _clean(params.get(key), key)
+    if params.get("login_group") is not None:
+        _clean(params["login_group"], "login_group")
+    workers = params.get("worker_groups")
+    if not isinstance(workers, list) or not workers:
+        raise LifecycleError("worker_groups must be a non-empty list")
+    for i, w in enumerate(workers):
+        if not isinstance(w, dict):
+            raise LifecycleError(f"worker_groups[{i}] must be an object")
+        for key in ("instance_group_name", "partition_name", "instance_type"):
+            _clean(w.get(key), f"worker_groups[{i}].{key}")
+        if not isinstance(w.get("gpu"), bool):
+            raise LifecycleError(f"worker_groups[{i}].gpu must be true or false")
+    fsx = params.get("fsx")
+    if fsx is not None:
+        if not isinstance(fsx, dict):
+            raise LifecycleError("fsx must be an object or null")
+        for key in ("dns_name", "mount_name", "mount_point"):
+            _clean(fsx.get(key), f"fsx.{key}")
+        if not fsx["mount_point"].startswith("/") or fsx["mount_point"] == "/":
+            raise LifecycleError(f"fsx.mount_point must be an absolute path below /, got {fsx['mount_point']!r}")
+        if not isinstance(fsx.get("efa", False), bool):
+            raise LifecycleError("fsx.efa must be true or false")
+    validation = params.get("validation") or {}
+    level, policy = validation.get("level", "standard"), validation.get("policy", "drain")
+    if level not in LEVELS:
+        raise LifecycleError(f"validation.level must be one of {', '.join(LEVELS)}, got {level!r}")
+    if policy not in POLICIES:
+        raise LifecycleError(f"validation.policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+    out["validation"] = {"level": level, "policy": policy}
+    obs = params.get("observability")
+    if obs is not None:
+        if not isinstance(obs, dict):
+            raise LifecycleError("observability must be an object or null")
+        url = _clean(obs.get("remote_write_url"), "observability.remote_write_url")
+        if not url.startswith("https://"):
+            raise LifecycleError("observability.remote_write_url must be an https:// URL")
+        interval = obs.get("scrape_interval_seconds", 30)
+        if not isinstance(interval, int) or isinstance(interval, bool) or not 1 <= interval <= 3600:
+            raise LifecycleError("observability.scrape_interval_seconds must be an integer from 1 to 3600")
+    users_of(out)
+    return out
+
+
+def users_of(params: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The ``users`` list, validated. Each: ``{"name", "uid", "home"?, "shell"?, "groups"?, "ssh_public_keys"?}``.
+
+    A fixed uid is required: home directories and files on the shared FSx must belong to the same id on
+    every node."""
+    users = params.get("users") or []
+    if not isinstance(users, list):
+        raise LifecycleError("users must be a list")
+    out: List[Dict[str, Any]] = []
+    seen_names, seen_uids = set(), set()
+    for i, u in enumerate(users):
+        if not isinstance(u, dict):
+            raise LifecycleError(f"users[{i}] must be an object")
+        name = u.get("name")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise LifecycleError(f"users[{i}].name must match {_NAME.pattern}, got {name!r}")
+        uid = u.get("uid")
+        if not isinstance(uid, int) or isinstance(uid, bool) or not 1000 <= uid <= 60000:
+            raise LifecycleError(f"users[{i}].uid must be an integer from 1000 to 60000 (same on every node), got {uid!r}")
+        if name in seen_names or uid in seen_uids:
+            raise LifecycleError(f"users[{i}]: name {name} or uid {uid} is used twice")
+        seen_names.add(name)
+        seen_uids.add(uid)
+        home = _clean(u.get("home", f"/home/{name}"), f"users[{i}].home")
+        shell = _clean(u.get("shell", "/bin/bash"), f"users[{i}].shell")
+        if not home.startswith("/") or " " in home or not shell.startswith("/") or " " in shell:
+            raise LifecycleError(f"users[{i}].home and .shell must be absolute paths without spaces")
+        groups = u.get("groups", [])
+        if not isinstance(groups, list) or not all(isinstance(g, str) and _NAME.match(g) for g in groups):
+            raise LifecycleError(f"users[{i}].groups must be a list of group names")
+        keys = u.get("ssh_public_keys", [])
+        if not isinstance(keys, list) or not all(isinstance(k, str) and _KEY.match(k) and "\n" not in k for k in keys):
+            raise LifecycleError(f"users[{i}].ssh_public_keys must be a list of one-line OpenSSH public keys")
+        out.append({"name": name, "uid": uid, "home": home, "shell": shell, "groups": groups, "ssh_public_keys": keys})
+    return out
+
+
+# --- who am I -----------------------------------------------------------------------------------------------
+
+
+def local_addresses(root: str = "/") -> List[str]:
+    """This node's IPv4 addresses, primary (default-route source) first, loopback excluded."""
+    addrs: List[str] = []
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.connect(("10.254.254.254", 1))  # no packet is sent: this only selects the source address
+        addrs.append(sock.getsockname()[0])
+    except OSError:
+        pass
+    finally:
+        sock.close()
+    try:
+        with open(os.path.join(root, "proc/net/fib_trie"), encoding="utf-8") as fh:
+            last = ""
+            for line in fh:
+                m = re.search(r"\|--\s+(\d+\.\d+\.\d+\.\d+)", line)
+                if m:
+                    last = m.group(1)
+                elif "host LOCAL" in line and last and last not in addrs:
+                    addrs.append(last)
+    except OSError:
+        pass
+    return [a for a in addrs if not a.startswith("127.")]
+
+
+def find_instance(resource_config: Dict[str, Any], addresses: Iterable[str],
+                  hostname: str = "") -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """(instance group, instance) whose CustomerIpAddress is one of ``addresses``; else whose InstanceName
+    or ``ip-a-b-c-d`` hostname names this node."""
+    groups = resource_config.get("InstanceGroups")
+    if not isinstance(groups, list):
+        raise LifecycleError("resource_config.json has no InstanceGroups list")
+    addresses = list(addresses)
+    for addr in addresses:
+        hits = [(g, i) for g in groups for i in (g.get("Instances") or []) if i.get("CustomerIpAddress") == addr]
+        if len(hits) > 1:
+            raise LifecycleError(f"address {addr} appears {len(hits)} times in resource_config.json")
+        if hits:
+            return hits[0]
+    if hostname:
+        short = hostname.split(".")[0]
+        m = re.match(r"^ip-(\d+)-(\d+)-(\d+)-(\d+)$", short)
+        wanted = ".".join(m.groups()) if m else None
+        for g in groups:
+            for i in g.get("Instances") or []:
+                if i.get("InstanceName") == short or (wanted and i.get("CustomerIpAddress") == wanted):
+                    return g, i
+    raise LifecycleError(f"this node ({', '.join(addresses) or 'no IPv4 address'}; hostname {hostname or '?'}) "
+                         "is not in resource_config.json (no CustomerIpAddress or InstanceName matches)")
+
+
+def plan(resource_config: Dict[str, Any], params: Dict[str, Any], addresses: Iterable[str],
+         hostname: str = "") -> Dict[str, str]:
+    """Everything on_create.sh needs, as strings."""
+    params = validate_params(params)
+    group, instance = find_instance(resource_config, addresses, hostname)
+    name = _clean(group.get("Name"), "InstanceGroups[].Name")
+    workers = {w["instance_group_name"]: w for w in params["worker_groups"]}
+    partition, gpu = "", False
+    instance_type = str(group.get("InstanceType") or "")
+    if name == params["controller_group"]:
+        role = "controller"
+    elif params.get("login_group") and name == params["login_group"]:
+        role = "login"
+    elif name in workers:
+        role, partition, gpu = "compute", workers[name]["partition_name"], workers[name]["gpu"]
+        instance_type = workers[name]["instance_type"]
+    else:
+        raise LifecycleError(f"instance group {name!r} is neither the controller_group, the login_group nor one of "
+                             "the worker_groups in provisioning_parameters.json")
+    controllers = [i.get("CustomerIpAddress", "") for g in resource_config["InstanceGroups"]
+                   if g.get("Name") == params["controller_group"] for i in (g.get("Instances") or [])]
+    fsx = params.get("fsx") or {}
+    obs = params.get("observability") or {}
+    return {
+        "role": role,
+        "group": name,
+        "partition": partition,
+        "gpu": "1" if gpu else "0",
+        "instance_type": instance_type,
+        "instance_name": str(instance.get("InstanceName") or ""),
+        "node_ip": str(instance.get("CustomerIpAddress") or ""),
+        "controller_ips": ",".join(c for c in controllers if c),
+        "cluster": params["cluster_name"],
+        "region": params["region"],
+        "fsx": "1" if fsx else "0",
+        "fsx_dns_name": fsx.get("dns_name", ""),
+        "fsx_mount_name": fsx.get("mount_name", ""),
+        "fsx_mount_point": fsx.get("mount_point", ""),
+        "fsx_efa": "1" if fsx.get("efa") else "0",
+        "level": params["validation"]["level"],
+        "policy": params["validation"]["policy"],
+        "observability": "1" if obs else "0",
+        "remote_write_url": obs.get("remote_write_url", ""),
+        "scrape_interval": str(obs.get("scrape_interval_seconds", 30)) if obs else "",
+        "users": str(len(users_of(params))),
+    }
+
+
+# --- storage ------------------------------------------------------------------------------------------------
+
+
+def mount_points(root: str = "/") -> Dict[str, str]:
+    """mount point -> device, from /proc/mounts under ``root``."""
+    out: Dict[str, str] = {}
+    try:
+        with open(os.path.join(root, "proc/mounts"), encoding="utf-8") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) >= 3:
+                    out[parts[1].replace("\\040", " ")] = parts[0]
+    except OSError:
+        pass
+    return out
+
+
+def storage_root(root: str = "/") -> Tuple[Optional[str], str]:
+    """(directory for container data, why). The instance NVMe, else the secondary EBS volume, else None:
+    both must be their own mount points, so a missing disk never silently lands on the root volume."""
+    mounts = mount_points(root)
+    for path, why in ((NVME_ROOT, "instance-store NVMe"), (EBS_ROOT, "HyperPod secondary EBS volume (no instance NVMe)")):
+        if path in mounts and mounts.get("/") != mounts[path]:
+            return path, why
+    return None, f"neither {NVME_ROOT} nor {EBS_ROOT} is a mount point"
+
+
+def docker_config(path: str, data_root: str) -> bool:
+    """Set ``data-root`` in docker's daemon.json, keeping every other key. True when the file changed."""
+    current: Dict[str, Any] = {}
+    if os.path.exists(path):
+        current = _load_json(path, "docker daemon.json")
+    if current.get("data-root") == data_root:
+        return False
+    current["data-root"] = data_root
+    _write(path, json.dumps(current, indent=2, sort_keys=True) + "\n")
+    return True
+
+
+ENROOT_KEYS = ("ENROOT_RUNTIME_PATH", "ENROOT_CACHE_PATH", "ENROOT_DATA_PATH", "ENROOT_TEMP_PATH")
+
+
+def enroot_settings(base: str) -> Dict[str, str]:
+    # ${UID} is expanded by enroot per user (enroot.conf documents it), so users do not share runtime dirs
+    return {
+        "ENROOT_RUNTIME_PATH": f"{base}/enroot/runtime/user-${{UID}}",
+        "ENROOT_CACHE_PATH": f"{base}/enroot/cache",
+        "ENROOT_DATA_PATH": f"{base}/enroot/data/user-${{UID}}",
+        "ENROOT_TEMP_PATH": f"{base}/enroot/tmp",
+    }
+
+
+def enroot_config(path: str, base: str) -> bool:
+    """Point enroot's runtime, cache, data and temp paths under ``base`` (commented or missing keys are
+    set; other lines kept). True when the file changed."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except FileNotFoundError:
+        lines = []
+    want = enroot_settings(base)
+    out, done = [], set()
+    for line in lines:
+        m = re.match(r"^\s*#?\s*(ENROOT_[A-Z_]+)\s", line + " ")
+        if m and m.group(1) in want:
+            if m.group(1) not in done:
+                out.append(f"{m.group(1)} {want[m.group(1)]}")
+                done.add(m.group(1))
+            continue
+        out.append(line)
+    out += [f"{k} {v}" for k, v in want.items() if k not in done]
+    if out == lines:
+        return False
+    _write(path, "\n".join(out) + "\n")
+    return True
+
+
+def _write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = f"{path}.fmcluster.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+# --- CLI ----------------------------------------------------------------------------------------------------
+
+
+def _emit(values: Dict[str, str]) -> None:
+    for key, value in values.items():
+        print(f"{key}\t{value}")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m fmcluster.runtime.lifecycle.node")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("plan")
+    p.add_argument("--resource-config", required=True)
+    p.add_argument("--params", required=True)
+    p.add_argument("--root", default="/")
+    p.add_argument("--node-ip", action="append", default=[], help="this node's address (default: discovered)")
+    p.add_argument("--hostname", default="")
+    u = sub.add_parser("users")
+    u.add_argument("--params", required=True)
+    k = sub.add_parser("user-keys")
+    k.add_argument("--params", required=True)
+    k.add_argument("--name", required=True)
+    s = sub.add_parser("storage-root")
+    s.add_argument("--root", default="/")
+    d = sub.add_parser("docker-config")
+    d.add_argument("--file", required=True)
+    d.add_argument("--data-root", required=True)
+    e = sub.add_parser("enroot-config")
+    e.add_argument("--file", required=True)
+    e.add_argument("--base", required=True)
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "plan":
+            addresses = args.node_ip or local_addresses(args.root)
+            _emit(plan(_load_json(args.resource_config, "resource_config.json"),
+                       _load_json(args.params, "provisioning_parameters.json"),
+                       addresses, args.hostname or socket.gethostname()))
+        elif args.cmd in ("users", "user-keys"):
+            users = users_of(validate_params(_load_json(args.params, "provisioning_parameters.json")))
+            if args.cmd == "users":
+                for x in users:
+                    print("\t".join([x["name"], str(x["uid"]), x["home"], x["shell"], ",".join(x["groups"])]))
+            else:
+                for x in users:
+                    if x["name"] == args.name:
+                        print("\n".join(x["ssh_public_keys"]))
+        elif args.cmd == "storage-root":
+            path, why = storage_root(args.root)
+            print(f"{path or ''}\t{why}")
+        elif args.cmd == "docker-config":
+            print("changed" if docker_config(args.file, args.data_root) else "unchanged")
+        elif args.cmd == "enroot-config":
+            print("changed" if enroot_config(args.file, args.base) else "unchanged")
+    except LifecycleError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+#!/bin/bash
+# fmcluster: SageMaker HyperPod (Slurm) OnCreate lifecycle script. README.md beside this file says what HyperPod
+# does itself, what this script does, and why; node.py makes every decision, this script does the side effects.
+#
+# Deployed layout (the S3 prefix that LifeCycleConfig.SourceS3Uri points at, downloaded to the node):
+#   on_create.sh                       stub: exec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create.sh"
+#   provisioning_parameters.json       rendered at synth
+#   profiles/<instance group>.json     NodeProfile per group
+#   pkg/fmcluster/runtime/...          this runtime package
+#
+# Steps, in order (a marker per step under /var/lib/fmcluster/lifecycle makes a rerun skip finished ones):
+#   runtime     copy the runtime, profiles and parameters to /opt/fmcluster (stable; units refer to it)
+#   apt-locks   wait for apt/dpkg locks (boot-time unattended upgrades) up to a deadline
+#   role        find this node in resource_config.json: controller | login | compute, group, partition
+#   fsx         mount FSx for Lustre with the lustre helper (fatal on failure); hold the Lustre client packages
+#   containers  docker data-root and enroot paths on the instance NVMe (fallback: /opt/sagemaker; never /)
+#   users       create the users from the parameters with fixed uids (idempotent)
+#   collectors  node_exporter / dcgm-exporter / Prometheus agent via observability/install.sh (never fatal)
+#   slurm       check only: HyperPod's API-driven configuration owns slurm.conf and the daemons
+#   validate    GPU workers: boot validator through node_bootstrap.sh with the group's profile
+#
+# Environment (tests; all optional): FMCLUSTER_LIFECYCLE_ROOT prefixes every node path written or read
+# (/opt, /etc, /var, /proc), SAGEMAKER_RESOURCE_CONFIG_PATH, FMCLUSTER_PARAMS, FMCLUSTER_NODE_IP (this node's
+# address instead of discovering it), FMCLUSTER_APT_LOCK_TIMEOUT (s, default 900), FMCLUSTER_NVME_WAIT (s, 180),
+# FMCLUSTER_RETRY_DELAY (first backoff delay, s, default 5).
+# Exit status: 0 done; 1 with one line "fmcluster lifecycle FAILED at step S: reason" (HyperPod reports it).
+set -Eeuo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SRC_PKG="$(cd "$HERE/../../.." && pwd)"   # …/pkg (holds fmcluster/)
+SRC_PREFIX="$(cd "$SRC_PKG/.." && pwd)"   # the downloaded S3 prefix
+ROOT="${FMCLUSTER_LIFECYCLE_ROOT:-}"
+ROOT="${ROOT%/}"
+LOG_DIR="$ROOT/var/log/fmcluster"
+STATE_DIR="$ROOT/var/lib/fmcluster/lifecycle"
+FMCLUSTER_HOME="$ROOT/opt/fmcluster"
+ETC_DIR="$ROOT/etc/fmcluster"
+RESOURCE_CONFIG="${SAGEMAKER_RESOURCE_CONFIG_PATH:-$ROOT/opt/ml/config/resource_config.json}"
+PARAMS_SRC="${FMCLUSTER_PARAMS:-$SRC_PREFIX/provisioning_parameters.json}"
+PARAMS="$ETC_DIR/provisioning_parameters.json"
+APT_LOCK_TIMEOUT="${FMCLUSTER_APT_LOCK_TIMEOUT:-900}"
+NVME_WAIT="${FMCLUSTER_NVME_WAIT:-180}"
+RETRY_DELAY="${FMCLUSTER_RETRY_DELAY:-5}"
+export DEBIAN_FRONTEND=noninteractive
+
+mkdir -p "$LOG_DIR" "$STATE_DIR"
+exec > >(tee -a "$LOG_DIR/lifecycle.log") 2>&1
+TEE_PID=$!
+
+STEP=start
+STEP_MARK=1
+declare -A PLAN=()
+
+log() { printf '%s fmcluster-lifecycle [%s] %s\n' "$(date -Is)" "$STEP" "$*"; }
+fail() {
+  trap - ERR
+  printf 'fmcluster lifecycle FAILED at step %s: %s\n' "$STEP" "$*" >&2
+  exit 1
+}
+finish() {
+  local rc=$?
+  exec >&- 2>&-
+  wait "$TEE_PID" 2>/dev/null || true
+  exit "$rc"
+}
+trap 'fail "command failed (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
+trap finish EXIT
+
+# retry ATTEMPTS CMD...: run CMD until it succeeds, doubling the delay from $RETRY_DELAY s between tries.
+retry() {
+  local attempts=$1 n=1 delay=$RETRY_DELAY
+  shift
+  until "$@"; do
+    if ((n >= attempts)); then
+      log "gave up after $attempts attempts: $*"
+      return 1
+    fi
+    log "attempt $n/$attempts failed: $*; retrying in ${delay}s"
+    sleep "$delay"
+    n=$((n + 1))
+    delay=$((delay * 2))
+  done
+}
+
+# run_step NAME FUNCTION: run FUNCTION once per node; a marker records success (a step sets STEP_MARK=0 to be
+# retried on the next run, e.g. after a non-fatal failure).
+run_step() {
+  STEP=$1
+  STEP_MARK=1
+  if [[ -e "$STATE_DIR/$1.done" ]]; then
+    log "already done ($(cat "$STATE_DIR/$1.done")); skipping"
+    return 0
+  fi
+  log "start"
+  "$2"
+  if [[ "$STEP_MARK" -eq 1 ]]; then
+    date -Is >"$STATE_DIR/$1.done"
+  fi
+  log "end"
+}
+
+node_py() { PYTHONPATH="$FMCLUSTER_HOME/pkg" python3 -m fmcluster.runtime.lifecycle.node "$@"; }
+
+# --- steps ------------------------------------------------------------------------------------------------------
+
+step_runtime() {
+  [[ -f "$PARAMS_SRC" ]] || fail "provisioning parameters not found at $PARAMS_SRC"
+  install -d -m 0755 "$FMCLUSTER_HOME/pkg" "$FMCLUSTER_HOME/profiles" "$ETC_DIR"
+  if [[ ! "$SRC_PKG" -ef "$FMCLUSTER_HOME/pkg" ]]; then
+    rm -rf "$FMCLUSTER_HOME/pkg/fmcluster"
+    cp -a "$SRC_PKG/fmcluster" "$FMCLUSTER_HOME/pkg/fmcluster"
+    touch "$FMCLUSTER_HOME/pkg/fmcluster/__init__.py"
+    if [[ -d "$SRC_PREFIX/profiles" ]]; then
+      cp -a "$SRC_PREFIX/profiles/." "$FMCLUSTER_HOME/profiles/"
+    fi
+  fi
+  if [[ ! "$PARAMS_SRC" -ef "$PARAMS" ]]; then
+    install -m 0644 "$PARAMS_SRC" "$PARAMS"
+  fi
+  log "runtime in $FMCLUSTER_HOME (from $SRC_PREFIX)"
+}
+
+APT_LOCKS=(/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock /var/cache/apt/archives/lock)
+
+held_apt_lock() {
+  local f
+  for f in "${APT_LOCKS[@]}"; do
+    if [[ -e "$ROOT$f" ]] && fuser "$ROOT$f" >/dev/null 2>&1; then
+      echo "$f"
+      return 0
+    fi
+  done
+  return 1
+}
+
+step_apt_locks() {
+  if ! command -v fuser >/dev/null 2>&1; then
+    log "fuser not found: cannot see apt/dpkg lock holders; continuing (apt-mark waits on the lock itself)"
+    return 0
+  fi
+  local deadline=$((SECONDS + APT_LOCK_TIMEOUT)) lock
+  while lock="$(held_apt_lock)"; do
+    if ((SECONDS >= deadline)); then
+      fail "$lock still held after ${APT_LOCK_TIMEOUT}s (unattended-upgrades or another apt run); rerun once it finishes"
+    fi
+    log "waiting for $lock (held by another apt/dpkg process)"
+    sleep 5
+  done
+  log "no apt/dpkg lock held"
+}
+
+step_role() {
+  [[ -f "$RESOURCE_CONFIG" ]] || fail "HyperPod resource config not found at $RESOURCE_CONFIG"
+  local args=(plan --resource-config "$RESOURCE_CONFIG" --params "$PARAMS" --root "${ROOT:-/}") out key value
+  if [[ -n "${FMCLUSTER_NODE_IP:-}" ]]; then
+    args+=(--node-ip "$FMCLUSTER_NODE_IP")
+  fi
+  if ! out="$(node_py "${args[@]}" 2>&1)"; then
+    fail "$out"
+  fi
+  while IFS=$'\t' read -r key value; do
+    PLAN[$key]="$value"
+  done <<<"$out"
+  printf '%s\n' "$out" >"$ETC_DIR/node.tsv"
+  log "role=${PLAN[role]} group=${PLAN[group]} partition=${PLAN[partition]:-none} gpu=${PLAN[gpu]} ip=${PLAN[node_ip]}"
+}
+
+step_fsx() {
+  if [[ "${PLAN[fsx]}" != 1 ]]; then
+    log "no FSx for Lustre in the parameters; nothing to mount"
+    return 0
+  fi
+  local mp="${PLAN[fsx_mount_point]}" args
+  args=(mount --dns-name "${PLAN[fsx_dns_name]}" --mount-name "${PLAN[fsx_mount_name]}" --mount-point "$mp" --fstab)
+  if [[ "${PLAN[fsx_efa]}" == 1 ]]; then
+    args+=(--efa)
+  fi
+  # the helper retries with backoff itself, is idempotent and proves the mount answers; one call is enough
+  if ! PYTHONPATH="$FMCLUSTER_HOME/pkg" timeout --kill-after=10 1200 python3 -m fmcluster.runtime.lustre "${args[@]}"; then
+    fail "cannot mount FSx for Lustre ${PLAN[fsx_dns_name]}@tcp:/${PLAN[fsx_mount_name]} at $mp (lustre helper failed; see the lines above)"
+  fi
+  log "FSx for Lustre mounted at $mp"
+  # unattended upgrades that move the kernel or the Lustre client break the mount on the next boot
+  local pkgs=() p
+  for p in "lustre-client-modules-$(uname -r)" lustre-client-utils "linux-image-$(uname -r)"; do
+    if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      pkgs+=("$p")
+    fi
+  done
+  if ((${#pkgs[@]})); then
+    step_apt_locks
+    retry 4 apt-mark hold "${pkgs[@]}"
+    log "held ${pkgs[*]} against unattended upgrades"
+  fi
+}
+
+step_containers() {
+  local deadline=$((SECONDS + NVME_WAIT)) out base why
+  # dlami-nvme.service formats and mounts the instance store at boot; lifecycle scripts can start before it ends
+  while :; do
+    out="$(node_py storage-root --root "${ROOT:-/}")"
+    base="${out%%$'\t'*}"
+    why="${out#*$'\t'}"
+    [[ "$base" == /opt/dlami/nvme ]] && break
+    if ! systemctl cat dlami-nvme.service >/dev/null 2>&1 || ((SECONDS >= deadline)); then
+      break
+    fi
+    log "waiting for dlami-nvme.service to mount the instance NVMe"
+    sleep 5
+  done
+  if [[ -z "$base" ]]; then
+    if [[ "${PLAN[gpu]}" == 1 ]]; then
+      fail "no instance NVMe (/opt/dlami/nvme) and no /opt/sagemaker volume: container images would fill the root volume"
+    fi
+    log "$why: container data roots left unconfigured on this ${PLAN[role]} node (no containers expected here)"
+    return 0
+  fi
+  log "container data under $base ($why)"
+  install -d -m 0711 "$ROOT$base/docker/data-root"
+  install -d -m 1777 "$ROOT$base/enroot" "$ROOT$base/enroot/runtime" "$ROOT$base/enroot/cache" \
+    "$ROOT$base/enroot/data" "$ROOT$base/enroot/tmp"
+  if [[ "$(node_py docker-config --file "$ROOT/etc/docker/daemon.json" --data-root "$base/docker/data-root")" == changed ]]; then
+    log "docker data-root set to $base/docker/data-root"
+    if systemctl is-active --quiet docker; then
+      retry 3 systemctl restart docker
+    fi
+  fi
+  if [[ -d "$ROOT/etc/enroot" ]]; then
+    node_py enroot-config --file "$ROOT/etc/enroot/enroot.conf" --base "$base" >/dev/null
+    log "enroot runtime/cache/data/temp paths under $base (pyxis imports through enroot, so it follows)"
+  else
+    log "enroot not installed (/etc/enroot missing); nothing to point at $base"
+  fi
+}
+
+step_users() {
+  local name uid home shell groups out g
+  if [[ "${PLAN[users]}" == 0 ]]; then
+    log "no users in the parameters"
+    return 0
+  fi
+  out="$(node_py users --params "$PARAMS")"
+  while IFS=$'\t' read -r name uid home shell groups; do
+    if id -u "$name" >/dev/null 2>&1; then
+      [[ "$(id -u "$name")" == "$uid" ]] || fail "user $name exists with uid $(id -u "$name"), parameters say $uid"
+      log "user $name (uid $uid) exists"
+    else
+      getent group "$name" >/dev/null 2>&1 || groupadd -g "$uid" "$name"
+      useradd -m -d "$home" -s "$shell" -u "$uid" -g "$name" "$name"
+      log "created user $name (uid $uid, home $home)"
+    fi
+    for g in ${groups//,/ }; do
+      if getent group "$g" >/dev/null 2>&1; then
+        usermod -aG "$g" "$name"
+      else
+        log "group $g does not exist on this node; $name not added to it"
+      fi
+    done
+    local keys
+    keys="$(node_py user-keys --params "$PARAMS" --name "$name")"
+    if [[ -n "$keys" ]]; then
+      install -d -m 0700 "$ROOT$home/.ssh"
+      printf '%s\n' "$keys" >"$ROOT$home/.ssh/authorized_keys"
+      chmod 0600 "$ROOT$home/.ssh/authorized_keys"
+      chown -R "$uid:$uid" "$ROOT$home/.ssh"
+    fi
+  done <<<"$out"
+}
+
+step_collectors() {
+  if [[ "${PLAN[observability]}" != 1 ]]; then
+    log "no observability in the parameters"
+    return 0
+  fi
+  local args=(--cluster "${PLAN[cluster]}" --region "${PLAN[region]}" --remote-write-url "${PLAN[remote_write_url]}"
+    --scrape-interval "${PLAN[scrape_interval]}" --node-group "${PLAN[group]}")
+  if [[ "${PLAN[role]}" == controller ]]; then
+    args+=(--slurm-controller)
+  fi
+  if [[ "${PLAN[gpu]}" != 1 ]]; then
+    args+=(--no-dcgm)
+  fi
+  local rc=0
+  timeout --kill-after=10 1800 bash "$FMCLUSTER_HOME/pkg/fmcluster/runtime/observability/install.sh" "${args[@]}" || rc=$?
+  if ((rc != 0)); then
+    log "WARNING: collector install failed (exit $rc); the node continues without metrics (rerun to retry)"
+    STEP_MARK=0
+  fi
+}
+
+step_slurm() {
+  # HyperPod writes slurm.conf and its partitions from the API (SlurmConfig per instance group) and owns the
+  # daemons; an edit here is drift (SlurmConfigStrategy=Managed blocks UpdateCluster). So: look, never touch.
+  local conf="$ROOT/opt/slurm/etc/slurm.conf"
+  if [[ ! -r "$conf" ]]; then
+    log "$conf not present (yet): HyperPod configures Slurm; nothing for this script to do"
+    return 0
+  fi
+  if [[ "${PLAN[role]}" == compute ]] && ! grep -Eq "PartitionName=${PLAN[partition]}([[:space:]]|$)" "$conf"; then
+    log "WARNING: partition ${PLAN[partition]} (from the parameters) is not in $conf; check the instance group's SlurmConfig.PartitionNames"
+  else
+    log "slurm.conf present; configuration left to HyperPod"
+  fi
+}
+
+step_validate() {
+  if [[ "${PLAN[role]}" != compute || "${PLAN[gpu]}" != 1 ]]; then
+    log "not a GPU worker (${PLAN[role]}, gpu=${PLAN[gpu]}): boot validator not run"
+    return 0
+  fi
+  local profile="$FMCLUSTER_HOME/profiles/${PLAN[group]}.json"
+  [[ -f "$profile" ]] || fail "no node profile for group ${PLAN[group]} at $profile"
+  local bootstrap="$FMCLUSTER_HOME/pkg/fmcluster/runtime/node_bootstrap.sh"
+  log "validating with $profile (level ${PLAN[level]}, policy ${PLAN[policy]})"
+  if ! FMCLUSTER_HOME="$FMCLUSTER_HOME" FMCLUSTER_PROFILE="$profile" FMCLUSTER_LEVEL="${PLAN[level]}" \
+    FMCLUSTER_POLICY="${PLAN[policy]}" FMCLUSTER_AGENT=slurmd FMCLUSTER_LOG_DIR="$LOG_DIR" \
+    FMCLUSTER_TEXTFILE_DIR="$ROOT/var/lib/node_exporter/textfile_collector" \
+    FMCLUSTER_SYSTEMD_DIR="$ROOT/etc/systemd/system" \
+    bash "$bootstrap"; then
+    fail "node validation failed under policy ${PLAN[policy]}; report in $LOG_DIR/validate.json"
+  fi
+  log "boot validator done (see $LOG_DIR/bootstrap.log)"
+}
+
+# --- main -------------------------------------------------------------------------------------------------------
+
+log "fmcluster lifecycle on_create from $SRC_PREFIX (log $LOG_DIR/lifecycle.log)"
+STEP=runtime
+step_runtime
+STEP=apt-locks
+step_apt_locks
+STEP=role
+step_role
+run_step fsx step_fsx
+run_step containers step_containers
+run_step users step_users
+run_step collectors step_collectors
+run_step slurm step_slurm
+run_step validate step_validate
+STEP=end
+log "all steps done (role ${PLAN[role]}, group ${PLAN[group]})"

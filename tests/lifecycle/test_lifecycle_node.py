@@ -1,0 +1,141 @@
+"""node.py: the lifecycle decisions against HyperPod's resource_config.json format and our parameters."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from lifecycle_inputs import CONTROLLER_IP, CPU_IP, GPU_IP, LOGIN_IP, params, resource_config
+
+from fmcluster.runtime.lifecycle import node
+from fmcluster.runtime.lifecycle.node import LifecycleError
+
+
+@pytest.mark.parametrize("ip, role, group, partition, gpu", [
+    (CONTROLLER_IP, "controller", "controller", "", "0"),
+    (LOGIN_IP, "login", "login", "", "0"),
+    (GPU_IP, "compute", "gpu-a", "gpu-a", "1"),
+    (CPU_IP, "compute", "cpu-b", "cpu-b", "0"),
+])
+def test_role_comes_from_the_instance_group_holding_this_address(ip, role, group, partition, gpu):
+    p = node.plan(resource_config(), params(), ["192.168.9.9", ip])
+    assert (p["role"], p["group"], p["partition"], p["gpu"]) == (role, group, partition, gpu)
+    assert p["node_ip"] == ip
+    assert p["controller_ips"] == CONTROLLER_IP
+
+
+def test_plan_carries_every_setting_the_steps_need():
+    p = node.plan(resource_config(), params(), [GPU_IP])
+    assert p["instance_type"] == "ml.p5.48xlarge" and p["instance_name"] == "gpu-a-2"
+    assert (p["fsx"], p["fsx_dns_name"], p["fsx_mount_name"], p["fsx_mount_point"], p["fsx_efa"]) == (
+        "1", "fs-0abc.fsx.us-east-1.amazonaws.com", "abcdefgh", "/fsx", "0")
+    got = (p["level"], p["policy"], p["observability"], p["scrape_interval"], p["users"])
+    assert got == ("standard", "drain", "1", "30", "1")
+    bare = node.plan(resource_config(), params(fsx=None, observability=None, users=[], validation=None), [GPU_IP])
+    assert (bare["fsx"], bare["observability"], bare["users"], bare["policy"]) == ("0", "0", "0", "drain")
+
+
+def test_hostname_is_the_fallback_when_no_address_matches():
+    assert node.plan(resource_config(), params(), ["192.168.9.9"], "ip-10-1-2-21")["group"] == "cpu-b"
+    assert node.plan(resource_config(), params(), [], "login-1.ec2.internal")["role"] == "login"
+
+
+def test_a_node_missing_from_resource_config_is_a_clear_error():
+    with pytest.raises(LifecycleError, match="192.168.9.9.*not in resource_config.json"):
+        node.plan(resource_config(), params(), ["192.168.9.9"], "somehost")
+
+
+def test_a_group_missing_from_the_parameters_is_a_clear_error():
+    with pytest.raises(LifecycleError, match="'login' is neither"):
+        node.plan(resource_config(), params(login_group=None), [LOGIN_IP])
+
+
+def test_duplicate_address_is_refused():
+    rc = resource_config()
+    rc["InstanceGroups"][3]["Instances"][0]["CustomerIpAddress"] = GPU_IP
+    with pytest.raises(LifecycleError, match="appears 2 times"):
+        node.plan(rc, params(), [GPU_IP])
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"version": "1.0.0"}, "version must be 1"),
+    ({"workload_manager": "eks"}, "workload_manager"),
+    ({"worker_groups": []}, "worker_groups must be a non-empty list"),
+    ({"validation": {"level": "standard", "policy": "reboot"}}, "validation.policy"),
+    ({"fsx": {"dns_name": "d", "mount_name": "m", "mount_point": "fsx"}}, "mount_point must be an absolute path"),
+    ({"observability": {"remote_write_url": "http://x"}}, "https://"),
+    ({"users": [{"name": "bob"}]}, "uid must be an integer"),
+    ({"users": [{"name": "Bob!", "uid": 2000}]}, "name must match"),
+    ({"users": [{"name": "bob", "uid": 2000}, {"name": "carol", "uid": 2000}]}, "used twice"),
+    ({"users": [{"name": "bob", "uid": 2000, "ssh_public_keys": ["not a key"]}]}, "OpenSSH public keys"),
+    ({"cluster_name": "a\tb"}, "tab, newline"),
+])
+def test_bad_parameters_name_the_field(change, message):
+    with pytest.raises(LifecycleError, match=message):
+        node.validate_params(params(**change))
+
+
+def test_local_addresses_read_fib_trie(tmp_path):
+    (tmp_path / "proc/net").mkdir(parents=True)
+    (tmp_path / "proc/net/fib_trie").write_text(
+        "Main:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 0.0.0.0\n        /0 universe UNICAST\n"
+        "     +-- 10.1.0.0/16 2 0 2\n        |-- 10.1.1.12\n           /32 host LOCAL\n"
+        "        |-- 10.1.255.255\n           /32 link BROADCAST\n"
+        "     |-- 127.0.0.1\n        /32 host LOCAL\n")
+    assert "10.1.1.12" in node.local_addresses(str(tmp_path))
+    assert not [a for a in node.local_addresses(str(tmp_path)) if a.startswith("127.") or a == "10.1.255.255"]
+
+
+def _mounts(tmp_path, *lines):
+    (tmp_path / "proc").mkdir(exist_ok=True)
+    (tmp_path / "proc/mounts").write_text("".join(line + "\n" for line in lines))
+    return str(tmp_path)
+
+
+def test_storage_root_prefers_nvme_then_the_sagemaker_volume_never_root(tmp_path):
+    root = "/dev/nvme0n1p1 / ext4 rw 0 0"
+    assert node.storage_root(_mounts(tmp_path, root, "/dev/md0 /opt/dlami/nvme ext4 rw 0 0",
+                                     "/dev/nvme1n1 /opt/sagemaker ext4 rw 0 0"))[0] == "/opt/dlami/nvme"
+    assert node.storage_root(_mounts(tmp_path, root, "/dev/nvme1n1 /opt/sagemaker ext4 rw 0 0"))[0] == "/opt/sagemaker"
+    path, why = node.storage_root(_mounts(tmp_path, root))
+    assert path is None and "neither" in why
+    # a bind mount of the root device is still the root volume
+    assert node.storage_root(_mounts(tmp_path, root, "/dev/nvme0n1p1 /opt/dlami/nvme ext4 rw 0 0"))[0] is None
+
+
+def test_docker_config_merges_and_is_idempotent(tmp_path):
+    f = tmp_path / "etc/docker/daemon.json"
+    f.parent.mkdir(parents=True)
+    f.write_text(json.dumps({"default-runtime": "nvidia", "runtimes": {"nvidia": {"path": "nvidia-container-runtime"}}}))
+    assert node.docker_config(str(f), "/opt/dlami/nvme/docker/data-root") is True
+    data = json.loads(f.read_text())
+    assert data["data-root"] == "/opt/dlami/nvme/docker/data-root" and data["default-runtime"] == "nvidia"
+    assert node.docker_config(str(f), "/opt/dlami/nvme/docker/data-root") is False
+
+
+def test_enroot_config_sets_commented_and_missing_keys_once(tmp_path):
+    f = tmp_path / "enroot.conf"
+    f.write_text("#ENROOT_LIBRARY_PATH /usr/lib/enroot\n#ENROOT_RUNTIME_PATH ${XDG_RUNTIME_DIR}/enroot\n"
+                 "ENROOT_CACHE_PATH ${XDG_CACHE_HOME}/enroot\nENROOT_SQUASH_OPTIONS -comp lzo\n")
+    assert node.enroot_config(str(f), "/opt/dlami/nvme") is True
+    text = f.read_text()
+    assert "ENROOT_RUNTIME_PATH /opt/dlami/nvme/enroot/runtime/user-${UID}\n" in text
+    assert "ENROOT_CACHE_PATH /opt/dlami/nvme/enroot/cache\n" in text
+    assert "ENROOT_DATA_PATH /opt/dlami/nvme/enroot/data/user-${UID}\n" in text
+    assert "ENROOT_TEMP_PATH /opt/dlami/nvme/enroot/tmp\n" in text
+    assert "#ENROOT_LIBRARY_PATH" in text and "ENROOT_SQUASH_OPTIONS -comp lzo" in text
+    assert text.count("ENROOT_CACHE_PATH") == 1
+    assert node.enroot_config(str(f), "/opt/dlami/nvme") is False
+
+
+def test_cli_prints_key_tab_value_and_fails_with_one_line(tmp_path, capsys):
+    rc_file, p_file = tmp_path / "rc.json", tmp_path / "pp.json"
+    rc_file.write_text(json.dumps(resource_config()))
+    p_file.write_text(json.dumps(params()))
+    assert node.main(["plan", "--resource-config", str(rc_file), "--params", str(p_file), "--node-ip", GPU_IP]) == 0
+    lines = dict(line.split("\t", 1) for line in capsys.readouterr().out.splitlines())
+    assert lines["role"] == "compute" and lines["group"] == "gpu-a"
+    assert node.main(["plan", "--resource-config", str(tmp_path / "missing.json"), "--params", str(p_file)]) == 1
+    assert "resource_config.json not found" in capsys.readouterr().err
+    assert node.main(["users", "--params", str(p_file)]) == 0
+    assert capsys.readouterr().out == "alice\t2001\t/home/alice\t/bin/bash\tdocker\n"

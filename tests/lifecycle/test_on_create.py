@@ -1,0 +1,276 @@
+"""on_create.sh end to end in a tmp dir: the deployed S3 layout, fake system commands on PATH, fake lustre
+helper / validator / collector installer, and FMCLUSTER_LIFECYCLE_ROOT standing in for the node's /."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import pytest
+from lifecycle_inputs import CONTROLLER_IP, CPU_IP, GPU_IP, LOGIN_IP, params, resource_config
+
+REPO = Path(__file__).resolve().parents[2]
+RUNTIME = REPO / "fmcluster" / "runtime"
+LIFECYCLE = RUNTIME / "lifecycle"
+
+FAKE_COMMANDS = {
+    # no apt/dpkg lock is held unless the test says so
+    "fuser": 'if [ -e "$FAKE_LOG/locks-held" ]; then exit 0; fi; exit 1',
+    "systemctl": 'echo "$*" >> "$FAKE_LOG/systemctl.log"; case "$1" in cat|is-active) exit 1;; esac; exit 0',
+    "apt-mark": 'echo "$*" >> "$FAKE_LOG/apt-mark.log"',
+    "dpkg-query": 'case "$*" in *lustre-client-utils*) printf "install ok installed";; *) exit 1;; esac',
+    "useradd": 'echo "$*" >> "$FAKE_LOG/useradd.log"',
+    "groupadd": 'echo "$*" >> "$FAKE_LOG/groupadd.log"',
+    "usermod": 'echo "$*" >> "$FAKE_LOG/usermod.log"',
+    "chown": 'echo "$*" >> "$FAKE_LOG/chown.log"',
+    "getent": 'case "$2" in docker) echo "docker:x:999:";; *) exit 2;; esac',
+    "id": 'if [ -n "${FAKE_ID_UID:-}" ]; then echo "$FAKE_ID_UID"; exit 0; fi; exit 1',
+    "nvidia-smi": 'echo "fake nvidia-smi must not be needed"; exit 1',
+}
+
+FAKE_LUSTRE = '''"""Fake lustre helper: records its argv, exits FAKE_LUSTRE_RC."""
+import os, sys
+with open(os.path.join(os.environ["FAKE_LOG"], "lustre.log"), "a") as fh:
+    fh.write(" ".join(sys.argv[1:]) + "\\n")
+if os.environ.get("FAKE_LUSTRE_RC", "0") != "0":
+    print("lustre: mount failed: fake", file=sys.stderr)
+sys.exit(int(os.environ.get("FAKE_LUSTRE_RC", "0")))
+'''
+
+FAKE_VALIDATE = '''"""Fake validator: records its argv, exits FAKE_VALIDATE_RC."""
+import os, sys
+with open(os.path.join(os.environ["FAKE_LOG"], "validate.log"), "a") as fh:
+    fh.write(" ".join(sys.argv[1:]) + "\\n")
+rc = int(os.environ.get("FAKE_VALIDATE_RC", "0"))
+print('{"verdict": "%s"}' % ("pass" if rc == 0 else "fail"))
+sys.exit(rc)
+'''
+
+FAKE_INSTALL = 'echo "$*" >> "$FAKE_LOG/install.log"; exit "${FAKE_INSTALL_RC:-0}"\n'
+
+
+class Node:
+    """One fake HyperPod node: the downloaded lifecycle prefix, the node's / and the fake commands' logs."""
+
+    def __init__(self, tmp: Path, *, ip: str, parameters: Optional[Dict[str, Any]] = None, nvme: bool = True):
+        self.tmp, self.ip = tmp, ip
+        self.prefix, self.root, self.logs, self.bin = tmp / "s3", tmp / "root", tmp / "fake-logs", tmp / "bin"
+        for d in (self.prefix, self.root, self.logs, self.bin):
+            d.mkdir(parents=True, exist_ok=True)
+        self._layout(parameters if parameters is not None else params())
+        (self.root / "opt/ml/config").mkdir(parents=True)
+        (self.root / "opt/ml/config/resource_config.json").write_text(json.dumps(resource_config()))
+        (self.root / "proc").mkdir()
+        mounts = "/dev/nvme0n1p1 / ext4 rw 0 0\n" + ("/dev/md0 /opt/dlami/nvme ext4 rw 0 0\n" if nvme else "")
+        (self.root / "proc/mounts").write_text(mounts)
+        (self.root / "etc/enroot").mkdir(parents=True)
+        (self.root / "etc/systemd/system").mkdir(parents=True)
+        (self.root / "etc/enroot/enroot.conf").write_text("#ENROOT_RUNTIME_PATH ${XDG_RUNTIME_DIR}/enroot\n")
+        for name, body in FAKE_COMMANDS.items():
+            f = self.bin / name
+            f.write_text("#!/bin/bash\n" + body + "\n")
+            f.chmod(0o755)
+
+    def _layout(self, parameters: Dict[str, Any]) -> None:
+        """The deployed S3 layout: stub, parameters, profiles, and pkg/ with the real lifecycle code."""
+        stub = self.prefix / "on_create.sh"
+        stub.write_text('#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create.sh" "$@"\n')
+        (self.prefix / "provisioning_parameters.json").write_text(json.dumps(parameters))
+        (self.prefix / "profiles").mkdir()
+        for group in ("gpu-a", "cpu-b"):
+            (self.prefix / "profiles" / f"{group}.json").write_text(json.dumps({"schema": 1, "group": group}))
+        rt = self.prefix / "pkg/fmcluster/runtime"
+        rt.mkdir(parents=True)
+        shutil.copytree(LIFECYCLE, rt / "lifecycle", ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("__init__.py", "profile.py", "node_bootstrap.sh"):
+            shutil.copy(RUNTIME / name, rt / name)
+        (rt / "lustre.py").write_text(FAKE_LUSTRE)
+        (rt / "validate.py").write_text(FAKE_VALIDATE)
+        (rt / "observability").mkdir()
+        (rt / "observability/install.sh").write_text(FAKE_INSTALL)
+
+    def run(self, **env: str) -> subprocess.CompletedProcess:
+        full = dict(os.environ, PATH=f"{self.bin}:{os.environ['PATH']}", FAKE_LOG=str(self.logs),
+                    FMCLUSTER_LIFECYCLE_ROOT=str(self.root), FMCLUSTER_NODE_IP=self.ip, FMCLUSTER_NVME_WAIT="0",
+                    FMCLUSTER_RETRY_DELAY="0", FMCLUSTER_APT_LOCK_TIMEOUT="5")
+        full.update(env)
+        full.pop("PYTHONPATH", None)
+        full.pop("SAGEMAKER_RESOURCE_CONFIG_PATH", None)
+        return subprocess.run(["bash", str(self.prefix / "on_create.sh")], cwd=self.prefix, env=full,
+                              capture_output=True, text=True, timeout=120)
+
+    def log(self, name: str) -> str:
+        f = self.logs / name
+        return f.read_text() if f.exists() else ""
+
+    def marker(self, step: str) -> bool:
+        return (self.root / "var/lib/fmcluster/lifecycle" / f"{step}.done").exists()
+
+
+def ok(r: subprocess.CompletedProcess) -> str:
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r.stdout + r.stderr
+
+
+def test_every_lifecycle_shell_script_passes_bash_n_and_shellcheck():
+    scripts = sorted(LIFECYCLE.rglob("*.sh"))
+    assert scripts
+    shellcheck = shutil.which("shellcheck") or "/usr/bin/shellcheck"
+    assert Path(shellcheck).exists(), "shellcheck missing: make setup installs it"
+    for script in scripts:
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0, script
+        r = subprocess.run([shellcheck, str(script)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout
+
+
+def test_controller_mounts_configures_and_installs_collectors_but_does_not_validate(tmp_path):
+    n = Node(tmp_path, ip=CONTROLLER_IP)
+    out = ok(n.run())
+    assert "role=controller group=controller" in out
+    assert n.log("lustre.log") == ("mount --dns-name fs-0abc.fsx.us-east-1.amazonaws.com --mount-name abcdefgh "
+                                   "--mount-point /fsx --fstab\n")
+    assert "hold lustre-client-utils" in n.log("apt-mark.log")
+    install = n.log("install.log")
+    assert "--cluster demo --region us-east-1" in install and "--node-group controller" in install
+    assert "--slurm-controller" in install and "--no-dcgm" in install and "--scrape-interval 30" in install
+    assert n.log("validate.log") == ""
+    assert "boot validator not run" in out
+    daemon = json.loads((n.root / "etc/docker/daemon.json").read_text())
+    assert daemon == {"data-root": "/opt/dlami/nvme/docker/data-root"}
+    assert "ENROOT_CACHE_PATH /opt/dlami/nvme/enroot/cache" in (n.root / "etc/enroot/enroot.conf").read_text()
+    assert (n.root / "opt/dlami/nvme/enroot/cache").is_dir()
+    assert "-u 2001 -g alice alice" in n.log("useradd.log") and "-aG docker alice" in n.log("usermod.log")
+    assert "ssh-ed25519" in (n.root / "home/alice/.ssh/authorized_keys").read_text()
+    for step in ("fsx", "containers", "users", "collectors", "slurm", "validate"):
+        assert n.marker(step), step
+    # the runtime is copied to a stable home; the log lands in /var/log/fmcluster
+    assert (n.root / "opt/fmcluster/pkg/fmcluster/runtime/lifecycle/node.py").exists()
+    assert (n.root / "opt/fmcluster/profiles/gpu-a.json").exists()
+    assert "all steps done" in (n.root / "var/log/fmcluster/lifecycle.log").read_text()
+
+
+def test_gpu_worker_runs_the_validator_with_its_group_profile_level_and_policy(tmp_path):
+    n = Node(tmp_path, ip=GPU_IP, parameters=params(validation={"level": "fast", "policy": "drain"}))
+    out = ok(n.run())
+    assert "role=compute group=gpu-a partition=gpu-a gpu=1" in out
+    validate = n.log("validate.log")
+    assert f"--profile {n.root}/opt/fmcluster/profiles/gpu-a.json" in validate and "--level fast" in validate
+    install = n.log("install.log")
+    assert "--node-group gpu-a" in install and "--no-dcgm" not in install and "--slurm-controller" not in install
+    assert "node validation passed" in (n.root / "var/log/fmcluster/bootstrap.log").read_text()
+
+
+def test_gpu_worker_that_fails_validation_under_drain_is_drained_once_slurmd_is_up(tmp_path):
+    n = Node(tmp_path, ip=GPU_IP)
+    ok(n.run(FAKE_VALIDATE_RC="1"))
+    unit = (n.root / "etc/systemd/system/fmcluster-validate.service").read_text()
+    assert "After=slurmd.service" in unit and "--policy drain" in unit and "profiles/gpu-a.json" in unit
+    assert "enable fmcluster-validate.service" in n.log("systemctl.log")
+
+
+def test_gpu_worker_that_fails_validation_under_fail_stops_provisioning(tmp_path):
+    n = Node(tmp_path, ip=GPU_IP, parameters=params(validation={"level": "standard", "policy": "fail"}))
+    r = n.run(FAKE_VALIDATE_RC="1")
+    assert r.returncode == 1
+    assert "fmcluster lifecycle FAILED at step validate: node validation failed under policy fail" in r.stdout
+    assert not n.marker("validate")
+
+
+@pytest.mark.parametrize("ip", [CPU_IP, LOGIN_IP])
+def test_nodes_without_gpus_skip_the_validator_and_dcgm(tmp_path, ip):
+    n = Node(tmp_path, ip=ip)
+    ok(n.run())
+    assert n.log("validate.log") == ""
+    assert "--no-dcgm" in n.log("install.log") and "--slurm-controller" not in n.log("install.log")
+
+
+def test_failing_mount_stops_the_script_with_a_clear_reason(tmp_path):
+    n = Node(tmp_path, ip=GPU_IP)
+    r = n.run(FAKE_LUSTRE_RC="1")
+    assert r.returncode == 1
+    assert ("fmcluster lifecycle FAILED at step fsx: cannot mount FSx for Lustre "
+            "fs-0abc.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh at /fsx") in r.stdout
+    assert not n.marker("fsx") and not n.marker("containers")
+    assert n.log("install.log") == "" and n.log("validate.log") == "" and n.log("useradd.log") == ""
+    assert "FAILED at step fsx" in (n.root / "var/log/fmcluster/lifecycle.log").read_text()
+
+
+def test_efa_file_system_asks_the_helper_for_efa(tmp_path):
+    fsx = {"dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com", "mount_name": "abcdefgh", "mount_point": "/fsx", "efa": True}
+    n = Node(tmp_path, ip=GPU_IP, parameters=params(fsx=fsx))
+    ok(n.run())
+    assert n.log("lustre.log").strip().endswith("--fstab --efa")
+
+
+def test_rerun_is_idempotent(tmp_path):
+    n = Node(tmp_path, ip=GPU_IP)
+    ok(n.run())
+    out = ok(n.run())
+    assert out.count("skipping") == 6
+    for log in ("lustre.log", "install.log", "validate.log", "useradd.log", "apt-mark.log"):
+        assert len(n.log(log).splitlines()) == 1, log
+
+
+def test_collector_failure_is_logged_not_fatal_and_retried_on_rerun(tmp_path):
+    n = Node(tmp_path, ip=CPU_IP)
+    out = ok(n.run(FAKE_INSTALL_RC="3"))
+    assert "WARNING: collector install failed (exit 3)" in out
+    assert not n.marker("collectors") and n.marker("slurm")
+    ok(n.run())
+    assert len(n.log("install.log").splitlines()) == 2 and n.marker("collectors")
+
+
+def test_no_fsx_no_observability_no_users(tmp_path):
+    n = Node(tmp_path, ip=CONTROLLER_IP, parameters=params(fsx=None, observability=None, users=[]))
+    out = ok(n.run())
+    assert "nothing to mount" in out and "no observability" in out and "no users" in out
+    assert n.log("lustre.log") == n.log("install.log") == n.log("useradd.log") == ""
+
+
+def test_gpu_worker_without_nvme_fails_rather_than_filling_the_root_volume(tmp_path):
+    n = Node(tmp_path, ip=GPU_IP, nvme=False)
+    r = n.run()
+    assert r.returncode == 1 and "FAILED at step containers: no instance NVMe" in r.stdout
+    c = Node(tmp_path / "controller", ip=CONTROLLER_IP, nvme=False)
+    out = ok(c.run())
+    assert "container data roots left unconfigured" in out and not (c.root / "etc/docker/daemon.json").exists()
+
+
+def test_unknown_node_fails_at_the_role_step(tmp_path):
+    n = Node(tmp_path, ip="192.168.77.7")
+    r = n.run()
+    assert r.returncode == 1
+    assert "FAILED at step role: this node (192.168.77.7" in r.stdout and "not in resource_config.json" in r.stdout
+
+
+def test_held_apt_lock_past_the_deadline_fails_with_the_lock_named(tmp_path):
+    n = Node(tmp_path, ip=CPU_IP)
+    (n.root / "var/lib/dpkg").mkdir(parents=True)
+    (n.root / "var/lib/dpkg/lock-frontend").touch()
+    (n.logs / "locks-held").touch()
+    r = n.run(FMCLUSTER_APT_LOCK_TIMEOUT="0")
+    assert r.returncode == 1
+    assert "FAILED at step apt-locks: /var/lib/dpkg/lock-frontend still held after 0s" in r.stdout
+
+
+def test_existing_user_with_another_uid_fails_the_users_step(tmp_path):
+    n = Node(tmp_path, ip=CPU_IP)
+    r = n.run(FAKE_ID_UID="1500")
+    assert r.returncode == 1
+    assert "FAILED at step users: user alice exists with uid 1500, parameters say 2001" in r.stdout
+
+
+def test_slurm_step_only_reads_slurm_conf_and_warns_on_a_missing_partition(tmp_path):
+    n = Node(tmp_path, ip=CPU_IP)
+    conf = n.root / "opt/slurm/etc/slurm.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("NodeName=ip-10-1-1-12\nPartitionName=gpu-a Nodes=ip-10-1-1-12\n")
+    before = conf.read_text()
+    out = ok(n.run())
+    assert "WARNING: partition cpu-b (from the parameters) is not in" in out
+    assert conf.read_text() == before
+    assert not [line for line in n.log("systemctl.log").splitlines() if "slurm" in line]
