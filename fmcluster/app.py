@@ -13,6 +13,7 @@ from fmcluster.spec import ClusterSpec, load_spec
 from fmcluster.stacks.cluster import ClusterStack
 from fmcluster.stacks.network import NetworkStack
 from fmcluster.stacks.observability import ObservabilityStack
+from fmcluster.stacks.storage import StorageStack
 
 
 class ClusterStacks:
@@ -28,6 +29,14 @@ class ClusterStacks:
             env=env,
             description=f"fmcluster {spec.name}: VPC, node subnet, EFA security group",
         )
+        self.storage = StorageStack(
+            app,
+            spec.stack_name("storage"),
+            spec=spec,
+            network=self.network,
+            env=env,
+            description=f"fmcluster {spec.name}: KMS key, data bucket, FSx for Lustre, data repository associations",
+        )
         self.observability: Optional[ObservabilityStack] = None
         if spec.observability.enabled:
             self.observability = ObservabilityStack(
@@ -42,6 +51,7 @@ class ClusterStacks:
             spec.stack_name("cluster"),
             spec=spec,
             network=self.network,
+            storage=self.storage,
             observability=self.observability,
             env=env,
             description=f"fmcluster {spec.name}: placement groups, EFA launch templates, nodes, orchestrator",
@@ -51,7 +61,7 @@ class ClusterStacks:
 
     @property
     def all(self) -> List[cdk.Stack]:
-        return [s for s in (self.network, self.observability, self.cluster) if s is not None]
+        return [s for s in (self.network, self.storage, self.observability, self.cluster) if s is not None]
 
 
 def app_context(spec: ClusterSpec, extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -65,6 +75,8 @@ def app_context(spec: ClusterSpec, extra: Optional[Dict[str, Any]] = None) -> Di
         # feature flags live here, not in cdk.json, so `cdk synth` and `fmcluster synth` agree
         "@aws-cdk/aws-iam:minimizePolicies": True,
         "@aws-cdk/core:enablePartitionLiterals": True,
+        # access-log delivery through a bucket policy, so log buckets can disable ACLs
+        "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": True,
     }
     if spec.account:
         ctx[f"availability-zones:account={spec.account}:region={spec.region}"] = [spec.availability_zone]

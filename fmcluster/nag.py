@@ -48,6 +48,12 @@ def acknowledge_findings(stacks: ClusterStacks) -> None:
         "AmazonSSMManagedInstanceCore) and pcs:RegisterComputeNodeGroupInstance use Resource *: these actions "
         "support no resource-level permissions (SSM and PCS user guides). Every action is named; none is a wildcard.",
     )
+    acknowledge(
+        stacks.cluster.node_role,
+        f"AwsSolutions-IAM5[Resource::{stacks.storage.export_name('DataBucketArn')}/*]",
+        "Nodes read datasets and write checkpoints anywhere in the cluster's own data bucket; the object "
+        "actions are named one by one (no s3:* or s3:GetObject*).",
+    )
     for stack in stacks.all:
         for handler in cdk_provider_handlers(stack):
             cfn_lint_ignore(

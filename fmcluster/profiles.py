@@ -26,11 +26,18 @@ def exporters(spec: ClusterSpec, group: NodeGroup) -> List[Dict[str, Any]]:
     return found
 
 
+def mounts(spec: ClusterSpec) -> List[Dict[str, Any]]:
+    """Shared file systems every node must have mounted."""
+    fsx = spec.storage.fsx
+    return [{"path": fsx.mount_point, "fstype": "lustre", "required": True}] if fsx else []
+
+
 def node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
     orchestrator: Optional[str] = AGENT_OF.get(spec.orchestrator.type)
     return NodeProfile.from_catalog(
         group.instance_type,
         exporters=exporters(spec, group),
+        mounts=mounts(spec),
         group=group.name,
         orchestrator=orchestrator,
         policy=spec.validation.policy,

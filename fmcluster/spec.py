@@ -14,9 +14,11 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from fmcluster import catalog
+from fmcluster.spec_base import _Model, _problems
+from fmcluster.spec_storage import Storage
 
 SCHEMA_URL = "../schema/cluster.schema.json"
 
@@ -42,26 +44,12 @@ IP_HEADROOM_FACTOR = 1.25
 IP_HEADROOM_FIXED = 64
 
 
-def _problems(found: List[Tuple[str, str]]) -> None:
-    """Raise every cross-field problem at once, each tagged with its path below the model.
-
-    pydantic places a model validator's error at the model itself; the ``@path`` tags
-    let `format_validation_error` name the exact field.
-    """
-    if found:
-        raise ValueError("\n".join(f"@{path}@{msg}" for path, msg in found))
-
-
 class SpecError(Exception):
     """Invalid spec input: `problems` holds one `path: message` line each."""
 
     def __init__(self, problems: Sequence[str]):
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
 # --- network -------------------------------------------------------------------------
@@ -276,10 +264,6 @@ class NodeGroup(_Model):
 # --- sections later layers extend ----------------------------------------------------
 
 
-class Storage(_Model):
-    """Shared storage (FSx for Lustre, data bucket); the storage stack fills this in."""
-
-
 class PcsSettings(_Model):
     """AWS Parallel Computing Service (managed Slurm)."""
 
@@ -384,6 +368,7 @@ class ClusterSpec(_Model):
                               f"the plan is in {arn.split(':')[3]}, the cluster in {self.region}"))
         found += self._address_problems()
         found += self._orchestrator_problems()
+        found += self._storage_problems()
         _problems(found)
         return self
 
@@ -409,6 +394,21 @@ class ClusterSpec(_Model):
             x86 = [g for g in self.node_groups if g.instance.architecture == "x86_64" and g.ami_id]
             if not self.orchestrator.pcs.login_ami_id and not x86:
                 found.append(("orchestrator.pcs.login_ami_id", "required when no x86_64 node group has an ami_id"))
+        return found
+
+    def _storage_problems(self) -> List[Tuple[str, str]]:
+        fsx = self.storage.fsx
+        if fsx is None:
+            return []
+        found: List[Tuple[str, str]] = []
+        if fsx.availability_zone and fsx.availability_zone != self.availability_zone:
+            found.append(("storage.fsx.availability_zone", f"{fsx.availability_zone} is not the GPU nodes' "
+                          f"{self.availability_zone}; cross-AZ Lustre traffic is slow and billed: leave it out"))
+        if fsx.efa:
+            for i, g in enumerate(self.node_groups):
+                if g.role == "gpu" and not g.efa_enabled:
+                    found.append((f"node_groups[{i}].efa", f"storage.fsx.efa needs EFA clients; group {g.name} "
+                                  f"({g.instance_type}) has none: enable EFA there or set storage.fsx.efa: false"))
         return found
 
     @property

@@ -83,18 +83,8 @@ def check_route_tables(ctx: Context) -> Outcome:
 
 
 def existing_bucket_name(spec: Any) -> Optional[str]:
-    """The data bucket the spec imports, if any. The storage section is still being defined: this
-    probes the likely field names so wiring the real one in is a one-line change."""
-    storage = getattr(spec, "storage", None)
-    for attr in ("existing_bucket", "bucket_name", "data_bucket", "bucket"):
-        value = getattr(storage, attr, None)
-        if isinstance(value, str) and value:
-            return value
-        for inner in ("name", "bucket_name", "existing"):
-            nested = getattr(value, inner, None) if value is not None else None
-            if isinstance(nested, str) and nested:
-                return nested
-    return None
+    """The data bucket the spec imports (storage.data_bucket.existing_name), if any."""
+    return spec.storage.data_bucket.existing_name  # type: ignore[no-any-return]
 
 
 def check_bucket(ctx: Context, bucket: str) -> Outcome:

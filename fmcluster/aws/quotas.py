@@ -262,18 +262,9 @@ def check_eip_quota(ctx: Context) -> Outcome:
 
 
 def fsx_storage_gib(spec: Any) -> Optional[int]:
-    """The Lustre capacity the spec asks for. The storage section is still being defined: this
-    probes the likely field names, so wiring the real one in is a one-line change."""
-    storage = getattr(spec, "storage", None)
-    for section in ("fsx", "lustre", "fsx_lustre", "filesystem"):
-        fs = getattr(storage, section, None)
-        if fs is None:
-            continue
-        for attr in ("storage_capacity_gib", "capacity_gib", "size_gib", "storage_gib"):
-            value = getattr(fs, attr, None)
-            if isinstance(value, int) and value > 0:
-                return value
-    return None
+    """The Lustre capacity the spec asks for (storage.fsx.storage_capacity_gib), if it has a file system."""
+    fsx = spec.storage.fsx
+    return None if fsx is None else int(fsx.storage_capacity_gib)
 
 
 def check_fsx_quota(ctx: Context) -> Outcome:

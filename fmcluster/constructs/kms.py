@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_iam as iam
@@ -53,6 +53,7 @@ class ClusterKey(Construct):
     :param description: shown in the KMS console.
     :param service_principals: AWS service principal → the condition that limits its use of the
         key to this account's resources (each service documents its own condition key).
+    :param statements: further key policy statements (e.g. for a service-linked role).
     """
 
     def __init__(
@@ -63,6 +64,7 @@ class ClusterKey(Construct):
         description: str,
         service_principals: Mapping[str, Dict[str, Any]] = {},  # noqa: B006 - read only
         removal_policy: Optional[RemovalPolicy] = RemovalPolicy.RETAIN,
+        statements: Sequence[iam.PolicyStatement] = (),
     ) -> None:
         super().__init__(scope, id)
         policy = iam.PolicyDocument(
@@ -85,6 +87,7 @@ class ClusterKey(Construct):
                     conditions=conditions,
                 )
             )
+        policy.add_statements(*statements)
         self.key = kms.Key(
             self,
             "Key",

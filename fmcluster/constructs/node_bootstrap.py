@@ -51,6 +51,17 @@ def collectors_step(*, cluster: str, region: str, remote_write_url: str, node_gr
     )
 
 
+def mount_step(*, dns_name: str, mount_name: str, mount_point: str, efa: bool) -> str:
+    """Shell lines that mount FSx for Lustre (and add it to fstab) with the runtime's mount helper.
+    A failed mount does not stop the boot: the validator's storage checks report it under the policy."""
+    flags = " --efa" if efa else ""
+    return (
+        "PYTHONPATH=/opt/fmcluster/pkg python3 -m fmcluster.runtime.lustre mount "
+        f'--dns-name "{dns_name}" --mount-name "{mount_name}" --mount-point {mount_point}{flags} --fstab '
+        "|| echo 'fmcluster: FSx for Lustre mount failed; the boot validation reports it'\n"
+    )
+
+
 def bootstrap_script(
     *,
     runtime_s3_url: str,
@@ -60,9 +71,10 @@ def bootstrap_script(
     policy: str,
     agent: str,
     collectors: str = "",
+    mount: str = "",
 ) -> str:
     """The shell part of the user data: fetch and unpack the runtime, write the profile,
-    install collectors (when given), run the shared bootstrap. Network steps retry with backoff."""
+    mount shared storage and install collectors (when given), run the shared bootstrap. Network steps retry with backoff."""
     return f"""#!/bin/bash
 set -euo pipefail
 install -d -m 0755 /etc/fmcluster /opt/fmcluster/pkg/fmcluster /var/log/fmcluster
@@ -78,7 +90,7 @@ done
 rm -rf /opt/fmcluster/pkg/fmcluster/runtime
 python3 -m zipfile -e /opt/fmcluster/runtime.zip /opt/fmcluster/pkg/fmcluster/runtime
 touch /opt/fmcluster/pkg/fmcluster/__init__.py
-{collectors}FMCLUSTER_LEVEL={level} FMCLUSTER_POLICY={policy} FMCLUSTER_AGENT={agent} \\
+{mount}{collectors}FMCLUSTER_LEVEL={level} FMCLUSTER_POLICY={policy} FMCLUSTER_AGENT={agent} \\
   bash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh
 """
 

@@ -11,15 +11,23 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster import catalog
+from fmcluster.constructs.data_bucket import grant_data_access
 from fmcluster.constructs.efa import UltraClusterPlacementGroup
 from fmcluster.constructs.launch_template import GpuNodeLaunchTemplate
-from fmcluster.constructs.node_bootstrap import NodeRuntime, bootstrap_script, collectors_step, mime_user_data
+from fmcluster.constructs.node_bootstrap import (
+    NodeRuntime,
+    bootstrap_script,
+    collectors_step,
+    mime_user_data,
+    mount_step,
+)
 from fmcluster.constructs.node_role import NodeRole
 from fmcluster.constructs.pcs import PcsCluster
 from fmcluster.profiles import node_profile_json
 from fmcluster.spec import ClusterSpec, NodeGroup
 from fmcluster.stacks.network import NetworkStack
 from fmcluster.stacks.observability import ObservabilityStack
+from fmcluster.stacks.storage import StorageStack
 
 # AWS's public SSM parameters for the Deep Learning Base OSS NVIDIA Driver GPU AMI
 # (DLAMI developer guide: /aws/service/deeplearning/ami/$architecture/$ami_type/latest/ami-id,
@@ -43,12 +51,14 @@ class ClusterStack(Stack):
         *,
         spec: ClusterSpec,
         network: NetworkStack,
+        storage: Optional[StorageStack] = None,
         observability: Optional[ObservabilityStack] = None,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
         self.spec = spec
         self.network = network
+        self.storage = storage
         self.observability = observability
         is_pcs = spec.orchestrator.type == "pcs"
         self.node_role = NodeRole(
@@ -58,6 +68,11 @@ class ClusterStack(Stack):
         self.runtime.grant_read(self.node_role.role)
         if observability is not None:
             observability.grant_remote_write(self.node_role.role)
+        if storage is not None:
+            # checkpoints and datasets also move to and from S3 directly (and through the FSx links)
+            self.add_stack_dependency(storage)
+            grant_data_access(self.node_role.role, bucket_arn=storage.imported("DataBucketArn"),
+                              key_arn=storage.data_key_arn)
         self.subnet_id = network.node_subnets[0].subnet_id
         self.security_group_ids = [network.efa.security_group_id]
         # launch templates do not pass stack tags to instances: name them explicitly
@@ -96,6 +111,14 @@ class ClusterStack(Stack):
         arch = group.instance.architecture
         return ec2.MachineImage.from_ssm_parameter(DLAMI_SSM_PARAMETER[arch]).get_image(self).image_id
 
+    def _mount(self) -> str:
+        if self.storage is None or self.storage.file_system is None:
+            return ""
+        fs = self.storage.file_system
+        assert self.spec.storage.fsx is not None and self.storage.mount_point is not None
+        return mount_step(dns_name=fs.dns_name, mount_name=fs.mount_name, mount_point=self.storage.mount_point,
+                          efa=self.spec.storage.fsx.efa)
+
     def _user_data(self, group: NodeGroup) -> str:
         collectors = ""
         if self.observability is not None:
@@ -115,6 +138,7 @@ class ClusterStack(Stack):
                 policy=self.spec.validation.policy,
                 agent=AGENT_SERVICE.get(self.spec.orchestrator.type, "none"),
                 collectors=collectors,
+                mount=self._mount(),
             )
         )
 

@@ -15,6 +15,9 @@ from fmcluster.nag import cfn_lint_ignore
 from fmcluster.spec import ClusterSpec, private_subnet_prefix
 
 PUBLIC_SUBNET_PREFIX = 26  # NAT gateway only; nothing else is public
+# FSx and other stateful endpoints live in their own subnet, allocated before the node subnet, so
+# resizing the node subnet for more nodes never moves (replaces) it.
+STORAGE_SUBNET_PREFIX = 26
 
 
 class NetworkStack(Stack):
@@ -23,7 +26,7 @@ class NetworkStack(Stack):
     logs) or an existing VPC imported by ids with no lookups. Either way it owns the EFA
     security group.
 
-    Exposes ``vpc``, ``node_subnets`` and ``efa`` for the other stacks.
+    Exposes ``vpc``, ``node_subnets``, ``storage_subnet`` and ``efa`` for the other stacks.
     """
 
     def __init__(self, scope: Construct, id: str, *, spec: ClusterSpec, **kwargs: object) -> None:
@@ -33,16 +36,18 @@ class NetworkStack(Stack):
             self.vpc = self._import_vpc()
         else:
             self.vpc = self._new_vpc()
-        self.node_subnets: List[ec2.ISubnet] = list(
-            self.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets
-            if spec.network.existing_vpc is None
-            else self.vpc.private_subnets
-        )
+        if spec.network.existing_vpc is None:
+            self.node_subnets: List[ec2.ISubnet] = list(self.vpc.select_subnets(subnet_group_name="Nodes").subnets)
+            self.storage_subnet = self.vpc.select_subnets(subnet_group_name="Storage").subnets[0]
+        else:
+            self.node_subnets = list(self.vpc.private_subnets)
+            self.storage_subnet = self.node_subnets[0]
         self.efa = EfaSecurityGroup(self, "EfaSecurityGroup", vpc=self.vpc)
 
         CfnOutput(self, "VpcId", value=self.vpc.vpc_id)
         CfnOutput(self, "NodeSubnetIds", value=",".join(s.subnet_id for s in self.node_subnets))
         CfnOutput(self, "EfaSecurityGroupId", value=self.efa.security_group_id)
+        CfnOutput(self, "StorageSubnetId", value=self.storage_subnet.subnet_id)
 
     def _new_vpc(self) -> ec2.Vpc:
         new = self.spec.network.new_vpc
@@ -58,6 +63,9 @@ class NetworkStack(Stack):
                 ec2.SubnetConfiguration(
                     name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=PUBLIC_SUBNET_PREFIX,
                     map_public_ip_on_launch=False,
+                ),
+                ec2.SubnetConfiguration(
+                    name="Storage", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=STORAGE_SUBNET_PREFIX,
                 ),
                 ec2.SubnetConfiguration(
                     name="Nodes",

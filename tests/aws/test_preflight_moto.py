@@ -174,3 +174,20 @@ def test_unimplemented_call_is_an_error_answer() -> None:
     checks = by_id(report)
     assert checks["quota:ec2-p-vcpus"].status == "error"
     assert checks["stacks"].status == "pass" and report.exit_code == 1
+
+
+def test_existing_data_bucket_is_checked_for_existence_and_region() -> None:
+    from fmcluster.aws import network
+
+    spec = make_spec(storage={"data_bucket": {"existing_name": "team-ml-data"}})
+    assert "bucket" in [p.id for p in plan_checks(spec)]
+    assert "bucket" not in [p.id for p in plan_checks(make_spec())]
+    ctx = make_ctx(spec)
+    out = network.check_bucket(ctx, bucket="team-ml-data")
+    assert out.status == "fail" and "does not exist" in out.observed
+    boto3.client("s3", region_name="us-west-2").create_bucket(
+        Bucket="team-ml-data", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    out = network.check_bucket(ctx, bucket="team-ml-data")
+    assert out.status == "fail" and "is in us-west-2" in out.observed
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="team-ml-data-east")
+    assert network.check_bucket(ctx, bucket="team-ml-data-east").status == "pass"

@@ -101,8 +101,7 @@ def test_vpc_quota_from_moto() -> None:
 
 
 def fsx_spec(gib: int) -> Any:
-    spec = make_spec()
-    return spec.model_copy(update={"storage": SimpleNamespace(fsx=SimpleNamespace(storage_capacity_gib=gib))})
+    return make_spec(storage={"fsx": {"storage_capacity_gib": gib}})
 
 
 def test_fsx_quota_only_when_the_spec_has_lustre() -> None:

@@ -1,0 +1,271 @@
+"""The spec's `storage` section: FSx for Lustre, its data repository associations, and the data bucket.
+
+FSx rules checked here are the ones CloudFormation and cfn-lint let through and the service
+refuses half-way into a deploy (FSx API reference: CreateFileSystem, CreateFileSystemLustreConfiguration,
+CreateFileSystemLustreMetadataConfiguration, CreateDataRepositoryAssociation).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List, Literal, Optional, Tuple
+
+from pydantic import Field, field_validator, model_validator
+
+from fmcluster.spec_base import _Model, _problems
+
+# SSD PERSISTENT_2 and SCRATCH_2: 1200 GiB, 2400 GiB, then increments of 2400 GiB (CreateFileSystem StorageCapacity).
+CAPACITY_SMALL_GIB = (1200, 2400)
+CAPACITY_STEP_GIB = 2400
+PERSISTENT_2_THROUGHPUT = (125, 250, 500, 1000)  # MB/s per TiB
+MAX_DATA_REPOSITORY_ASSOCIATIONS = 8  # per file system (CreateDataRepositoryAssociation)
+Event = Literal["NEW", "CHANGED", "DELETED"]
+IMPORT_EVENTS: Tuple[Event, ...] = ("NEW", "CHANGED", "DELETED")
+S3_PATH_PATTERN = r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/([^\s]*/)?$"
+BUCKET_NAME_PATTERN = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+# Mount points a Lustre file system must never shadow.
+RESERVED_MOUNT_POINTS = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/opt", "/proc", "/root", "/run",
+                         "/sbin", "/sys", "/tmp", "/usr", "/var")  # noqa: S108 - a deny list, not a temp path
+
+
+def metadata_iops_allowed(iops: int) -> bool:
+    """SSD file systems: 1500, 3000, 6000, 12000, then multiples of 12000 up to 192000."""
+    return iops in (1500, 3000, 6000) or (iops % 12000 == 0 and 12000 <= iops <= 192000)
+
+
+def _nested(a: str, b: str) -> bool:
+    """True when one path is the other or lies below it (compared by whole components)."""
+    a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
+    return a.startswith(b) or b.startswith(a)
+
+
+class DataRepositoryAssociation(_Model):
+    """A file system directory linked to an S3 prefix: lazy import in, automatic export out."""
+
+    file_system_path: str = Field(description="Absolute directory on the file system, e.g. /datasets.")
+    repository_path: Optional[str] = Field(
+        None, description="s3://bucket/prefix/ of another bucket; give this or data_bucket_prefix."
+    )
+    data_bucket_prefix: Optional[str] = Field(
+        None, description="Prefix in the cluster's data bucket, e.g. checkpoints/; give this or repository_path."
+    )
+    auto_import: List[Event] = Field(
+        default_factory=lambda: list(IMPORT_EVENTS),
+        description="S3 events imported automatically (empty: none).",
+    )
+    auto_export: List[Event] = Field(
+        default_factory=list, description="File system events exported to S3 automatically (empty: none)."
+    )
+    import_metadata_on_create: bool = Field(True, description="Import the prefix's metadata when the link is made.")
+    imported_file_chunk_size_mib: int = Field(1024, ge=1, le=512000, description="Stripe size of imported files.")
+
+    @field_validator("file_system_path")
+    @classmethod
+    def _absolute(cls, v: str) -> str:
+        if not v.startswith("/") or "//" in v or "/../" in f"{v}/" or "/./" in f"{v}/":
+            raise ValueError(f"{v!r} must be an absolute, normalized directory such as /datasets")
+        if len(v) > 4096:
+            raise ValueError("at most 4096 characters")
+        return v if v == "/" else v.rstrip("/")
+
+    @field_validator("repository_path")
+    @classmethod
+    def _s3(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not re.match(S3_PATH_PATTERN, v):
+            raise ValueError(f"{v!r} is not s3://bucket/ or s3://bucket/prefix/ (with the trailing slash)")
+        return v
+
+    @field_validator("data_bucket_prefix")
+    @classmethod
+    def _prefix(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and (not v.endswith("/") or v.startswith("/") or "//" in v or not v.strip("/")):
+            raise ValueError(f"{v!r} must be a relative prefix ending in /, e.g. checkpoints/")
+        return v
+
+    @model_validator(mode="after")
+    def _one_repository(self) -> DataRepositoryAssociation:
+        found = []
+        if (self.repository_path is None) == (self.data_bucket_prefix is None):
+            found.append(("repository_path", "give exactly one of repository_path (s3://bucket/prefix/) "
+                          "or data_bucket_prefix (a prefix in the cluster's data bucket)"))
+        for field in ("auto_import", "auto_export"):
+            events = getattr(self, field)
+            if len(set(events)) != len(events):
+                found.append((field, "events must be unique"))
+        _problems(found)
+        return self
+
+
+class Fsx(_Model):
+    """FSx for Lustre in the GPU availability zone, linked to S3 by data repository associations."""
+
+    deployment_type: Literal["PERSISTENT_2", "SCRATCH_2"] = Field(
+        "PERSISTENT_2", description="PERSISTENT_2 (replicated, backed up); SCRATCH_2 for throwaway clusters."
+    )
+    storage_capacity_gib: int = Field(4800, ge=1200, description="1200, 2400, or a multiple of 2400 GiB.")
+    throughput_per_tib: Optional[int] = Field(
+        None, description="PERSISTENT_2 MB/s per TiB: 125, 250, 500 or 1000 (default 250); not for SCRATCH_2."
+    )
+    lustre_version: Literal["2.15", "2.12"] = Field("2.15", description="Lustre server version.")
+    efa: bool = Field(False, description="EFA and GPUDirect Storage (PERSISTENT_2, Lustre 2.15, EFA node types).")
+    metadata_iops: Optional[int] = Field(
+        None, description="PERSISTENT_2 metadata IOPS (USER_PROVISIONED); absent: AUTOMATIC, scaled with capacity."
+    )
+    compression: Literal["LZ4", "NONE"] = Field("LZ4", description="Data compression on the file servers.")
+    mount_point: str = Field("/fsx", description="Where nodes mount the file system.")
+    availability_zone: Optional[str] = Field(None, description="Must be the cluster's availability_zone if given.")
+    weekly_maintenance_start: str = Field(
+        "7:03:00", description="d:HH:MM in UTC, d = 1 (Monday) to 7 (Sunday)."
+    )
+    automatic_backup_retention_days: Optional[int] = Field(
+        None, ge=0, le=90, description="Daily backups kept (PERSISTENT_2; default 7; 0 turns them off)."
+    )
+    daily_backup_start: str = Field("05:00", description="HH:MM in UTC.")
+    data_repository_associations: List[DataRepositoryAssociation] = Field(default_factory=list)
+
+    @field_validator("mount_point")
+    @classmethod
+    def _mount_point(cls, v: str) -> str:
+        v = v.rstrip("/") or "/"
+        if not re.fullmatch(r"(/[A-Za-z0-9._-]+)+", v):
+            raise ValueError(f"{v!r} is not an absolute path of letters, digits, '.', '_' and '-'")
+        if v in RESERVED_MOUNT_POINTS:
+            raise ValueError(f"{v} would shadow a system directory; use e.g. /fsx")
+        return v
+
+    @field_validator("weekly_maintenance_start")
+    @classmethod
+    def _weekly(cls, v: str) -> str:
+        if not re.fullmatch(r"[1-7]:([01]\d|2[0-3]):[0-5]\d", v):
+            raise ValueError(f"{v!r} is not d:HH:MM (d 1-7, Monday = 1), e.g. 7:03:00")
+        return v
+
+    @field_validator("daily_backup_start")
+    @classmethod
+    def _daily(cls, v: str) -> str:
+        if not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", v):
+            raise ValueError(f"{v!r} is not HH:MM, e.g. 05:00")
+        return v
+
+    @property
+    def persistent(self) -> bool:
+        return self.deployment_type == "PERSISTENT_2"
+
+    @property
+    def throughput(self) -> Optional[int]:
+        if not self.persistent:
+            return None
+        return self.throughput_per_tib if self.throughput_per_tib is not None else 250
+
+    @property
+    def backup_retention_days(self) -> int:
+        if not self.persistent:
+            return 0
+        return 7 if self.automatic_backup_retention_days is None else self.automatic_backup_retention_days
+
+    @model_validator(mode="after")
+    def _fsx_rules(self) -> Fsx:
+        found = []
+        cap = self.storage_capacity_gib
+        if cap not in CAPACITY_SMALL_GIB and cap % CAPACITY_STEP_GIB:
+            lower = cap // CAPACITY_STEP_GIB * CAPACITY_STEP_GIB
+            found.append(("storage_capacity_gib", f"{cap} GiB is refused by FSx: use 1200, 2400 or a multiple of 2400 "
+                          f"(nearest: {max(lower, 2400)} or {lower + CAPACITY_STEP_GIB})"))
+        if self.persistent:
+            if self.throughput_per_tib is not None and self.throughput_per_tib not in PERSISTENT_2_THROUGHPUT:
+                found.append(("throughput_per_tib", f"PERSISTENT_2 takes {', '.join(map(str, PERSISTENT_2_THROUGHPUT))} "
+                              f"MB/s per TiB, not {self.throughput_per_tib}"))
+            if self.metadata_iops is not None and not metadata_iops_allowed(self.metadata_iops):
+                found.append(("metadata_iops", "SSD file systems take 1500, 3000, 6000, 12000 or a multiple of 12000 up "
+                              "to 192000"))
+            if self.efa and self.lustre_version != "2.15":
+                # EFA-enabled file systems need Lustre 2.15 servers and clients (unverified in the API reference).
+                found.append(("lustre_version", "an EFA-enabled file system needs Lustre 2.15"))
+        else:
+            for field, value in (("throughput_per_tib", self.throughput_per_tib), ("metadata_iops", self.metadata_iops)):
+                if value is not None:
+                    found.append((field, f"applies to PERSISTENT_2 only; {self.deployment_type} has fixed performance"))
+            if self.efa:
+                found.append(("efa", "EFA needs a PERSISTENT_2 file system (with a metadata configuration); "
+                              "SCRATCH_2 cannot use it"))
+            if self.automatic_backup_retention_days:
+                found.append(("automatic_backup_retention_days", "SCRATCH_2 file systems have no backups; use 0 or "
+                              "PERSISTENT_2"))
+        found += self._dra_problems()
+        _problems(found)
+        return self
+
+    def _dra_problems(self) -> List[tuple[str, str]]:
+        found = []
+        dras = self.data_repository_associations
+        if len(dras) > MAX_DATA_REPOSITORY_ASSOCIATIONS:
+            found.append(("data_repository_associations", f"{len(dras)} associations; FSx allows at most "
+                          f"{MAX_DATA_REPOSITORY_ASSOCIATIONS} per file system"))
+        for i, dra in enumerate(dras):
+            for j in range(i):
+                other = dras[j]
+                if dra.file_system_path == other.file_system_path:
+                    found.append((f"data_repository_associations[{i}].file_system_path",
+                                  f"{dra.file_system_path} is already linked by entry {j}; each directory links once"))
+                elif _nested(dra.file_system_path, other.file_system_path):
+                    found.append((f"data_repository_associations[{i}].file_system_path",
+                                  f"{dra.file_system_path} and {other.file_system_path} (entry {j}) are nested; "
+                                  "FSx refuses overlapping association paths"))
+                mine, theirs = dra.repository_path, other.repository_path
+                if mine is None and theirs is None:
+                    mine, theirs = f"s3://data/{dra.data_bucket_prefix}", f"s3://data/{other.data_bucket_prefix}"
+                if mine and theirs and _nested(mine, theirs):
+                    found.append((f"data_repository_associations[{i}]",
+                                  f"its S3 location overlaps entry {j}'s; each association needs its own bucket or "
+                                  "prefix, not nested in another's"))
+        return found
+
+
+class LifecycleRule(_Model):
+    """An S3 lifecycle rule on the data bucket."""
+
+    prefix: str = Field("", description="Objects it applies to, e.g. checkpoints/ (empty: the whole bucket).")
+    noncurrent_version_expiration_days: Optional[int] = Field(
+        None, ge=1, description="Delete overwritten or deleted versions after N days."
+    )
+    expiration_days: Optional[int] = Field(None, ge=1, description="Delete current objects after N days.")
+    intelligent_tiering_after_days: Optional[int] = Field(
+        None, ge=0, description="Move objects to S3 Intelligent-Tiering after N days."
+    )
+    abort_incomplete_multipart_upload_days: Optional[int] = Field(
+        7, ge=1, description="Remove parts of unfinished uploads after N days."
+    )
+
+    @model_validator(mode="after")
+    def _does_something(self) -> LifecycleRule:
+        if all(v is None for v in (self.noncurrent_version_expiration_days, self.expiration_days,
+                                   self.intelligent_tiering_after_days, self.abort_incomplete_multipart_upload_days)):
+            _problems([("prefix", "the rule sets no action; give an expiration, a transition or an abort")])
+        return self
+
+
+class DataBucket(_Model):
+    """The durable tier: an S3 bucket fmcluster creates (SSE-KMS, versioned, logged) or one you have."""
+
+    existing_name: Optional[str] = Field(
+        None, pattern=BUCKET_NAME_PATTERN, description="use this existing bucket instead of creating one"
+    )
+    lifecycle_rules: List[LifecycleRule] = Field(
+        default_factory=lambda: [LifecycleRule(noncurrent_version_expiration_days=30)],
+        description="Lifecycle of a bucket fmcluster creates (default: noncurrent versions expire after 30 days).",
+    )
+    access_log_retention_days: int = Field(365, ge=1, description="Server access logs kept this long.")
+
+
+class Storage(_Model):
+    """Shared storage: the data bucket (always) and FSx for Lustre (when `fsx` is given)."""
+
+    fsx: Optional[Fsx] = None
+    data_bucket: DataBucket = Field(default_factory=DataBucket)
+
+    @model_validator(mode="after")
+    def _existing_bucket(self) -> Storage:
+        if self.data_bucket.existing_name and "lifecycle_rules" in self.data_bucket.model_fields_set:
+            _problems([("data_bucket.lifecycle_rules", "apply to a bucket fmcluster creates; manage an existing "
+                        "bucket's lifecycle where it is defined")])
+        return self

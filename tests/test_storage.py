@@ -1,0 +1,220 @@
+"""The storage stack: KMS key, data bucket, FSx for Lustre and its data repository associations.
+Stateful, so: retained, fixed logical ids, and untouched by any compute change."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+import yaml
+from helpers import policy_statements, resources_of
+
+ROOT = Path(__file__).resolve().parent.parent
+STATEFUL = ("AWS::KMS::Key", "AWS::S3::Bucket", "AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation")
+
+
+@pytest.fixture(scope="module")
+def default(synth_example):
+    return synth_example("default")
+
+
+@pytest.fixture(scope="module")
+def storage(default):
+    return default["fm-dev-storage"]
+
+
+@pytest.fixture(scope="module")
+def efa_storage(synth_example):
+    return synth_example("pcs-p5en-capacity-block")["pcs-p5en-storage"]
+
+
+def only(template: Dict[str, Any], type_: str) -> Dict[str, Any]:
+    found = resources_of(template, type_)
+    assert len(found) == 1, f"{len(found)} {type_}"
+    return next(iter(found.values()))
+
+
+def test_every_stateful_resource_is_retained_on_delete_and_on_replacement(storage, efa_storage):
+    for template in (storage, efa_storage):
+        stateful = {k: v for k, v in template["Resources"].items() if v["Type"] in STATEFUL}
+        assert {v["Type"] for v in stateful.values()} == set(STATEFUL)
+        for logical_id, res in stateful.items():
+            assert res.get("DeletionPolicy") == "Retain", logical_id
+            assert res.get("UpdateReplacePolicy") == "Retain", logical_id
+
+
+def test_stateful_logical_ids_are_pinned(storage):
+    ids = set(storage["Resources"])
+    assert {"DataKey", "DataBucket", "AccessLogBucket", "FileSystem"} <= ids
+    dras = resources_of(storage, "AWS::FSx::DataRepositoryAssociation")
+    assert sorted(dras) == sorted(k for k in ids if k.startswith("DraDatasets") or k.startswith("DraCheckpoints"))
+
+
+def test_the_storage_stack_has_termination_protection():
+    from fmcluster.app import build_stacks
+
+    stacks = build_stacks(ROOT / "examples" / "default.yaml", nag=False)
+    assert stacks.storage.termination_protection is True
+    assert stacks.cluster.termination_protection is False
+
+
+def test_persistent_2_file_system_properties(storage):
+    fs = only(storage, "AWS::FSx::FileSystem")["Properties"]
+    assert fs["FileSystemType"] == "LUSTRE"
+    assert fs["FileSystemTypeVersion"] == "2.15"
+    assert fs["StorageType"] == "SSD"
+    assert fs["StorageCapacity"] == 4800
+    assert fs["KmsKeyId"] == {"Fn::GetAtt": ["DataKey", "Arn"]}
+    lustre = fs["LustreConfiguration"]
+    assert lustre["DeploymentType"] == "PERSISTENT_2"
+    assert lustre["PerUnitStorageThroughput"] == 250
+    assert lustre["DataCompressionType"] == "LZ4"
+    assert lustre["MetadataConfiguration"] == {"Mode": "AUTOMATIC"}
+    assert lustre["WeeklyMaintenanceStartTime"] == "7:03:00"
+    assert lustre["AutomaticBackupRetentionDays"] == 7
+    assert lustre["DailyAutomaticBackupStartTime"] == "05:00"
+    assert lustre["CopyTagsToBackups"] is True
+    assert "EfaEnabled" not in lustre
+
+
+def test_file_system_lives_in_the_storage_subnet_not_the_resizable_node_subnet(default, storage):
+    fs = only(storage, "AWS::FSx::FileSystem")["Properties"]
+    network = default["fm-dev-network"]
+    (subnet_ref,) = fs["SubnetIds"]
+    export = subnet_ref["Fn::ImportValue"]
+    storage_subnets = [k for k in resources_of(network, "AWS::EC2::Subnet") if "Storage" in k]
+    assert len(storage_subnets) == 1
+    assert storage_subnets[0] in json.dumps({k: v for k, v in network["Outputs"].items() if v.get("Export", {})
+                                             .get("Name") == export})
+
+
+def test_lustre_security_group_admits_lustre_ports_from_the_nodes_only(default, storage):
+    sg = only(storage, "AWS::EC2::SecurityGroup")["Properties"]
+    assert all(rule.get("CidrIp") != "0.0.0.0/0" for rule in sg.get("SecurityGroupIngress", []))
+    rules = resources_of(storage, "AWS::EC2::SecurityGroupIngress")
+    ports = sorted({(r["Properties"]["FromPort"], r["Properties"]["ToPort"]) for r in rules.values()})
+    assert ports == [(988, 988), (1018, 1023)]
+    sources = {json.dumps(r["Properties"]["SourceSecurityGroupId"]) for r in rules.values()}
+    assert len(sources) == 2  # itself (the file servers) and the nodes' EFA group
+    assert any("EfaSecurityGroup" in s for s in sources)
+    # and the nodes may open connections to it (their group's egress is otherwise closed)
+    egress = [r for r in resources_of(storage, "AWS::EC2::SecurityGroupEgress").values()
+              if "EfaSecurityGroup" in json.dumps(r["Properties"]["GroupId"])]
+    assert sorted((r["Properties"]["FromPort"], r["Properties"]["ToPort"]) for r in egress) == [(988, 988), (1018, 1023)]
+
+
+def test_efa_enabled_file_system_uses_the_nodes_efa_group_and_metadata_iops(efa_storage):
+    fs = only(efa_storage, "AWS::FSx::FileSystem")["Properties"]
+    lustre = fs["LustreConfiguration"]
+    assert lustre["EfaEnabled"] is True
+    assert lustre["PerUnitStorageThroughput"] == 1000
+    assert lustre["MetadataConfiguration"] == {"Mode": "USER_PROVISIONED", "Iops": 12000}
+    assert fs["StorageCapacity"] == 38400
+    (sg,) = fs["SecurityGroupIds"]
+    assert "EfaSecurityGroup" in json.dumps(sg)
+    assert not resources_of(efa_storage, "AWS::EC2::SecurityGroup")
+
+
+def test_two_associations_import_datasets_and_export_checkpoints(storage):
+    dras = {r["Properties"]["FileSystemPath"]: r["Properties"]
+            for r in resources_of(storage, "AWS::FSx::DataRepositoryAssociation").values()}
+    assert set(dras) == {"/datasets", "/checkpoints"}
+    datasets, checkpoints = dras["/datasets"], dras["/checkpoints"]
+    assert datasets["S3"] == {"AutoImportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}}
+    assert datasets["BatchImportMetaDataOnCreate"] is True
+    assert checkpoints["S3"] == {"AutoExportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}}
+    assert checkpoints["BatchImportMetaDataOnCreate"] is False
+    for dra, prefix in ((datasets, "datasets/"), (checkpoints, "checkpoints/")):
+        assert dra["FileSystemId"] == {"Ref": "FileSystem"}
+        assert dra["ImportedFileChunkSize"] == 1024
+        path = json.dumps(dra["DataRepositoryPath"])
+        assert '"s3://"' in path and '"Ref": "DataBucket"' in path and prefix in path
+
+
+def test_data_bucket_is_kms_encrypted_versioned_private_tls_only_and_logged(storage):
+    bucket = storage["Resources"]["DataBucket"]["Properties"]
+    sse = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert sse["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "aws:kms",
+                                                     "KMSMasterKeyID": {"Fn::GetAtt": ["DataKey", "Arn"]}}
+    assert sse["BucketKeyEnabled"] is True
+    assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert bucket["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+    assert bucket["LoggingConfiguration"]["DestinationBucketName"] == {"Ref": "AccessLogBucket"}
+    rules = {r.get("Prefix", ""): r for r in bucket["LifecycleConfiguration"]["Rules"]}
+    assert rules["checkpoints/"]["NoncurrentVersionExpiration"] == {"NoncurrentDays": 14}
+    assert rules[""]["NoncurrentVersionExpiration"] == {"NoncurrentDays": 30}
+    assert all(r["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 7} for r in rules.values())
+    for policy in resources_of(storage, "AWS::S3::BucketPolicy").values():
+        denies = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+        assert any(s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in denies)
+
+
+def test_key_rotates_and_lets_only_fsx_data_repository_roles_of_this_account_use_it(storage):
+    key = storage["Resources"]["DataKey"]["Properties"]
+    assert key["EnableKeyRotation"] is True
+    (stmt,) = [s for s in policy_statements({"Resources": {"k": storage["Resources"]["DataKey"]}})
+               if s.get("Sid") == "FsxDataRepositoryRoleUsesKey"]
+    assert stmt["Principal"] == {"AWS": "*"}
+    assert stmt["Condition"]["StringEquals"] == {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}
+    arn = json.dumps(stmt["Condition"]["ArnLike"]["aws:PrincipalArn"])
+    assert "s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*" in arn
+    assert not any(a.endswith("*") for a in stmt["Action"])
+
+
+def test_nodes_mount_the_file_system_and_their_profile_requires_it(default):
+    cluster = json.dumps(default["fm-dev-cluster"])
+    assert "python3 -m fmcluster.runtime.lustre mount" in cluster
+    assert "--mount-point /fsx" in cluster and "--fstab" in cluster
+    assert '"mounts\\": [{\\"fstype\\": \\"lustre\\", \\"path\\": \\"/fsx\\", \\"required\\": true}]' in cluster
+    assert "fm-dev-storage-DataBucketArn" in cluster
+
+
+def test_efa_file_system_mounts_with_lnet_over_efa(synth_example):
+    cluster = json.dumps(synth_example("pcs-p5en-capacity-block")["pcs-p5en-cluster"])
+    assert "--mount-point /fsx --efa --fstab" in cluster
+
+
+# --- reliability: compute changes never touch storage --------------------------------
+
+
+def _storage_template(spec: Dict[str, Any]) -> Dict[str, Any]:
+    from fmcluster.app import build_stacks
+    from fmcluster.spec import parse_spec
+
+    stacks = build_stacks(parse_spec(spec), nag=False)
+    assembly = stacks.app.synth()
+    return assembly.get_stack_by_name(stacks.storage.stack_name).template  # type: ignore[no-any-return]
+
+
+def test_compute_changes_leave_every_storage_resource_unchanged():
+    base = yaml.safe_load((ROOT / "examples" / "default.yaml").read_text())
+    before = _storage_template(base)
+    variants = {}
+    more = copy.deepcopy(base)
+    more["node_groups"][0]["count"] = 64
+    variants["more nodes"] = more
+    another = copy.deepcopy(base)
+    another["node_groups"].append({"name": "cpu", "instance_type": "m5.xlarge", "count": 2, "role": "cpu"})
+    variants["another node group"] = another
+    other_type = copy.deepcopy(base)
+    other_type["node_groups"][0]["instance_type"] = "p5en.48xlarge"
+    variants["another instance type"] = other_type
+    pcs = copy.deepcopy(base)
+    pcs["orchestrator"] = {"type": "pcs"}
+    pcs["node_groups"][0]["ami_id"] = "ami-0123456789abcdef0"
+    variants["another orchestrator"] = pcs
+    for what, spec in variants.items():
+        assert _storage_template(spec) == before, f"{what} changed the storage stack"
+
+
+def test_storage_never_depends_on_the_cluster_stack():
+    from fmcluster.app import build_stacks
+
+    stacks = build_stacks(ROOT / "examples" / "default.yaml", nag=False)
+    stacks.app.synth()  # references become dependencies while the app is prepared
+    assert stacks.storage in stacks.cluster.dependencies
+    assert {s.stack_name for s in stacks.storage.dependencies} == {"fm-dev-network"}
