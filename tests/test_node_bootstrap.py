@@ -26,7 +26,8 @@ def run_bootstrap(tmp_path: Path, *, healthy: bool, policy: str, agent: str = "n
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "python3"
-    fake.write_text(f"#!/bin/sh\necho '{{\"verdict\": \"{'pass' if healthy else 'fail'}\"}}'\nexit {0 if healthy else 1}\n")
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path}/validator-args.log\n"
+                    f"echo '{{\"verdict\": \"{'pass' if healthy else 'fail'}\"}}'\nexit {0 if healthy else 1}\n")
     fake.chmod(0o755)
     systemctl = bin_dir / "systemctl"
     systemctl.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path}/systemctl.log\n")
@@ -59,3 +60,14 @@ def test_drain_waits_for_slurmd_then_drains(tmp_path):
     assert "After=slurmd.service" in unit and "--policy drain" in unit
     assert "fmcluster_node_validation.prom" in unit
     assert "enable fmcluster-validate.service" in (tmp_path / "systemctl.log").read_text()
+
+
+def test_boot_run_skips_the_agent_check_until_the_agent_runs(tmp_path):
+    """slurmd/kubelet start after the boot script: checking them then would fail every node."""
+    assert run_bootstrap(tmp_path, healthy=True, policy="fail", agent="slurmd").returncode == 0
+    assert "--skip orch.agent" in (tmp_path / "validator-args.log").read_text()
+
+
+def test_without_an_agent_nothing_is_skipped(tmp_path):
+    assert run_bootstrap(tmp_path, healthy=True, policy="report").returncode == 0
+    assert "--skip" not in (tmp_path / "validator-args.log").read_text()

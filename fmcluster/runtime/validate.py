@@ -54,7 +54,7 @@ def _run_one(check: Check, ctx: Ctx, sink: Dict[str, Outcome]) -> None:
 
 
 def run_checks(profile: NodeProfile, level: str, node: Node, budget: float,
-               checks: Optional[List[Check]] = None) -> List[Outcome]:
+               checks: Optional[List[Check]] = None, skip: Sequence[str] = ()) -> List[Outcome]:
     """Run every applicable check of level concurrently, under the overall deadline."""
     ctx = Ctx(node, profile, level)
     checks = checks if checks is not None else all_checks()
@@ -64,6 +64,8 @@ def run_checks(profile: NodeProfile, level: str, node: Node, budget: float,
     for c in checks:
         if c.id in profile.disabled_checks:
             sink[c.id] = Outcome(c, Result("skip", "disabled in the profile"), 0.0)
+        elif c.id in skip:
+            sink[c.id] = Outcome(c, Result("skip", "skipped for this run (--skip)"), 0.0)
         elif c.applies is not None and not c.applies(profile):
             sink[c.id] = Outcome(c, Result("skip", f"not applicable to {profile.instance_type}"), 0.0)
         elif LEVELS.index(c.level) > LEVELS.index(level):
@@ -135,6 +137,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--tool-timeout", type=float,
                     default=float(os.environ.get("FMCLUSTER_TOOL_TIMEOUT", DEFAULT_TOOL_TIMEOUT)),
                     help="seconds each external command may take (default 20)")
+    ap.add_argument("--skip", action="append", default=[], metavar="CHECK",
+                    help="skip a check for this run, e.g. orch.agent at boot, before the agent starts (repeatable)")
     ap.add_argument("--deadline", type=float, help="overall budget in seconds (default: fast 10, standard 60, deep 1800)")
     return ap
 
@@ -168,7 +172,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     budget = args.deadline if args.deadline is not None else BUDGETS[level]
     started, t0 = time.time(), time.monotonic()
     node = Node(root=args.root, tool_timeout=args.tool_timeout, deadline=t0 + max(0.1, budget - 0.5))
-    outcomes = run_checks(profile, level, node, budget)
+    unknown = sorted(set(args.skip) - {c.id for c in all_checks()})
+    if unknown:
+        print(f"error: --skip {', '.join(unknown)}: no such check", file=sys.stderr)
+        return 2
+    outcomes = run_checks(profile, level, node, budget, skip=args.skip)
     hostname = socket.gethostname()
     rep = build_report(profile, level, outcomes, started, time.monotonic() - t0, hostname)
     rep["action"] = actions.act(policy, rep["verdict"] == "pass", rep["failing"], args.node_name or hostname)
