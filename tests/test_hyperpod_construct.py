@@ -44,7 +44,7 @@ def built(tmp_path_factory):
         stack,
         "Lifecycle",
         cluster_name="demo",
-        provisioning_parameters={"version": "1.0.0", "fsx_dns_name": fsx_dns, "controller_group": "controller"},
+        parameters={"version": "1.0.0", "fsx_dns_name": fsx_dns, "controller_group": "controller"},
         profiles={"gpu": json.dumps({"gpus": 8}), "gpu-plan": json.dumps({"gpus": 8})},
     )
     role = HyperPodInstanceRole(stack, "Nodes", cluster_name="demo", subnets=[subnet], security_groups=[sg])
@@ -182,7 +182,7 @@ def test_deployments_write_the_layout_without_pruning_each_other(template):
     assert set(by_prefix) == {"lifecycle/", "lifecycle/pkg/fmcluster/runtime/"}
     scripts = by_prefix["lifecycle/"]
     assert scripts["Exclude"] == ["pkg/*"], "the scripts deployment must not prune the runtime"
-    assert len(scripts["SourceObjectKeys"]) == 4  # on_create.sh, provisioning_parameters.json, 2 profiles
+    assert len(scripts["SourceObjectKeys"]) == 4  # on_create.sh, fmcluster_parameters.json, 2 profiles
     assert len(by_prefix["lifecycle/pkg/fmcluster/runtime/"]["SourceObjectKeys"]) == 1
     # the FSx DNS token from another stack is substituted at deploy time
     assert any("Fn::ImportValue" in json.dumps(m) for m in scripts.get("SourceMarkers", []))
@@ -214,7 +214,7 @@ def test_lifecycle_files_have_the_contents_asked_for(built):
     assert stub.startswith("#!/bin/bash\n")
     assert 'exec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create.sh" "$@"' in stub
     assert json.loads(names["profiles/gpu.json"]) == {"gpus": 8}
-    params = names["provisioning_parameters.json"].decode()
+    params = names["fmcluster_parameters.json"].decode()
     assert '"controller_group":"controller"' in params.replace(" ", "") and "<<marker:" in params
     assert len(runtime) == 1, "the fmcluster/runtime directory is one asset"
     shipped = [os.path.join(r, f) for r, _, fs in os.walk(runtime[0]) for f in fs]
@@ -362,7 +362,7 @@ def test_invariants_fail_with_clear_messages():
     from fmcluster.constructs.lifecycle_bucket import LifecycleScripts
 
     stack = cdk.Stack(cdk.App(), "s", env=cdk.Environment(account=ACCOUNT, region=REGION))
-    life = LifecycleScripts(stack, "L", cluster_name="x", provisioning_parameters={}, profiles={})
+    life = LifecycleScripts(stack, "L", cluster_name="x", parameters={}, profiles={})
     role = HyperPodInstanceRole(stack, "R", cluster_name="x", subnets=[SUBNET], security_groups=[SG])
     compute = HyperPodInstanceGroup(name="gpu", instance_type="ml.p5.48xlarge", count=1)
 
@@ -388,4 +388,4 @@ def test_invariants_fail_with_clear_messages():
     with pytest.raises(AssertionError, match="threads_per_core"):
         make([ctl, HyperPodInstanceGroup(name="g", instance_type="ml.p5.48xlarge", count=1, threads_per_core=4)])
     with pytest.raises(AssertionError, match="lifecycle bucket name embeds it"):
-        LifecycleScripts(stack, "Long", cluster_name="a" * 26, provisioning_parameters={}, profiles={})
+        LifecycleScripts(stack, "Long", cluster_name="a" * 26, parameters={}, profiles={})

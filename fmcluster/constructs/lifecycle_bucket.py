@@ -5,7 +5,7 @@ runtime, deployed with ``aws_s3_deployment.BucketDeployment``.
 Layout under ``s3://<bucket>/lifecycle/`` (HyperPod's ``SourceS3Uri``)::
 
     on_create.sh                  stub that execs pkg/fmcluster/runtime/lifecycle/on_create.sh
-    provisioning_parameters.json  from the caller's dict (CDK tokens allowed)
+    fmcluster_parameters.json  from the caller's dict (CDK tokens allowed)
     profiles/<group>.json         NodeProfile per instance group
     pkg/fmcluster/runtime/...     the fmcluster/runtime directory
 
@@ -102,7 +102,7 @@ class LifecycleScripts(Construct):
         AmazonSageMakerClusterInstanceRolePolicy and the ``SourceS3Uri`` docs expect
         (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterLifeCycleConfig.html),
         and account + region make it globally unique without a fixed literal.
-    :param provisioning_parameters: written to ``lifecycle/provisioning_parameters.json``; values may be tokens.
+    :param parameters: written to ``lifecycle/fmcluster_parameters.json``; values may be tokens.
     :param profiles: instance group name → NodeProfile JSON text, written to ``lifecycle/profiles/<group>.json``.
     :param access_logs_bucket: where S3 server access logs go; default: a bucket created here
         (SSE-S3, TLS-only, retained, objects expire after ``access_logs_retention``).
@@ -118,7 +118,7 @@ class LifecycleScripts(Construct):
         id: str,
         *,
         cluster_name: str,
-        provisioning_parameters: Mapping[str, Any],
+        parameters: Mapping[str, Any],
         profiles: Mapping[str, str],
         access_logs_bucket: Optional[s3.IBucket] = None,
         access_logs_retention: Duration = Duration.days(365),
@@ -187,7 +187,7 @@ class LifecycleScripts(Construct):
         role = _deployment_role(stack)
         files = [
             s3deploy.Source.data(ON_CREATE, ON_CREATE_STUB),
-            s3deploy.Source.json_data("provisioning_parameters.json", dict(provisioning_parameters)),
+            s3deploy.Source.json_data("fmcluster_parameters.json", dict(parameters)),
             *(s3deploy.Source.data(f"profiles/{group}.json", text) for group, text in sorted(profiles.items())),
         ]
         self.scripts = s3deploy.BucketDeployment(

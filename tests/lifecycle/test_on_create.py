@@ -79,7 +79,7 @@ class Node:
         """The deployed S3 layout: stub, parameters, profiles, and pkg/ with the real lifecycle code."""
         stub = self.prefix / "on_create.sh"
         stub.write_text('#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create.sh" "$@"\n')
-        (self.prefix / "provisioning_parameters.json").write_text(json.dumps(parameters))
+        (self.prefix / "fmcluster_parameters.json").write_text(json.dumps(parameters))
         (self.prefix / "profiles").mkdir()
         for group in ("gpu-a", "cpu-b"):
             (self.prefix / "profiles" / f"{group}.json").write_text(json.dumps({"schema": 1, "group": group}))

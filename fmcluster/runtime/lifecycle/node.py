@@ -1,7 +1,7 @@
 """Decisions for the HyperPod lifecycle script (on_create.sh): which node this is, what it must do.
 
 Stdlib only (runs with the node's python3, 3.9+). on_create.sh does every side effect; this module reads
-HyperPod's ``resource_config.json`` and our ``provisioning_parameters.json`` and prints its answers as
+HyperPod's ``resource_config.json`` and our ``fmcluster_parameters.json`` and prints its answers as
 ``key<TAB>value`` lines, so the decision logic is unit-tested without a node.
 
 Subcommands (exit 0 ok, 1 a clear one-line reason on stderr, 2 usage):
@@ -71,9 +71,9 @@ def _clean(value: Any, field: str) -> str:
 
 
 def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
-    """Check provisioning_parameters.json (version 1) and return it with defaults filled in."""
+    """Check fmcluster_parameters.json (version 1) and return it with defaults filled in."""
     if params.get("version") != 1:
-        raise LifecycleError(f"provisioning_parameters.json version must be 1, got {params.get('version')!r}")
+        raise LifecycleError(f"fmcluster_parameters.json version must be 1, got {params.get('version')!r}")
     if params.get("workload_manager") != "slurm":
         raise LifecycleError(f"workload_manager must be 'slurm', got {params.get('workload_manager')!r}")
     out = dict(params)
@@ -231,7 +231,7 @@ def plan(resource_config: Dict[str, Any], params: Dict[str, Any], addresses: Ite
         instance_type = workers[name]["instance_type"]
     else:
         raise LifecycleError(f"instance group {name!r} is neither the controller_group, the login_group nor one of "
-                             "the worker_groups in provisioning_parameters.json")
+                             "the worker_groups in fmcluster_parameters.json")
     controllers = [i.get("CustomerIpAddress", "") for g in resource_config["InstanceGroups"]
                    if g.get("Name") == params["controller_group"] for i in (g.get("Instances") or [])]
     fsx = params.get("fsx") or {}
@@ -381,10 +381,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.cmd == "plan":
             addresses = args.node_ip or local_addresses(args.root)
             _emit(plan(_load_json(args.resource_config, "resource_config.json"),
-                       _load_json(args.params, "provisioning_parameters.json"),
+                       _load_json(args.params, "fmcluster_parameters.json"),
                        addresses, args.hostname or socket.gethostname()))
         elif args.cmd in ("users", "user-keys"):
-            users = users_of(validate_params(_load_json(args.params, "provisioning_parameters.json")))
+            users = users_of(validate_params(_load_json(args.params, "fmcluster_parameters.json")))
             if args.cmd == "users":
                 for x in users:
                     print("\t".join([x["name"], str(x["uid"]), x["home"], x["shell"], ",".join(x["groups"])]))

@@ -4,7 +4,7 @@
 #
 # Deployed layout (the S3 prefix that LifeCycleConfig.SourceS3Uri points at, downloaded to the node):
 #   on_create.sh                       stub: exec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create.sh"
-#   provisioning_parameters.json       rendered at synth
+#   fmcluster_parameters.json       rendered at synth
 #   profiles/<instance group>.json     NodeProfile per group
 #   pkg/fmcluster/runtime/...          this runtime package
 #
@@ -36,8 +36,8 @@ STATE_DIR="$ROOT/var/lib/fmcluster/lifecycle"
 FMCLUSTER_HOME="$ROOT/opt/fmcluster"
 ETC_DIR="$ROOT/etc/fmcluster"
 RESOURCE_CONFIG="${SAGEMAKER_RESOURCE_CONFIG_PATH:-$ROOT/opt/ml/config/resource_config.json}"
-PARAMS_SRC="${FMCLUSTER_PARAMS:-$SRC_PREFIX/provisioning_parameters.json}"
-PARAMS="$ETC_DIR/provisioning_parameters.json"
+PARAMS_SRC="${FMCLUSTER_PARAMS:-$SRC_PREFIX/fmcluster_parameters.json}"
+PARAMS="$ETC_DIR/fmcluster_parameters.json"
 APT_LOCK_TIMEOUT="${FMCLUSTER_APT_LOCK_TIMEOUT:-900}"
 NVME_WAIT="${FMCLUSTER_NVME_WAIT:-180}"
 RETRY_DELAY="${FMCLUSTER_RETRY_DELAY:-5}"
