@@ -82,9 +82,16 @@ def cmd_synth(args: argparse.Namespace) -> int:
     from fmcluster.app import build_app
 
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        print(f"--out {out}: exists and is not a directory", file=sys.stderr)
+        return EXIT_USAGE
     # Synthesize next to the target and swap in only on success: nothing half-written.
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".fmcluster-synth-", dir=out.parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".fmcluster-synth-", dir=out.parent))
+    except OSError as e:
+        print(f"--out {out}: cannot write there ({e.strerror or e})", file=sys.stderr)
+        return EXIT_USAGE
     try:
         try:
             build_app(spec, outdir=str(staging)).synth()

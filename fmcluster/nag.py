@@ -41,15 +41,18 @@ def cdk_provider_handlers(stack: Stack) -> Iterable[CfnResource]:
 def acknowledge_findings(stacks: ClusterStacks) -> None:
     """Findings on CDK-provided resources, acknowledged once for every stack, and the
     deliberate ones of our own constructs."""
+    node_role = stacks.cluster.node_role or stacks.cluster.hyperpod.role  # type: ignore[union-attr]
+    if stacks.cluster.node_role is not None:
+        acknowledge(
+            stacks.cluster.node_role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Only the SSM agent actions (ssm:UpdateInstanceInformation, ssmmessages:*Channel, ec2messages:*, as in "
+            "AmazonSSMManagedInstanceCore) and pcs:RegisterComputeNodeGroupInstance use Resource *: these actions "
+            "support no resource-level permissions (SSM and PCS user guides). Every action is named; none is a "
+            "wildcard.",
+        )
     acknowledge(
-        stacks.cluster.node_role,
-        "AwsSolutions-IAM5[Resource::*]",
-        "Only the SSM agent actions (ssm:UpdateInstanceInformation, ssmmessages:*Channel, ec2messages:*, as in "
-        "AmazonSSMManagedInstanceCore) and pcs:RegisterComputeNodeGroupInstance use Resource *: these actions "
-        "support no resource-level permissions (SSM and PCS user guides). Every action is named; none is a wildcard.",
-    )
-    acknowledge(
-        stacks.cluster.node_role,
+        node_role,
         f"AwsSolutions-IAM5[Resource::{stacks.storage.export_name('DataBucketArn')}/*]",
         "Nodes read datasets and write checkpoints anywhere in the cluster's own data bucket; the object "
         "actions are named one by one (no s3:* or s3:GetObject*).",

@@ -8,7 +8,7 @@ from fmcluster.runtime.observability import DCGM_EXPORTER_PORT, NODE_EXPORTER_PO
 from fmcluster.runtime.profile import NodeProfile
 from fmcluster.spec import ClusterSpec, NodeGroup
 
-AGENT_OF = {"pcs": "slurm"}
+AGENT_OF = {"pcs": "slurm", "hyperpod-slurm": "slurm"}
 
 
 def exporters(spec: ClusterSpec, group: NodeGroup) -> List[Dict[str, Any]]:

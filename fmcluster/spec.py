@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from fmcluster import catalog
 from fmcluster.spec_base import _Model, _problems
+from fmcluster.spec_hyperpod import CONTROLLER_GROUP, LOGIN_GROUP, HyperPodSettings, offered_problem
 from fmcluster.spec_storage import Storage
 
 SCHEMA_URL = "../schema/cluster.schema.json"
@@ -289,17 +290,31 @@ PCS_MAX_NODES = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
 
 
 class Orchestrator(_Model):
-    type: Literal["none", "pcs"] = Field(
+    type: Literal["none", "pcs", "hyperpod-slurm"] = Field(
         "none",
         description="none: network, placement groups and launch templates only (bring your own scheduler); "
-        "pcs: AWS Parallel Computing Service (Slurm).",
+        "pcs: AWS Parallel Computing Service (Slurm); hyperpod-slurm: SageMaker HyperPod with Slurm.",
     )
     pcs: PcsSettings = Field(default_factory=PcsSettings)
+    hyperpod: HyperPodSettings = Field(default_factory=HyperPodSettings)
 
     def pcs_size(self, nodes: int) -> str:
         if self.pcs.size:
             return self.pcs.size
         return next(size for size, limit in PCS_MAX_NODES.items() if nodes <= limit or size == "LARGE")
+
+    @property
+    def is_hyperpod(self) -> bool:
+        return self.type.startswith("hyperpod")
+
+    @model_validator(mode="after")
+    def _sections_match_type(self) -> Orchestrator:
+        found = []
+        for section, kind in (("pcs", "pcs"), ("hyperpod", "hyperpod-slurm")):
+            if section in self.model_fields_set and self.type != kind:
+                found.append((section, f"applies to orchestrator type {kind}, not {self.type}"))
+        _problems(found)
+        return self
 
 
 class Observability(_Model):
@@ -385,6 +400,8 @@ class ClusterSpec(_Model):
             if kind == "pcs" and not g.ami_id:
                 found.append((f"node_groups[{i}].ami_id", "required with orchestrator pcs: a PCS-ready AMI (the PCS "
                               "agent and its Slurm build installed; see README 'PCS AMI')"))
+        if self.orchestrator.is_hyperpod:
+            found += self._hyperpod_problems()
         if kind == "pcs":
             nodes = sum(g.count for g in self.node_groups) + 1
             size = self.orchestrator.pcs_size(nodes)
@@ -409,6 +426,24 @@ class ClusterSpec(_Model):
                 if g.role == "gpu" and not g.efa_enabled:
                     found.append((f"node_groups[{i}].efa", f"storage.fsx.efa needs EFA clients; group {g.name} "
                                   f"({g.instance_type}) has none: enable EFA there or set storage.fsx.efa: false"))
+        return found
+
+    def _hyperpod_problems(self) -> List[Tuple[str, str]]:
+        found: List[Tuple[str, str]] = []
+        for i, g in enumerate(self.node_groups):
+            at = f"node_groups[{i}]"
+            problem = offered_problem(g.instance_type)
+            if problem:
+                found.append((f"{at}.instance_type", problem))
+            if g.name in (CONTROLLER_GROUP, LOGIN_GROUP):
+                found.append((f"{at}.name", f"{g.name!r} is the HyperPod {g.name} group's name; pick another"))
+            if g.capacity.type in ("odcr", "capacity-block"):
+                found.append((f"{at}.capacity.type", "HyperPod takes on-demand or training-plan capacity "
+                              f"(reserve with a SageMaker training plan), not {g.capacity.type}"))
+            if g.ami_id:
+                found.append((f"{at}.ami_id", "HyperPod runs its own DLAMI-based image; remove ami_id"))
+            if g.placement is not None:
+                found.append((f"{at}.placement", "HyperPod places instances itself; remove placement"))
         return found
 
     @property

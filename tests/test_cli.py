@@ -78,3 +78,11 @@ def test_plan_json(capsys):
     assert main(["plan", DEFAULT, "--json", "--gradient-gb", "10"]) == 0
     p = json.loads(capsys.readouterr().out)
     assert p["total"]["gpus"] == 16 and p["gradient_gb"] == 10
+
+
+def test_synth_into_a_file_is_a_usage_error_not_a_traceback(tmp_path, capsys):
+    target = tmp_path / "not-a-dir"
+    target.write_text("keep me")
+    assert main(["synth", "examples/default.yaml", "--out", str(target)]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    assert target.read_text() == "keep me"

@@ -61,6 +61,8 @@ class HyperPodInstanceGroup:
     :param deep_health_checks: run InstanceStress and InstanceConnectivity deep health checks
         when instances start (GPU/Trainium types only).
     :param training_plan_arn: SageMaker training plan whose reserved capacity the group uses.
+    :param efa_only: EFA interfaces as ``efa-only`` (no IP address each; API ClusterNetworkInterface),
+        as the EC2 launch templates lay them out; None leaves HyperPod's default.
     """
 
     name: str
@@ -72,6 +74,7 @@ class HyperPodInstanceGroup:
     ebs_volume_gib: Optional[int] = None
     deep_health_checks: bool = False
     training_plan_arn: Optional[str] = None
+    efa_only: Optional[bool] = None
 
     def check(self) -> None:
         where = f"instance group {self.name!r}"
@@ -115,6 +118,9 @@ class HyperPodInstanceGroup:
             instance_storage_configs=storage,
             on_start_deep_health_checks=list(DEEP_HEALTH_CHECKS) if self.deep_health_checks else None,
             training_plan_arn=self.training_plan_arn,
+            network_interface=None if self.efa_only is None else sagemaker.CfnCluster.ClusterNetworkInterfaceProperty(
+                interface_type="efa-only" if self.efa_only else "efa"
+            ),
         )
 
 

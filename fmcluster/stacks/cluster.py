@@ -3,7 +3,7 @@ runtime, and the orchestrator. Replaceable: destroying it touches no data."""
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -25,6 +25,7 @@ from fmcluster.constructs.node_role import NodeRole
 from fmcluster.constructs.pcs import PcsCluster
 from fmcluster.profiles import node_profile_json
 from fmcluster.spec import ClusterSpec, NodeGroup
+from fmcluster.stacks.hyperpod import HyperPodOrchestration
 from fmcluster.stacks.network import NetworkStack
 from fmcluster.stacks.observability import ObservabilityStack
 from fmcluster.stacks.storage import StorageStack
@@ -42,7 +43,9 @@ AGENT_SERVICE = {"pcs": "slurmd"}
 
 class ClusterStack(Stack):
     """Exposes ``node_role``, ``runtime``, ``launch_templates`` and ``placement_groups``
-    (by group name) and ``pcs`` (the PcsCluster, when the orchestrator is PCS)."""
+    (by group name), ``pcs`` (the PcsCluster, when the orchestrator is PCS) and ``hyperpod``
+    (role, lifecycle scripts and cluster, when it is HyperPod; then there is no node role,
+    launch template or placement group: HyperPod launches and places the instances)."""
 
     def __init__(
         self,
@@ -60,26 +63,28 @@ class ClusterStack(Stack):
         self.network = network
         self.storage = storage
         self.observability = observability
+        self.subnet_id = network.node_subnets[0].subnet_id
+        self.security_group_ids = [network.efa.security_group_id]
+        self.launch_templates: Dict[str, GpuNodeLaunchTemplate] = {}
+        self.placement_groups: Dict[str, UltraClusterPlacementGroup] = {}
+        self.pcs: Optional[PcsCluster] = None
+        self.hyperpod: Optional[HyperPodOrchestration] = None
+        self.node_role: Optional[NodeRole] = None
+        if storage is not None:
+            self.add_stack_dependency(storage)
+        if spec.orchestrator.is_hyperpod:
+            self.hyperpod = self._add_hyperpod()
+            self._grant_node_access(self.hyperpod.role)
+            return
         is_pcs = spec.orchestrator.type == "pcs"
         self.node_role = NodeRole(
             self, "NodeRole", path="/aws-pcs/" if is_pcs else "/", description=f"fmcluster {spec.name} nodes"
         )
         self.runtime = NodeRuntime(self, "NodeRuntime")
         self.runtime.grant_read(self.node_role.role)
-        if observability is not None:
-            observability.grant_remote_write(self.node_role.role)
-        if storage is not None:
-            # checkpoints and datasets also move to and from S3 directly (and through the FSx links)
-            self.add_stack_dependency(storage)
-            grant_data_access(self.node_role.role, bucket_arn=storage.imported("DataBucketArn"),
-                              key_arn=storage.data_key_arn)
-        self.subnet_id = network.node_subnets[0].subnet_id
-        self.security_group_ids = [network.efa.security_group_id]
+        self._grant_node_access(self.node_role.role)
         # launch templates do not pass stack tags to instances: name them explicitly
         self._instance_tags = {"fmcluster:cluster": spec.name, **spec.tags}
-        self.launch_templates: Dict[str, GpuNodeLaunchTemplate] = {}
-        self.placement_groups: Dict[str, UltraClusterPlacementGroup] = {}
-        self.pcs: Optional[PcsCluster] = None
         if is_pcs:
             nodes = sum(g.count for g in spec.node_groups) + 1
             self.pcs = PcsCluster(
@@ -104,6 +109,34 @@ class ClusterStack(Stack):
         if self.pcs is not None:
             self._add_pcs_login()
         CfnOutput(self, "NodeRoleArn", value=self.node_role.role.role_arn)
+
+    def _grant_node_access(self, grantee: iam.IGrantable) -> None:
+        """What every node may reach: AMP remote write, and the data bucket (checkpoints and datasets
+        also move to and from S3 directly, not only through the FSx links)."""
+        if self.observability is not None:
+            self.observability.grant_remote_write(grantee)
+        if self.storage is not None:
+            grant_data_access(grantee, bucket_arn=self.storage.imported("DataBucketArn"),
+                              key_arn=self.storage.data_key_arn)
+
+    def _fsx_parameters(self) -> Optional[Dict[str, Any]]:
+        if self.storage is None or self.storage.file_system is None:
+            return None
+        fsx = self.spec.storage.fsx
+        assert fsx is not None
+        fs = self.storage.file_system
+        return {"dns_name": fs.dns_name, "mount_name": fs.mount_name, "mount_point": fsx.mount_point, "efa": fsx.efa}
+
+    def _add_hyperpod(self) -> HyperPodOrchestration:
+        return HyperPodOrchestration(
+            self,
+            "HyperPod",
+            spec=self.spec,
+            subnets=self.network.node_subnets[:1],
+            security_groups=[self.network.efa.security_group],
+            fsx=self._fsx_parameters(),
+            remote_write_url=self.observability.remote_write_url if self.observability is not None else None,
+        )
 
     def _image_id(self, group: NodeGroup) -> str:
         if group.ami_id:
@@ -143,6 +176,7 @@ class ClusterStack(Stack):
         )
 
     def _add_node_group(self, group: NodeGroup) -> None:
+        assert self.node_role is not None
         gid = _construct_id(group.name)
         placement: Optional[UltraClusterPlacementGroup] = None
         if group.placement_strategy != "none":
@@ -190,7 +224,7 @@ class ClusterStack(Stack):
             )
 
     def _add_pcs_login(self) -> None:
-        assert self.pcs is not None
+        assert self.pcs is not None and self.node_role is not None
         login_type = self.spec.orchestrator.pcs.login_instance_type
         ami = self.spec.login_ami_id
         assert ami, "the spec requires a login AMI with PCS"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from types import SimpleNamespace
 from typing import Any, Dict
 
 import pytest
@@ -12,7 +11,6 @@ from awshelpers import ACCOUNT, AZ, group, make_ctx, make_spec, stubbed
 from fmcluster.aws.capacity import check_reservation, check_training_plan
 from fmcluster.aws.context import run_planned
 from fmcluster.aws.preflight import plan_checks
-from fmcluster.spec import Capacity
 
 CR = "cr-0123456789abcdef0"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
@@ -134,12 +132,10 @@ def test_access_denied_is_a_cannot_check_answer() -> None:
 
 
 def plan_ctx(count: int = 2, instance_type: str = "p5.48xlarge") -> Any:
-    """A HyperPod spec with a training-plan group. The spec has no HyperPod orchestrator yet (and
-    rejects training plans without one), so the models are assembled without validation."""
-    spec = make_spec()
-    cap = Capacity.model_construct(type="training-plan", training_plan_arn=PLAN_ARN, reservation_id=None, size=None)
-    g = spec.node_groups[0].model_copy(update={"count": count, "instance_type": instance_type, "capacity": cap})
-    spec = spec.model_copy(update={"node_groups": [g], "orchestrator": SimpleNamespace(type="hyperpod-slurm")})
+    """A HyperPod spec with a training-plan group."""
+    spec = make_spec(orchestrator={"type": "hyperpod-slurm"}, node_groups=[
+        group(count=count, instance_type=instance_type,
+              capacity={"type": "training-plan", "training_plan_arn": PLAN_ARN})])
     ctx = make_ctx(spec)
     ctx.now = lambda: NOW
     return ctx

@@ -21,8 +21,8 @@ def q(name: str, value: float, code: str = "L-00000000", service: str = "sagemak
 
 
 def hyperpod_spec(**kw: Any) -> Any:
-    spec = make_spec(**kw)
-    return spec.model_copy(update={"orchestrator": SimpleNamespace(type="hyperpod-slurm")})
+    kw.setdefault("orchestrator", {"type": "hyperpod-slurm"})
+    return make_spec(**kw)
 
 
 def stub_sagemaker_quotas(ctx: Any, applied: List[Dict[str, Any]], defaults: List[Dict[str, Any]]) -> Any:
@@ -35,7 +35,14 @@ def stub_sagemaker_quotas(ctx: Any, applied: List[Dict[str, Any]], defaults: Lis
 def test_hyperpod_plans_sagemaker_quotas_not_ec2() -> None:
     ids = [p.id for p in plan_checks(hyperpod_spec())]
     assert "quota:hyperpod:ml.p5.48xlarge" in ids and "quota:hyperpod-instances" in ids
+    assert "quota:hyperpod:ml.m5.12xlarge" in ids  # the controller is a HyperPod instance too
     assert "quota:ec2-p-vcpus" not in ids
+
+
+def test_hyperpod_demand_counts_controller_and_login_nodes() -> None:
+    spec = hyperpod_spec(orchestrator={"type": "hyperpod-slurm", "hyperpod": {
+        "controller_instance_type": "ml.m5.12xlarge", "login_instance_type": "ml.m5.12xlarge", "login_count": 2}})
+    assert quotas.hyperpod_demand(spec) == {"ml.p5.48xlarge": 2, "ml.m5.12xlarge": 3}
 
 
 def test_hyperpod_quota_looked_up_by_name() -> None:
@@ -62,7 +69,7 @@ def test_hyperpod_type_without_quota_fails() -> None:
 
 
 def test_hyperpod_totals() -> None:
-    ctx = make_ctx(hyperpod_spec(node_groups=[group(count=4)]))
+    ctx = make_ctx(hyperpod_spec(node_groups=[group(count=3)]))
     stub_sagemaker_quotas(ctx, [], [
         q("Maximum number of instances allowed per SageMaker HyperPod cluster", 3),
         q("Total number of instances allowed across SageMaker HyperPod clusters", 100),

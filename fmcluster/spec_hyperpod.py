@@ -1,0 +1,114 @@
+"""The spec's `orchestrator.hyperpod` section: SageMaker HyperPod with Slurm.
+
+Worker instance groups are the spec's node groups (one Slurm partition each, named after the group);
+this section adds the controller and the optional login group and the cluster-wide settings.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import FrozenSet, List, Literal, Optional
+
+from pydantic import Field, field_validator, model_validator
+
+from fmcluster.catalog import HYPERPOD_PREFIX
+from fmcluster.spec_base import _Model, _problems
+
+# HyperPod instance group names: 1-63 letters, digits and inner hyphens (CreateCluster API).
+INSTANCE_GROUP_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+CONTROLLER_GROUP = "controller"
+LOGIN_GROUP = "login"
+USER_NAME_PATTERN = r"^[a-z_][a-z0-9_-]{0,31}$"
+
+
+@functools.lru_cache(maxsize=1)
+def hyperpod_instance_types() -> FrozenSet[str]:
+    """The ml. types HyperPod offers: the SageMaker API model's ClusterInstanceType enum, as shipped
+    in botocore (offline; it moves with the pinned botocore)."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return frozenset(model.shape_for("ClusterInstanceType").enum)
+
+
+def ml_type(instance_type: str) -> str:
+    return instance_type if instance_type.startswith(HYPERPOD_PREFIX) else HYPERPOD_PREFIX + instance_type
+
+
+def offered_problem(instance_type: str) -> Optional[str]:
+    """Why HyperPod would refuse `instance_type`, or None."""
+    ml = ml_type(instance_type)
+    if ml in hyperpod_instance_types():
+        return None
+    family = ml.split(".")[1] if ml.count(".") >= 2 else ml
+    near = sorted(t for t in hyperpod_instance_types() if t.split(".")[1] == family)
+    hint = f"; {family} sizes it offers: {', '.join(near)}" if near else ""
+    return f"{ml} is not a SageMaker HyperPod instance type{hint}"
+
+
+class ClusterUser(_Model):
+    """A POSIX user created on every node, with a fixed uid so files on the shared FSx keep one owner."""
+
+    name: str = Field(pattern=USER_NAME_PATTERN, description="a Linux user name: lower case, digits, _ and -")
+    uid: int = Field(ge=2000, le=60000, description="Fixed uid, 2000-60000 (below 2000 clashes with AMI users).")
+    groups: List[str] = Field(default_factory=list, description="Existing groups to add the user to, e.g. docker.")
+    ssh_public_keys: List[str] = Field(default_factory=list, description="Lines for ~/.ssh/authorized_keys.")
+
+    @field_validator("ssh_public_keys")
+    @classmethod
+    def _keys(cls, v: List[str]) -> List[str]:
+        bad = [k[:20] for k in v if not re.match(r"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-\S+) \S+", k)]
+        if bad:
+            raise ValueError(f"not OpenSSH public keys: {', '.join(bad)}...")
+        return v
+
+
+class HyperPodSettings(_Model):
+    """SageMaker HyperPod (Slurm): the controller and login groups and cluster-wide settings."""
+
+    controller_instance_type: str = Field("ml.m5.12xlarge", description="Slurm controller (one node).")
+    login_instance_type: Optional[str] = Field(None, description="Login nodes' type; absent: no login group.")
+    login_count: int = Field(1, ge=1, le=8, description="Login nodes (with login_instance_type).")
+    threads_per_core: int = Field(1, description="1: hyperthreading off (usual for GPU training), 2: on.")
+    node_recovery: Literal["Automatic", "None"] = Field(
+        "Automatic", description="Automatic: HyperPod reboots or replaces nodes that fail health checks."
+    )
+    deep_health_checks: bool = Field(
+        True, description="Stress and connectivity checks on GPU groups before their nodes join (adds start time)."
+    )
+    slurm_config_strategy: Literal["Managed", "Overwrite", "Merge"] = Field(
+        "Managed", description="Who owns slurm.conf partitions: Managed (HyperPod), Overwrite, or Merge."
+    )
+    volume_gib: int = Field(500, ge=1, le=16384, description="EBS volume at /opt/sagemaker on every node.")
+    users: List[ClusterUser] = Field(default_factory=list, description="Users created on every node.")
+
+    @field_validator("controller_instance_type", "login_instance_type")
+    @classmethod
+    def _offered(cls, v: Optional[str]) -> Optional[str]:
+        if v is None:
+            return v
+        problem = offered_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return ml_type(v)
+
+    @field_validator("threads_per_core")
+    @classmethod
+    def _threads(cls, v: int) -> int:
+        if v not in (1, 2):
+            raise ValueError(f"ThreadsPerCore is 1 (hyperthreading off) or 2 (on), not {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _users(self) -> HyperPodSettings:
+        found = []
+        for field in ("name", "uid"):
+            values = [getattr(u, field) for u in self.users]
+            for i, value in enumerate(values):
+                if value in values[:i]:
+                    found.append((f"users[{i}].{field}", f"{value} is used by another user"))
+        if "login_count" in self.model_fields_set and self.login_instance_type is None:
+            found.append(("login_count", "applies with login_instance_type"))
+        _problems(found)
+        return self

@@ -1,0 +1,117 @@
+"""The HyperPod (Slurm) part of `<name>-cluster`, composed from the spec: instance role, lifecycle
+bucket with its scripts and parameters, and the AWS::SageMaker::Cluster."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from fmcluster.constructs.hyperpod import HyperPodInstanceGroup, HyperPodSlurmCluster
+from fmcluster.constructs.hyperpod_role import HyperPodInstanceRole
+from fmcluster.constructs.lifecycle_bucket import LifecycleScripts
+from fmcluster.profiles import node_profile_json
+from fmcluster.spec import ClusterSpec
+from fmcluster.spec_hyperpod import CONTROLLER_GROUP, LOGIN_GROUP, ml_type
+
+
+class HyperPodOrchestration(Construct):
+    """Exposes ``role`` (grant to it), ``lifecycle`` and ``cluster``."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        spec: ClusterSpec,
+        subnets: List[ec2.ISubnet],
+        security_groups: List[ec2.ISecurityGroup],
+        fsx: Optional[Dict[str, Any]] = None,
+        remote_write_url: Optional[str] = None,
+    ) -> None:
+        super().__init__(scope, id)
+        settings = spec.orchestrator.hyperpod
+        self.role = HyperPodInstanceRole(
+            self, "InstanceRole", cluster_name=spec.name, subnets=subnets, security_groups=security_groups
+        )
+        self.lifecycle = LifecycleScripts(
+            self,
+            "Lifecycle",
+            cluster_name=spec.name,
+            parameters=lifecycle_parameters(spec, Stack.of(self).region, fsx, remote_write_url),
+            profiles={g.name: node_profile_json(spec, g) for g in spec.node_groups},
+        )
+        self.cluster = HyperPodSlurmCluster(
+            self,
+            "Cluster",
+            cluster_name=spec.name,
+            instance_groups=instance_groups(spec),
+            role=self.role,
+            lifecycle=self.lifecycle,
+            subnets=subnets,
+            security_groups=security_groups,
+            node_recovery=settings.node_recovery,
+            slurm_config_strategy=settings.slurm_config_strategy,
+        )
+        CfnOutput(scope, "HyperPodClusterArn", value=self.cluster.cluster_arn)
+        CfnOutput(scope, "HyperPodClusterName", value=spec.name)
+        CfnOutput(
+            scope,
+            "ControllerSsmTarget",
+            description="Append the controller's instance id (aws sagemaker list-cluster-nodes --cluster-name "
+            f"{spec.name} --instance-group-name-contains {CONTROLLER_GROUP}), then: aws ssm start-session --target ...",
+            value=self.cluster.ssm_target(CONTROLLER_GROUP, ""),
+        )
+
+
+def instance_groups(spec: ClusterSpec) -> List[HyperPodInstanceGroup]:
+    """The controller, the optional login group, and one Compute group (and partition) per node group."""
+    settings = spec.orchestrator.hyperpod
+    common = dict(threads_per_core=settings.threads_per_core, ebs_volume_gib=settings.volume_gib)
+    groups = [HyperPodInstanceGroup(name=CONTROLLER_GROUP, instance_type=settings.controller_instance_type, count=1,
+                                    node_type="Controller", **common)]  # type: ignore[arg-type]
+    if settings.login_instance_type:
+        groups.append(HyperPodInstanceGroup(name=LOGIN_GROUP, instance_type=settings.login_instance_type,
+                                            count=settings.login_count, node_type="Login", **common))  # type: ignore[arg-type]
+    for g in spec.node_groups:
+        groups.append(HyperPodInstanceGroup(
+            name=g.name,
+            instance_type=ml_type(g.instance_type),
+            count=g.count,
+            node_type="Compute",
+            partitions=(g.name,),
+            deep_health_checks=settings.deep_health_checks and g.role == "gpu",
+            training_plan_arn=g.capacity.training_plan_arn,
+            efa_only=True if g.efa_enabled else None,
+            **common,  # type: ignore[arg-type]
+        ))
+    return groups
+
+
+def lifecycle_parameters(
+    spec: ClusterSpec, region: str, fsx: Optional[Dict[str, Any]], remote_write_url: Optional[str]
+) -> Dict[str, Any]:
+    """fmcluster_parameters.json, the contract with fmcluster/runtime/lifecycle (see its README)."""
+    settings = spec.orchestrator.hyperpod
+    return {
+        "version": 1,
+        "workload_manager": "slurm",
+        "cluster_name": spec.name,
+        "region": region,
+        "controller_group": CONTROLLER_GROUP,
+        "login_group": LOGIN_GROUP if settings.login_instance_type else None,
+        "worker_groups": [
+            {"instance_group_name": g.name, "partition_name": g.name, "instance_type": ml_type(g.instance_type),
+             "gpu": g.instance.is_gpu}
+            for g in spec.node_groups
+        ],
+        "fsx": fsx,
+        "validation": {"level": spec.validation.level, "policy": spec.validation.policy},
+        "observability": (
+            {"remote_write_url": remote_write_url, "scrape_interval_seconds": spec.observability.scrape_interval_seconds}
+            if remote_write_url else None
+        ),
+        "users": [u.model_dump() for u in settings.users],
+    }
