@@ -29,7 +29,7 @@ def exporters(spec: ClusterSpec, group: NodeGroup) -> List[Dict[str, Any]]:
 def mounts(spec: ClusterSpec) -> List[Dict[str, Any]]:
     """Shared file systems every node must have mounted."""
     fsx = spec.storage.fsx
-    return [{"path": fsx.mount_point, "fstype": "lustre", "required": True}] if fsx else []
+    return [{"path": fsx.mount_point, "fstype": "lustre", "required": True, "efa": fsx.efa}] if fsx else []
 
 
 def node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:

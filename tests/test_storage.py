@@ -169,7 +169,7 @@ def test_nodes_mount_the_file_system_and_their_profile_requires_it(default):
     cluster = json.dumps(default["fm-dev-cluster"])
     assert "python3 -m fmcluster.runtime.lustre mount" in cluster
     assert "--mount-point /fsx" in cluster and "--fstab" in cluster
-    assert '"mounts\\": [{\\"fstype\\": \\"lustre\\", \\"path\\": \\"/fsx\\", \\"required\\": true}]' in cluster
+    assert '"mounts\\": [{\\"efa\\": false, \\"fstype\\": \\"lustre\\", \\"path\\": \\"/fsx\\", \\"required\\": true}]' in cluster
     assert "fm-dev-storage-DataBucketArn" in cluster
 
 
