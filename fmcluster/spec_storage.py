@@ -178,6 +178,8 @@ class Fsx(_Model):
             if self.metadata_iops is not None and not metadata_iops_allowed(self.metadata_iops):
                 found.append(("metadata_iops", "SSD file systems take 1500, 3000, 6000, 12000 or a multiple of 12000 up "
                               "to 192000"))
+            if self.metadata_iops is not None and self.lustre_version != "2.15":
+                found.append(("metadata_iops", "provisioned metadata IOPS need Lustre 2.15"))
             if self.efa and self.lustre_version != "2.15":
                 # EFA-enabled file systems need Lustre 2.15 servers and clients (unverified in the API reference).
                 found.append(("lustre_version", "an EFA-enabled file system needs Lustre 2.15"))

@@ -71,6 +71,7 @@ def test_capacities_fsx_accepts(capacity):
         (with_fsx(deployment_type="SCRATCH_2", metadata_iops=1500), "storage.fsx.metadata_iops", "PERSISTENT_2 only"),
         (with_fsx(deployment_type="SCRATCH_2", efa=True), "storage.fsx.efa", "PERSISTENT_2"),
         (with_fsx(efa=True, lustre_version="2.12"), "storage.fsx.lustre_version", "Lustre 2.15"),
+        (with_fsx(metadata_iops=3000, lustre_version="2.12"), "storage.fsx.metadata_iops", "need Lustre 2.15"),
         (with_fsx(deployment_type="SCRATCH_2", automatic_backup_retention_days=7),
          "storage.fsx.automatic_backup_retention_days", "no backups"),
         (with_fsx(automatic_backup_retention_days=91), "storage.fsx.automatic_backup_retention_days", "less than or equal"),

@@ -218,3 +218,19 @@ def test_storage_never_depends_on_the_cluster_stack():
     stacks.app.synth()  # references become dependencies while the app is prepared
     assert stacks.storage in stacks.cluster.dependencies
     assert {s.stack_name for s in stacks.storage.dependencies} == {"fm-dev-network"}
+
+
+def test_scratch_and_lustre_2_12_file_systems_get_only_what_they_support():
+    base = yaml.safe_load((ROOT / "examples" / "default.yaml").read_text())
+    scratch = copy.deepcopy(base)
+    scratch["storage"]["fsx"] = {"deployment_type": "SCRATCH_2", "storage_capacity_gib": 1200}
+    fs = only(_storage_template(scratch), "AWS::FSx::FileSystem")["Properties"]
+    lustre = fs["LustreConfiguration"]
+    assert lustre["DeploymentType"] == "SCRATCH_2" and "KmsKeyId" not in fs  # scratch: FSx-managed key
+    for absent in ("PerUnitStorageThroughput", "MetadataConfiguration", "AutomaticBackupRetentionDays",
+                   "DailyAutomaticBackupStartTime", "CopyTagsToBackups"):
+        assert absent not in lustre, absent
+    old = copy.deepcopy(base)
+    old["storage"]["fsx"] = {"lustre_version": "2.12"}
+    fs = only(_storage_template(old), "AWS::FSx::FileSystem")["Properties"]
+    assert fs["FileSystemTypeVersion"] == "2.12" and "MetadataConfiguration" not in fs["LustreConfiguration"]

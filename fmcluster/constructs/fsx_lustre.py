@@ -73,7 +73,8 @@ class LustreFileSystem(Construct):
             per_unit_storage_throughput=throughput_per_tib if persistent else None,
             data_compression_type=compression,
             efa_enabled=True if efa else None,
-            metadata_configuration=_metadata(metadata_iops) if persistent else None,
+            # metadata configuration: PERSISTENT_2 on Lustre 2.15 (2.12 servers have a fixed MDT)
+            metadata_configuration=_metadata(metadata_iops) if persistent and lustre_version != "2.12" else None,
             weekly_maintenance_start_time=weekly_maintenance_start,
             automatic_backup_retention_days=backup_retention_days if persistent else None,
             daily_automatic_backup_start_time=daily_backup_start if persistent and backup_retention_days else None,
