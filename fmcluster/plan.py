@@ -9,6 +9,7 @@ from typing import Any, Dict, List
 from fmcluster.spec import ClusterSpec, NodeGroup
 
 GB = 1e9
+SCRATCH_2_MBPS_PER_TIB = 200  # baseline; SCRATCH_2 bursts above it (FSx Lustre performance guide)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,20 @@ def plan(spec: ClusterSpec, gradient_gb: float = 14.0) -> Dict[str, Any]:
         "ip_addresses": spec.node_ip_addresses,
         "ip_addresses_with_headroom": spec.required_ips,
     }
-    return {"cluster": spec.name, "gradient_gb": gradient_gb, "total": total, "groups": [asdict(p) for p in groups]}
+    return {"cluster": spec.name, "gradient_gb": gradient_gb, "total": total, "groups": [asdict(p) for p in groups],
+            "storage": plan_storage(spec)}
+
+
+def plan_storage(spec: ClusterSpec) -> Dict[str, Any]:
+    """Shared file system size and its aggregate disk throughput (capacity x throughput per TiB)."""
+    fsx = spec.storage.fsx
+    if fsx is None:
+        return {"fsx": None}
+    tib = fsx.storage_capacity_gib / 1024
+    per_tib = fsx.throughput or SCRATCH_2_MBPS_PER_TIB
+    return {"fsx": {"deployment_type": fsx.deployment_type, "capacity_tib": round(tib, 2),
+                    "throughput_mbps_per_tib": per_tib, "throughput_gbps": round(tib * per_tib / 1000, 2),
+                    "efa": fsx.efa, "associations": len(fsx.data_repository_associations)}}
 
 
 def render_text(p: Dict[str, Any]) -> str:
@@ -112,4 +126,11 @@ def render_text(p: Dict[str, Any]) -> str:
         )
         if g["unverified"]:
             lines.append(f"    unverified catalog facts: {', '.join(g['unverified'])}")
+    fsx = p.get("storage", {}).get("fsx")
+    if fsx:
+        lines.append(
+            f"  storage: FSx for Lustre {fsx['deployment_type']} {fsx['capacity_tib']:g} TiB, "
+            f"{fsx['throughput_gbps']:g} GB/s aggregate ({fsx['throughput_mbps_per_tib']} MB/s per TiB)"
+            f"{', EFA' if fsx['efa'] else ''}, {fsx['associations']} S3 association(s)"
+        )
     return "\n".join(lines)

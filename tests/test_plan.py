@@ -41,3 +41,13 @@ def test_nvlink_domain_is_faster_than_efa_and_gb200_domains_span_nodes():
 def test_single_node_has_no_efa_step():
     g = cluster("p5.48xlarge", 1)["groups"][0]
     assert g["allreduce_ms_across_efa"] == 0 and g["allreduce_ms_nvlink_domain"] > 0
+
+
+def test_storage_throughput_is_capacity_times_the_tier():
+    from fmcluster.plan import plan
+    from fmcluster.spec import load_spec
+
+    fsx = plan(load_spec("examples/pcs-p5en-capacity-block.yaml"))["storage"]["fsx"]
+    assert fsx["capacity_tib"] == 37.5 and fsx["throughput_mbps_per_tib"] == 1000
+    assert fsx["throughput_gbps"] == 37.5 and fsx["efa"] is True and fsx["associations"] == 2
+    assert plan(load_spec("examples/existing-vpc.yaml"))["storage"] == {"fsx": None}
