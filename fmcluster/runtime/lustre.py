@@ -230,8 +230,33 @@ def add_fstab(job: Job, source: str) -> None:
         write_atomic(path, "\n".join(kept + [line]) + "\n")
     except OSError as exc:
         raise StepFailed("fstab", f"cannot write /etc/fstab: {exc.strerror or exc}") from exc
-    note = " (LNet EFA setup is not persisted: rerun this helper at boot)" if a.efa else ""
-    job.done("fstab", ("replaced the old entry: " if same else "added: ") + line + note)
+    job.done("fstab", ("replaced the old entry: " if same else "added: ") + line)
+
+
+def add_boot_unit(job: Job) -> None:
+    """EFA-enabled file systems: LNet over EFA is runtime state, so instead of an fstab line (which systemd would
+    mount over plain TCP before anyone configures EFA) a oneshot unit reruns this helper at every boot."""
+    a = job.a
+    name = "fmcluster-lustre-" + (a.mount_point.strip("/").replace("/", "-") or "root") + ".service"
+    pkg = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # …/pkg holding fmcluster/
+    unit = (
+        "[Unit]\n"
+        f"Description=fmcluster: LNet over EFA, then mount FSx for Lustre on {a.mount_point}\n"
+        "Wants=network-online.target\nAfter=network-online.target\n\n"
+        "[Service]\nType=oneshot\nRemainAfterExit=yes\n"
+        f"Environment=PYTHONPATH={pkg}\n"
+        f"ExecStart=/usr/bin/python3 -m fmcluster.runtime.lustre mount --dns-name {a.dns_name} "
+        f"--mount-name {a.mount_name} --mount-point {a.mount_point} --efa\n\n"
+        "[Install]\nWantedBy=multi-user.target\n"
+    )
+    path = job.path(f"/etc/systemd/system/{name}")
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_atomic(path, unit)
+    except OSError as exc:
+        raise StepFailed("boot-unit", f"cannot write {name}: {exc.strerror or exc}") from exc
+    job.run("boot-unit", "systemctl", "enable", name, hint=f"enable {name} by hand")
+    job.done("boot-unit", f"{name} enabled: LNet over EFA and the mount return after a reboot")
 
 
 def verify(job: Job) -> None:
@@ -267,7 +292,9 @@ def run_mount(job: Job) -> None:
             configure_efa(job)  # before lustre loads: loading ptlrpc brings LNet up with its default nets
         load_client(job)
         do_mount(job, source)
-    if a.fstab:
+    if a.fstab and a.efa:
+        add_boot_unit(job)
+    elif a.fstab:
         add_fstab(job, source)
     verify(job)
 
@@ -301,7 +328,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
             s.add_argument("--mount-name", required=True)
             s.add_argument("--efa", action="store_true", help="EFA-enabled file system: put LNet on EFA first")
             s.add_argument("--interface", help="tcp interface for LNet (default: the default-route interface)")
-            s.add_argument("--fstab", action="store_true", help="add an idempotent /etc/fstab line")
+            s.add_argument("--fstab", action="store_true", help="mount again after a reboot: an idempotent /etc/fstab "
+                           "line, or with --efa a systemd unit that reruns this helper")
             s.add_argument("--retries", type=_number(int, 0), default=5)
             s.add_argument("--backoff", type=seconds, default=5.0, help="first retry delay, doubled each time")
     a = p.parse_args(argv)

@@ -222,6 +222,22 @@ def test_fstab_line_added_once(node):
     assert lines == ["LABEL=cloudimg-rootfs / ext4 discard,errors=remount-ro 0 1", line]
 
 
+def test_efa_file_system_returns_after_reboot_through_a_unit_not_fstab(node):
+    """An fstab line would be mounted over TCP before anyone puts LNet on EFA: a boot unit reruns the helper."""
+    node.efa_node("p6-b200.48xlarge", P6_EFA)
+    node.tool("systemctl", "")
+    rc, rep, proc = node.run(*mount_args("--efa", "--fstab"))
+    assert rc == 0, proc.stdout
+    unit = (node.root / "etc/systemd/system/fmcluster-lustre-fsx.service").read_text()
+    assert "After=network-online.target" in unit and "Type=oneshot" in unit
+    assert (f"ExecStart=/usr/bin/python3 -m fmcluster.runtime.lustre mount --dns-name {DNS} --mount-name abcdefgh "
+            "--mount-point /fsx --efa\n") in unit
+    assert f"Environment=PYTHONPATH={REPO}" in unit
+    assert "systemctl enable fmcluster-lustre-fsx.service" in node.calls("systemctl")
+    assert "/fsx" not in (node.root / "etc/fstab").read_text()
+    assert "enabled" in step(rep, "boot-unit")["detail"]
+
+
 def test_fstab_replaces_an_old_fsx_line_but_not_another_file_system(node):
     old = "fs-0999.fsx.us-east-1.amazonaws.com@tcp:/zzzzzzzz /fsx lustre defaults,flock,_netdev 0 0"
     node.write("/etc/fstab", f"# /fsx {old}\n{old}\n")
