@@ -10,8 +10,10 @@ JSON fields (``schema`` 1; unknown keys are ignored on load, missing keys take t
 - ``group`` (str): node group name, informational ("" when built from the catalog).
 - ``facts`` (object): the catalog entry for the type (gpus, gpu, gpu_arch, gpu_memory_mib, efa_interfaces,
   nvlink_links_per_gpu, nvme_disks, hbm_tbps, bf16_dense_tflops, ...), copied from runtime/catalog.json at build time.
-- ``mounts`` (list of objects): ``{"path": "/fsx", "fstype": "lustre", "required": true}``; fstype ``lustre``
-  is also asked to answer (``lfs df``) at the standard level.
+- ``mounts`` (list of objects): ``{"path": "/fsx", "fstype": "lustre", "required": true, "efa": false}``; fstype
+  ``lustre`` is also asked to answer (``lfs df``) and to have every client import FULL (``lctl``) at the standard
+  level; ``efa`` (optional bool, default false): the file system is EFA-enabled, so LNet must run over EFA
+  (kefalnd loaded, an ``efa`` net with an NI up in ``lnetctl net show``).
 - ``instance_store`` (str or null): where the instance NVMe must be mounted, default ``/opt/dlami/nvme`` when the type
   has local NVMe; null to skip.
 - ``exporters`` (list of objects): ``{"name": "dcgm-exporter", "url": "http://127.0.0.1:9400/metrics",
@@ -139,6 +141,8 @@ class NodeProfile:
         for m in self.mounts:
             if not isinstance(m, dict) or not str(m.get("path", "")).startswith("/"):
                 raise ProfileError(f"mounts: {m!r} needs an absolute 'path'")
+            if not isinstance(m.get("efa", False), bool):
+                raise ProfileError(f"mounts: {m!r}: 'efa' must be true or false")
         for e in self.exporters:
             if not isinstance(e, dict) or not str(e.get("url", "")).startswith(("http://", "https://")):
                 raise ProfileError(f"exporters: {e!r} needs an http(s) 'url'")

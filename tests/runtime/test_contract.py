@@ -167,15 +167,17 @@ def test_overall_deadline_bounds_a_stuck_check(p5):
     assert outcomes["t.stuck"].status == "error" and "budget" in outcomes["t.stuck"].observed
 
 
-def test_standard_level_calls_each_command_once(p5):
-    prof = NodeProfile.from_catalog("p5.48xlarge", mounts=[{"path": "/fsx", "fstype": "lustre"}],
+@pytest.mark.parametrize("efa", [False, True])
+def test_standard_level_calls_each_command_once(p5, efa):
+    prof = NodeProfile.from_catalog("p5.48xlarge", mounts=[{"path": "/fsx", "fstype": "lustre", "efa": efa}],
                                     orchestrator="slurm")
     node = Node(root=str(p5.root), tool_timeout=5, env={"PATH": f"{p5.bin}:{SYSTEM_PATH}"})
     outcomes = run_checks(prof, "standard", node, 30)
     assert all(o.result.status in ("pass", "skip") for o in outcomes), [(o.check.id, o.result.observed)
                                                                           for o in outcomes]
     assert len(node.calls) == len(set(node.calls))
-    assert {c[0] for c in node.calls} == {"nvidia-smi", "fi_info", "systemctl", "lfs", "dcgmi"}
+    tools = {"nvidia-smi", "fi_info", "systemctl", "lfs", "dcgmi", "scontrol", "lctl"}
+    assert {c[0] for c in node.calls} == (tools | {"lnetctl"} if efa else tools)
 
 
 def test_run_command_kills_the_process_group(tmp_path):

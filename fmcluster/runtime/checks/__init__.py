@@ -53,10 +53,12 @@ def skip(reason: str, expected: Any = None) -> Result:
 class Ctx:
     """What a check sees: the node, the profile, the level, and facts shared between checks."""
 
-    def __init__(self, node: Node, profile: NodeProfile, level: str) -> None:
+    def __init__(self, node: Node, profile: NodeProfile, level: str, node_name: Optional[str] = None) -> None:
         self.node = node
         self.profile = profile
         self.level = level
+        # the orchestrator's name for this node (--node-name); None = the hostname, as actions.act uses
+        self.node_name = node_name
         self._lock = threading.Lock()
         self._memo: Dict[str, Any] = {}
         self._memo_locks: Dict[str, threading.Lock] = {}

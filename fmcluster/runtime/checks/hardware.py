@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Dict, List
+from typing import Dict, List, NamedTuple, Tuple
 
 from .. import versions
 from ..probes import ProbeError
-from . import Ctx, Result, bad, check, has_gpus, has_nvswitch, ok, warn
+from . import Ctx, Result, bad, check, has_efa, has_gpus, has_nvswitch, ok, skip, warn
+from .communication import efa_devices
 from .nvsmi import ACTION, FABRIC_ARGV, FAILING_CLASSES, gpu_rows, kernel_events, kernel_module_version, parse_csv
 
 NVIDIA = "0x10de"
@@ -27,16 +28,24 @@ def instance_type(ctx: Ctx) -> Result:
     return bad(got, want, "the node runs with a profile for another instance type: ship the right NodeProfile")
 
 
+def gpu_bdfs(ctx: Ctx) -> List[str]:
+    """PCI addresses of the NVIDIA 3D controllers (vendor 0x10de, class 0x0302xx) under /sys/bus/pci/devices."""
+    def probe() -> List[str]:
+        found: List[str] = []
+        for dev in ctx.node.listdir("/sys/bus/pci/devices"):
+            base = f"/sys/bus/pci/devices/{dev}"
+            vendor = (ctx.node.read_or(base + "/vendor") or "").strip().lower()
+            klass = (ctx.node.read_or(base + "/class") or "").strip().lower()
+            if vendor == NVIDIA and klass.startswith("0x0302"):
+                found.append(dev)
+        return found
+    return list(ctx.memo("gpu_bdfs", probe))
+
+
 @check("hw.gpu.pci", "hardware", applies=has_gpus, title="GPUs on the PCI bus")
 def gpu_pci(ctx: Ctx) -> Result:
     want = int(ctx.profile.fact("gpus"))
-    found: List[str] = []
-    for dev in ctx.node.listdir("/sys/bus/pci/devices"):
-        base = f"/sys/bus/pci/devices/{dev}"
-        vendor = (ctx.node.read_or(base + "/vendor") or "").strip().lower()
-        klass = (ctx.node.read_or(base + "/class") or "").strip().lower()
-        if vendor == NVIDIA and klass.startswith("0x0302"):
-            found.append(dev)
+    found = gpu_bdfs(ctx)
     if len(found) == want:
         return ok(len(found), want)
     return bad(len(found), want, "a GPU is missing from the PCI bus: stop and start the instance; replace it if it persists",
@@ -111,6 +120,91 @@ def xid(ctx: Ctx) -> Result:
     if failing:
         return bad("; ".join(summary), "no failing Xid", ACTION[worst])
     return warn("; ".join(summary), "no failing Xid", "application-level Xids: check the last job; no node action")
+
+
+# PCIe link state, /sys/bus/pci/devices/<bdf>/{current,max}_link_{width,speed} (drivers/pci/pci-sysfs.c): widths are
+# decimal lane counts ("16"); speeds come from pci_speed_string() (drivers/pci/probe.c): "2.5 GT/s PCIe" ...
+# "32.0 GT/s PCIe", "64.0 GT/s PCIe", or "Unknown"; kernels up to 5.6 print "8 GT/s", "16 GT/s" (NCCL's topo.c reads
+# both forms). A width of 0 or an "Unknown" speed means the device does not report its link (e.g. some virtual
+# functions): not a fault.
+LINK_FILES = ("current_link_width", "max_link_width", "current_link_speed", "max_link_speed")
+
+
+def _gts(text: str) -> float:
+    m = re.match(r"\s*(\d+(?:\.\d+)?)\s*GT/s", text)
+    return float(m.group(1)) if m else 0.0
+
+
+def _lanes(text: str) -> int:
+    t = text.strip().lstrip("x")
+    return int(t) if t.isdigit() else 0
+
+
+class Link(NamedTuple):
+    kind: str  # GPU | EFA
+    name: str  # PCI address for a GPU, rdmap* name for an EFA device
+    bdf: str
+    raw: Dict[str, str]  # the four sysfs values as read ("" when missing)
+
+    @property
+    def widths(self) -> Tuple[int, int]:
+        return _lanes(self.raw["current_link_width"]), _lanes(self.raw["max_link_width"])
+
+    @property
+    def speeds(self) -> Tuple[float, float]:
+        return _gts(self.raw["current_link_speed"]), _gts(self.raw["max_link_speed"])
+
+    def label(self) -> str:
+        return f"{self.kind} {self.name}" if self.name == self.bdf else f"{self.kind} {self.name} ({self.bdf})"
+
+
+def pcie_links(ctx: Ctx) -> List[Link]:
+    """Link state of every GPU (gpu_bdfs) and EFA device (efa_devices, through /sys/class/infiniband/<dev>/device)."""
+    where: List[Tuple[str, str, str, str]] = []
+    if has_gpus(ctx.profile):
+        where += [("GPU", b, b, f"/sys/bus/pci/devices/{b}") for b in gpu_bdfs(ctx)]
+    if has_efa(ctx.profile):
+        for d in efa_devices(ctx):
+            path = f"/sys/class/infiniband/{d}/device"
+            where.append(("EFA", d, ctx.node.link_name(path) or d, path))
+    return [Link(kind, name, bdf, {f: (ctx.node.read_or(f"{path}/{f}") or "").strip() for f in LINK_FILES})
+            for kind, name, bdf, path in where]
+
+
+@check("hw.pcie_link", "hardware", applies=lambda p: has_gpus(p) or has_efa(p),
+       title="PCIe links of GPUs and EFA devices at their maximum width (EFA below maximum speed: warn)")
+def pcie_link(ctx: Ctx) -> Result:
+    links = pcie_links(ctx)
+    if not links:
+        return skip("no GPU or EFA device found (see hw.gpu.pci and efa.devices)")
+    narrow, slow, unreported, fine = [], [], [], 0
+    for ln in links:
+        (cur_w, max_w), (cur_s, max_s) = ln.widths, ln.speeds
+        if not cur_w or not max_w:
+            unreported.append(ln.label())
+        elif cur_w < max_w:
+            narrow.append(f"{ln.label()} x{cur_w} of x{max_w} at {ln.raw['current_link_speed'] or '?'}")
+        elif ln.kind != "GPU" and cur_s and max_s and cur_s < max_s:
+            slow.append(f"{ln.label()} {ln.raw['current_link_speed']} of {ln.raw['max_link_speed']} (x{cur_w})")
+        else:
+            fine += 1
+    counted = len(links) - len(unreported)
+    if not counted:
+        return skip(f"no PCIe link attributes in sysfs for {len(links)} device(s)")
+    observed = f"{fine} of {counted} links at full width" + (
+        f"; {len(unreported)} without link attributes" if unreported else "")
+    expected = "every link at its maximum width; EFA also at its maximum speed"
+    detail = f"no link attributes: {', '.join(unreported)}" if unreported else ""
+    if narrow:
+        return bad("; ".join(narrow + slow), expected,
+                   "degraded PCIe link (fewer lanes than the device supports, so less bandwidth): stop and start the "
+                   "instance to move to other hardware; report it to AWS if it persists", detail)
+    if slow:
+        return warn("; ".join(slow), expected,
+                    "EFA link trained below its maximum speed. GPUs lower their link speed when idle to save power "
+                    "(expected at idle, so GPU speed is not judged), an EFA device should not: watch EFA bandwidth, "
+                    "stop/start the instance if it persists", detail)
+    return ok(observed, expected, detail)
 
 
 # ---- standard: one nvidia-smi query shared by the checks below -------------------------------------

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import socket
 import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..probes import ProbeError
 from . import Ctx, Result, bad, check, ok, skip
@@ -78,6 +80,135 @@ def lustre_answers(ctx: Ctx) -> Result:
     return ok(", ".join(good), "all targets answer")
 
 
+# `lctl get_param -n osc.*.import mdc.*.import`: one YAML-like block per client import, as printed by
+# lprocfs_import_seq_show() (lustre/obdclass/lprocfs_status.c): "import:" then "    name: <fs>-OST0000-osc-<id>",
+# "    target: <fs>-OST0000_UUID", "    state: FULL", connect_flags, connection (failover_nids, current_connection)...
+# States (ptlrpc_import_state_name, lustre_import.h): CLOSED NEW DISCONN CONNECTING REPLAY REPLAY_LOCKS REPLAY_WAIT
+# RECOVER FULL EVICTED IDLE. IDLE is healthy: since Lustre 2.12 an OSC import with no traffic for osc.*.idle_timeout
+# disconnects on purpose and reconnects on the next RPC (a real 2.12.7 client import shows "state: IDLE" with
+# "idle: 159490 sec").
+LCTL_IMPORTS = ("lctl", "get_param", "-n", "osc.*.import", "mdc.*.import")
+HEALTHY_IMPORT = ("FULL", "IDLE")
+# `lnetctl net show`: "net:" then "    - net type: efa", "      local NI(s):", "        - nid: <ip>@efa",
+# "          status: up", "          interfaces:", "              0: rdmap79s0" (lnetctl YAML; newer lnetctl prints
+# the list dashes flush left: "-     net type: tcp"; both are read).
+LNET_SHOW = ("lnetctl", "net", "show")
+EFA_REMEDY = ("LNet is not on EFA for an EFA-enabled FSx file system: unmount it and run "
+              "`python3 -m fmcluster.runtime.lustre mount --efa ...` (loads kefalnd, adds the efa NIs), or check the "
+              "Lustre client has kefalnd for this kernel")
+
+
+def _lustre_mounted(ctx: Ctx) -> List[Dict[str, object]]:
+    """Profile mounts of fstype lustre that /proc/mounts shows mounted as lustre."""
+    table = mounts(ctx)
+    return [m for m in ctx.profile.mounts
+            if m.get("fstype", "lustre") == "lustre" and table.get(str(m["path"]), ("", ""))[1] == "lustre"]
+
+
+def parse_imports(text: str) -> List[Tuple[str, str]]:
+    """(target, state) per import block; ProbeError when a block has no state."""
+    found = []
+    for block in re.split(r"^\s*import:\s*$", text, flags=re.M)[1:]:
+        state = re.search(r"^\s*state:\s*(\S+)", block, re.M)
+        who = re.search(r"^\s*target:\s*(\S+)", block, re.M) or re.search(r"^\s*name:\s*(\S+)", block, re.M)
+        if state is None:
+            raise ProbeError(f"lctl import block without a state: {block.strip()[:100]!r}")
+        found.append((who.group(1) if who else "?", state.group(1)))
+    return found
+
+
+def parse_lnet_nets(text: str) -> Dict[str, List[Dict[str, object]]]:
+    """net type -> its local NIs ({"nid", "status", "interfaces"}) from `lnetctl net show`."""
+    nets: Dict[str, List[Dict[str, object]]] = {}
+    cur: Optional[List[Dict[str, object]]] = None
+    ni: Optional[Dict[str, object]] = None
+    for line in text.splitlines():
+        m = re.match(r"^[\s-]*net type:\s*(\S+)", line)
+        if m:
+            cur, ni = nets.setdefault(m.group(1), []), None
+            continue
+        m = re.match(r"^[\s-]*nid:\s*(\S+)", line)
+        if m and cur is not None:
+            ni = {"nid": m.group(1), "status": "?", "interfaces": []}
+            cur.append(ni)
+            continue
+        m = re.match(r"^[\s-]*status:\s*(\S+)", line)
+        if m and ni is not None:
+            ni["status"] = m.group(1)
+            continue
+        m = re.match(r"^\s*\d+:\s*(\S+)\s*$", line)
+        if m and ni is not None:
+            ifs = ni["interfaces"]
+            assert isinstance(ifs, list)
+            ifs.append(m.group(1))
+    return nets
+
+
+def _lnet_efa_problems(ctx: Ctx) -> Tuple[List[str], str]:
+    """Problems with LNet over EFA (kefalnd loaded, an efa net with an NI up) and what was seen."""
+    if not ctx.node.exists("/sys/module/kefalnd"):
+        return ["kefalnd (the EFA LND) is not loaded"], "kefalnd not loaded"
+    res = ctx.node.run(LNET_SHOW)
+    if res.error:
+        raise ProbeError(res.why())
+    text = res.stdout + res.stderr
+    if res.rc != 0:
+        if "Network is down" in text:
+            return ["LNet is down (lnetctl net show: Network is down)"], "LNet down"
+        raise ProbeError(res.why())
+    nets = parse_lnet_nets(res.stdout)
+    if not nets:
+        raise ProbeError(f"lnetctl net show output not understood: {text.strip()[:100]!r}")
+    efa = [ni for t, nis in nets.items() if re.fullmatch(r"efa\d*", t) for ni in nis]
+    up = [ni for ni in efa if ni["status"] == "up"]
+    seen = f"LNet nets {', '.join(sorted(nets))}; efa NIs up: {len(up)} of {len(efa)}"
+    if not efa:
+        return ["LNet has no efa net (Lustre traffic goes over TCP)"], seen
+    if not up:
+        down = ", ".join(f"{ni['nid']} {ni['status']}" for ni in efa)
+        return [f"no efa NI is up ({down})"], seen
+    return [], seen
+
+
+@check("storage.lustre_imports", "storage", level="standard",
+       applies=lambda p: any(m.get("fstype", "lustre") == "lustre" for m in p.mounts),
+       title="Lustre client imports FULL (lctl), LNet on EFA where the mount is EFA-enabled")
+def lustre_imports(ctx: Ctx) -> Result:
+    mounted = _lustre_mounted(ctx)
+    if not mounted:
+        return skip("no lustre file system mounted (see storage.mounts)")
+    want_efa = [str(m["path"]) for m in mounted if m.get("efa") is True]
+    if want_efa and ctx.node.exists("/sys/module/kefalnd"):
+        # lnetctl runs beside lctl (Node.run shares the one call): a slow tool costs its own time, not the sum
+        threading.Thread(target=ctx.node.run, args=(LNET_SHOW,), daemon=True).start()
+    res = ctx.node.run(LCTL_IMPORTS)
+    if res.error:
+        raise ProbeError(res.why())
+    imports = parse_imports(res.stdout)
+    if not imports:
+        raise ProbeError(res.why() if res.rc != 0 else f"lctl get_param printed no import: "
+                                                         f"{(res.stdout + res.stderr).strip()[:100]!r}")
+    unhealthy = [f"{target} {state}" for target, state in imports if state not in HEALTHY_IMPORT]
+    states = sorted({state for _, state in imports})
+    observed = f"{len(imports)} imports ({', '.join(states)})"
+    expected = "every import FULL (or IDLE)"
+    efa_problems: List[str] = []
+    if want_efa:
+        efa_problems, seen = _lnet_efa_problems(ctx)
+        observed += f"; {seen}"
+        expected += f"; LNet efa net up for {', '.join(want_efa)}"
+    if unhealthy or efa_problems:
+        remedies = []
+        if unhealthy:
+            remedies.append("a Lustre target is not connected: check the FSx file system's health, its security "
+                            "group and the network path; remount if it does not recover")
+        if efa_problems:
+            remedies.append(EFA_REMEDY)
+        return bad("; ".join(unhealthy + efa_problems), expected, "; ".join(remedies),
+                   detail=observed if not unhealthy else "")
+    return ok(observed, expected)
+
+
 @check("storage.instance_store", "storage", applies=lambda p: bool(p.instance_store) and int(p.fact("nvme_disks")) > 0,
        title="Instance NVMe present and mounted")
 def instance_store(ctx: Ctx) -> Result:
@@ -106,6 +237,69 @@ def agent(ctx: Ctx) -> Result:
     if state == "active":
         return ok(f"{unit} {state}", f"{unit} active")
     return bad(f"{unit} {state}", f"{unit} active", f"systemctl restart {unit}; journalctl -u {unit}")
+
+
+# `scontrol show node NAME` (Slurm's slurm_sprint_node_table): "   State=IDLE+DRAIN ThreadsPerCore=1 ..." (base state
+# and flags joined by '+'), and, when set, "   Reason=<text> [<user>@<time>]" as the last field of its line. An
+# unknown name prints "Node NAME not found" on stdout and exits 1 (src/scontrol/info_node.c): scontrol matches
+# NodeName exactly, so a node registered under another name than its hostname is not found either.
+BAD_NODE_STATES = {"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "NOT_RESPONDING"}
+DRAIN_STATES = {"DRAIN", "DRAINED", "DRAINING"}
+OUR_REASON = "fmcluster validate"  # actions.reason_for()
+
+
+def _slurmd_state(ctx: Ctx) -> Optional[str]:
+    try:
+        return unit_states(ctx).get("slurmd")
+    except ProbeError:
+        return None
+
+
+@check("orch.slurm_node", "orchestrator", level="standard", applies=lambda p: p.orchestrator == "slurm",
+       title="Slurm node state not DOWN, DRAIN, FAIL or NOT_RESPONDING (a drain by fmcluster itself excepted)")
+def slurm_node(ctx: Ctx) -> Result:
+    name = ctx.node_name or socket.gethostname()
+    res = ctx.node.run(("scontrol", "show", "node", name))
+    expected = "IDLE, ALLOCATED, MIXED or COMPLETING (not DOWN/DRAIN/FAIL/NOT_RESPONDING)"
+    if res.error == "not found on PATH":
+        return skip("scontrol not installed: the Slurm node state cannot be read", expected)
+    if res.error:
+        raise ProbeError(res.why())
+    if re.search(rf"^Node {re.escape(name)} not found", res.stdout + res.stderr, re.M):
+        return skip(f"node {name} is not known to the Slurm controller (yet: it registers when slurmd starts; "
+                    "or its NodeName differs from the hostname)", expected)
+    m = re.search(r"(?:^|\s)State=(\S+)", res.stdout)
+    if res.rc != 0 or m is None:
+        raise ProbeError(res.why() if res.rc != 0 else
+                         f"scontrol show node output not understood: {res.stdout.strip()[:100]!r}")
+    state = m.group(1)
+    r = re.search(r"^\s*Reason=(.*?)\s*$", res.stdout, re.M)
+    reason = r.group(1) if r else ""
+    tokens = {re.sub(r"[^A-Z_]", "", t.upper()) for t in state.split("+")}
+    if "*" in state:  # sinfo-style marker for a node that does not respond
+        tokens.add("NOT_RESPONDING")
+    ours = reason.startswith(OUR_REASON)
+    failing = (tokens & BAD_NODE_STATES) - (DRAIN_STATES if ours else set())
+    observed = f"{name}: State={state}" + (f" Reason={reason}" if reason else "")
+    if failing and failing <= {"DOWN", "NOT_RESPONDING"}:
+        slurmd = _slurmd_state(ctx)
+        if slurmd is not None and slurmd != "active":
+            return skip(f"{observed}; slurmd is {slurmd}: the controller hears from this node only once slurmd "
+                        "runs (at boot it starts after the validator; orch.agent checks it)", expected)
+    if failing:
+        if tokens & DRAIN_STATES and not ours:
+            remedy = (f"drained by someone else (see Reason): fix the cause, then scontrol update nodename={name} "
+                      "state=resume")
+        else:
+            remedy = (f"the controller marks the node {'/'.join(sorted(failing))}: check slurmd "
+                      f"(journalctl -u slurmd), munge and the network to slurmctld, then scontrol update "
+                      f"nodename={name} state=resume")
+        return bad(observed, expected, remedy)
+    detail = ""
+    if tokens & DRAIN_STATES:
+        detail = (f"drained by an earlier fmcluster run; this run does not resume it: scontrol update "
+                  f"nodename={name} state=resume once the node is healthy")
+    return ok(observed, expected, detail)
 
 
 def _fetch(url: str, timeout: float) -> Tuple[int, str]:
