@@ -54,9 +54,10 @@ def _run_one(check: Check, ctx: Ctx, sink: Dict[str, Outcome]) -> None:
 
 
 def run_checks(profile: NodeProfile, level: str, node: Node, budget: float,
-               checks: Optional[List[Check]] = None, skip: Sequence[str] = ()) -> List[Outcome]:
+               checks: Optional[List[Check]] = None, skip: Sequence[str] = (),
+               node_name: Optional[str] = None) -> List[Outcome]:
     """Run every applicable check of level concurrently, under the overall deadline."""
-    ctx = Ctx(node, profile, level)
+    ctx = Ctx(node, profile, level, node_name=node_name)
     checks = checks if checks is not None else all_checks()
     sink: Dict[str, Outcome] = {}
     threads: List[threading.Thread] = []
@@ -176,10 +177,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if unknown:
         print(f"error: --skip {', '.join(unknown)}: no such check", file=sys.stderr)
         return 2
-    outcomes = run_checks(profile, level, node, budget, skip=args.skip)
+    outcomes = run_checks(profile, level, node, budget, skip=args.skip, node_name=args.node_name)
     hostname = socket.gethostname()
     rep = build_report(profile, level, outcomes, started, time.monotonic() - t0, hostname)
-    rep["action"] = actions.act(policy, rep["verdict"] == "pass", rep["failing"], args.node_name or hostname)
+    slurm = next((c for c in rep["checks"] if c["id"] == "orch.slurm_node"), None)
+    if policy == "drain" and slurm is not None and slurm["status"] == "fail":
+        # someone (an operator, the controller) already took the node out: keep their state and reason
+        rep["action"] = {"policy": policy, "result": f"none (already out of service: {slurm['observed']})"}
+    else:
+        rep["action"] = actions.act(policy, rep["verdict"] == "pass", rep["failing"], args.node_name or hostname)
     if args.prom:
         try:
             report.write_atomic(args.prom, report.to_prom(rep))

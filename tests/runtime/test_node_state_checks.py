@@ -42,6 +42,22 @@ def test_slurm_node_drained_by_someone_else_fails(p5):
     assert "state=resume" in c["remedy"]
 
 
+def test_drain_policy_keeps_someone_elses_drain_and_reason(p5):
+    log = p5.base / "scontrol-updates.log"
+    p5.edit_tool("scontrol", "#!/bin/sh\n", f'#!/bin/sh\n[ "$1" = update ] && {{ echo "$@" >> {log}; exit 0; }}\n', 1)
+    set_slurm_state(p5, "IDLE+DRAIN", "Kill task failed [root@2026-09-20T08:12:23]")
+    res = p5.run("--policy", "drain", "--node-name", "ip-10-1-2-3")
+    assert res.rc == 1 and not log.exists()
+    assert res.report["action"]["result"].startswith("none (already out of service: ip-10-1-2-3: State=IDLE+DRAIN")
+
+
+def test_the_node_name_given_is_the_one_looked_up(p5):
+    log = p5.base / "scontrol-args.log"
+    p5.edit_tool("scontrol", "#!/bin/sh\n", f'#!/bin/sh\necho "$@" >> {log}\n', 1)
+    p5.run("--node-name", "gpu-st-p5-1")
+    assert "show node gpu-st-p5-1" in log.read_text()
+
+
 def test_slurm_node_drained_by_fmcluster_passes_so_revalidation_can_pass(p5):
     set_slurm_state(p5, "IDLE+DRAIN", "fmcluster validate: hw.xid [root@2026-09-20T08:12:23]")
     res = p5.run()
