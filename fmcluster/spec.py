@@ -384,6 +384,9 @@ class ClusterSpec(_Model):
         found += self._address_problems()
         found += self._orchestrator_problems()
         found += self._storage_problems()
+        if self.validation.policy == "taint" and not self.orchestrator.type.endswith("eks"):
+            found.append(("validation.policy", f"taint applies to Kubernetes nodes; orchestrator {self.orchestrator.type} "
+                          "has none: use drain (Slurm), fail or report"))
         _problems(found)
         return self
 

@@ -98,6 +98,7 @@ def test_hyperpod_prefix_is_normalized():
         (spec_with(network={"flow_logs_retention_days": 42}), "network.flow_logs_retention_days", "allowed: 1, 3"),
         (spec_with(validation={"level": "slow"}), "validation.level", "'fast', 'standard' or 'deep'"),
         (spec_with(validation={"policy": "reboot"}), "validation.policy", "'fail', 'drain', 'taint' or 'report'"),
+        (spec_with(validation={"policy": "taint"}), "validation.policy", "taint applies to Kubernetes nodes"),
         (spec_with(observability={"alert_emails": ["not-an-address"]}), "observability.alert_emails",
          "not e-mail"),
     ],
