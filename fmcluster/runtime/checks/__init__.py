@@ -119,6 +119,11 @@ def has_efa(p: NodeProfile) -> bool:
     return int(p.fact("efa_interfaces", 0)) > 0
 
 
+def has_instance_store(p: NodeProfile) -> bool:
+    """The type has instance NVMe and the profile says where it is mounted (storage.instance_store applies)."""
+    return bool(p.instance_store) and int(p.fact("nvme_disks", 0)) > 0
+
+
 def all_checks() -> List[Check]:
     from . import accelerator, communication, deep, hardware, software, system  # noqa: F401  (registers)
 

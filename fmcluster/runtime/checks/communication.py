@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Tuple
 
 from .. import versions
 from ..probes import ProbeError
@@ -178,3 +178,101 @@ def ofi_plugin(ctx: Ctx) -> Result:
     if pin and not versions.same(got, pin):
         return bad(got, f"== {pin}", "install the pinned aws-ofi-nccl")
     return ok(got, f">= {want}" if want else "present")
+
+
+# ---- environment hygiene -------------------------------------------------------------------------------------------
+# Variables set node-wide reach every job: /etc/environment (pam_env KEY=VALUE), exported in /etc/profile.d/*.sh, and
+# /etc/nccl.conf (NCCL reads it for system-wide values, NCCL docs "Environment Variables"). What is harmful on EFA:
+# - aws-ofi-nccl doc/efa-env-var.md: NCCL_PROTO=simple and FI_PROVIDER=efa only for aws-ofi-nccl <= 1.5.0 (simple
+#   forgoes the faster LL/LL128 protocols); FI_EFA_USE_DEVICE_RDMA not needed for libfabric >= 1.18 + plugin >= 1.7
+#   ("=1" harmless; "=0" turns GPUDirect RDMA off on types that have it, so data is staged through host memory);
+#   RDMAV_FORK_SAFE=1 "Do not use ... can break things" on newer kernels, RDMAV_* "Do not use".
+# - NCCL env docs: NCCL_NET forces one network by name ("Socket" = TCP; aws-ofi-nccl registers as "AWS Libfabric" or
+#   "Libfabric"); NCCL_NET_PLUGIN=none disables the external plugin, leaving NCCL's built-in IB and Socket nets (no
+#   EFA); NCCL_SOCKET_IFNAME is a list of interface prefixes ("=name" exact, leading "^" excludes): if nothing matches,
+#   NCCL finds no bootstrap interface and init fails; NCCL_P2P_DISABLE=1 turns off NVLink peer-to-peer.
+# - FI_PROVIDER other than efa: libfabric offers no EFA provider, aws-ofi-nccl runs over tcp or fails, NCCL over TCP.
+# Not flagged: NCCL_IB_DISABLE only gates NCCL's built-in verbs net (ncclIbInit returns early, NVIDIA/nccl
+# src/transport/net_ib.cc); the aws-ofi-nccl plugin is a separate net, so it does not force TCP on EFA.
+ENV_FILES = ("/etc/environment", "/etc/nccl.conf")
+_ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_ENV_PREFIXES = ("NCCL_", "FI_", "RDMAV_")
+RDMA_FAMILIES = ("p4", "p5", "p6")  # EFA types with GPUDirect RDMA read/write (AWS EFA docs; later families unverified)
+
+
+def _env_value(raw: str) -> str:
+    raw = raw.strip()
+    if raw[:1] in ("'", '"'):
+        end = raw.find(raw[0], 1)
+        return raw[1:end] if end > 0 else raw[1:]
+    return re.split(r"\s+#|;", raw, maxsplit=1)[0].strip()
+
+
+def node_env(ctx: Ctx) -> List[Tuple[str, str, str]]:
+    """(name, value, 'file:line') for NCCL_/FI_/RDMAV_ variables set node-wide."""
+    found = []
+    files = list(ENV_FILES) + ctx.node.glob("/etc/profile.d/*.sh")
+    for f in files:
+        profile_d = f.startswith("/etc/profile.d/")
+        for n, line in enumerate((ctx.node.read_or(f) or "").splitlines(), 1):
+            if profile_d and not line.lstrip().startswith("export "):
+                continue
+            m = _ENV_LINE.match(line)
+            if m and m.group(1).startswith(_ENV_PREFIXES):
+                found.append((m.group(1), _env_value(m.group(2)), f"{f}:{n}"))
+    return found
+
+
+def _ifname_matches(spec: str, ifaces: List[str]) -> bool:
+    """NCCL_SOCKET_IFNAME semantics: comma list of prefixes, '=' for exact names, a leading '^' excludes."""
+    if spec.startswith("^"):
+        return True  # an exclusion list leaves the other interfaces
+    for entry in (e.strip() for e in spec.split(",") if e.strip()):
+        exact = entry.startswith("=")
+        name = entry[1:] if exact else entry
+        if any(i == name if exact else i.startswith(name) for i in ifaces):
+            return True
+    return False
+
+
+@check("comm.env_hygiene", "communication", applies=lambda p: has_gpus(p) and has_efa(p),
+       title="No node-wide NCCL/libfabric variables that force TCP or slow EFA down")
+def env_hygiene(ctx: Ctx) -> Result:
+    env = node_env(ctx)
+    ifaces = ctx.node.listdir("/sys/class/net")
+    rdma = str(ctx.profile.fact("family", "")).startswith(RDMA_FAMILIES)
+    fails: List[str] = []
+    warns: List[str] = []
+    for name, value, where in env:
+        v = value.strip().lower()
+        item = f"{name}={value} ({where})"
+        if name == "NCCL_NET":
+            if v == "socket":
+                fails.append(f"{item}: forces NCCL's TCP socket transport, EFA unused")
+            elif "libfabric" not in v and "ofi" not in v:
+                warns.append(f"{item}: forces a network other than aws-ofi-nccl ('AWS Libfabric')")
+        elif name == "NCCL_NET_PLUGIN" and v == "none":
+            fails.append(f"{item}: disables the aws-ofi-nccl plugin, NCCL falls back to TCP sockets")
+        elif name == "FI_PROVIDER" and v:
+            provs = [p.strip() for p in v.lstrip("^").split(",")]
+            if ("efa" in provs) == v.startswith("^"):
+                fails.append(f"{item}: hides libfabric's efa provider, NCCL runs over TCP (or not at all)")
+        elif name == "NCCL_SOCKET_IFNAME" and "$" not in value and ifaces and not _ifname_matches(value, ifaces):
+            fails.append(f"{item}: matches no interface in /sys/class/net ({', '.join(ifaces)}), NCCL init fails")
+        elif name == "NCCL_PROTO":
+            warns.append(f"{item}: restricts NCCL protocols (simple was needed only for aws-ofi-nccl <= 1.5.0)")
+        elif name == "FI_EFA_USE_DEVICE_RDMA" and v in ("0", "false", "no") and rdma:
+            warns.append(f"{item}: turns GPUDirect RDMA off on a type that has it")
+        elif name.startswith("RDMAV_"):
+            warns.append(f"{item}: rdma-core override the aws-ofi-nccl docs say not to set")
+        elif name == "NCCL_P2P_DISABLE" and v not in ("0", "false", "no", ""):
+            warns.append(f"{item}: turns NVLink peer-to-peer off inside the node")
+    seen = ", ".join(f"{n}={v} ({w})" for n, v, w in env)
+    expected = "no variable forcing TCP or restricting NCCL/EFA"
+    remedy = ("remove these lines (set per job only when really needed): current aws-ofi-nccl and libfabric pick EFA, "
+              "the protocols and GPUDirect RDMA themselves")
+    if fails:
+        return bad("; ".join(fails + warns), expected, remedy, detail=seen)
+    if warns:
+        return warn("; ".join(warns), expected, remedy, detail=seen)
+    return ok(seen or "none set in /etc/environment, /etc/nccl.conf, /etc/profile.d/*.sh", expected)
