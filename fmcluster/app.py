@@ -46,6 +46,13 @@ class ClusterStacks:
                 env=env,
                 description=f"fmcluster {spec.name}: Amazon Managed Prometheus, alert rules, alert routing, dashboards",
             )
+        if self.observability is not None and self.storage.file_system is not None and spec.storage.fsx is not None:
+            # the file servers' view of free space (the clients' view is the FsxFreeCapacityLow rule)
+            self.observability.alarm_on_fsx_free_capacity(
+                "FsxFreeCapacityAlarm",
+                file_system_id=self.storage.file_system.file_system_id,
+                storage_capacity_gib=spec.storage.fsx.storage_capacity_gib,
+            )
         self.cluster = ClusterStack(
             app,
             spec.stack_name("cluster"),

@@ -234,3 +234,14 @@ def test_scratch_and_lustre_2_12_file_systems_get_only_what_they_support():
     old["storage"]["fsx"] = {"lustre_version": "2.12"}
     fs = only(_storage_template(old), "AWS::FSx::FileSystem")["Properties"]
     assert fs["FileSystemTypeVersion"] == "2.12" and "MetadataConfiguration" not in fs["LustreConfiguration"]
+
+
+def test_fsx_free_capacity_alarm_watches_the_file_system_and_notifies_the_alert_topic(default):
+    obs = default["fm-dev-observability"]
+    (alarm,) = resources_of(obs, "AWS::CloudWatch::Alarm").values()
+    props = alarm["Properties"]
+    assert (props["Namespace"], props["MetricName"]) == ("AWS/FSx", "FreeDataStorageCapacity")
+    (dim,) = props["Dimensions"]
+    assert dim["Name"] == "FileSystemId" and "fm-dev-storage" in json.dumps(dim["Value"])
+    assert props["Threshold"] == 4800 * 1024**3 * 0.1 and props["ComparisonOperator"] == "LessThanThreshold"
+    assert props["AlarmActions"] and props["OKActions"]
