@@ -110,7 +110,16 @@ def test_docker_config_merges_and_is_idempotent(tmp_path):
     assert node.docker_config(str(f), "/opt/dlami/nvme/docker/data-root") is True
     data = json.loads(f.read_text())
     assert data["data-root"] == "/opt/dlami/nvme/docker/data-root" and data["default-runtime"] == "nvidia"
+    # images follow data-root only with the classic store (containerd's store lives under /var/lib/containerd)
+    assert data["features"] == {"containerd-snapshotter": False}
     assert node.docker_config(str(f), "/opt/dlami/nvme/docker/data-root") is False
+
+
+def test_docker_config_keeps_an_explicit_containerd_store_choice(tmp_path):
+    f = tmp_path / "daemon.json"
+    f.write_text(json.dumps({"features": {"containerd-snapshotter": True, "buildkit": True}}))
+    node.docker_config(str(f), "/opt/dlami/nvme/docker/data-root")
+    assert json.loads(f.read_text())["features"] == {"containerd-snapshotter": True, "buildkit": True}
 
 
 def test_enroot_config_sets_commented_and_missing_keys_once(tmp_path):

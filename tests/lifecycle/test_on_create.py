@@ -140,7 +140,7 @@ def test_controller_mounts_configures_and_installs_collectors_but_does_not_valid
     assert n.log("validate.log") == ""
     assert "boot validator not run" in out
     daemon = json.loads((n.root / "etc/docker/daemon.json").read_text())
-    assert daemon == {"data-root": "/opt/dlami/nvme/docker/data-root"}
+    assert daemon == {"data-root": "/opt/dlami/nvme/docker/data-root", "features": {"containerd-snapshotter": False}}
     assert "ENROOT_CACHE_PATH /opt/dlami/nvme/enroot/cache" in (n.root / "etc/enroot/enroot.conf").read_text()
     assert (n.root / "opt/dlami/nvme/enroot/cache").is_dir()
     assert "-u 2001 -g alice alice" in n.log("useradd.log") and "-aG docker alice" in n.log("usermod.log")

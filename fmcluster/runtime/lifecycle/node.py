@@ -289,14 +289,21 @@ def storage_root(root: str = "/") -> Tuple[Optional[str], str]:
 
 
 def docker_config(path: str, data_root: str) -> bool:
-    """Set ``data-root`` in docker's daemon.json, keeping every other key. True when the file changed."""
+    """Set ``data-root`` in docker's daemon.json, keeping every other key. True when the file changed.
+
+    Docker Engine 29+ fresh installs keep images in containerd's image store (/var/lib/containerd, on the root
+    volume) whatever data-root says; unless the file chooses explicitly, the classic store is kept so images
+    follow data-root onto the NVMe (Docker docs, "containerd image store")."""
     current: Dict[str, Any] = {}
     if os.path.exists(path):
         current = _load_json(path, "docker daemon.json")
-    if current.get("data-root") == data_root:
+    wanted = dict(current, **{"data-root": data_root})
+    features = dict(current.get("features") or {})
+    features.setdefault("containerd-snapshotter", False)
+    wanted["features"] = features
+    if wanted == current:
         return False
-    current["data-root"] = data_root
-    _write(path, json.dumps(current, indent=2, sort_keys=True) + "\n")
+    _write(path, json.dumps(wanted, indent=2, sort_keys=True) + "\n")
     return True
 
 
