@@ -26,10 +26,12 @@ def exporters(spec: ClusterSpec, group: NodeGroup) -> List[Dict[str, Any]]:
     return found
 
 
-def mounts(spec: ClusterSpec) -> List[Dict[str, Any]]:
-    """Shared file systems every node must have mounted."""
+def mounts(spec: ClusterSpec, group: NodeGroup) -> List[Dict[str, Any]]:
+    """Shared file systems every node must have mounted (over EFA where both ends have it)."""
     fsx = spec.storage.fsx
-    return [{"path": fsx.mount_point, "fstype": "lustre", "required": True, "efa": fsx.efa}] if fsx else []
+    if fsx is None:
+        return []
+    return [{"path": fsx.mount_point, "fstype": "lustre", "required": True, "efa": fsx.efa and group.efa_enabled}]
 
 
 def node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
@@ -37,7 +39,7 @@ def node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
     return NodeProfile.from_catalog(
         group.instance_type,
         exporters=exporters(spec, group),
-        mounts=mounts(spec),
+        mounts=mounts(spec, group),
         group=group.name,
         orchestrator=orchestrator,
         policy=spec.validation.policy,

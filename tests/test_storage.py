@@ -245,3 +245,25 @@ def test_fsx_free_capacity_alarm_watches_the_file_system_and_notifies_the_alert_
     assert dim["Name"] == "FileSystemId" and "fm-dev-storage" in json.dumps(dim["Value"])
     assert props["Threshold"] == 4800 * 1024**3 * 0.1 and props["ComparisonOperator"] == "LessThanThreshold"
     assert props["AlarmActions"] and props["OKActions"]
+
+
+def test_pcs_login_node_mounts_the_file_system_over_tcp(synth_example):
+    cluster = synth_example("pcs-p5en-capacity-block")["pcs-p5en-cluster"]
+    (login,) = [r for k, r in resources_of(cluster, "AWS::EC2::LaunchTemplate").items() if k.startswith("Login")]
+    user_data = json.dumps(login)
+    assert "python3 -m fmcluster.runtime.lustre mount" in user_data
+    assert "--mount-point /fsx --fstab" in user_data and "--efa" not in user_data  # m5: no EFA, LNet over TCP
+    assert "node_bootstrap.sh" not in user_data  # nothing to validate on a login node
+
+
+def test_node_profiles_expect_lnet_over_efa_only_on_efa_nodes():
+    from fmcluster.profiles import node_profile
+    from fmcluster.spec import parse_spec
+
+    spec = parse_spec({"name": "mixed", "region": "us-east-1", "availability_zone": "us-east-1a",
+                       "storage": {"fsx": {"efa": True}},
+                       "node_groups": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 1},
+                                       {"name": "cpu", "instance_type": "m5.xlarge", "count": 1, "role": "cpu"}]})
+    gpu, cpu = (node_profile(spec, g).mounts for g in spec.node_groups)
+    assert gpu == [{"path": "/fsx", "fstype": "lustre", "required": True, "efa": True}]
+    assert cpu == [{"path": "/fsx", "fstype": "lustre", "required": True, "efa": False}]

@@ -58,8 +58,23 @@ def mount_step(*, dns_name: str, mount_name: str, mount_point: str, efa: bool) -
     return (
         "PYTHONPATH=/opt/fmcluster/pkg python3 -m fmcluster.runtime.lustre mount "
         f'--dns-name "{dns_name}" --mount-name "{mount_name}" --mount-point {mount_point}{flags} --fstab '
-        "|| echo 'fmcluster: FSx for Lustre mount failed; the boot validation reports it'\n"
+        "|| echo 'fmcluster: FSx for Lustre mount failed (details above)'\n"
     )
+
+
+def _fetch_runtime(runtime_s3_url: str, region: str) -> str:
+    """Shell lines that fetch the runtime asset (retrying with backoff) and unpack it as a package."""
+    return f"""install -d -m 0755 /etc/fmcluster /opt/fmcluster/pkg/fmcluster /var/log/fmcluster
+exec >>/var/log/fmcluster/user-data.log 2>&1
+for attempt in 1 2 3 4 5 6; do
+  aws s3 cp --only-show-errors --region {region} "{runtime_s3_url}" /opt/fmcluster/runtime.zip && break
+  [ "$attempt" -eq 6 ] && {{ echo "cannot fetch the fmcluster runtime"; exit 1; }}
+  sleep $((attempt * 10))
+done
+rm -rf /opt/fmcluster/pkg/fmcluster/runtime
+python3 -m zipfile -e /opt/fmcluster/runtime.zip /opt/fmcluster/pkg/fmcluster/runtime
+touch /opt/fmcluster/pkg/fmcluster/__init__.py
+"""
 
 
 def bootstrap_script(
@@ -77,21 +92,19 @@ def bootstrap_script(
     mount shared storage and install collectors (when given), run the shared bootstrap. Network steps retry with backoff."""
     return f"""#!/bin/bash
 set -euo pipefail
-install -d -m 0755 /etc/fmcluster /opt/fmcluster/pkg/fmcluster /var/log/fmcluster
-exec >>/var/log/fmcluster/user-data.log 2>&1
-cat >/etc/fmcluster/profile.json <<'FMCLUSTER_PROFILE'
+{_fetch_runtime(runtime_s3_url, region)}cat >/etc/fmcluster/profile.json <<'FMCLUSTER_PROFILE'
 {profile_json}
 FMCLUSTER_PROFILE
-for attempt in 1 2 3 4 5 6; do
-  aws s3 cp --only-show-errors --region {region} "{runtime_s3_url}" /opt/fmcluster/runtime.zip && break
-  [ "$attempt" -eq 6 ] && {{ echo "cannot fetch the fmcluster runtime"; exit 1; }}
-  sleep $((attempt * 10))
-done
-rm -rf /opt/fmcluster/pkg/fmcluster/runtime
-python3 -m zipfile -e /opt/fmcluster/runtime.zip /opt/fmcluster/pkg/fmcluster/runtime
-touch /opt/fmcluster/pkg/fmcluster/__init__.py
 {mount}{collectors}FMCLUSTER_LEVEL={level} FMCLUSTER_POLICY={policy} FMCLUSTER_AGENT={agent} \\
   bash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh
+"""
+
+
+def login_script(*, runtime_s3_url: str, region: str, mount: str) -> str:
+    """A login node's user data: no GPU to validate, but the shared file system users expect."""
+    return f"""#!/bin/bash
+set -euo pipefail
+{_fetch_runtime(runtime_s3_url, region)}{mount}echo 'fmcluster login node' >/etc/motd.d/fmcluster 2>/dev/null || true
 """
 
 

@@ -18,6 +18,7 @@ from fmcluster.constructs.node_bootstrap import (
     NodeRuntime,
     bootstrap_script,
     collectors_step,
+    login_script,
     mime_user_data,
     mount_step,
 )
@@ -144,13 +145,14 @@ class ClusterStack(Stack):
         arch = group.instance.architecture
         return ec2.MachineImage.from_ssm_parameter(DLAMI_SSM_PARAMETER[arch]).get_image(self).image_id
 
-    def _mount(self) -> str:
+    def _mount(self, efa_client: bool = True) -> str:
+        """The FSx mount step; nodes without EFA (login nodes) reach an EFA-enabled file system over TCP."""
         if self.storage is None or self.storage.file_system is None:
             return ""
         fs = self.storage.file_system
         assert self.spec.storage.fsx is not None and self.storage.mount_point is not None
         return mount_step(dns_name=fs.dns_name, mount_name=fs.mount_name, mount_point=self.storage.mount_point,
-                          efa=self.spec.storage.fsx.efa)
+                          efa=self.spec.storage.fsx.efa and efa_client)
 
     def _user_data(self, group: NodeGroup) -> str:
         collectors = ""
@@ -171,7 +173,7 @@ class ClusterStack(Stack):
                 policy=self.spec.validation.policy,
                 agent=AGENT_SERVICE.get(self.spec.orchestrator.type, "none"),
                 collectors=collectors,
-                mount=self._mount(),
+                mount=self._mount(efa_client=group.efa_enabled),
             )
         )
 
@@ -236,7 +238,10 @@ class ClusterStack(Stack):
             security_group_ids=self.security_group_ids,
             subnet_id=self.subnet_id,
             image_id=ami,
-            user_data=mime_user_data("#!/bin/bash\necho 'fmcluster login node' >/etc/motd.d/fmcluster 2>/dev/null || true\n"),
+            user_data=mime_user_data(
+                login_script(runtime_s3_url=self.runtime.s3_url, region=self.region,
+                             mount=self._mount(efa_client=False))
+            ),
             root_volume_gib=100,
             tags={**self._instance_tags, "fmcluster:node-group": "login"},
         )
