@@ -121,7 +121,7 @@ def test_lifecycle_parameters_carry_groups_fsx_validation_and_collectors():
     assert params["version"] == 1 and params["workload_manager"] == "slurm"
     assert (params["controller_group"], params["login_group"]) == ("controller", "login")
     assert params["worker_groups"] == [{"instance_group_name": "h100", "partition_name": "h100",
-                                        "instance_type": "ml.p5.48xlarge", "gpu": True}]
+                                        "instance_type": "ml.p5.48xlarge", "gpu": True, "efa": True}]
     assert params["fsx"] == fsx
     assert params["validation"] == {"level": "standard", "policy": "drain"}
     assert params["observability"]["scrape_interval_seconds"] == 30

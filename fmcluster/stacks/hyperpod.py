@@ -104,7 +104,7 @@ def lifecycle_parameters(
         "login_group": LOGIN_GROUP if settings.login_instance_type else None,
         "worker_groups": [
             {"instance_group_name": g.name, "partition_name": g.name, "instance_type": ml_type(g.instance_type),
-             "gpu": g.instance.is_gpu}
+             "gpu": g.instance.is_gpu, "efa": g.efa_enabled}
             for g in spec.node_groups
         ],
         "fsx": fsx,

@@ -30,7 +30,8 @@ PARAMS: Dict[str, Any] = {
     "version": 1, "workload_manager": "slurm", "cluster_name": "demo", "region": "us-east-1",
     "controller_group": "controller", "login_group": "login",
     "worker_groups": [
-        {"instance_group_name": "gpu-a", "partition_name": "gpu-a", "instance_type": "ml.p5.48xlarge", "gpu": True},
+        {"instance_group_name": "gpu-a", "partition_name": "gpu-a", "instance_type": "ml.p5.48xlarge", "gpu": True,
+         "efa": True},
         {"instance_group_name": "cpu-b", "partition_name": "cpu-b", "instance_type": "ml.c5.18xlarge", "gpu": False},
     ],
     "fsx": {"dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com", "mount_name": "abcdefgh", "mount_point": "/fsx", "efa": False},

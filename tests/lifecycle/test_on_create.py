@@ -206,6 +206,14 @@ def test_efa_file_system_asks_the_helper_for_efa(tmp_path):
     assert n.log("lustre.log").strip().endswith("--fstab --efa")
 
 
+@pytest.mark.parametrize("ip", [CONTROLLER_IP, CPU_IP])
+def test_nodes_without_efa_mount_an_efa_file_system_over_tcp(tmp_path, ip):
+    fsx = {"dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com", "mount_name": "abcdefgh", "mount_point": "/fsx", "efa": True}
+    n = Node(tmp_path, ip=ip, parameters=params(fsx=fsx))
+    ok(n.run())
+    assert n.log("lustre.log").strip().endswith("--fstab")
+
+
 def test_rerun_is_idempotent(tmp_path):
     n = Node(tmp_path, ip=GPU_IP)
     ok(n.run())

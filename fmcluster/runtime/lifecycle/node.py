@@ -91,6 +91,8 @@ def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
             _clean(w.get(key), f"worker_groups[{i}].{key}")
         if not isinstance(w.get("gpu"), bool):
             raise LifecycleError(f"worker_groups[{i}].gpu must be true or false")
+        if not isinstance(w.get("efa", False), bool):
+            raise LifecycleError(f"worker_groups[{i}].efa must be true or false")
     fsx = params.get("fsx")
     if fsx is not None:
         if not isinstance(fsx, dict):
@@ -220,7 +222,7 @@ def plan(resource_config: Dict[str, Any], params: Dict[str, Any], addresses: Ite
     group, instance = find_instance(resource_config, addresses, hostname)
     name = _clean(group.get("Name"), "InstanceGroups[].Name")
     workers = {w["instance_group_name"]: w for w in params["worker_groups"]}
-    partition, gpu = "", False
+    partition, gpu, efa = "", False, False
     instance_type = str(group.get("InstanceType") or "")
     if name == params["controller_group"]:
         role = "controller"
@@ -229,6 +231,7 @@ def plan(resource_config: Dict[str, Any], params: Dict[str, Any], addresses: Ite
     elif name in workers:
         role, partition, gpu = "compute", workers[name]["partition_name"], workers[name]["gpu"]
         instance_type = workers[name]["instance_type"]
+        efa = workers[name].get("efa") is True
     else:
         raise LifecycleError(f"instance group {name!r} is neither the controller_group, the login_group nor one of "
                              "the worker_groups in fmcluster_parameters.json")
@@ -251,7 +254,8 @@ def plan(resource_config: Dict[str, Any], params: Dict[str, Any], addresses: Ite
         "fsx_dns_name": fsx.get("dns_name", ""),
         "fsx_mount_name": fsx.get("mount_name", ""),
         "fsx_mount_point": fsx.get("mount_point", ""),
-        "fsx_efa": "1" if fsx.get("efa") else "0",
+        # LNet over EFA only where this node has EFA; others reach an EFA-enabled file system over TCP
+        "fsx_efa": "1" if fsx.get("efa") and efa else "0",
         "level": params["validation"]["level"],
         "policy": params["validation"]["policy"],
         "observability": "1" if obs else "0",
