@@ -43,6 +43,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
+from . import versions
+
 SCHEMA = 1
 LEVELS = ("fast", "standard", "deep")
 POLICIES = ("fail", "drain", "taint", "report")
@@ -148,6 +150,16 @@ class NodeProfile:
                 raise ProfileError(f"exporters: {e!r} needs an http(s) 'url'")
         if not isinstance(self.facts, dict):
             raise ProfileError("facts: must be an object")
+
+    def version_gap(self, component: str, got: str) -> Optional[str]:
+        """Why version `got` of `component` breaks this profile's minimum or pin, or None when it meets both."""
+        want = self.min_versions.get(component)
+        if want and not versions.at_least(got, want):
+            return f"{got} < minimum {want}"
+        pin = self.pinned_versions.get(component)
+        if pin and not versions.same(got, pin):
+            return f"{got} != pinned {pin}"
+        return None
 
     # ---- JSON ----------------------------------------------------------------------------------------
     def to_dict(self) -> Dict[str, Any]:

@@ -226,3 +226,19 @@ def test_skip_leaves_out_a_check_for_one_run(p5):
     assert p5.run().status("orch.agent") == "fail"
     res = p5.run("--skip", "orch.agent")
     assert res.status("orch.agent") == "skip" and "--skip" in res.check("orch.agent")["observed"]
+
+
+def test_version_gap_checks_minimum_then_pin():
+    prof = NodeProfile.from_catalog("p5.48xlarge", min_versions={"nccl": "2.21"}, pinned_versions={"nccl": "2.23.4"})
+    assert prof.version_gap("nccl", "2.18.1") == "2.18.1 < minimum 2.21"
+    assert prof.version_gap("nccl", "2.22.3") == "2.22.3 != pinned 2.23.4"
+    assert prof.version_gap("nccl", "2.23.4") is None
+    assert prof.version_gap("no-such-component", "1.0") is None  # neither minimum nor pin for it
+
+
+@pytest.mark.parametrize("component, check_id", [("nccl", "dist.nccl"), ("libfabric", "efa.libfabric"),
+                                                 ("aws_ofi_nccl", "ofi.plugin"), ("driver", "hw.driver.version")])
+def test_every_version_check_honours_a_pin(p5, component, check_id):
+    res = p5.run(profile=p5.profile(pinned_versions={component: "0.0.1"}))
+    c = res.check(check_id)
+    assert c["status"] == "fail" and "!= pinned 0.0.1" in c["detail"], c

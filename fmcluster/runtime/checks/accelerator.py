@@ -25,11 +25,9 @@ def cuda(ctx: Ctx) -> Result:
         good, why = versions.cuda_driver_ok(cu, drv)
         if not good:
             problems.append(f"{why}, driver is {drv}")
-    if want and not versions.at_least(cu, want):
-        problems.append(f"CUDA {cu} < minimum {want}")
-    pin = ctx.profile.pinned_versions.get("cuda")
-    if pin and not versions.same(cu, pin):
-        problems.append(f"CUDA {cu} != pinned {pin}")
+    gap = ctx.profile.version_gap("cuda", cu)
+    if gap:
+        problems.append(f"CUDA {gap}")
     observed = f"CUDA {cu}, driver {drv or '?'}"
     if problems:
         return bad(observed, f">= {want}" if want else "supported", "install a CUDA/driver pair from the known-good bundle",
@@ -48,6 +46,8 @@ def dcgm(ctx: Ctx) -> Result:
     if not m:
         raise ProbeError(f"dcgmi --version output not understood: {out.strip()[:100]!r}")
     got = m.group(1)
-    if want and not versions.at_least(got, want):
-        return bad(got, f">= {want}", "install DCGM from the known-good bundle (datacenter-gpu-manager-4)")
+    gap = ctx.profile.version_gap("dcgm", got)
+    if gap:
+        return bad(got, f">= {want}" if want else "present",
+                   "install DCGM from the known-good bundle (datacenter-gpu-manager-4)", gap)
     return ok(got, f">= {want}" if want else "present")

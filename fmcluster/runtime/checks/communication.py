@@ -70,11 +70,9 @@ def installer(ctx: Ctx) -> Result:
     if not got:
         return bad("no /opt/amazon/efa_installed_packages", f">= {want}" if want else "installed",
                    "run aws-efa-installer (or use the DLAMI)")
-    if want and not versions.at_least(got, want):
-        return bad(got, f">= {want}", "upgrade the EFA installer to the known-good bundle")
-    pin = ctx.profile.pinned_versions.get("efa_installer")
-    if pin and not versions.same(got, pin):
-        return bad(got, f"== {pin}", "install the pinned EFA installer")
+    gap = ctx.profile.version_gap("efa_installer", got)
+    if gap:
+        return bad(got, f">= {want}" if want else "installed", "install the EFA installer from the known-good bundle", gap)
     return ok(got, f">= {want}" if want else "installed")
 
 
@@ -84,8 +82,10 @@ def libfabric(ctx: Ctx) -> Result:
     want = ctx.profile.min_versions.get("libfabric")
     if not got:
         return bad("unknown", f">= {want}" if want else "installed", "install libfabric from the EFA installer")
-    if want and not versions.at_least(got, want):
-        return bad(got, f">= {want}", "upgrade the EFA installer (libfabric) to the known-good bundle")
+    gap = ctx.profile.version_gap("libfabric", got)
+    if gap:
+        return bad(got, f">= {want}" if want else "installed",
+                   "install the EFA installer (libfabric) from the known-good bundle", gap)
     return ok(got, f">= {want}" if want else "installed")
 
 
@@ -136,8 +136,9 @@ def gdrcopy(ctx: Ctx) -> Result:
         return bad("gdrdrv not loaded", "loaded", "install gdrcopy and load gdrdrv (systemctl start gdrcopy)")
     if not ctx.node.exists("/dev/gdrdrv"):
         return warn(got, "/dev/gdrdrv present", "gdrdrv loaded but /dev/gdrdrv missing: restart the gdrcopy service")
-    if want and not versions.at_least(got, want):
-        return bad(got, f">= {want}", "upgrade gdrcopy to the known-good bundle")
+    gap = ctx.profile.version_gap("gdrcopy", got)
+    if gap:
+        return bad(got, f">= {want}" if want else "loaded", "install gdrcopy from the known-good bundle", gap)
     return ok(got, f">= {want}" if want else "loaded")
 
 
@@ -172,11 +173,9 @@ def ofi_plugin(ctx: Ctx) -> Result:
     if not got:
         return warn(f"{libs[0]} (version unknown)", f">= {want}" if want else "present",
                     "cannot read the plugin version; confirm with NCCL_DEBUG=INFO ('Initializing aws-ofi-nccl')")
-    if want and not versions.at_least(got, want):
-        return bad(got, f">= {want}", "upgrade aws-ofi-nccl to the known-good bundle")
-    pin = ctx.profile.pinned_versions.get("aws_ofi_nccl")
-    if pin and not versions.same(got, pin):
-        return bad(got, f"== {pin}", "install the pinned aws-ofi-nccl")
+    gap = ctx.profile.version_gap("aws_ofi_nccl", got)
+    if gap:
+        return bad(got, f">= {want}" if want else "present", "install aws-ofi-nccl from the known-good bundle", gap)
     return ok(got, f">= {want}" if want else "present")
 
 

@@ -91,11 +91,9 @@ def driver_version(ctx: Ctx) -> Result:
         if not versions.at_least(kver, versions.BLACKWELL_MIN_DRIVER):
             problems.append(f"Blackwell needs driver >= {versions.BLACKWELL_MIN_DRIVER}")
     want = p.min_versions.get("driver")
-    if want and not versions.at_least(kver, want):
-        problems.append(f"driver {kver} < minimum {want}")
-    pin = p.pinned_versions.get("driver")
-    if pin and not versions.same(kver, pin):
-        problems.append(f"driver {kver} != pinned {pin}")
+    gap = p.version_gap("driver", kver)
+    if gap:
+        problems.append(f"driver {gap}")
     # user space (NVML) must be from the same release as the kernel module
     libs = ctx.node.glob("/usr/lib*/libnvidia-ml.so.*.*") + ctx.node.glob("/usr/lib/*-linux-gnu/libnvidia-ml.so.*.*")
     lib_versions = sorted({re.sub(r".*libnvidia-ml\.so\.", "", x) for x in libs})

@@ -16,8 +16,9 @@ def torch(ctx: Ctx) -> Result:
             return skip("no torch in the system site-packages (optional; jobs may bring their own in a container)")
         return bad("not installed", f">= {want}" if want else "installed", "install PyTorch (or use the DLAMI conda env)")
     problems = []
-    if want and not versions.at_least(got, want):
-        problems.append(f"torch {got} < minimum {want}")
+    gap = ctx.profile.version_gap("torch", got)
+    if gap:
+        problems.append(f"torch {gap}")
     if v["torch_cuda"] and v["driver"]:
         good, why = versions.cuda_driver_ok(v["torch_cuda"], v["driver"])
         if not good:
@@ -34,8 +35,9 @@ def nccl(ctx: Ctx) -> Result:
     if not got:
         return warn("no system libnccl.so.2 or nvidia-nccl wheel found", f">= {want}" if want else "present",
                     "jobs must bring NCCL (torch wheels do); install libnccl2 for nccl-tests")
-    if want and not versions.at_least(got, want):
-        return bad(got, f">= {want}", "upgrade NCCL")
+    gap = ctx.profile.version_gap("nccl", got)
+    if gap:
+        return bad(got, f">= {want}" if want else "present", "install NCCL from the known-good bundle", gap)
     return ok(got, f">= {want}" if want else "present")
 
 
