@@ -164,8 +164,8 @@ def hyperpod_demand(spec: Any) -> Dict[str, int]:
     for g in spec.node_groups:
         if g.capacity.type != "training-plan":
             out[catalog.HYPERPOD_PREFIX + g.instance_type] += g.count
-    settings = getattr(spec.orchestrator, "hyperpod", None)
-    if settings is not None and is_hyperpod(spec):  # the controller and login groups count too
+    if is_hyperpod(spec):  # the controller and login groups count too
+        settings = spec.orchestrator.hyperpod
         out[settings.controller_instance_type] += 1
         if settings.login_instance_type:
             out[settings.login_instance_type] += settings.login_count

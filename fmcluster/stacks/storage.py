@@ -9,7 +9,6 @@ import re
 from typing import Optional
 
 from aws_cdk import CfnElement, CfnOutput, Fn, Stack
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -159,7 +158,3 @@ class StorageStack(Stack):
         if dra.repository_path:
             return dra.repository_path
         return f"s3://{self.data_bucket.bucket_name}/{dra.data_bucket_prefix}"
-
-    @property
-    def security_groups(self) -> list[ec2.ISecurityGroup]:
-        return list(self.file_system.connections.security_groups) if self.file_system else []
