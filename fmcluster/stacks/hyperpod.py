@@ -69,23 +69,22 @@ class HyperPodOrchestration(Construct):
 def instance_groups(spec: ClusterSpec) -> List[HyperPodInstanceGroup]:
     """The controller, the optional login group, and one Compute group (and partition) per node group."""
     settings = spec.orchestrator.hyperpod
-    common = dict(threads_per_core=settings.threads_per_core, ebs_volume_gib=settings.volume_gib)
-    groups = [HyperPodInstanceGroup(name=CONTROLLER_GROUP, instance_type=settings.controller_instance_type, count=1,
-                                    node_type="Controller", **common)]  # type: ignore[arg-type]
+
+    def group(name: str, instance_type: str, count: int, node_type: str, **extra: Any) -> HyperPodInstanceGroup:
+        return HyperPodInstanceGroup(name=name, instance_type=instance_type, count=count, node_type=node_type,
+                                     threads_per_core=settings.threads_per_core, ebs_volume_gib=settings.volume_gib,
+                                     **extra)
+
+    groups = [group(CONTROLLER_GROUP, settings.controller_instance_type, 1, "Controller")]
     if settings.login_instance_type:
-        groups.append(HyperPodInstanceGroup(name=LOGIN_GROUP, instance_type=settings.login_instance_type,
-                                            count=settings.login_count, node_type="Login", **common))  # type: ignore[arg-type]
+        groups.append(group(LOGIN_GROUP, settings.login_instance_type, settings.login_count, "Login"))
     for g in spec.node_groups:
-        groups.append(HyperPodInstanceGroup(
-            name=g.name,
-            instance_type=ml_type(g.instance_type),
-            count=g.count,
-            node_type="Compute",
+        groups.append(group(
+            g.name, ml_type(g.instance_type), g.count, "Compute",
             partitions=(g.name,),
             deep_health_checks=settings.deep_health_checks and g.role == "gpu",
             training_plan_arn=g.capacity.training_plan_arn,
             efa_only=True if g.efa_enabled else None,
-            **common,  # type: ignore[arg-type]
         ))
     return groups
 
