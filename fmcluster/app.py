@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Union
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from fmcluster.nag import acknowledge_findings
+from fmcluster.nag import cdk_provider_handlers, cfn_lint_ignore
 from fmcluster.spec import ClusterSpec, load_spec
 from fmcluster.stacks.cluster import ClusterStack
 from fmcluster.stacks.network import NetworkStack
@@ -108,7 +108,13 @@ def build_stacks(
     stacks = ClusterStacks(app, spec)
     if nag:
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-        acknowledge_findings(stacks)
+    for stack in stacks.all:
+        for handler in cdk_provider_handlers(stack):
+            cfn_lint_ignore(
+                handler,
+                ["W3005"],
+                "CDK's custom resource provider declares DependsOn on its role as well as a GetAtt; harmless",
+            )
     return stacks
 
 

@@ -9,6 +9,8 @@ from typing import Optional
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from fmcluster.nag import acknowledge
+
 # What the SSM agent needs for Session Manager and Run Command (the actions of
 # AmazonSSMManagedInstanceCore, without its wildcards).
 SSM_AGENT_ACTIONS = (
@@ -55,6 +57,14 @@ class NodeRole(Construct):
         )
         self.role.add_to_policy(
             iam.PolicyStatement(sid="SsmAgent", actions=sorted(SSM_AGENT_ACTIONS), resources=["*"])
+        )
+        acknowledge(
+            self,
+            "AwsSolutions-IAM5[Resource::*]",
+            "The SSM agent actions (ssm:UpdateInstanceInformation, ssmmessages:*Channel, ec2messages:*, as in "
+            "AmazonSSMManagedInstanceCore) support no resource-level permissions (SSM user guide), so they use "
+            "Resource *; every action is named, none is a wildcard. An orchestrator that adds such an action "
+            "acknowledges it beside this one.",
         )
         self.instance_profile = iam.CfnInstanceProfile(self, "InstanceProfile", roles=[self.role.role_name], path=path)
 

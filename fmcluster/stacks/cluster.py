@@ -11,7 +11,6 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster import catalog
-from fmcluster.constructs.data_bucket import grant_data_access
 from fmcluster.constructs.efa import UltraClusterPlacementGroup
 from fmcluster.constructs.launch_template import GpuNodeLaunchTemplate
 from fmcluster.constructs.node_bootstrap import (
@@ -24,6 +23,7 @@ from fmcluster.constructs.node_bootstrap import (
 )
 from fmcluster.constructs.node_role import NodeRole
 from fmcluster.constructs.pcs import PcsCluster
+from fmcluster.nag import acknowledge
 from fmcluster.profiles import node_profile_json
 from fmcluster.spec import ClusterSpec, NodeGroup
 from fmcluster.stacks.hyperpod import HyperPodOrchestration
@@ -104,6 +104,12 @@ class ClusterStack(Stack):
                     resources=["*"],
                 )
             )
+            acknowledge(
+                self.node_role,
+                "AwsSolutions-IAM5[Resource::*]",
+                "pcs:RegisterComputeNodeGroupInstance supports no resource-level permissions (PCS user guide), "
+                "so it uses Resource *, beside the SSM agent actions NodeRole acknowledges.",
+            )
             CfnOutput(self, "PcsClusterId", value=self.pcs.cluster_id)
         for group in spec.node_groups:
             self._add_node_group(group)
@@ -117,8 +123,7 @@ class ClusterStack(Stack):
         if self.observability is not None:
             self.observability.grant_remote_write(grantee)
         if self.storage is not None:
-            grant_data_access(grantee, bucket_arn=self.storage.imported("DataBucketArn"),
-                              key_arn=self.storage.data_key_arn)
+            self.storage.grant_data_access(grantee)
 
     def _fsx_parameters(self) -> Optional[Dict[str, Any]]:
         if self.storage is None or self.storage.file_system is None:

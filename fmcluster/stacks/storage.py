@@ -12,9 +12,10 @@ from aws_cdk import CfnElement, CfnOutput, Fn, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fmcluster.constructs.data_bucket import BucketLifecycle, DataBucket
+from fmcluster.constructs.data_bucket import BucketLifecycle, DataBucket, grant_data_access
 from fmcluster.constructs.fsx_lustre import LustreFileSystem, LustreSecurityGroup
 from fmcluster.constructs.kms import KEY_USE_ACTIONS, ClusterKey
+from fmcluster.nag import acknowledge
 from fmcluster.spec import ClusterSpec
 from fmcluster.spec_storage import DataRepositoryAssociation
 from fmcluster.stacks.network import NetworkStack
@@ -83,6 +84,20 @@ class StorageStack(Stack):
     def imported(self, name: str) -> str:
         """An export of this stack, for another stack (which must `add_dependency` on this one)."""
         return Fn.import_value(self.export_name(name))
+
+    def grant_data_access(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Read, write and delete objects anywhere in the data bucket, list it, use its key (checkpoints and
+        datasets also move to and from S3 directly, not only through the file system's links)."""
+        grant = grant_data_access(grantee, bucket_arn=self.imported("DataBucketArn"), key_arn=self.data_key_arn)
+        principal = grantee.grant_principal
+        if isinstance(principal, Construct):
+            acknowledge(
+                principal,
+                f"AwsSolutions-IAM5[Resource::{self.export_name('DataBucketArn')}/*]",
+                "Nodes read datasets and write checkpoints anywhere in the cluster's own data bucket; the object "
+                "actions are named one by one (no s3:* or s3:GetObject*).",
+            )
+        return grant
 
     @property
     def data_key_arn(self) -> Optional[str]:

@@ -1,4 +1,4 @@
-"""CLI commands backed by AWS calls (preflight, status); registered by fmcluster.cli.
+"""Commands backed by AWS calls (preflight, status).
 
 Exit codes: 0 every check passed (warnings and skips allowed), 1 a check failed or could not
 run, 2 bad input (spec, unknown profile, conflicting region). Progress goes to stderr, the
@@ -13,6 +13,7 @@ import sys
 from typing import Any, List
 
 from fmcluster.aws.session import AwsClients, AwsSetupError
+from fmcluster.cli.errors import UsageError
 
 
 def _progress(message: str) -> None:
@@ -20,8 +21,6 @@ def _progress(message: str) -> None:
 
 
 def _clients(args: argparse.Namespace, spec: Any) -> AwsClients:
-    from fmcluster.cli import UsageError
-
     region = args.region or spec.region
     if region != spec.region:
         raise UsageError(f"--region {region} differs from the spec's region {spec.region} (its availability zone "

@@ -1,8 +1,4 @@
-"""`fmcluster` command line: validate | plan | schema | catalog | synth.
-
-Exit codes: 0 fine, 1 a check or synthesis failed, 2 bad input (one line per problem,
-``field.path: what is wrong and what is allowed``; never a traceback).
-"""
+"""Commands that need only the spec: validate | plan | schema | catalog | synth (offline)."""
 
 from __future__ import annotations
 
@@ -13,19 +9,9 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # argparse exits 2 too; keep one format
-        self.print_usage(sys.stderr)
-        raise UsageError(message)
+from fmcluster.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 
 
 def _load(path: str) -> Any:
@@ -98,7 +84,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
         except RuntimeError as e:
             report = staging / "validation-report.json"
             if report.exists():
-                print("synthesis failed: unacknowledged findings (see fmcluster/nag.py)", file=sys.stderr)
+                print("synthesis failed: cdk-nag findings no construct acknowledges (see validation-report.json)",
+                      file=sys.stderr)
                 print(_summarize_report(report), file=sys.stderr)
             else:
                 print(f"synthesis failed: {e}", file=sys.stderr)
@@ -124,9 +111,8 @@ def _summarize_report(path: Path) -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="fmcluster", description="A GPU training cluster on AWS from one YAML spec.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    """Add the offline subcommands to the `fmcluster` parser."""
 
     def add(name: str, fn: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help, description=help)
@@ -145,28 +131,3 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("synth", cmd_synth, "Write the CloudFormation templates for a spec, offline.")
     sp.add_argument("file")
     sp.add_argument("--out", default="cdk.out", help="Output directory (default cdk.out).")
-    from fmcluster.aws.commands import register
-
-    register(sub)
-    return p
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    from fmcluster.spec import SpecError
-
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        return int(args.func(args))
-    except UsageError as e:
-        print(f"fmcluster: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except SpecError as e:
-        for line in e.problems:
-            print(line, file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return EXIT_OK
-

@@ -1,0 +1,48 @@
+"""`fmcluster` command line: validate | plan | schema | catalog | synth | preflight | status.
+
+Exit codes: 0 fine, 1 a check or synthesis failed, 2 bad input (one line per problem,
+``field.path: what is wrong and what is allowed``; never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, List, Optional
+
+from fmcluster.cli import aws_commands, spec_commands
+from fmcluster.cli.errors import EXIT_OK, EXIT_USAGE, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse exits 2 too; keep one format
+        self.print_usage(sys.stderr)
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="fmcluster", description="A GPU training cluster on AWS from one YAML spec.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    spec_commands.register(sub)
+    aws_commands.register(sub)
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    from fmcluster.spec import SpecError
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return int(args.func(args))
+    except UsageError as e:
+        print(f"fmcluster: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except SpecError as e:
+        for line in e.problems:
+            print(line, file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
