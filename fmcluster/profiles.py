@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from fmcluster.runtime.observability import DCGM_EXPORTER_PORT, NODE_EXPORTER_PORT
 from fmcluster.runtime.profile import NodeProfile
 from fmcluster.spec import ClusterSpec, NodeGroup
-
-AGENT_OF = {"pcs": "slurm", "hyperpod-slurm": "slurm"}
 
 
 def exporters(spec: ClusterSpec, group: NodeGroup) -> List[Dict[str, Any]]:
@@ -35,13 +33,12 @@ def mounts(spec: ClusterSpec, group: NodeGroup) -> List[Dict[str, Any]]:
 
 
 def node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
-    orchestrator: Optional[str] = AGENT_OF.get(spec.orchestrator.type)
     return NodeProfile.from_catalog(
         group.instance_type,
         exporters=exporters(spec, group),
         mounts=mounts(spec, group),
         group=group.name,
-        orchestrator=orchestrator,
+        orchestrator=spec.orchestrator_kind.node_agent,
         policy=spec.validation.policy,
         level=spec.validation.level,
     )

@@ -111,13 +111,14 @@ def test_instance_role_reaches_data_bucket_and_prometheus_without_wildcard_actio
 
 
 def test_lifecycle_parameters_carry_groups_fsx_validation_and_collectors():
+    from fmcluster.orchestrators.context import SharedFileSystem
+    from fmcluster.orchestrators.hyperpod.construct import lifecycle_parameters
     from fmcluster.spec import load_spec
-    from fmcluster.stacks.hyperpod import lifecycle_parameters
 
     spec = load_spec("examples/hyperpod-slurm-p5.yaml")
     fsx = {"dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com", "mount_name": "abcdefgh", "mount_point": "/fsx",
            "efa": False}
-    params = lifecycle_parameters(spec, REGION, fsx, "https://aps-workspaces.example/api/v1/remote_write")
+    params = lifecycle_parameters(spec, REGION, SharedFileSystem(**fsx), "https://aps-workspaces.example/api/v1/remote_write")
     assert params["version"] == 1 and params["workload_manager"] == "slurm"
     assert (params["controller_group"], params["login_group"]) == ("controller", "login")
     assert params["worker_groups"] == [{"instance_group_name": "h100", "partition_name": "h100",
@@ -195,7 +196,7 @@ def hp(group: Dict[str, Any] = None, **settings: Any) -> Dict[str, Any]:  # type
 def test_defaults():
     spec = parse_spec(BASE)
     s = spec.orchestrator.hyperpod
-    assert spec.orchestrator.is_hyperpod
+    assert spec.orchestrator_kind.name == "hyperpod-slurm" and spec.orchestrator_kind.node_agent == "slurm"
     assert (s.controller_instance_type, s.login_instance_type, s.threads_per_core) == ("ml.m5.12xlarge", None, 1)
     assert s.node_recovery == "Automatic" and s.deep_health_checks and s.slurm_config_strategy == "Managed"
 
@@ -215,12 +216,13 @@ def test_defaults():
         (hp({"name": "controller"}), "node_groups[0].name", "HyperPod controller group's name"),
         (hp({"name": "login"}), "node_groups[0].name", "HyperPod login group's name"),
         (hp({"capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}}),
-         "node_groups[0].capacity.type", "on-demand or training-plan"),
+         "node_groups[0].capacity.type", "takes on-demand, training-plan, not capacity-block"),
         (hp({"ami_id": "ami-0123456789abcdef0"}), "node_groups[0].ami_id", "own DLAMI-based image"),
         (hp({"placement": {"strategy": "cluster"}}), "node_groups[0].placement", "places instances itself"),
         (dict(BASE, orchestrator={"type": "pcs", "hyperpod": {}}), "orchestrator.hyperpod",
          "applies to orchestrator type hyperpod-slurm"),
-        (dict(BASE, orchestrator={"type": "hyperpod-eks"}), "orchestrator.type", "'hyperpod-slurm'"),
+        (dict(BASE, orchestrator={"type": "slurm"}), "orchestrator.type",
+         "'slurm' is not allowed; allowed: none, pcs, hyperpod-slurm"),
     ],
 )
 def test_hyperpod_mistakes_name_their_field(data, path, words):
@@ -231,7 +233,7 @@ def test_hyperpod_mistakes_name_their_field(data, path, words):
 
 def test_a_node_group_type_hyperpod_does_not_offer_is_refused(monkeypatch):
     """Every type in today's catalog is a HyperPod type; the check guards the next one added."""
-    import fmcluster.spec_hyperpod as sh
+    import fmcluster.orchestrators.hyperpod.settings as sh
 
     offered = sh.hyperpod_instance_types() - {"ml.p5.4xlarge"}
     monkeypatch.setattr(sh, "hyperpod_instance_types", lambda: offered)

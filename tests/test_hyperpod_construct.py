@@ -22,10 +22,10 @@ def built(tmp_path_factory):
     from aws_cdk import aws_ec2 as ec2
     from cdk_nag import AwsSolutionsChecks
 
-    from fmcluster.constructs.hyperpod import HyperPodInstanceGroup, HyperPodSlurmCluster
-    from fmcluster.constructs.hyperpod_role import HyperPodInstanceRole
-    from fmcluster.constructs.lifecycle_bucket import LifecycleScripts
     from fmcluster.nag import cdk_provider_handlers, cfn_lint_ignore
+    from fmcluster.orchestrators.hyperpod.cluster import HyperPodInstanceGroup, HyperPodSlurmCluster
+    from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole
+    from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
 
     outdir = tmp_path_factory.mktemp("hyperpod")
     app = cdk.App(
@@ -357,9 +357,9 @@ def test_sagemaker_accepts_the_synthesized_cluster(template):
 def test_invariants_fail_with_clear_messages():
     import aws_cdk as cdk
 
-    from fmcluster.constructs.hyperpod import HyperPodInstanceGroup, HyperPodSlurmCluster
-    from fmcluster.constructs.hyperpod_role import HyperPodInstanceRole
-    from fmcluster.constructs.lifecycle_bucket import LifecycleScripts
+    from fmcluster.orchestrators.hyperpod.cluster import HyperPodInstanceGroup, HyperPodSlurmCluster
+    from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole
+    from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
 
     stack = cdk.Stack(cdk.App(), "s", env=cdk.Environment(account=ACCOUNT, region=REGION))
     life = LifecycleScripts(stack, "L", cluster_name="x", parameters={}, profiles={})
@@ -373,19 +373,19 @@ def test_invariants_fail_with_clear_messages():
             subnets=[SUBNET], security_groups=[SG],
         )
 
-    with pytest.raises(AssertionError, match="exactly one Controller"):
+    with pytest.raises(ValueError, match="exactly one Controller"):
         make([compute])
     ctl = HyperPodInstanceGroup(name="ctl", instance_type="ml.m5.xlarge", count=1, node_type="Controller")
-    with pytest.raises(AssertionError, match="exactly one Controller"):
+    with pytest.raises(ValueError, match="exactly one Controller"):
         make([ctl, HyperPodInstanceGroup(name="ctl2", instance_type="ml.m5.xlarge", count=1, node_type="Controller"), compute])
-    with pytest.raises(AssertionError, match="must start with 'ml.'"):
+    with pytest.raises(ValueError, match="must start with 'ml.'"):
         make([ctl, HyperPodInstanceGroup(name="g", instance_type="p5.48xlarge", count=1)])
-    with pytest.raises(AssertionError, match="only Compute groups have partitions"):
+    with pytest.raises(ValueError, match="only Compute groups have partitions"):
         make([HyperPodInstanceGroup(name="c", instance_type="ml.m5.xlarge", count=1, node_type="Controller", partitions=("p",)),
               compute])
-    with pytest.raises(AssertionError, match="unique"):
+    with pytest.raises(ValueError, match="unique"):
         make([ctl, compute, compute])
-    with pytest.raises(AssertionError, match="threads_per_core"):
+    with pytest.raises(ValueError, match="threads_per_core"):
         make([ctl, HyperPodInstanceGroup(name="g", instance_type="ml.p5.48xlarge", count=1, threads_per_core=4)])
-    with pytest.raises(AssertionError, match="lifecycle bucket name embeds it"):
+    with pytest.raises(ValueError, match="lifecycle bucket name embeds it"):
         LifecycleScripts(stack, "Long", cluster_name="a" * 26, parameters={}, profiles={})

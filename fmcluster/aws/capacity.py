@@ -8,7 +8,7 @@ from typing import Any, List
 from botocore.exceptions import ClientError
 
 from fmcluster import catalog
-from fmcluster.aws.context import Context, as_utc, fmt_time, has_code, is_hyperpod
+from fmcluster.aws.context import Context, as_utc, fmt_time, has_code
 from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
 
 LINUX_PLATFORM = "Linux/UNIX"
@@ -144,8 +144,6 @@ def check_training_plan(ctx: Context, arn: str) -> Outcome:
     if targets and "hyperpod-cluster" not in targets:
         problems.append(f"it targets {', '.join(targets)}, not hyperpod-cluster")
         fix.append("buy a plan whose target resource is hyperpod-cluster")
-    if not is_hyperpod(ctx.spec):
-        warnings.append("training plans serve SageMaker HyperPod; the orchestrator is not HyperPod")
     for ml in ml_types:
         want = sum(g.count for g in groups if catalog.HYPERPOD_PREFIX + g.instance_type == ml)
         match = [s for s in summaries if s.get("InstanceType") == ml]

@@ -37,8 +37,9 @@ class Context:
 
 
 @dataclass
-class Planned:
-    """One check to run: a stable id (``--skip`` matches it by prefix), a title and the callable."""
+class PreflightCheck:
+    """One check to run: a stable id (``--skip`` matches it by prefix), a title, the service it calls
+    (for fault messages) and the callable."""
 
     id: str
     title: str
@@ -50,14 +51,14 @@ def has_code(exc: BaseException, *codes: str) -> bool:
     return error_code(exc) in codes
 
 
-def skipped(checks: Sequence[Planned], skip: Iterable[str]) -> List[str]:
+def skipped(checks: Sequence[PreflightCheck], skip: Iterable[str]) -> List[str]:
     prefixes = [s for s in skip if s]
     return [p.id for p in checks if any(p.id == s or p.id.startswith(s.rstrip(":") + ":") for s in prefixes)]
 
 
-def run_planned(
+def run_checks(
     ctx: Context,
-    checks: Sequence[Planned],
+    checks: Sequence[PreflightCheck],
     *,
     skip: Iterable[str] = (),
     progress: Optional[Progress] = None,
@@ -110,11 +111,3 @@ def as_utc(value: Any) -> Optional[datetime]:
     if not isinstance(value, datetime):
         return None
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-
-
-def orchestrator_type(spec: ClusterSpec) -> str:
-    return str(getattr(getattr(spec, "orchestrator", None), "type", "none") or "none")
-
-
-def is_hyperpod(spec: ClusterSpec) -> bool:
-    return orchestrator_type(spec).startswith("hyperpod")

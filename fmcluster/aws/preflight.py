@@ -1,7 +1,7 @@
 """`fmcluster preflight`: read-only AWS checks that find account problems in seconds, before `cdk deploy`.
 
 Every check returns status, observed, expected and a remedy; an AWS fault is that check's answer
-(`results.classify`). `plan_checks` decides from the spec alone which checks apply.
+(`results.classify`). `checks_for` decides from the spec alone which checks apply.
 """
 
 from __future__ import annotations
@@ -11,20 +11,18 @@ from typing import TYPE_CHECKING, Iterable, List, Optional
 
 from botocore.exceptions import ClientError
 
-from fmcluster import catalog
 from fmcluster.aws import capacity, network, quotas
 from fmcluster.aws.context import (
     Context,
-    Planned,
+    PreflightCheck,
     Progress,
     has_code,
-    is_hyperpod,
-    orchestrator_type,
     paginate,
-    run_planned,
+    run_checks,
 )
 from fmcluster.aws.results import FAIL, PASS, WARN, Outcome, Report
 from fmcluster.aws.session import AwsClients
+from fmcluster.orchestrators.kind import load
 
 if TYPE_CHECKING:
     from fmcluster.spec import ClusterSpec
@@ -151,68 +149,59 @@ def check_stacks(ctx: Context) -> Outcome:
     return Outcome(PASS, observed, expected)
 
 
-def plan_checks(spec: ClusterSpec) -> List[Planned]:
+def checks_for(spec: ClusterSpec) -> List[PreflightCheck]:
     """The checks that apply to `spec`, in order (credentials first: later ones need the account)."""
-    p: List[Planned] = [
-        Planned("credentials", "credentials and account", "sts", check_credentials),
-        Planned("availability-zone", f"availability zone {spec.availability_zone}", "ec2", check_availability_zone),
+    p: List[PreflightCheck] = [
+        PreflightCheck("credentials", "credentials and account", "sts", check_credentials),
+        PreflightCheck("availability-zone", f"availability zone {spec.availability_zone}", "ec2", check_availability_zone),
     ]
-    for t in sorted({g.instance_type for g in spec.node_groups} | set(quotas.extra_on_demand_instances(spec))):
-        p.append(Planned(f"offering:{t}", f"{t} offered in {spec.availability_zone}", "ec2",
+    kind = spec.orchestrator_kind
+    extra = [e.instance_type for e in kind.extra_instances(spec)] if kind.instances_in_account else []
+    for t in sorted({g.instance_type for g in spec.node_groups} | set(extra)):
+        p.append(PreflightCheck(f"offering:{t}", f"{t} offered in {spec.availability_zone}", "ec2",
                          partial(check_offering, instance_type=t)))
     for g in spec.node_groups:
         if g.ami_id:
-            p.append(Planned(f"ami:{g.name}", f"AMI of group {g.name}", "ec2", partial(
+            p.append(PreflightCheck(f"ami:{g.name}", f"AMI of group {g.name}", "ec2", partial(
                 check_ami, ami=g.ami_id, arch=g.instance.architecture, instance_type=g.instance_type)))
-    pcs = getattr(spec.orchestrator, "pcs", None) if orchestrator_type(spec) == "pcs" else None
-    login_ami, login_type = getattr(pcs, "login_ami_id", None), getattr(pcs, "login_instance_type", None)
-    if login_ami and login_type in catalog.all_types():
-        p.append(Planned("ami:pcs-login", "AMI of the PCS login node", "ec2", partial(
-            check_ami, ami=login_ami, arch=catalog.get(login_type).architecture, instance_type=login_type)))
     for rid in sorted({g.capacity.reservation_id for g in spec.node_groups if g.capacity.reservation_id}):
-        p.append(Planned(f"capacity:{rid}", f"capacity reservation {rid}", "ec2",
+        p.append(PreflightCheck(f"capacity:{rid}", f"capacity reservation {rid}", "ec2",
                          partial(capacity.check_reservation, reservation_id=rid)))
     for arn in sorted({g.capacity.training_plan_arn for g in spec.node_groups if g.capacity.training_plan_arn}):
-        p.append(Planned(f"training-plan:{arn.split('/')[-1]}", "training plan", "sagemaker",
+        p.append(PreflightCheck(f"training-plan:{arn.split('/')[-1]}", "training plan", "sagemaker",
                          partial(capacity.check_training_plan, arn=arn)))
     p += _quota_checks(spec)
+    if kind.preflight is not None:
+        p += load(kind.preflight)(spec)
     existing = spec.network.existing_vpc
     if existing is not None:
-        p.append(Planned("vpc", f"VPC {existing.vpc_id}", "ec2", network.check_vpc))
-        p.append(Planned("subnets", "subnets and free addresses", "ec2", network.check_subnets))
+        p.append(PreflightCheck("vpc", f"VPC {existing.vpc_id}", "ec2", network.check_vpc))
+        p.append(PreflightCheck("subnets", "subnets and free addresses", "ec2", network.check_subnets))
         if existing.route_table_ids:
-            p.append(Planned("route-tables", "route tables", "ec2", network.check_route_tables))
+            p.append(PreflightCheck("route-tables", "route tables", "ec2", network.check_route_tables))
     bucket = network.existing_bucket_name(spec)
     if bucket:
-        p.append(Planned("bucket", f"bucket {bucket}", "s3", partial(network.check_bucket, bucket=bucket)))
-    p.append(Planned("cdk-bootstrap", "CDK bootstrap", "ssm", check_cdk_bootstrap))
-    p.append(Planned("stacks", "existing stacks", "cloudformation", check_stacks))
+        p.append(PreflightCheck("bucket", f"bucket {bucket}", "s3", partial(network.check_bucket, bucket=bucket)))
+    p.append(PreflightCheck("cdk-bootstrap", "CDK bootstrap", "ssm", check_cdk_bootstrap))
+    p.append(PreflightCheck("stacks", "existing stacks", "cloudformation", check_stacks))
     return p
 
 
-def _quota_checks(spec: ClusterSpec) -> List[Planned]:
-    p: List[Planned] = []
+def _quota_checks(spec: ClusterSpec) -> List[PreflightCheck]:
+    p: List[PreflightCheck] = []
     for bucket in quotas.EC2_VCPU_QUOTAS:
         if quotas.ec2_vcpu_demand(spec).get(bucket):
             code, name, _ = quotas.EC2_VCPU_QUOTAS[bucket]
-            p.append(Planned(f"quota:ec2-{bucket}-vcpus", name, "service-quotas",
+            p.append(PreflightCheck(f"quota:ec2-{bucket}-vcpus", name, "service-quotas",
                              partial(quotas.check_ec2_vcpus, bucket=bucket)))
-    if is_hyperpod(spec):
-        for ml in sorted(quotas.hyperpod_demand(spec)):
-            p.append(Planned(f"quota:hyperpod:{ml}", f"HyperPod quota {ml}", "service-quotas",
-                             partial(quotas.check_hyperpod_type, ml_type=ml)))
-        p.append(Planned("quota:hyperpod-instances", "HyperPod instance totals", "service-quotas",
-                         quotas.check_hyperpod_totals))
-    if orchestrator_type(spec) == "pcs":
-        p.append(Planned("quota:pcs", "AWS PCS availability and quota", "pcs", quotas.check_pcs))
     new = spec.network.new_vpc
     if new is not None:
-        p.append(Planned("quota:vpcs", "VPCs per Region", "service-quotas", quotas.check_vpc_quota))
+        p.append(PreflightCheck("quota:vpcs", "VPCs per Region", "service-quotas", quotas.check_vpc_quota))
         if new.nat_gateway:
-            p.append(Planned("quota:elastic-ips", "Elastic IPs (NAT gateway)", "service-quotas",
+            p.append(PreflightCheck("quota:elastic-ips", "Elastic IPs (NAT gateway)", "service-quotas",
                              quotas.check_eip_quota))
     if quotas.fsx_storage_gib(spec) is not None:
-        p.append(Planned("quota:fsx", "FSx for Lustre quotas", "service-quotas", quotas.check_fsx_quota))
+        p.append(PreflightCheck("quota:fsx", "FSx for Lustre quotas", "service-quotas", quotas.check_fsx_quota))
     return p
 
 
@@ -226,6 +215,6 @@ def run_preflight(
     ctx: Optional[Context] = None,
 ) -> Report:
     ctx = ctx or Context(spec=spec, aws=aws)
-    checks = run_planned(ctx, plan_checks(spec), skip=skip, progress=progress, command="preflight")
+    checks = run_checks(ctx, checks_for(spec), skip=skip, progress=progress, command="preflight")
     return Report("preflight", label or spec.name, aws.region, ctx.account, checks)
 

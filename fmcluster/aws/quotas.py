@@ -1,4 +1,5 @@
-"""Service Quotas checks: EC2 On-Demand vCPUs, HyperPod instances, PCS, VPC/EIP and FSx.
+"""Service Quotas checks every cluster shares (EC2 On-Demand vCPUs, VPC/EIP, FSx) and the helpers the
+orchestrator kinds' own quota checks use (fmcluster/orchestrators/<kind>/preflight.py).
 
 Codes are used only where they are well known (EC2 vCPU buckets, VPCs per Region, Elastic IPs);
 everything else is looked up by quota *name* so no code is invented.
@@ -13,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from botocore.exceptions import ClientError
 
 from fmcluster import catalog
-from fmcluster.aws.context import Context, has_code, is_hyperpod, orchestrator_type, paginate
+from fmcluster.aws.context import Context, has_code, paginate
 from fmcluster.aws.results import FAIL, PASS, SKIP, WARN, Outcome
 
 # EC2 On-Demand vCPU quotas (service code ec2), by instance family.
@@ -81,7 +82,7 @@ def find_quota(ctx: Context, service: str, match: Callable[[str], bool]) -> Opti
     return None
 
 
-def _judge(need: float, in_use: float, limit: float, what: str, unit: str, name: str, extra: str = "") -> Outcome:
+def judge(need: float, in_use: float, limit: float, what: str, unit: str, name: str, extra: str = "") -> Outcome:
     observed = f"quota {limit:g} {unit}, {in_use:g} in use, spec needs {need:g}{extra}"
     expected = f"{need:g}{' + ' + format(in_use, 'g') + ' in use' if in_use else ''} <= quota"
     if need > limit:
@@ -99,27 +100,19 @@ def _judge(need: float, in_use: float, limit: float, what: str, unit: str, name:
 
 def ec2_vcpu_demand(spec: Any) -> Dict[str, int]:
     demand: Dict[str, int] = defaultdict(int)
-    if is_hyperpod(spec):  # HyperPod instances run in SageMaker's account: SageMaker quotas apply
+    kind = spec.orchestrator_kind
+    if not kind.instances_in_account:  # e.g. HyperPod: instances run in a service account, its quotas apply
         return demand
     for g in spec.node_groups:
         bucket = ec2_quota_bucket(g.instance_type)
         if bucket and g.capacity.type in ON_DEMAND_CAPACITY:
             demand[bucket] += g.count * g.instance.vcpus
-    for itype in extra_on_demand_instances(spec):
-        bucket = ec2_quota_bucket(itype)
-        known = catalog.all_types().get(itype)
+    for extra in kind.extra_instances(spec):
+        bucket = ec2_quota_bucket(extra.instance_type)
+        known = catalog.all_types().get(extra.instance_type)
         if bucket and known:
-            demand[bucket] += known.vcpus
+            demand[bucket] += known.vcpus * extra.count
     return dict(demand)
-
-
-def extra_on_demand_instances(spec: Any) -> List[str]:
-    """Instances the orchestrator adds beyond the node groups (one entry per instance): the PCS login node."""
-    if orchestrator_type(spec) == "pcs":
-        login = getattr(getattr(spec.orchestrator, "pcs", None), "login_instance_type", None)
-        if isinstance(login, str) and login:
-            return [login]
-    return []
 
 
 def _running_vcpus(ctx: Context) -> Dict[str, int]:
@@ -150,94 +143,8 @@ def check_ec2_vcpus(ctx: Context, bucket: str) -> Outcome:
         return Outcome(WARN, f"quota {code} not found in {ctx.region}", f"'{name}' >= {need} vCPUs",
                        "check the quota in the Service Quotas console")
     in_use = _running_vcpus(ctx).get(bucket, 0)
-    return _judge(need, in_use, limit, "Capacity Blocks do not count against it", "vCPUs", f"{name}",
+    return judge(need, in_use, limit, "Capacity Blocks do not count against it", "vCPUs", f"{name}",
                   f" ({code}; on-demand and ODCR groups)")
-
-
-# --- SageMaker HyperPod ---------------------------------------------------------------------
-
-
-def hyperpod_demand(spec: Any) -> Dict[str, int]:
-    """ml.* instance counts the HyperPod cluster draws from the 'for cluster usage' quotas
-    (training-plan groups use the plan's reserved capacity instead)."""
-    out: Dict[str, int] = defaultdict(int)
-    for g in spec.node_groups:
-        if g.capacity.type != "training-plan":
-            out[catalog.HYPERPOD_PREFIX + g.instance_type] += g.count
-    if is_hyperpod(spec):  # the controller and login groups count too
-        settings = spec.orchestrator.hyperpod
-        out[settings.controller_instance_type] += 1
-        if settings.login_instance_type:
-            out[settings.login_instance_type] += settings.login_count
-    return dict(out)
-
-
-def _hyperpod_in_use(ctx: Context) -> Dict[str, int]:
-    """Instances of other HyperPod clusters in the region, by ml. type."""
-    if "hyperpod_in_use" not in ctx.cache:
-        sm = ctx.client("sagemaker")
-        used: Dict[str, int] = defaultdict(int)
-        for c in paginate(sm, "list_clusters", "ClusterSummaries"):
-            if c.get("ClusterName") == ctx.spec.name:
-                continue
-            desc = sm.describe_cluster(ClusterName=c["ClusterArn"])
-            for ig in desc.get("InstanceGroups", []):
-                used[ig.get("InstanceType", "")] += int(ig.get("CurrentCount", 0))
-        ctx.cache["hyperpod_in_use"] = dict(used)
-    return dict(ctx.cache["hyperpod_in_use"])
-
-
-def check_hyperpod_type(ctx: Context, ml_type: str) -> Outcome:
-    name = f"{ml_type} for cluster usage"
-    need = hyperpod_demand(ctx.spec).get(ml_type, 0)
-    q = find_quota(ctx, "sagemaker", lambda n: n.strip().lower() == name.lower())
-    if q is None:
-        return Outcome(FAIL, f"no SageMaker quota named '{name}' in {ctx.region} (looked up by name)",
-                       f"'{name}' >= {need}",
-                       f"request '{name}' in Service Quotas (SageMaker); HyperPod may not offer {ml_type} here")
-    in_use = _hyperpod_in_use(ctx).get(ml_type, 0)
-    return _judge(need, in_use, float(q["Value"]), "", "instances", name,
-                  f" ({q.get('QuotaCode', '?')}, looked up by name)")
-
-
-def check_hyperpod_totals(ctx: Context) -> Outcome:
-    total = sum(hyperpod_demand(ctx.spec).values())
-    per_cluster = find_quota(ctx, "sagemaker", lambda n: "instances" in n.lower() and "per sagemaker hyperpod cluster"
-                             in n.lower())
-    across = find_quota(ctx, "sagemaker", lambda n: "instances" in n.lower() and "across sagemaker hyperpod clusters"
-                        in n.lower())
-    if per_cluster is None and across is None:
-        return Outcome(SKIP, "no HyperPod instance-count quotas found by name", f">= {total} instances",
-                       "confirm HyperPod quotas in the Service Quotas console")
-    parts, worst = [], PASS
-    for q in (per_cluster, across):
-        if q is None:
-            continue
-        limit = float(q["Value"])
-        in_use = sum(_hyperpod_in_use(ctx).values()) if q is across else 0
-        parts.append(f"'{q['QuotaName']}' {limit:g} ({in_use} in use)")
-        if total > limit:
-            worst = FAIL
-        elif total + in_use > limit and worst == PASS:
-            worst = WARN
-    return Outcome(worst, "; ".join(parts) + f"; spec needs {total}", f"{total} instances within each",
-                   "" if worst == PASS else "request an increase of the HyperPod instance quota(s) above")
-
-
-# --- PCS ------------------------------------------------------------------------------------
-
-
-def check_pcs(ctx: Context) -> Outcome:
-    pcs = ctx.client("pcs")
-    clusters = paginate(pcs, "list_clusters", "clusters")
-    others = [c for c in clusters if c.get("name") != ctx.spec.name]
-    q = find_quota(ctx, "pcs", lambda n: "clusters" in n.lower() and "per" in n.lower()
-                   and "node" not in n.lower())
-    if q is None:
-        return Outcome(PASS, f"AWS PCS answers in {ctx.region}; {len(others)} other cluster(s); "
-                       "no cluster-count quota found by name", "PCS available")
-    limit = float(q["Value"])
-    return _judge(1, len(others), limit, "", "clusters", q["QuotaName"], " (looked up by name)")
 
 
 # --- network quotas -------------------------------------------------------------------------
@@ -250,7 +157,7 @@ def check_vpc_quota(ctx: Context) -> Outcome:
     if limit is None:
         return Outcome(WARN, f"{in_use} VPCs; quota {code} not found", "room for 1 more VPC",
                        "check 'VPCs per Region' in the Service Quotas console")
-    return _judge(1, in_use, limit, "", "VPCs", name, f" ({code})")
+    return judge(1, in_use, limit, "", "VPCs", name, f" ({code})")
 
 
 def check_eip_quota(ctx: Context) -> Outcome:
@@ -260,7 +167,7 @@ def check_eip_quota(ctx: Context) -> Outcome:
     if limit is None:
         return Outcome(WARN, f"{in_use} Elastic IPs; quota {code} not found", "room for the NAT gateway's EIP",
                        "check 'EC2-VPC Elastic IPs' in the Service Quotas console")
-    return _judge(1, in_use, limit, "the NAT gateway needs one", "Elastic IPs", name, f" ({code})")
+    return judge(1, in_use, limit, "the NAT gateway needs one", "Elastic IPs", name, f" ({code})")
 
 
 # --- FSx for Lustre -------------------------------------------------------------------------

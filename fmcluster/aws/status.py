@@ -2,27 +2,29 @@
 
 Resources are discovered from the stacks themselves (ListStackResources, by resource type), so
 status follows whatever the storage, observability and cluster stacks create without reading
-spec fields: FSx file systems and DRAs, HyperPod clusters and nodes, PCS clusters and node
-groups, EKS clusters, placement groups, AMP workspaces; any resource whose deployment failed
-is listed with CloudFormation's reason.
+spec fields: FSx file systems and DRAs, placement groups, AMP workspaces, and what each orchestrator
+kind describes (HyperPod clusters and nodes, PCS clusters and node groups); any resource whose
+deployment failed is listed with CloudFormation's reason.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.context import Context, Progress, fmt_time, has_code, paginate
 from fmcluster.aws.results import ERROR, classify
 from fmcluster.aws.session import AwsClients, max_attempts
+from fmcluster.orchestrators import registry
+from fmcluster.orchestrators.kind import load
 
 if TYPE_CHECKING:
     from fmcluster.spec import ClusterSpec
 
 OK, PENDING, WARN, BAD, UNKNOWN, ABSENT = "ok", "pending", "warn", "bad", "unknown", "absent"
+Describer = Tuple[str, Callable[["Context", str], "Item"]]
 STACK_PARTS = ("network", "storage", "observability", "cluster")
 
 
@@ -107,7 +109,7 @@ def _mark(health: str) -> str:
     return {OK: "OK   ", PENDING: "WAIT ", WARN: "WARN ", BAD: "FAIL ", UNKNOWN: "?    ", ABSENT: "-    "}[health]
 
 
-def stack_health(status: str) -> str:
+def stackhealth(status: str) -> str:
     if status in ("ROLLBACK_COMPLETE", "DELETE_COMPLETE") or status.endswith("_FAILED"):
         return BAD
     if status.endswith("_IN_PROGRESS"):
@@ -117,7 +119,7 @@ def stack_health(status: str) -> str:
     return OK
 
 
-def _health(state: str, ok: set, pending: set) -> str:
+def health(state: str, ok: set, pending: set) -> str:
     if state in ("?", ""):
         return UNKNOWN
     if state in ok:
@@ -127,7 +129,7 @@ def _health(state: str, ok: set, pending: set) -> str:
     return BAD
 
 
-def _last(identifier: str, marker: str) -> str:
+def arn_id(identifier: str, marker: str) -> str:
     """An id from an ARN (`.../marker/ID...`) or the id itself."""
     if identifier.startswith("arn:") and f"{marker}/" in identifier:
         return identifier.split(f"{marker}/", 1)[1].split("/")[0]
@@ -145,7 +147,7 @@ def _fsx(ctx: Context, pid: str) -> Item:
     detail = f"{lustre.get('DeploymentType', fs.get('FileSystemType', ''))} {fs.get('StorageCapacity', '?')} GiB{mount}"
     if fs.get("FailureDetails", {}).get("Message"):
         detail += f"; {fs['FailureDetails']['Message']}"
-    return Item("FSx file system", pid, life, _health(life, {"AVAILABLE"}, {"CREATING", "UPDATING"}), detail)
+    return Item("FSx file system", pid, life, health(life, {"AVAILABLE"}, {"CREATING", "UPDATING"}), detail)
 
 
 def _dra(ctx: Context, pid: str) -> Item:
@@ -154,83 +156,39 @@ def _dra(ctx: Context, pid: str) -> Item:
     detail = f"{a.get('FileSystemPath')} <-> {a.get('DataRepositoryPath')}"
     if a.get("FailureDetails", {}).get("Message"):
         detail += f"; {a['FailureDetails']['Message']}"
-    return Item("FSx DRA", pid, life, _health(life, {"AVAILABLE"}, {"CREATING", "UPDATING"}), detail)
-
-
-HYPERPOD_NODE_OK = {"Running"}
-HYPERPOD_NODE_PENDING = {"Pending", "ShuttingDown", "SystemUpdating", "DeepHealthCheckInProgress"}
-
-
-def _hyperpod(ctx: Context, pid: str) -> Item:
-    sm = ctx.client("sagemaker")
-    c = sm.describe_cluster(ClusterName=pid)
-    state = c.get("ClusterStatus", "?")
-    item = Item("HyperPod cluster", c.get("ClusterName", pid), state,
-                _health(state, {"InService"}, {"Creating", "Updating", "SystemUpdating", "RollingBack"}),
-                c.get("FailureMessage", ""))
-    nodes = paginate(sm, "list_cluster_nodes", "ClusterNodeSummaries", ClusterName=pid)
-    for ig in c.get("InstanceGroups", []):
-        name = ig.get("InstanceGroupName", "?")
-        counts = Counter(n.get("InstanceStatus", {}).get("Status", "?") for n in nodes
-                         if n.get("InstanceGroupName") == name)
-        cur, target = ig.get("CurrentCount", 0), ig.get("TargetCount", "?")
-        healths = {_health(s, HYPERPOD_NODE_OK, HYPERPOD_NODE_PENDING) for s in counts}
-        health = BAD if BAD in healths else PENDING if PENDING in healths or cur != target else OK
-        if ig.get("Status") in ("Degraded", "Failed"):
-            health = BAD
-        nodes_text = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no nodes"
-        item.children.append(Item("instance group", name, f"{cur}/{target} {ig.get('InstanceType', '')}", health,
-                                  f"nodes: {nodes_text}" + (f"; group {ig['Status']}" if ig.get("Status") else "")))
-    return item
-
-
-def _pcs(ctx: Context, pid: str) -> Item:
-    pcs = ctx.client("pcs")
-    c = pcs.get_cluster(clusterIdentifier=_last(pid, "cluster"))["cluster"]
-    state = c.get("status", "?")
-    errors = "; ".join(e.get("message", "") for e in c.get("errorInfo", []))
-    item = Item("PCS cluster", c.get("name", pid), state, _health(state, {"ACTIVE"}, {"CREATING", "UPDATING"}),
-                errors)
-    for g in paginate(pcs, "list_compute_node_groups", "computeNodeGroups", clusterIdentifier=c.get("id", pid)):
-        gs = g.get("status", "?")
-        item.children.append(Item("compute node group", g.get("name", "?"), gs,
-                                  _health(gs, {"ACTIVE"}, {"CREATING", "UPDATING"})))
-    return item
-
-
-def _eks(ctx: Context, pid: str) -> Item:
-    c = ctx.client("eks").describe_cluster(name=pid)["cluster"]
-    state = c.get("status", "?")
-    return Item("EKS cluster", pid, state, _health(state, {"ACTIVE"}, {"CREATING", "UPDATING"}),
-                f"Kubernetes {c.get('version', '?')}")
+    return Item("FSx DRA", pid, life, health(life, {"AVAILABLE"}, {"CREATING", "UPDATING"}), detail)
 
 
 def _placement_group(ctx: Context, pid: str) -> Item:
     g = ctx.client("ec2").describe_placement_groups(GroupNames=[pid])["PlacementGroups"][0]
     state = g.get("State", "?")
-    return Item("placement group", pid, state, _health(state, {"available"}, {"pending"}),
+    return Item("placement group", pid, state, health(state, {"available"}, {"pending"}),
                 f"strategy {g.get('Strategy', '?')}")
 
 
 def _amp(ctx: Context, pid: str) -> Item:
-    w = ctx.client("amp").describe_workspace(workspaceId=_last(pid, "workspace"))["workspace"]
+    w = ctx.client("amp").describe_workspace(workspaceId=arn_id(pid, "workspace"))["workspace"]
     state = w.get("status", {}).get("statusCode", "?")
     return Item("AMP workspace", w.get("workspaceId", pid), state,
-                _health(state, {"ACTIVE"}, {"CREATING", "UPDATING"}), w.get("prometheusEndpoint", ""))
+                health(state, {"ACTIVE"}, {"CREATING", "UPDATING"}), w.get("prometheusEndpoint", ""))
 
 
-DESCRIBERS: Dict[str, Callable[[Context, str], Item]] = {
-    "AWS::FSx::FileSystem": _fsx,
-    "AWS::FSx::DataRepositoryAssociation": _dra,
-    "AWS::SageMaker::Cluster": _hyperpod,
-    "AWS::PCS::Cluster": _pcs,
-    "AWS::EKS::Cluster": _eks,
-    "AWS::EC2::PlacementGroup": _placement_group,
-    "AWS::APS::Workspace": _amp,
+# Resource type -> (service called, describer). The orchestrator kinds add their own (OrchestratorKind.status).
+DESCRIBERS: Dict[str, Describer] = {
+    "AWS::FSx::FileSystem": ("fsx", _fsx),
+    "AWS::FSx::DataRepositoryAssociation": ("fsx", _dra),
+    "AWS::EC2::PlacementGroup": ("ec2", _placement_group),
+    "AWS::APS::Workspace": ("amp", _amp),
 }
-SERVICE_OF = {"AWS::FSx::FileSystem": "fsx", "AWS::FSx::DataRepositoryAssociation": "fsx",
-              "AWS::SageMaker::Cluster": "sagemaker", "AWS::PCS::Cluster": "pcs", "AWS::EKS::Cluster": "eks",
-              "AWS::EC2::PlacementGroup": "ec2", "AWS::APS::Workspace": "amp"}
+
+
+def describers() -> Dict[str, Describer]:
+    """The describers above and every registered orchestrator kind's."""
+    found = dict(DESCRIBERS)
+    for kind in registry.kinds():
+        if kind.status is not None:
+            found.update(load(kind.status))
+    return found
 
 
 def _unknown(kind: str, name: str, exc: BaseException, service: str) -> Item:
@@ -240,19 +198,20 @@ def _unknown(kind: str, name: str, exc: BaseException, service: str) -> Item:
 
 def _resources(ctx: Context, stack: str) -> List[Item]:
     items: List[Item] = []
+    known = describers()
     for r in paginate(ctx.client("cloudformation"), "list_stack_resources", "StackResourceSummaries", StackName=stack):
         rtype, pid, rstatus = r.get("ResourceType", ""), r.get("PhysicalResourceId", ""), r.get("ResourceStatus", "")
         logical = r.get("LogicalResourceId", "")
         if rstatus.endswith("_FAILED"):
             items.append(Item(rtype, logical, rstatus, BAD, r.get("ResourceStatusReason", ""), logical))
             continue
-        describe = DESCRIBERS.get(rtype)
+        service, describe = known.get(rtype, ("", None))
         if describe is None or not pid or rstatus.startswith("DELETE_"):
             continue
         try:
             item = describe(ctx, pid)
         except Exception as e:  # noqa: BLE001 - a resource that cannot be read is an answer
-            item = _unknown(rtype, pid, e, SERVICE_OF.get(rtype, ""))
+            item = _unknown(rtype, pid, e, service)
         item.logical_id = logical
         items.append(item)
     return items
@@ -269,7 +228,7 @@ def _stack(ctx: Context, part: str) -> StackState:
         raise
     state = s.get("StackStatus", "?")
     updated = fmt_time(s.get("LastUpdatedTime") or s.get("CreationTime") or "")
-    st = StackState(name, part, state, stack_health(state), s.get("StackStatusReason", ""), updated)
+    st = StackState(name, part, state, stackhealth(state), s.get("StackStatusReason", ""), updated)
     st.resources = _resources(ctx, name)
     return st
 

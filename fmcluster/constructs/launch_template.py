@@ -1,5 +1,5 @@
-"""A launch template for GPU nodes: the EFA layout of the instance type, IMDSv2, an
-encrypted gp3 root volume, placement and capacity targeting."""
+"""A launch template for cluster nodes (GPU workers, and CPU login nodes): the EFA layout of the instance
+type, IMDSv2, an encrypted gp3 root volume, placement and capacity targeting."""
 
 from __future__ import annotations
 
@@ -10,16 +10,20 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.catalog import InstanceType
-from fmcluster.constructs.efa import IMDS_HOP_LIMIT, network_interfaces
+from fmcluster.constructs.efa_interfaces import network_interfaces
+
+# IMDSv2 only; two hops so containers on the node (Slurm pyxis/enroot, docker, pods) reach it.
+IMDS_HOP_LIMIT = 2
+CAPACITY_TYPES = ("on-demand", "odcr", "capacity-block")
 
 
-class GpuNodeLaunchTemplate(Construct):
-    """Launch template for one node group.
+class NodeLaunchTemplate(Construct):
+    """Launch template for one node group (or a login node).
 
     :param instance: catalog entry; drives the network-card layout.
     :param efa: attach EFA interfaces (``efa-only`` on every EFA card).
     :param security_group_ids: on every interface (the EFA group must be among them).
-    :param subnet_id: the node subnet (one AZ).
+    :param subnet_id: the node subnet (one AZ); None when the launching service sets it (EKS).
     :param image_id: AMI id or a deploy-time token (SSM parameter).
     :param user_data: MIME multi-part text; base64-encoded here.
     :param placement_group_name: cluster/partition placement group, or None.
@@ -38,7 +42,7 @@ class GpuNodeLaunchTemplate(Construct):
         instance: InstanceType,
         efa: bool,
         security_group_ids: Sequence[str],
-        subnet_id: str,
+        subnet_id: Optional[str],
         image_id: str,
         user_data: str,
         placement_group_name: Optional[str] = None,
@@ -51,10 +55,12 @@ class GpuNodeLaunchTemplate(Construct):
         tags: Optional[Dict[str, str]] = None,
     ) -> None:
         super().__init__(scope, id)
+        if capacity_type not in CAPACITY_TYPES:
+            raise ValueError(f"capacity_type: {capacity_type!r} is not one of {', '.join(CAPACITY_TYPES)}")
         if capacity_type in ("odcr", "capacity-block") and not reservation_id:
-            raise ValueError(f"capacity {capacity_type} needs a reservation id")
+            raise ValueError(f"reservation_id: required with capacity_type {capacity_type}")
         if capacity_type == "capacity-block" and placement_group_name:
-            raise ValueError("a Capacity Block cannot be combined with a placement group")
+            raise ValueError("placement_group_name: a Capacity Block cannot be combined with a placement group")
         target = (
             ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty(
                 capacity_reservation_target=ec2.CfnLaunchTemplate.CapacityReservationTargetProperty(

@@ -9,10 +9,10 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from fmcluster.constructs.efa import EfaSecurityGroup
+from fmcluster.constructs.efa_security_group import EfaSecurityGroup
 from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
 from fmcluster.nag import cfn_lint_ignore
-from fmcluster.spec import ClusterSpec, private_subnet_prefix
+from fmcluster.spec import ClusterSpec, ExistingVpc, NewVpc, private_subnet_prefix
 
 PUBLIC_SUBNET_PREFIX = 26  # NAT gateway only; nothing else is public
 # FSx and other stateful endpoints live in their own subnet, allocated before the node subnet, so
@@ -26,32 +26,31 @@ class NetworkStack(Stack):
     logs) or an existing VPC imported by ids with no lookups. Either way it owns the EFA
     security group.
 
-    Exposes ``vpc``, ``node_subnets``, ``storage_subnet`` and ``efa`` for the other stacks.
+    Exposes ``vpc``, ``node_subnets``, ``storage_subnet`` and ``node_security_group`` (the `EfaSecurityGroup`
+    on every node interface) for the other stacks.
     """
 
     def __init__(self, scope: Construct, id: str, *, spec: ClusterSpec, **kwargs: object) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
         self.spec = spec
         if spec.network.existing_vpc is not None:
-            self.vpc = self._import_vpc()
+            self.vpc = self._import_vpc(spec.network.existing_vpc)
         else:
-            self.vpc = self._new_vpc()
+            self.vpc = self._new_vpc(spec.network.new_vpc or NewVpc())
         if spec.network.existing_vpc is None:
             self.node_subnets: List[ec2.ISubnet] = list(self.vpc.select_subnets(subnet_group_name="Nodes").subnets)
             self.storage_subnet = self.vpc.select_subnets(subnet_group_name="Storage").subnets[0]
         else:
             self.node_subnets = list(self.vpc.private_subnets)
             self.storage_subnet = self.node_subnets[0]
-        self.efa = EfaSecurityGroup(self, "EfaSecurityGroup", vpc=self.vpc)
+        self.node_security_group = EfaSecurityGroup(self, "EfaSecurityGroup", vpc=self.vpc)
 
         CfnOutput(self, "VpcId", value=self.vpc.vpc_id)
         CfnOutput(self, "NodeSubnetIds", value=",".join(s.subnet_id for s in self.node_subnets))
-        CfnOutput(self, "EfaSecurityGroupId", value=self.efa.security_group_id)
+        CfnOutput(self, "EfaSecurityGroupId", value=self.node_security_group.security_group_id)
         CfnOutput(self, "StorageSubnetId", value=self.storage_subnet.subnet_id)
 
-    def _new_vpc(self) -> ec2.Vpc:
-        new = self.spec.network.new_vpc
-        assert new is not None
+    def _new_vpc(self, new: NewVpc) -> ec2.Vpc:
         vpc = ec2.Vpc(
             self,
             "Vpc",
@@ -103,9 +102,7 @@ class NetworkStack(Stack):
         )
         return vpc
 
-    def _import_vpc(self) -> ec2.IVpc:
-        existing = self.spec.network.existing_vpc
-        assert existing is not None
+    def _import_vpc(self, existing: ExistingVpc) -> ec2.IVpc:
         vpc = ec2.Vpc.from_vpc_attributes(
             self,
             "Vpc",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Optional
+from typing import Optional, cast
 
 from aws_cdk import CfnElement, CfnOutput, Fn, Stack
 from aws_cdk import aws_iam as iam
@@ -16,8 +16,7 @@ from fmcluster.constructs.data_bucket import BucketLifecycle, DataBucket, grant_
 from fmcluster.constructs.fsx_lustre import LustreFileSystem, LustreSecurityGroup
 from fmcluster.constructs.kms import KEY_USE_ACTIONS, ClusterKey
 from fmcluster.nag import acknowledge
-from fmcluster.spec import ClusterSpec
-from fmcluster.spec_storage import DataRepositoryAssociation
+from fmcluster.spec import ClusterSpec, DataRepositoryAssociation, Fsx
 from fmcluster.stacks.network import NetworkStack
 
 # FSx creates one service-linked role per file system to read and write linked buckets.
@@ -27,7 +26,8 @@ FSX_S3_ROLE = "role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWS
 def pin_logical_id(construct: Construct, logical_id: str) -> None:
     """Fix a stateful resource's logical id so refactoring the construct tree never replaces it."""
     cfn = construct if isinstance(construct, CfnElement) else construct.node.default_child
-    assert isinstance(cfn, CfnElement), construct.node.path
+    if not isinstance(cfn, CfnElement):
+        raise TypeError(f"{construct.node.path} is not a CloudFormation element")
     cfn.override_logical_id(logical_id)
 
 
@@ -61,8 +61,7 @@ class StorageStack(Stack):
             access_log_retention_days=bucket.access_log_retention_days,
         )
         if self.data_bucket.log_bucket is not None:
-            assert isinstance(self.data_bucket.bucket, Construct)
-            pin_logical_id(self.data_bucket.bucket, "DataBucket")
+            pin_logical_id(cast(Construct, self.data_bucket.bucket), "DataBucket")
             pin_logical_id(self.data_bucket.log_bucket, "AccessLogBucket")
         self._export("DataBucketName", self.data_bucket.bucket_name)
         self._export("DataBucketArn", self.data_bucket.bucket_arn)
@@ -71,7 +70,7 @@ class StorageStack(Stack):
         self.file_system: Optional[LustreFileSystem] = None
         self.mount_point: Optional[str] = None
         if storage.fsx is not None:
-            self._file_system(network)
+            self._file_system(network, storage.fsx)
 
     def _export(self, name: str, value: str) -> None:
         CfnOutput(self, name, value=value, export_name=self.export_name(name))
@@ -118,10 +117,8 @@ class StorageStack(Stack):
             },
         )
 
-    def _file_system(self, network: NetworkStack) -> None:
-        fsx_spec = self.spec.storage.fsx
-        assert fsx_spec is not None
-        nodes = network.efa.security_group
+    def _file_system(self, network: NetworkStack, fsx_spec: Fsx) -> None:
+        nodes = network.node_security_group.security_group
         if fsx_spec.efa:
             # EFA needs all traffic to and from the clients' group: share the nodes' EFA group.
             groups = [nodes]

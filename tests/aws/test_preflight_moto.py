@@ -8,8 +8,8 @@ import boto3
 import pytest
 from awshelpers import ACCOUNT, AZ, REGION, group, make_ctx, make_spec, stubbed
 
-from fmcluster.aws.context import run_planned
-from fmcluster.aws.preflight import CDK_BOOTSTRAP_PARAMETER, plan_checks, run_preflight
+from fmcluster.aws.context import run_checks
+from fmcluster.aws.preflight import CDK_BOOTSTRAP_PARAMETER, checks_for, run_preflight
 
 pytestmark = pytest.mark.usefixtures("moto")
 
@@ -52,27 +52,27 @@ def test_default_spec_all_pass() -> None:
 
 def test_account_mismatch_fails() -> None:
     ctx = make_ctx(make_spec(account="210987654321"), account=None)
-    results = run_planned(ctx, plan_checks(ctx.spec)[:1])
+    results = run_checks(ctx, checks_for(ctx.spec)[:1])
     assert results[0].status == "fail" and ACCOUNT in results[0].observed
     assert "210987654321" in results[0].remedy
 
 
 def test_missing_bootstrap_fails_with_command() -> None:
     ctx = make_ctx(make_spec())
-    [r] = run_planned(ctx, [p for p in plan_checks(ctx.spec) if p.id == "cdk-bootstrap"])
+    [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == "cdk-bootstrap"])
     assert r.status == "fail" and r.remedy == f"npx cdk bootstrap aws://{ACCOUNT}/{REGION}"
 
 
 def test_type_not_offered_in_az_names_the_zones_that_offer_it() -> None:
     ctx = make_ctx(make_spec(node_groups=[group(instance_type="p6-b200.48xlarge", count=1)]))
-    [r] = run_planned(ctx, [p for p in plan_checks(ctx.spec) if p.id.startswith("offering:")])
+    [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id.startswith("offering:")])
     assert r.status == "fail" and "not offered in us-east-1a" in r.observed
     assert "us-east-1c" in r.remedy
 
 
 def test_unknown_az_fails() -> None:
     ctx = make_ctx(make_spec(availability_zone="us-east-1z"))
-    [r] = run_planned(ctx, [p for p in plan_checks(ctx.spec) if p.id == "availability-zone"])
+    [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == "availability-zone"])
     assert r.status == "fail" and "does not exist" in r.observed and "us-east-1a" in r.remedy
 
 
@@ -84,18 +84,18 @@ def test_p_quota_too_small_and_in_use() -> None:
     sq = stubbed(ctx, "service-quotas")
     sq.add_response("get_service_quota", quota("L-417A185B", 192))
     sq.add_response("get_service_quota", quota("L-417A185B", 512))
-    [q] = [p for p in plan_checks(ctx.spec) if p.id == "quota:ec2-p-vcpus"]
-    [r] = run_planned(ctx, [q])
+    [q] = [p for p in checks_for(ctx.spec) if p.id == "quota:ec2-p-vcpus"]
+    [r] = run_checks(ctx, [q])
     assert r.status == "fail" and "quota 192 vCPUs, 192 in use, spec needs 384" in r.observed
     assert "Running On-Demand P instances" in r.remedy
     ctx.cache.clear()
-    [r] = run_planned(ctx, [q])
+    [r] = run_checks(ctx, [q])
     assert r.status == "warn" and "raise 'Running On-Demand P instances' to 576" in r.remedy
 
 
 def test_capacity_blocks_do_not_need_on_demand_quota() -> None:
     spec = make_spec(node_groups=[group(capacity={"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"})])
-    ids = [p.id for p in plan_checks(spec)]
+    ids = [p.id for p in checks_for(spec)]
     assert "quota:ec2-p-vcpus" not in ids and "capacity:cr-0123456789abcdef0" in ids
 
 
@@ -109,8 +109,8 @@ def existing_network(cidr: str = "10.1.0.0/24", az: str = AZ) -> Dict[str, Any]:
 
 def network_results(existing: Dict[str, Any], count: int = 2) -> Dict[str, Any]:
     ctx = make_ctx(make_spec(network={"existing_vpc": existing}, node_groups=[group(count=count)]))
-    checks = [p for p in plan_checks(ctx.spec) if p.id in ("vpc", "subnets", "route-tables")]
-    return {r.id: r for r in run_planned(ctx, checks)}
+    checks = [p for p in checks_for(ctx.spec) if p.id in ("vpc", "subnets", "route-tables")]
+    return {r.id: r for r in run_checks(ctx, checks)}
 
 
 def test_existing_network_pass() -> None:
@@ -145,7 +145,7 @@ def test_ami_checks() -> None:
     ami = next(i for i in ec2.describe_images(Owners=["amazon"])["Images"] if i["Architecture"] == "x86_64")
     for ami_id, status in ((ami["ImageId"], "pass"), ("ami-0123456789abcdef0", "fail")):
         ctx = make_ctx(make_spec(node_groups=[group(ami_id=ami_id)]))
-        [r] = run_planned(ctx, [p for p in plan_checks(ctx.spec) if p.id == "ami:gpu"])
+        [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == "ami:gpu"])
         assert r.status == status, r
 
 
@@ -153,7 +153,7 @@ def test_existing_stack_is_reported() -> None:
     cfn = boto3.client("cloudformation", region_name=REGION)
     cfn.create_stack(StackName="fm-dev-network", TemplateBody='{"Resources": {"B": {"Type": "AWS::S3::Bucket"}}}')
     ctx = make_ctx(make_spec())
-    [r] = run_planned(ctx, [p for p in plan_checks(ctx.spec) if p.id == "stacks"])
+    [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == "stacks"])
     assert r.status == "pass" and "fm-dev-network CREATE_COMPLETE" in r.observed
 
 
@@ -180,8 +180,8 @@ def test_existing_data_bucket_is_checked_for_existence_and_region() -> None:
     from fmcluster.aws import network
 
     spec = make_spec(storage={"data_bucket": {"existing_name": "team-ml-data"}})
-    assert "bucket" in [p.id for p in plan_checks(spec)]
-    assert "bucket" not in [p.id for p in plan_checks(make_spec())]
+    assert "bucket" in [p.id for p in checks_for(spec)]
+    assert "bucket" not in [p.id for p in checks_for(make_spec())]
     ctx = make_ctx(spec)
     out = network.check_bucket(ctx, bucket="team-ml-data")
     assert out.status == "fail" and "does not exist" in out.observed

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any, Dict, List
 
 import boto3
@@ -10,8 +9,10 @@ import pytest
 from awshelpers import REGION, group, make_ctx, make_spec, stub_operation, stubbed
 
 from fmcluster.aws import quotas
-from fmcluster.aws.context import run_planned
-from fmcluster.aws.preflight import plan_checks
+from fmcluster.aws.context import run_checks
+from fmcluster.aws.preflight import checks_for
+from fmcluster.orchestrators.hyperpod import preflight as hyperpod_preflight
+from fmcluster.orchestrators.pcs import preflight as pcs_preflight
 
 pytestmark = pytest.mark.usefixtures("moto")
 
@@ -33,7 +34,7 @@ def stub_sagemaker_quotas(ctx: Any, applied: List[Dict[str, Any]], defaults: Lis
 
 
 def test_hyperpod_plans_sagemaker_quotas_not_ec2() -> None:
-    ids = [p.id for p in plan_checks(hyperpod_spec())]
+    ids = [p.id for p in checks_for(hyperpod_spec())]
     assert "quota:hyperpod:ml.p5.48xlarge" in ids and "quota:hyperpod-instances" in ids
     assert "quota:hyperpod:ml.m5.12xlarge" in ids  # the controller is a HyperPod instance too
     assert "quota:ec2-p-vcpus" not in ids
@@ -42,14 +43,14 @@ def test_hyperpod_plans_sagemaker_quotas_not_ec2() -> None:
 def test_hyperpod_demand_counts_controller_and_login_nodes() -> None:
     spec = hyperpod_spec(orchestrator={"type": "hyperpod-slurm", "hyperpod": {
         "controller_instance_type": "ml.m5.12xlarge", "login_instance_type": "ml.m5.12xlarge", "login_count": 2}})
-    assert quotas.hyperpod_demand(spec) == {"ml.p5.48xlarge": 2, "ml.m5.12xlarge": 3}
+    assert hyperpod_preflight.hyperpod_demand(spec) == {"ml.p5.48xlarge": 2, "ml.m5.12xlarge": 3}
 
 
 def test_hyperpod_quota_looked_up_by_name() -> None:
     ctx = make_ctx(hyperpod_spec(node_groups=[group(count=4)]))
     stub_sagemaker_quotas(ctx, [q("ml.p5.48xlarge for cluster usage", 2, "L-AAAAAAAA")],
                           [q("ml.p5.48xlarge for cluster usage", 0), q("ml.p5e.48xlarge for cluster usage", 0)])
-    out = quotas.check_hyperpod_type(ctx, "ml.p5.48xlarge")
+    out = hyperpod_preflight.check_hyperpod_type(ctx, "ml.p5.48xlarge")
     assert out.status == "fail" and "quota 2 instances, 0 in use, spec needs 4 (L-AAAAAAAA, looked up by name)" \
         in out.observed
     assert "'ml.p5.48xlarge for cluster usage' to at least 4" in out.remedy
@@ -58,13 +59,13 @@ def test_hyperpod_quota_looked_up_by_name() -> None:
 def test_hyperpod_default_quota_used_when_nothing_applied() -> None:
     ctx = make_ctx(hyperpod_spec(node_groups=[group(count=4)]))
     stub_sagemaker_quotas(ctx, [], [q("ml.p5.48xlarge for cluster usage", 8)])
-    assert quotas.check_hyperpod_type(ctx, "ml.p5.48xlarge").status == "pass"
+    assert hyperpod_preflight.check_hyperpod_type(ctx, "ml.p5.48xlarge").status == "pass"
 
 
 def test_hyperpod_type_without_quota_fails() -> None:
     ctx = make_ctx(hyperpod_spec(node_groups=[group(instance_type="p6-b300.48xlarge", count=1)]))
     stub_sagemaker_quotas(ctx, [], [q("ml.p5.48xlarge for cluster usage", 8)])
-    out = quotas.check_hyperpod_type(ctx, "ml.p6-b300.48xlarge")
+    out = hyperpod_preflight.check_hyperpod_type(ctx, "ml.p6-b300.48xlarge")
     assert out.status == "fail" and "no SageMaker quota named 'ml.p6-b300.48xlarge for cluster usage'" in out.observed
 
 
@@ -74,7 +75,7 @@ def test_hyperpod_totals() -> None:
         q("Maximum number of instances allowed per SageMaker HyperPod cluster", 3),
         q("Total number of instances allowed across SageMaker HyperPod clusters", 100),
     ])
-    out = quotas.check_hyperpod_totals(ctx)
+    out = hyperpod_preflight.check_hyperpod_totals(ctx)
     assert out.status == "fail" and "spec needs 4" in out.observed
 
 
@@ -92,7 +93,7 @@ def test_quota_access_denied_is_cannot_check() -> None:
     ctx = make_ctx(make_spec())
     sq = stubbed(ctx, "service-quotas")
     sq.add_client_error("get_service_quota", "AccessDeniedException", "denied")
-    [r] = run_planned(ctx, [p for p in plan_checks(ctx.spec) if p.id == "quota:ec2-p-vcpus"])
+    [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == "quota:ec2-p-vcpus"])
     assert r.status == "warn" and "cannot check" in r.observed and "servicequotas:GetServiceQuota" in r.remedy
 
 
@@ -112,8 +113,8 @@ def fsx_spec(gib: int) -> Any:
 
 
 def test_fsx_quota_only_when_the_spec_has_lustre() -> None:
-    assert "quota:fsx" not in [p.id for p in plan_checks(make_spec())]
-    assert "quota:fsx" in [p.id for p in plan_checks(fsx_spec(38400))]
+    assert "quota:fsx" not in [p.id for p in checks_for(make_spec())]
+    assert "quota:fsx" in [p.id for p in checks_for(fsx_spec(38400))]
 
 
 def test_fsx_quota_by_name() -> None:
@@ -131,8 +132,8 @@ def test_fsx_quota_by_name() -> None:
 
 
 def test_pcs_availability_and_cluster_quota() -> None:
-    spec = make_spec().model_copy(update={"orchestrator": SimpleNamespace(type="pcs")})
-    assert "quota:pcs" in [p.id for p in plan_checks(spec)]
+    spec = make_spec(orchestrator={"type": "pcs"}, node_groups=[group(ami_id="ami-0123456789abcdef0")])
+    assert "quota:pcs" in [p.id for p in checks_for(spec)]
     ctx = make_ctx(spec)
     pcs = stubbed(ctx, "pcs")
     pcs.add_response("list_clusters", {"clusters": [
@@ -141,7 +142,7 @@ def test_pcs_availability_and_cluster_quota() -> None:
     sq = stubbed(ctx, "service-quotas")
     sq.add_response("list_service_quotas", {"Quotas": [q("Clusters per account", 1, service="pcs")]})
     sq.add_response("list_aws_default_service_quotas", {"Quotas": []})
-    out = quotas.check_pcs(ctx)
+    out = pcs_preflight.check_pcs(ctx)
     assert out.status == "warn" and "quota 1 clusters, 1 in use" in out.observed
 
 
@@ -157,8 +158,8 @@ def test_running_instances_outside_on_demand_are_not_counted() -> None:
 def test_pcs_login_node_counts_against_the_standard_quota() -> None:
     spec = make_spec(orchestrator={"type": "pcs"}, node_groups=[group(ami_id="ami-0123456789abcdef0")])
     assert quotas.ec2_vcpu_demand(spec) == {"p": 384, "standard": 4}  # 2 x p5.48xlarge + m5.xlarge login
-    ids = [p.id for p in plan_checks(spec)]
+    ids = [p.id for p in checks_for(spec)]
     assert "offering:m5.xlarge" in ids and "quota:ec2-standard-vcpus" in ids and "quota:pcs" in ids
     spec = make_spec(orchestrator={"type": "pcs", "pcs": {"login_ami_id": "ami-0fedcba9876543210"}},
                      node_groups=[group(ami_id="ami-0123456789abcdef0")])
-    assert {"ami:gpu", "ami:pcs-login"} <= {p.id for p in plan_checks(spec)}
+    assert {"ami:gpu", "ami:pcs-login"} <= {p.id for p in checks_for(spec)}

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Sequence, Tuple
 
 from pydantic import BaseModel, ConfigDict
 
+# A problem found by a cross-field rule: (field path below the model, what is wrong and what is allowed).
+Problem = Tuple[str, str]
 
-def _problems(found: List[Tuple[str, str]]) -> None:
+
+class SpecError(Exception):
+    """Invalid spec input: `problems` holds one `path: message` line each."""
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+def raise_problems(found: List[Problem]) -> None:
     """Raise every cross-field problem at once, each tagged with its path below the model.
 
     pydantic places a model validator's error at the model itself; the ``@path`` tags
@@ -17,6 +28,7 @@ def _problems(found: List[Tuple[str, str]]) -> None:
         raise ValueError("\n".join(f"@{path}@{msg}" for path, msg in found))
 
 
+class SpecModel(BaseModel):
+    """Unknown keys are errors (a typo never passes silently); a validated spec is immutable."""
 
-class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)

@@ -1,4 +1,4 @@
-"""The spec's `orchestrator.hyperpod` section: SageMaker HyperPod with Slurm.
+"""`orchestrator: {type: hyperpod-slurm, hyperpod: {...}}`: SageMaker HyperPod with Slurm.
 
 Worker instance groups are the spec's node groups (one Slurm partition each, named after the group);
 this section adds the controller and the optional login group and the cluster-wide settings.
@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import FrozenSet, List, Literal, Optional
+from typing import TYPE_CHECKING, FrozenSet, List, Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
 from fmcluster.catalog import HYPERPOD_PREFIX
-from fmcluster.spec_base import _Model, _problems
+from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorSettings
+from fmcluster.spec.base import Problem, SpecModel, raise_problems
+
+if TYPE_CHECKING:
+    from fmcluster.spec.cluster import ClusterSpec
 
 # HyperPod instance group names: 1-63 letters, digits and inner hyphens (CreateCluster API).
 INSTANCE_GROUP_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
@@ -47,7 +51,7 @@ def offered_problem(instance_type: str) -> Optional[str]:
     return f"{ml} is not a SageMaker HyperPod instance type{hint}"
 
 
-class ClusterUser(_Model):
+class ClusterUser(SpecModel):
     """A POSIX user created on every node, with a fixed uid so files on the shared FSx keep one owner."""
 
     name: str = Field(pattern=USER_NAME_PATTERN, description="a Linux user name: lower case, digits, _ and -")
@@ -64,7 +68,7 @@ class ClusterUser(_Model):
         return v
 
 
-class HyperPodSettings(_Model):
+class HyperPodSettings(SpecModel):
     """SageMaker HyperPod (Slurm): the controller and login groups and cluster-wide settings."""
 
     controller_instance_type: str = Field("ml.m5.12xlarge", description="Slurm controller (one node).")
@@ -110,5 +114,41 @@ class HyperPodSettings(_Model):
                     found.append((f"users[{i}].{field}", f"{value} is used by another user"))
         if "login_count" in self.model_fields_set and self.login_instance_type is None:
             found.append(("login_count", "applies with login_instance_type"))
-        _problems(found)
+        raise_problems(found)
         return self
+
+
+class HyperPodSlurmOrchestrator(OrchestratorSettings):
+    type: Literal["hyperpod-slurm"] = "hyperpod-slurm"
+    hyperpod: HyperPodSettings = Field(default_factory=HyperPodSettings)
+
+
+def settings_of(spec: ClusterSpec) -> HyperPodSettings:
+    if not isinstance(spec.orchestrator, HyperPodSlurmOrchestrator):
+        raise TypeError(f"the spec's orchestrator is {spec.orchestrator.type}, not hyperpod-slurm")
+    return spec.orchestrator.hyperpod
+
+
+def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
+    """The controller and the optional login group."""
+    settings = settings_of(spec)
+    found = [ExtraInstance(CONTROLLER_GROUP, settings.controller_instance_type)]
+    if settings.login_instance_type:
+        found.append(ExtraInstance(LOGIN_GROUP, settings.login_instance_type, settings.login_count))
+    return found
+
+
+def spec_rules(spec: ClusterSpec) -> List[Problem]:
+    found: List[Problem] = []
+    for i, g in enumerate(spec.node_groups):
+        at = f"node_groups[{i}]"
+        problem = offered_problem(g.instance_type)
+        if problem:
+            found.append((f"{at}.instance_type", problem))
+        if g.name in (CONTROLLER_GROUP, LOGIN_GROUP):
+            found.append((f"{at}.name", f"{g.name!r} is the HyperPod {g.name} group's name; pick another"))
+        if g.ami_id:
+            found.append((f"{at}.ami_id", "HyperPod runs its own DLAMI-based image; remove ami_id"))
+        if g.placement is not None:
+            found.append((f"{at}.placement", "HyperPod places instances itself; remove placement"))
+    return found

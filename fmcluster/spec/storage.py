@@ -12,7 +12,7 @@ from typing import List, Literal, Optional, Tuple
 
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.spec_base import _Model, _problems
+from fmcluster.spec.base import SpecModel, raise_problems
 
 # SSD PERSISTENT_2 and SCRATCH_2: 1200 GiB, 2400 GiB, then increments of 2400 GiB (CreateFileSystem StorageCapacity).
 CAPACITY_SMALL_GIB = (1200, 2400)
@@ -39,7 +39,7 @@ def _nested(a: str, b: str) -> bool:
     return a.startswith(b) or b.startswith(a)
 
 
-class DataRepositoryAssociation(_Model):
+class DataRepositoryAssociation(SpecModel):
     """A file system directory linked to an S3 prefix: lazy import in, automatic export out."""
 
     file_system_path: str = Field(description="Absolute directory on the file system, e.g. /datasets.")
@@ -92,11 +92,11 @@ class DataRepositoryAssociation(_Model):
             events = getattr(self, field)
             if len(set(events)) != len(events):
                 found.append((field, "events must be unique"))
-        _problems(found)
+        raise_problems(found)
         return self
 
 
-class Fsx(_Model):
+class Fsx(SpecModel):
     """FSx for Lustre in the GPU availability zone, linked to S3 by data repository associations."""
 
     deployment_type: Literal["PERSISTENT_2", "SCRATCH_2"] = Field(
@@ -194,7 +194,7 @@ class Fsx(_Model):
                 found.append(("automatic_backup_retention_days", "SCRATCH_2 file systems have no backups; use 0 or "
                               "PERSISTENT_2"))
         found += self._dra_problems()
-        _problems(found)
+        raise_problems(found)
         return self
 
     def _dra_problems(self) -> List[tuple[str, str]]:
@@ -223,7 +223,7 @@ class Fsx(_Model):
         return found
 
 
-class LifecycleRule(_Model):
+class LifecycleRule(SpecModel):
     """An S3 lifecycle rule on the data bucket."""
 
     prefix: str = Field("", description="Objects it applies to, e.g. checkpoints/ (empty: the whole bucket).")
@@ -242,11 +242,11 @@ class LifecycleRule(_Model):
     def _does_something(self) -> LifecycleRule:
         if all(v is None for v in (self.noncurrent_version_expiration_days, self.expiration_days,
                                    self.intelligent_tiering_after_days, self.abort_incomplete_multipart_upload_days)):
-            _problems([("prefix", "the rule sets no action; give an expiration, a transition or an abort")])
+            raise_problems([("prefix", "the rule sets no action; give an expiration, a transition or an abort")])
         return self
 
 
-class DataBucket(_Model):
+class DataBucket(SpecModel):
     """The durable tier: an S3 bucket fmcluster creates (SSE-KMS, versioned, logged) or one you have."""
 
     existing_name: Optional[str] = Field(
@@ -259,7 +259,7 @@ class DataBucket(_Model):
     access_log_retention_days: int = Field(365, ge=1, description="Server access logs kept this long.")
 
 
-class Storage(_Model):
+class Storage(SpecModel):
     """Shared storage: the data bucket (always) and FSx for Lustre (when `fsx` is given)."""
 
     fsx: Optional[Fsx] = None
@@ -268,6 +268,6 @@ class Storage(_Model):
     @model_validator(mode="after")
     def _existing_bucket(self) -> Storage:
         if self.data_bucket.existing_name and "lifecycle_rules" in self.data_bucket.model_fields_set:
-            _problems([("data_bucket.lifecycle_rules", "apply to a bucket fmcluster creates; manage an existing "
+            raise_problems([("data_bucket.lifecycle_rules", "apply to a bucket fmcluster creates; manage an existing "
                         "bucket's lifecycle where it is defined")])
         return self

@@ -16,7 +16,7 @@ stack (auto-delete empties it first); a redeploy recreates every object.
 from __future__ import annotations
 
 import re
-from typing import Any, List, Mapping, Optional
+from typing import Any, List, Mapping, Optional, cast
 
 import jsii
 from aws_cdk import Duration, IResolvable, IResolveContext, RemovalPolicy, Stack, Token
@@ -125,14 +125,17 @@ class LifecycleScripts(Construct):
     ) -> None:
         super().__init__(scope, id)
         if not Token.is_unresolved(cluster_name):
-            assert CLUSTER_NAME.match(cluster_name) and len(cluster_name) <= MAX_CLUSTER_NAME, (
-                f"cluster_name {cluster_name!r}: the lifecycle bucket name embeds it, so it must be "
-                f"1-{MAX_CLUSTER_NAME} chars of a-z, 0-9 and '-', starting and ending alphanumeric"
-            )
+            if not (CLUSTER_NAME.match(cluster_name) and len(cluster_name) <= MAX_CLUSTER_NAME):
+                raise ValueError(
+                    f"cluster_name: {cluster_name!r}: the lifecycle bucket name embeds it, so it must be "
+                    f"1-{MAX_CLUSTER_NAME} chars of a-z, 0-9 and '-', starting and ending alphanumeric"
+                )
         stack = Stack.of(self)
         if not Token.is_unresolved(stack.region):
             length = len(f"sagemaker-{cluster_name}-123456789012-{stack.region}")
-            assert length <= 63, f"lifecycle bucket name would be {length} chars (S3 allows 63): shorten the cluster name"
+            if length > 63:
+                raise ValueError(f"cluster_name: the lifecycle bucket name would be {length} chars (S3 allows 63); "
+                                 "shorten it")
         if access_logs_bucket is None:
             access_logs_bucket = _secure_bucket(
                 self,
@@ -158,8 +161,7 @@ class LifecycleScripts(Construct):
         # Server access logs through a bucket policy on the log bucket (not the legacy
         # LogDeliveryWrite ACL CDK uses without the serverAccessLogsUseBucketPolicy flag).
         logs_prefix = f"{cluster_name}/"
-        cfn_bucket = self.bucket.node.default_child
-        assert isinstance(cfn_bucket, s3.CfnBucket)
+        cfn_bucket = cast(s3.CfnBucket, self.bucket.node.default_child)
         cfn_bucket.logging_configuration = s3.CfnBucket.LoggingConfigurationProperty(
             destination_bucket_name=access_logs_bucket.bucket_name, log_file_prefix=logs_prefix
         )
@@ -179,9 +181,9 @@ class LifecycleScripts(Construct):
         if granted.policy_dependable is not None:
             cfn_bucket.node.add_dependency(granted.policy_dependable)
         policy = self.bucket.policy
-        assert policy is not None
-        cfn_policy = policy.node.default_child
-        assert isinstance(cfn_policy, s3.CfnBucketPolicy)
+        if policy is None:  # enforce_ssl gives every _secure_bucket a policy
+            raise TypeError("the lifecycle bucket has no bucket policy")
+        cfn_policy = cast(s3.CfnBucketPolicy, policy.node.default_child)
         cfn_policy.add_property_override("PolicyDocument", _ExplicitActions(stack, policy.document))
 
         role = _deployment_role(stack)

@@ -9,9 +9,10 @@ from typing import List, Sequence
 from aws_cdk import aws_pcs as pcs
 from constructs import Construct
 
-from fmcluster.constructs.launch_template import GpuNodeLaunchTemplate
+from fmcluster.constructs.launch_template import NodeLaunchTemplate
 
 PURCHASE_OPTIONS = {"on-demand": "ONDEMAND", "odcr": "ONDEMAND", "capacity-block": "CAPACITY_BLOCK"}
+SIZES = ("SMALL", "MEDIUM", "LARGE")
 
 
 class PcsCluster(Construct):
@@ -33,6 +34,8 @@ class PcsCluster(Construct):
         scale_down_idle_seconds: int = 600,
     ) -> None:
         super().__init__(scope, id)
+        if size not in SIZES:
+            raise ValueError(f"size: {size!r} is not one of {', '.join(SIZES)}")
         self.cluster = pcs.CfnCluster(
             self,
             "Resource",
@@ -64,7 +67,7 @@ class PcsCluster(Construct):
         instance_type: str,
         min_count: int,
         max_count: int,
-        launch_template: GpuNodeLaunchTemplate,
+        launch_template: NodeLaunchTemplate,
         instance_profile_arn: str,
         subnet_ids: Sequence[str],
         ami_id: str,
@@ -73,6 +76,8 @@ class PcsCluster(Construct):
     ) -> pcs.CfnComputeNodeGroup:
         """A compute node group of `instance_type`, and a queue of the same name unless
         `queue` is False (login nodes)."""
+        if capacity_type not in PURCHASE_OPTIONS:
+            raise ValueError(f"capacity_type: {capacity_type!r} is not one of {', '.join(PURCHASE_OPTIONS)}")
         group = pcs.CfnComputeNodeGroup(
             self,
             id,

@@ -31,14 +31,14 @@ from aws_cdk import Fn
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from fmcluster.constructs.hyperpod_role import (
+from fmcluster.orchestrators.hyperpod.instance_role import (
     HyperPodInstanceRole,
     SecurityGroupRef,
     SubnetRef,
     security_group_id,
     subnet_id,
 )
-from fmcluster.constructs.lifecycle_bucket import LifecycleScripts
+from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
 
 NODE_TYPES = ("Controller", "Login", "Compute")
 SLURM_CONFIG_STRATEGIES = ("Managed", "Overwrite", "Merge")
@@ -77,23 +77,28 @@ class HyperPodInstanceGroup:
     efa_only: Optional[bool] = None
 
     def check(self) -> None:
-        where = f"instance group {self.name!r}"
-        assert NAME.match(self.name) and len(self.name) <= 63, (
-            f"{where}: name must be 1-63 chars of letters, digits and inner hyphens"
-        )
-        assert self.instance_type.startswith("ml."), f"{where}: instance_type {self.instance_type!r} must start with 'ml.'"
-        assert self.count >= 1, f"{where}: count must be at least 1"
-        assert self.node_type in NODE_TYPES, f"{where}: node_type must be one of {', '.join(NODE_TYPES)}"
-        assert self.threads_per_core in (1, 2), f"{where}: threads_per_core must be 1 or 2"
+        """Raise ValueError naming the first prop HyperPod would refuse."""
+        where = f"instance_groups[{self.name!r}]"
+        if not (NAME.match(self.name) and len(self.name) <= 63):
+            raise ValueError(f"{where}.name: 1-63 chars of letters, digits and inner hyphens")
+        if not self.instance_type.startswith("ml."):
+            raise ValueError(f"{where}.instance_type: {self.instance_type!r} must start with 'ml.'")
+        if self.count < 1:
+            raise ValueError(f"{where}.count: must be at least 1")
+        if self.node_type not in NODE_TYPES:
+            raise ValueError(f"{where}.node_type: must be one of {', '.join(NODE_TYPES)}")
+        if self.threads_per_core not in (1, 2):
+            raise ValueError(f"{where}.threads_per_core: must be 1 or 2")
         if self.node_type == "Compute":
-            assert len(self.partitions) <= 1, f"{where}: HyperPod allows at most one Slurm partition per group"
+            if len(self.partitions) > 1:
+                raise ValueError(f"{where}.partitions: HyperPod allows at most one Slurm partition per group")
             for p in self.partitions:
-                assert NAME.match(p), f"{where}: partition {p!r} must be letters, digits and inner hyphens"
-        else:
-            assert not self.partitions, f"{where}: only Compute groups have partitions"
-        assert self.ebs_volume_gib is None or 1 <= self.ebs_volume_gib <= 16384, (
-            f"{where}: ebs_volume_gib must be 1-16384"
-        )
+                if not NAME.match(p):
+                    raise ValueError(f"{where}.partitions: {p!r} must be letters, digits and inner hyphens")
+        elif self.partitions:
+            raise ValueError(f"{where}.partitions: only Compute groups have partitions")
+        if self.ebs_volume_gib is not None and not 1 <= self.ebs_volume_gib <= 16384:
+            raise ValueError(f"{where}.ebs_volume_gib: must be 1-16384")
 
     def render(self, *, role_arn: str, lifecycle: LifecycleScripts) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
         storage = None
@@ -151,21 +156,25 @@ class HyperPodSlurmCluster(Construct):
         slurm_config_strategy: str = "Managed",
     ) -> None:
         super().__init__(scope, id)
-        assert NAME.match(cluster_name) and len(cluster_name) <= 63, (
-            f"cluster_name {cluster_name!r}: 1-63 chars of letters, digits and inner hyphens"
-        )
+        if not (NAME.match(cluster_name) and len(cluster_name) <= 63):
+            raise ValueError(f"cluster_name: {cluster_name!r} must be 1-63 chars of letters, digits and inner hyphens")
         for group in instance_groups:
             group.check()
         names = [g.name for g in instance_groups]
-        assert len(set(names)) == len(names), f"instance group names must be unique: {names}"
+        if len(set(names)) != len(names):
+            raise ValueError(f"instance_groups: names must be unique: {names}")
         controllers = [g.name for g in instance_groups if g.node_type == "Controller"]
-        assert len(controllers) == 1, f"a Slurm cluster needs exactly one Controller group, got {controllers or 'none'}"
-        assert any(g.node_type == "Compute" for g in instance_groups), "a Slurm cluster needs at least one Compute group"
-        assert node_recovery in NODE_RECOVERY, f"node_recovery must be one of {', '.join(NODE_RECOVERY)}"
-        assert slurm_config_strategy in SLURM_CONFIG_STRATEGIES, (
-            f"slurm_config_strategy must be one of {', '.join(SLURM_CONFIG_STRATEGIES)}"
-        )
-        assert subnets and security_groups, "HyperPodSlurmCluster: at least one subnet and one security group"
+        if len(controllers) != 1:
+            raise ValueError(f"instance_groups: a Slurm cluster needs exactly one Controller group, got "
+                             f"{controllers or 'none'}")
+        if not any(g.node_type == "Compute" for g in instance_groups):
+            raise ValueError("instance_groups: a Slurm cluster needs at least one Compute group")
+        if node_recovery not in NODE_RECOVERY:
+            raise ValueError(f"node_recovery: must be one of {', '.join(NODE_RECOVERY)}")
+        if slurm_config_strategy not in SLURM_CONFIG_STRATEGIES:
+            raise ValueError(f"slurm_config_strategy: must be one of {', '.join(SLURM_CONFIG_STRATEGIES)}")
+        if not subnets or not security_groups:
+            raise ValueError("subnets, security_groups: at least one of each")
 
         lifecycle.grant_read(role)
         self._cluster_name = cluster_name
@@ -208,7 +217,8 @@ class HyperPodSlurmCluster(Construct):
         """``sagemaker-cluster:<cluster-id>_<group>-<instance-id>``, the SSM Session Manager
         target of one node (e.g. for a CfnOutput of the controller's target prefix, pass
         ``instance_id=""`` and append the id from ``aws sagemaker list-cluster-nodes``)."""
-        assert group in {g.name for g in self.instance_groups}, f"no instance group {group!r}"
+        if group not in {g.name for g in self.instance_groups}:
+            raise ValueError(f"group: no instance group {group!r}")
         return Fn.join("", ["sagemaker-cluster:", self.cluster_id, f"_{group}-{instance_id}"])
 
     @property

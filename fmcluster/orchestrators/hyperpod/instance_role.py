@@ -26,8 +26,8 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fmcluster.constructs.lifecycle_bucket import nag_resource
 from fmcluster.nag import acknowledge
+from fmcluster.orchestrators.hyperpod.lifecycle import nag_resource
 
 SubnetRef = Union[str, ec2.ISubnet]
 SecurityGroupRef = Union[str, ec2.ISecurityGroup]
@@ -80,7 +80,8 @@ class HyperPodInstanceRole(Construct):
         description: Optional[str] = None,
     ) -> None:
         super().__init__(scope, id)
-        assert subnets and security_groups, "HyperPodInstanceRole: at least one subnet and one security group"
+        if not subnets or not security_groups:
+            raise ValueError("subnets, security_groups: at least one of each")
         stack = Stack.of(self)
         self.role = iam.Role(
             self,

@@ -1,38 +1,32 @@
-"""The HyperPod (Slurm) part of `<name>-cluster`, composed from the spec: instance role, lifecycle
-bucket with its scripts and parameters, and the AWS::SageMaker::Cluster."""
+"""SageMaker HyperPod with Slurm, composed from the spec: instance role, lifecycle bucket with its scripts
+and parameters, and the AWS::SageMaker::Cluster."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
 from aws_cdk import CfnOutput, Stack
-from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fmcluster.constructs.hyperpod import HyperPodInstanceGroup, HyperPodSlurmCluster
-from fmcluster.constructs.hyperpod_role import HyperPodInstanceRole
-from fmcluster.constructs.lifecycle_bucket import LifecycleScripts
+from fmcluster.orchestrators.context import OrchestrationContext, SharedFileSystem
+from fmcluster.orchestrators.hyperpod.cluster import HyperPodInstanceGroup, HyperPodSlurmCluster
+from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole
+from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
+from fmcluster.orchestrators.hyperpod.settings import CONTROLLER_GROUP, LOGIN_GROUP, ml_type, settings_of
 from fmcluster.profiles import node_profile_json
 from fmcluster.spec import ClusterSpec
-from fmcluster.spec_hyperpod import CONTROLLER_GROUP, LOGIN_GROUP, ml_type
 
 
-class HyperPodOrchestration(Construct):
-    """Exposes ``role`` (grant to it), ``lifecycle`` and ``cluster``."""
+class HyperPodSlurmOrchestration(Construct):
+    """Exposes ``role`` (the nodes' instance role; ``grantee``), ``lifecycle`` and ``cluster``."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        spec: ClusterSpec,
-        subnets: List[ec2.ISubnet],
-        security_groups: List[ec2.ISecurityGroup],
-        fsx: Optional[Dict[str, Any]] = None,
-        remote_write_url: Optional[str] = None,
-    ) -> None:
+    def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
         super().__init__(scope, id)
-        settings = spec.orchestrator.hyperpod
+        spec = context.spec
+        subnets, security_groups = context.subnets[:1], context.security_groups
+        fsx, remote_write_url = context.file_system, context.remote_write_url
+        settings = settings_of(spec)
         self.role = HyperPodInstanceRole(
             self, "InstanceRole", cluster_name=spec.name, subnets=subnets, security_groups=security_groups
         )
@@ -65,10 +59,14 @@ class HyperPodOrchestration(Construct):
             value=self.cluster.ssm_target(CONTROLLER_GROUP, ""),
         )
 
+    @property
+    def grantee(self) -> iam.IGrantable:
+        return self.role
+
 
 def instance_groups(spec: ClusterSpec) -> List[HyperPodInstanceGroup]:
     """The controller, the optional login group, and one Compute group (and partition) per node group."""
-    settings = spec.orchestrator.hyperpod
+    settings = settings_of(spec)
 
     def group(name: str, instance_type: str, count: int, node_type: str, **extra: Any) -> HyperPodInstanceGroup:
         return HyperPodInstanceGroup(name=name, instance_type=instance_type, count=count, node_type=node_type,
@@ -90,10 +88,10 @@ def instance_groups(spec: ClusterSpec) -> List[HyperPodInstanceGroup]:
 
 
 def lifecycle_parameters(
-    spec: ClusterSpec, region: str, fsx: Optional[Dict[str, Any]], remote_write_url: Optional[str]
+    spec: ClusterSpec, region: str, fsx: Optional[SharedFileSystem], remote_write_url: Optional[str]
 ) -> Dict[str, Any]:
     """fmcluster_parameters.json, the contract with fmcluster/runtime/lifecycle (see its README)."""
-    settings = spec.orchestrator.hyperpod
+    settings = settings_of(spec)
     return {
         "version": 1,
         "workload_manager": "slurm",
@@ -106,7 +104,7 @@ def lifecycle_parameters(
              "gpu": g.instance.is_gpu, "efa": g.efa_enabled}
             for g in spec.node_groups
         ],
-        "fsx": fsx,
+        "fsx": fsx.parameters() if fsx is not None else None,
         "validation": {"level": spec.validation.level, "policy": spec.validation.policy},
         "observability": (
             {"remote_write_url": remote_write_url, "scrape_interval_seconds": spec.observability.scrape_interval_seconds}

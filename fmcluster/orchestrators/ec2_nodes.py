@@ -1,0 +1,151 @@
+"""EC2 node groups as every kind that launches its own instances builds them (none, pcs; eks next): the
+node runtime asset, user data that mounts storage, installs collectors and runs the boot validator with the
+group's NodeProfile, the AMI, and one `Ec2NodeGroup` per spec node group."""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence
+
+from aws_cdk import Stack
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from fmcluster.catalog import InstanceType
+from fmcluster.constructs.launch_template import NodeLaunchTemplate
+from fmcluster.constructs.node_bootstrap import (
+    NodeRuntime,
+    bootstrap_script,
+    collectors_step,
+    login_script,
+    mime_user_data,
+    mount_step,
+)
+from fmcluster.constructs.node_group import Ec2NodeGroup
+from fmcluster.orchestrators.context import SharedFileSystem
+from fmcluster.profiles import node_profile_json
+from fmcluster.spec import ClusterSpec, NodeGroup
+
+# AWS's public SSM parameters for the Deep Learning Base OSS NVIDIA Driver GPU AMI
+# (DLAMI developer guide: /aws/service/deeplearning/ami/$architecture/$ami_type/latest/ami-id,
+# ami_type = the AMI name without "deep", "learning", "ami"). Resolved by CloudFormation
+# at deploy time, never looked up at synth.
+DLAMI_SSM_PARAMETER = {
+    "x86_64": "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+    "arm64": "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+}
+AGENT_SERVICE = {"slurm": "slurmd", "kubernetes": "kubelet"}
+
+
+def construct_id(name: str) -> str:
+    """`gpu-large` -> `GpuLarge`: stable construct ids (and logical ids) derived from the group name."""
+    return "".join(part.capitalize() for part in name.split("-"))
+
+
+class Ec2NodeGroups:
+    """Builds node groups for one cluster; the runtime asset is created once, in the first scope asked."""
+
+    def __init__(
+        self,
+        *,
+        spec: ClusterSpec,
+        subnet_id: str,
+        security_group_ids: Sequence[str],
+        node_agent: Optional[str],
+        file_system: Optional[SharedFileSystem] = None,
+        remote_write_url: Optional[str] = None,
+        instance_tags: Optional[Dict[str, str]] = None,
+    ) -> None:
+        self.spec = spec
+        self.subnet_id = subnet_id
+        self.security_group_ids = list(security_group_ids)
+        self.agent_service = AGENT_SERVICE[node_agent] if node_agent else "none"
+        self.file_system = file_system
+        self.remote_write_url = remote_write_url
+        self.instance_tags = dict(instance_tags or {})
+        self._runtime: Optional[NodeRuntime] = None
+
+    def runtime(self, scope: Construct) -> NodeRuntime:
+        """The fmcluster runtime as an S3 asset (nodes fetch it at boot); grant its readers with `grant_read`."""
+        if self._runtime is None:
+            self._runtime = NodeRuntime(scope, "NodeRuntime")
+        return self._runtime
+
+    def image_id(self, scope: Construct, group: NodeGroup) -> str:
+        if group.ami_id:
+            return group.ami_id
+        parameter = DLAMI_SSM_PARAMETER[group.instance.architecture]
+        return ec2.MachineImage.from_ssm_parameter(parameter).get_image(scope).image_id
+
+    def _mount_step(self, efa_client: bool) -> str:
+        """Nodes without EFA (login nodes, CPU groups) reach an EFA-enabled file system over TCP."""
+        fs = self.file_system
+        if fs is None:
+            return ""
+        return mount_step(dns_name=fs.dns_name, mount_name=fs.mount_name, mount_point=fs.mount_point,
+                          efa=fs.efa and efa_client)
+
+    def user_data(self, scope: Construct, group: NodeGroup) -> str:
+        region = Stack.of(scope).region
+        collectors = ""
+        if self.remote_write_url is not None:
+            collectors = collectors_step(cluster=self.spec.name, region=region, remote_write_url=self.remote_write_url,
+                                         node_group=group.name, gpu=group.instance.is_gpu)
+        return mime_user_data(
+            bootstrap_script(
+                runtime_s3_url=self.runtime(scope).s3_url,
+                region=region,
+                profile_json=node_profile_json(self.spec, group),
+                level=self.spec.validation.level,
+                policy=self.spec.validation.policy,
+                agent=self.agent_service,
+                collectors=collectors,
+                mount=self._mount_step(efa_client=group.efa_enabled),
+            )
+        )
+
+    def build(
+        self,
+        scope: Construct,
+        group: NodeGroup,
+        *,
+        instance_profile_arn: Optional[str] = None,
+        set_instance_type: bool = True,
+    ) -> Ec2NodeGroup:
+        """The node group's placement group and launch template. ``set_instance_type`` False leaves the
+        instance type (and the profile) to the service launching from the template (PCS)."""
+        return Ec2NodeGroup(
+            scope,
+            construct_id(group.name),
+            instance=group.instance,
+            efa=group.efa_enabled,
+            placement_strategy=group.placement_strategy,
+            partitions=group.placement.partitions if group.placement else None,
+            capacity_type=group.capacity.type,
+            reservation_id=group.capacity.reservation_id,
+            security_group_ids=self.security_group_ids,
+            subnet_id=self.subnet_id,
+            image_id=self.image_id(scope, group),
+            user_data=self.user_data(scope, group),
+            instance_type=group.instance_type if set_instance_type else None,
+            instance_profile_arn=instance_profile_arn,
+            root_volume_gib=group.root_volume_gib,
+            tags={**self.instance_tags, "fmcluster:node-group": group.name},
+        )
+
+    def login_node(self, scope: Construct, id: str, *, instance: InstanceType, image_id: str) -> NodeLaunchTemplate:
+        """A login node's launch template: no EFA, no GPU to validate, the shared file system mounted."""
+        return NodeLaunchTemplate(
+            scope,
+            id,
+            instance=instance,
+            efa=False,
+            security_group_ids=self.security_group_ids,
+            subnet_id=self.subnet_id,
+            image_id=image_id,
+            user_data=mime_user_data(
+                login_script(runtime_s3_url=self.runtime(scope).s3_url, region=Stack.of(scope).region,
+                             mount=self._mount_step(efa_client=False))
+            ),
+            root_volume_gib=100,
+            tags={**self.instance_tags, "fmcluster:node-group": "login"},
+        )

@@ -1,0 +1,102 @@
+"""What an orchestrator kind is, said once as data: the one seam every kind implements.
+
+A kind is a folder under ``fmcluster/orchestrators/`` whose ``__init__`` declares an `OrchestratorKind`:
+
+- its settings, a pydantic model with ``type: Literal["<kind>"]`` (the spec's ``orchestrator`` section;
+  the spec joins every kind's model into a union discriminated by ``type``);
+- facts as data: the node agent the nodes run (`NODE_AGENTS`), the capacity types it accepts, whether its
+  instances run in this account (EC2 quotas) or a service's, the extra instances it runs (login, controller);
+- its spec rules, run after the spec's own (field paths are from the spec's top, e.g. ``node_groups[0].ami_id``);
+- where its CDK construct, preflight checks and status describers live, as ``module:attribute`` references,
+  imported only by the layer that needs them (the spec never imports CDK or boto3 code).
+
+Nothing outside the folder branches on a kind's name: the spec, the cluster stack, profiles, quotas, preflight
+and status ask the kind.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, FrozenSet, List, Optional, Type
+
+from fmcluster.spec.base import Problem, SpecModel
+
+if TYPE_CHECKING:
+    from fmcluster.spec.cluster import ClusterSpec
+
+# The agents a node group can run; the node side knows each one's service (runtime/contract.py).
+NODE_AGENTS = ("slurm", "kubernetes")
+
+
+class OrchestratorSettings(SpecModel):
+    """The spec's ``orchestrator`` section. Each kind subclasses it with ``type: Literal["<kind>"]``."""
+
+    type: str
+
+
+@dataclass(frozen=True)
+class ExtraInstance:
+    """An instance the orchestrator runs beside the node groups (login node, controller)."""
+
+    role: str
+    instance_type: str  # as the service names it (``ml.`` prefixed for SageMaker HyperPod)
+    count: int = 1
+
+
+def no_rules(spec: ClusterSpec) -> List[Problem]:
+    return []
+
+
+def no_extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
+    return []
+
+
+@dataclass(frozen=True)
+class OrchestratorKind:
+    """One orchestrator kind.
+
+    :param name: the value of ``orchestrator.type``.
+    :param summary: one line for the schema and the docs.
+    :param settings: the pydantic model of its ``orchestrator`` section.
+    :param node_agent: ``slurm`` | ``kubernetes`` | None: what the boot validator's drain or taint waits for.
+    :param capacity_types: the node groups' ``capacity.type`` values it accepts.
+    :param construct: ``module:Class`` of its CDK construct, built as ``Class(scope, construct_id, context=...)``
+        by the cluster stack (see `fmcluster.orchestrators.context`); it exposes ``grantee``.
+    :param construct_id: the construct's id in the cluster stack. Logical ids of deployed clusters depend on it:
+        ``Default`` keeps the construct out of them.
+    :param instances_in_account: its instances run in this account, so EC2 On-Demand quotas apply (HyperPod's run
+        in a SageMaker service account and use SageMaker quotas instead).
+    :param spec_rules: problems a spec has with this kind, as (field path, message).
+    :param extra_instances: instances it runs beside the node groups (quotas, ``plan``).
+    :param preflight: ``module:function`` returning its preflight checks for a spec, or None.
+    :param status: ``module:MAPPING`` of CloudFormation resource type to status describer, or None.
+    """
+
+    name: str
+    summary: str
+    settings: Type[OrchestratorSettings]
+    node_agent: Optional[str]
+    capacity_types: FrozenSet[str]
+    construct: str
+    construct_id: str = "Default"
+    instances_in_account: bool = True
+    spec_rules: Callable[[ClusterSpec], List[Problem]] = no_rules
+    extra_instances: Callable[[ClusterSpec], List[ExtraInstance]] = no_extra_instances
+    preflight: Optional[str] = None
+    status: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.node_agent is not None and self.node_agent not in NODE_AGENTS:
+            raise ValueError(f"node_agent: {self.node_agent!r} is not one of {', '.join(NODE_AGENTS)} or None")
+        declared = self.settings.model_fields["type"].annotation
+        if getattr(declared, "__args__", None) != (self.name,):
+            raise ValueError(f"settings: {self.settings.__name__}.type must be Literal[{self.name!r}]")
+
+
+def load(reference: str) -> Any:
+    """The object a ``module:attribute`` reference names (imported on first use)."""
+    module, _, attribute = reference.partition(":")
+    if not module or not attribute:
+        raise ValueError(f"{reference!r} is not module:attribute")
+    return getattr(importlib.import_module(module), attribute)

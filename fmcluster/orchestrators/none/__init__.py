@@ -1,0 +1,15 @@
+"""No orchestrator: plain EC2 launch templates (and placement groups) per node group for your own scheduler."""
+
+from __future__ import annotations
+
+from fmcluster.orchestrators.kind import OrchestratorKind
+from fmcluster.orchestrators.none.settings import NoOrchestrator
+
+KIND = OrchestratorKind(
+    name="none",
+    summary="network, placement groups and launch templates only (bring your own scheduler)",
+    settings=NoOrchestrator,
+    node_agent=None,
+    capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
+    construct="fmcluster.orchestrators.none.construct:Ec2Nodes",
+)

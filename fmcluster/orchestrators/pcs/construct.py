@@ -1,0 +1,85 @@
+"""AWS PCS on the cluster's EFA node groups: a PCS cluster in the node subnet, one compute node group and
+queue per node group (static: min = max = count) launched from the group's launch template, and one login
+node."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from fmcluster import catalog
+from fmcluster.nag import acknowledge
+from fmcluster.orchestrators.context import OrchestrationContext
+from fmcluster.orchestrators.ec2_nodes import construct_id
+from fmcluster.orchestrators.none.construct import Ec2Nodes
+from fmcluster.orchestrators.pcs.cluster import PcsCluster
+from fmcluster.orchestrators.pcs.settings import instances, login_ami_id, settings_of
+
+# PCS requires its instance roles under this path (or named AWSPCS...) (PCS user guide, "IAM instance profiles").
+PCS_ROLE_PATH = "/aws-pcs/"
+
+
+class PcsOrchestration(Ec2Nodes):
+    """Exposes ``pcs`` (the `PcsCluster`), ``login_template`` and what `Ec2Nodes` exposes."""
+
+    def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
+        super().__init__(scope, id, context=context, role_path=PCS_ROLE_PATH, set_instance_type=False)
+        spec = context.spec
+        settings = settings_of(spec)
+        self.pcs = PcsCluster(
+            self,
+            "Pcs",
+            subnet_ids=context.subnet_ids[:1],
+            security_group_ids=context.security_group_ids,
+            slurm_version=settings.pcs.slurm_version,
+            size=settings.size_for(instances(spec)),
+            scale_down_idle_seconds=settings.pcs.scale_down_idle_seconds,
+        )
+        self.node_role.add_to_policy(
+            iam.PolicyStatement(sid="PcsRegistersNodes", actions=["pcs:RegisterComputeNodeGroupInstance"],
+                                resources=["*"])
+        )
+        acknowledge(
+            self.node_role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "pcs:RegisterComputeNodeGroupInstance supports no resource-level permissions (PCS user guide), "
+            "so it uses Resource *, beside the SSM agent actions NodeRole acknowledges.",
+        )
+        CfnOutput(self, "PcsClusterId", value=self.pcs.cluster_id)
+        for group in spec.node_groups:
+            if not group.ami_id:
+                raise ValueError(f"context: node group {group.name} has no ami_id, which PCS requires")
+            self.pcs.add_node_group(
+                f"{construct_id(group.name)}NodeGroup",
+                name=group.name,
+                instance_type=group.instance_type,
+                min_count=group.count,
+                max_count=group.count,
+                launch_template=self.node_groups[group.name].launch_template,
+                instance_profile_arn=self.node_role.instance_profile_arn,
+                subnet_ids=context.subnet_ids[:1],
+                ami_id=group.ami_id,
+                capacity_type=group.capacity.type,
+            )
+        self._add_login(settings.pcs.login_instance_type)
+
+    def _add_login(self, login_type: str) -> None:
+        ami = login_ami_id(self.context.spec)
+        if not ami:
+            raise ValueError("context: no login AMI (orchestrator.pcs.login_ami_id or an x86_64 group's ami_id)")
+        self.login_template = self.context.node_groups.login_node(
+            self, "LoginLaunchTemplate", instance=catalog.get(login_type), image_id=ami
+        )
+        self.pcs.add_node_group(
+            "LoginNodeGroup",
+            name="login",
+            instance_type=login_type,
+            min_count=1,
+            max_count=1,
+            launch_template=self.login_template,
+            instance_profile_arn=self.node_role.instance_profile_arn,
+            subnet_ids=self.context.subnet_ids[:1],
+            ami_id=ami,
+            queue=False,
+        )

@@ -1,0 +1,42 @@
+"""The cluster spec: the one place user input is validated.
+
+A spec is YAML the user writes (examples/*.yaml). `load_spec` turns it into a frozen
+`ClusterSpec` or raises `SpecError` whose `problems` are one line each,
+``field.path: what is wrong and what is allowed``. Unknown keys are errors so typos
+never pass silently. Constructs trust a `ClusterSpec`; they re-validate nothing.
+
+One module per section (network, node_group, storage, observability, validation); the
+``orchestrator`` section belongs to each orchestrator kind (fmcluster/orchestrators/).
+"""
+
+from fmcluster.spec.base import SpecError
+from fmcluster.spec.cluster import SCHEMA_URL, ClusterSpec
+from fmcluster.spec.loading import format_validation_error, json_schema, load_spec, parse_spec, spec_model
+from fmcluster.spec.network import ExistingVpc, Network, NewVpc, private_subnet_prefix
+from fmcluster.spec.node_group import Capacity, NodeGroup, Placement
+from fmcluster.spec.observability import Observability
+from fmcluster.spec.storage import DataRepositoryAssociation, Fsx, Storage
+from fmcluster.spec.validation import Validation
+
+__all__ = [
+    "SCHEMA_URL",
+    "Capacity",
+    "ClusterSpec",
+    "DataRepositoryAssociation",
+    "ExistingVpc",
+    "Fsx",
+    "Network",
+    "NewVpc",
+    "NodeGroup",
+    "Observability",
+    "Placement",
+    "SpecError",
+    "Storage",
+    "Validation",
+    "format_validation_error",
+    "json_schema",
+    "load_spec",
+    "parse_spec",
+    "private_subnet_prefix",
+    "spec_model",
+]

@@ -1,0 +1,164 @@
+"""The whole spec: a GPU training cluster on AWS, and the rules that span its sections."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+
+from pydantic import Field, model_validator
+from typing_extensions import Annotated
+
+from fmcluster.orchestrators import registry
+from fmcluster.orchestrators.kind import OrchestratorKind, OrchestratorSettings
+from fmcluster.orchestrators.none.settings import NoOrchestrator
+from fmcluster.spec.base import Problem, SpecModel, raise_problems
+from fmcluster.spec.network import (
+    IP_HEADROOM_FACTOR,
+    IP_HEADROOM_FIXED,
+    SUBNET_RESERVED_IPS,
+    Network,
+    private_subnet_prefix,
+)
+from fmcluster.spec.node_group import NodeGroup
+from fmcluster.spec.observability import Observability
+from fmcluster.spec.storage import Storage
+from fmcluster.spec.validation import Validation
+
+SCHEMA_URL = "../schema/cluster.schema.json"
+
+# Regions that offer P5/P6 families or that teams run controllers in; the AZ rule below
+# is what matters (an AZ name is its region plus one letter).
+REGION_PATTERN = r"^(us|eu|ap|sa|ca|me|af|il|mx)-(north|south|east|west|central|northeast|southeast|southwest|northwest)-[1-9]$"
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,23}[a-z0-9]$"
+
+ORCHESTRATOR_DESCRIPTION = "; ".join(f"{k.name}: {k.summary}" for k in registry.kinds())
+
+
+def orchestrator_union(kinds: List[OrchestratorKind]) -> object:
+    """The ``orchestrator`` field's type: every kind's settings, told apart by ``type``."""
+    members = tuple(k.settings for k in kinds)
+    return Annotated[Union[members], Field(discriminator="type")]  # type: ignore[valid-type]
+
+
+if TYPE_CHECKING:
+    Orchestrator = OrchestratorSettings
+else:
+    Orchestrator = orchestrator_union(registry.kinds())
+
+
+class ClusterSpec(SpecModel):
+    """A GPU training cluster on AWS."""
+
+    name: str = Field(
+        pattern=NAME_PATTERN,
+        description="DNS-safe: 2-25 lower-case letters, digits and hyphens, starting with a letter; prefixes every stack",
+    )
+    region: str = Field(pattern=REGION_PATTERN, description="an AWS region code, e.g. us-east-1")
+    availability_zone: str = Field(description="The one AZ the GPU nodes (and FSx) live in, e.g. us-east-1a.")
+    account: Optional[str] = Field(
+        None, pattern=r"^\d{12}$", description="a 12-digit account id; absent: environment-agnostic synthesis"
+    )
+    tags: Dict[str, str] = Field(default_factory=dict, description="Tags on every resource.")
+    network: Network = Field(default_factory=Network)
+    node_groups: List[NodeGroup] = Field(min_length=1)
+    storage: Storage = Field(default_factory=Storage)
+    orchestrator: Orchestrator = Field(default_factory=NoOrchestrator, description=ORCHESTRATOR_DESCRIPTION)
+    observability: Observability = Field(default_factory=Observability)
+    validation: Validation = Field(default_factory=Validation)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _orchestrator_type_defaults_to_none(cls, data: Any) -> Any:
+        orchestrator = data.get("orchestrator") if isinstance(data, dict) else None
+        if isinstance(orchestrator, dict) and "type" not in orchestrator:
+            data = {**data, "orchestrator": {"type": "none", **orchestrator}}
+        return data
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> ClusterSpec:
+        found: List[Problem] = []
+        if not re.fullmatch(re.escape(self.region) + r"[a-z]", self.availability_zone):
+            found.append(("availability_zone", f"{self.availability_zone!r} is not in region {self.region} "
+                          f"(expected {self.region} plus one letter, e.g. {self.region}a)"))
+        seen = set()
+        for i, g in enumerate(self.node_groups):
+            if g.name in seen:
+                found.append((f"node_groups[{i}].name", f"{g.name!r} is used by another node group; names are unique"))
+            seen.add(g.name)
+            arn = g.capacity.training_plan_arn
+            if arn and arn.split(":")[3] != self.region:
+                found.append((f"node_groups[{i}].capacity.training_plan_arn",
+                              f"the plan is in {arn.split(':')[3]}, the cluster in {self.region}"))
+        found += self._address_problems()
+        found += self._orchestrator_problems()
+        found += self._storage_problems()
+        raise_problems(found)
+        return self
+
+    def _orchestrator_problems(self) -> List[Problem]:
+        """What the orchestrator kind accepts (capacity types, node agent), then the kind's own rules."""
+        kind = self.orchestrator_kind
+        found: List[Problem] = []
+        for i, g in enumerate(self.node_groups):
+            if g.capacity.type not in kind.capacity_types:
+                hint = " (training plans are SageMaker HyperPod capacity)" if g.capacity.type == "training-plan" else ""
+                found.append((f"node_groups[{i}].capacity.type", f"orchestrator {kind.name} takes "
+                              f"{', '.join(sorted(kind.capacity_types))}, not {g.capacity.type}{hint}"))
+        if self.validation.policy == "taint" and kind.node_agent != "kubernetes":
+            found.append(("validation.policy", f"taint applies to Kubernetes nodes; orchestrator {kind.name} "
+                          "has none: use drain (Slurm), fail or report"))
+        return found + kind.spec_rules(self)
+
+    @property
+    def orchestrator_kind(self) -> OrchestratorKind:
+        return registry.kind_of(self)
+
+    def _storage_problems(self) -> List[Problem]:
+        fsx = self.storage.fsx
+        if fsx is None:
+            return []
+        found: List[Problem] = []
+        if fsx.availability_zone and fsx.availability_zone != self.availability_zone:
+            found.append(("storage.fsx.availability_zone", f"{fsx.availability_zone} is not the GPU nodes' "
+                          f"{self.availability_zone}; cross-AZ Lustre traffic is slow and billed: leave it out"))
+        if fsx.efa:
+            for i, g in enumerate(self.node_groups):
+                if g.role == "gpu" and not g.efa_enabled:
+                    found.append((f"node_groups[{i}].efa", f"storage.fsx.efa needs EFA clients; group {g.name} "
+                                  f"({g.instance_type}) has none: enable EFA there or set storage.fsx.efa: false"))
+        return found
+
+    def _address_problems(self) -> List[Problem]:
+        need = self.required_ips
+        new, existing = self.network.new_vpc, self.network.existing_vpc
+        if new is not None:
+            vpc = ipaddress.IPv4Network(new.cidr)
+            # the private node subnet takes at most half of the VPC; the rest is public/NAT and spare
+            if private_subnet_prefix(need) <= vpc.prefixlen or 2 ** (32 - vpc.prefixlen - 1) - SUBNET_RESERVED_IPS < need:
+                return [("network.new_vpc.cidr", f"the nodes need {need} addresses (count x IP-consuming "
+                         f"interfaces plus headroom), more than half of {new.cidr} holds; use a larger CIDR")]
+        elif existing is not None and existing.subnet_cidrs:
+            usable = sum(ipaddress.IPv4Network(c).num_addresses - SUBNET_RESERVED_IPS for c in existing.subnet_cidrs)
+            if usable < need:
+                return [("network.existing_vpc.subnet_cidrs", f"{usable} usable addresses, but the nodes need "
+                         f"{need} (count x IP-consuming interfaces, plus headroom); use larger subnets")]
+        return []
+
+    @property
+    def node_ip_addresses(self) -> int:
+        return sum(g.ip_addresses for g in self.node_groups)
+
+    @property
+    def required_ips(self) -> int:
+        return math.ceil(self.node_ip_addresses * IP_HEADROOM_FACTOR) + IP_HEADROOM_FIXED
+
+    @property
+    def gpu_groups(self) -> List[NodeGroup]:
+        return [g for g in self.node_groups if g.role == "gpu"]
+
+    def stack_name(self, part: str) -> str:
+        return f"{self.name}-{part}"
+
+

@@ -1,0 +1,180 @@
+"""Reading a spec: YAML (duplicate keys refused) -> the spec model, every failure one line per problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple, Type, Union
+
+from pydantic import BaseModel, Field, ValidationError, create_model
+
+from fmcluster.orchestrators import registry
+from fmcluster.orchestrators.kind import OrchestratorSettings
+from fmcluster.orchestrators.none.settings import NoOrchestrator
+from fmcluster.spec.base import SpecError
+from fmcluster.spec.cluster import ClusterSpec, orchestrator_union
+
+Loc = Tuple[Union[str, int], ...]
+_models: Dict[int, Type[ClusterSpec]] = {0: ClusterSpec}
+
+
+def spec_model() -> Type[ClusterSpec]:
+    """`ClusterSpec`, or a subclass whose ``orchestrator`` also takes kinds registered at run time."""
+    gen = registry.generation()
+    if gen not in _models:
+        union: Any = orchestrator_union(registry.kinds())
+        _models[gen] = create_model("ClusterSpec", __base__=ClusterSpec,
+                                    orchestrator=(union, Field(default_factory=NoOrchestrator)))
+    return _models[gen]
+
+
+# --- error formatting -------------------------------------------------------------------------
+
+
+def _union_members(field: Any) -> Optional[Dict[str, Type[BaseModel]]]:
+    """For a field holding a union discriminated by `field.discriminator`: tag -> member model."""
+    key = getattr(field, "discriminator", None)
+    if not isinstance(key, str):
+        return None
+    members: Dict[str, Type[BaseModel]] = {}
+    for member in getattr(field.annotation, "__args__", ()):
+        if isinstance(member, type) and issubclass(member, BaseModel) and key in member.model_fields:
+            for tag in getattr(member.model_fields[key].annotation, "__args__", ()):
+                members[str(tag)] = member
+    return members
+
+
+def _inner_model(annotation: Any) -> Optional[Type[BaseModel]]:
+    """The model inside Optional[...], List[...] and the like."""
+    for arg in getattr(annotation, "__args__", ()) or (annotation,):
+        for inner in getattr(arg, "__args__", ()) or (arg,):
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                return inner
+    return None
+
+
+def _walk(loc: Loc) -> Tuple[str, Optional[Type[BaseModel]]]:
+    """The user-facing path of `loc` (pydantic's internal parts and union tags dropped) and the model
+    that owns the mapping it ends in (None when unknown)."""
+    path = ""
+    model: Optional[Type[BaseModel]] = spec_model()
+    tags: Optional[Dict[str, Type[BaseModel]]] = None
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+            continue
+        if tags is not None and part in tags:
+            model, tags = tags[part], None
+            continue
+        if str(part).startswith(("function-", "tagged-union", "literal")):
+            continue
+        path += ("." if path else "") + str(part)
+        field = model.model_fields.get(part) if model is not None else None
+        tags = _union_members(field) if field is not None else None
+        model = _inner_model(field.annotation) if field is not None and tags is None else None
+    return path or "(top level)", model
+
+
+def _format_one(e: Dict[str, Any]) -> List[str]:
+    loc = tuple(e["loc"])
+    path, _ = _walk(loc)
+    msg, kind = e["msg"], e["type"]
+    if kind == "extra_forbidden":
+        _, owner = _walk(loc[:-1])
+        msg = "unknown key" + (f"; allowed keys: {', '.join(owner.model_fields)}" if owner else "")
+        if owner is not None and issubclass(owner, OrchestratorSettings):
+            # another kind's section: say whose
+            owners = [k.name for k in registry.kinds() if str(loc[-1]) in k.settings.model_fields]
+            if owners:
+                mine = getattr(owner.model_fields["type"].annotation, "__args__", ("?",))[0]
+                msg = f"applies to orchestrator type {' or '.join(owners)}, not {mine}"
+    elif kind == "missing":
+        msg = "required"
+    elif kind in ("union_tag_invalid", "union_tag_not_found"):
+        key = str(e.get("ctx", {}).get("discriminator", "'type'")).strip("'")
+        got = e.get("ctx", {}).get("tag")
+        path = f"{path}.{key}"
+        allowed = ", ".join(registry.names())
+        msg = f"{got!r} is not allowed; allowed: {allowed}" if got is not None else f"required; allowed: {allowed}"
+    elif kind == "string_pattern_mismatch":
+        _, owner = _walk(loc[:-1]) if loc and isinstance(loc[-1], str) else ("", None)
+        info = owner.model_fields[str(loc[-1])].description if owner and str(loc[-1]) in owner.model_fields else None
+        msg = f"{e.get('input')!r} is not allowed: {info or 'it must match ' + e['ctx']['pattern']}"
+    elif msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+        if msg.startswith("@"):
+            lines = []
+            for tagged in msg.split("\n"):
+                sub, _, text = tagged[1:].partition("@")
+                full = f"{path}.{sub}" if path != "(top level)" else sub
+                lines.append(f"{full.replace('.[', '[')}: {text}")
+            return lines
+    return [f"{path}: {msg}"]
+
+
+def format_validation_error(err: ValidationError) -> List[str]:
+    return [line for e in err.errors(include_url=False) for line in _format_one(dict(e))]
+
+
+# --- loading ----------------------------------------------------------------------------------
+
+
+def _yaml_loader() -> Any:
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        pass
+
+    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> Dict[Any, Any]:
+        seen = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+    UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return UniqueKeyLoader
+
+
+def parse_spec(data: Any) -> ClusterSpec:
+    if data is None:
+        raise SpecError(["(top level): the spec is empty; expected a mapping with name, region, node_groups, ..."])
+    if not isinstance(data, dict):
+        raise SpecError([f"(top level): expected a mapping of keys, got a {type(data).__name__}"])
+    try:
+        return spec_model().model_validate(data)
+    except ValidationError as e:
+        raise SpecError(format_validation_error(e)) from None
+
+
+def load_spec(path: Union[str, Path]) -> ClusterSpec:
+    """Read and validate a spec file; every failure is a `SpecError`."""
+    import yaml
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError([f"{p}: no such file"]) from None
+    except IsADirectoryError:
+        raise SpecError([f"{p}: is a directory, expected a YAML file"]) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError([f"{p}: cannot read ({e})"]) from None
+    try:
+        data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - SafeLoader subclass
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise SpecError([f"{p}: not valid YAML{where}: {problem}"]) from None
+    return parse_spec(data)
+
+
+def json_schema() -> Dict[str, Any]:
+    schema = spec_model().model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "fmcluster cluster spec"
+    return schema

@@ -1,0 +1,132 @@
+"""The spec's `node_groups`: instance type, count, capacity (on-demand, ODCR, Capacity Block, training
+plan) and placement of each group of nodes."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Optional, get_args
+
+from pydantic import Field, field_validator, model_validator
+
+from fmcluster import catalog
+from fmcluster.spec.base import SpecModel, raise_problems
+
+GROUP_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$"
+RESERVATION_ID_PATTERN = r"^cr-[0-9a-f]{17}$"
+TRAINING_PLAN_ARN_PATTERN = r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[A-Za-z0-9-]{1,64}$"
+AMI_PATTERN = r"^ami-[0-9a-f]{8,17}$"
+CapacityType = Literal["on-demand", "odcr", "capacity-block", "training-plan"]
+CAPACITY_TYPES = get_args(CapacityType)
+
+
+class Capacity(SpecModel):
+    """Where the instances come from."""
+
+    type: CapacityType = "on-demand"
+    reservation_id: Optional[str] = Field(
+        None, description="cr-… id of the On-Demand Capacity Reservation or Capacity Block."
+    )
+    training_plan_arn: Optional[str] = Field(None, description="SageMaker HyperPod training plan ARN.")
+    size: Optional[int] = Field(None, ge=1, description="Instances the reservation holds; the group count may not exceed it.")
+
+    @model_validator(mode="after")
+    def _ids(self) -> Capacity:
+        found = []
+        if self.type in ("odcr", "capacity-block"):
+            if not self.reservation_id:
+                found.append(("reservation_id", f"required for capacity type {self.type} (cr- and 17 hex digits)"))
+            elif not re.match(RESERVATION_ID_PATTERN, self.reservation_id):
+                found.append(
+                    ("reservation_id", f"{self.reservation_id!r} is malformed; expected cr- and 17 hex digits")
+                )
+        elif self.reservation_id:
+            found.append(("reservation_id", f"applies to odcr and capacity-block, not {self.type}"))
+        if self.type == "training-plan":
+            if not self.training_plan_arn or not re.match(TRAINING_PLAN_ARN_PATTERN, self.training_plan_arn):
+                found.append(
+                    ("training_plan_arn", "required for capacity type training-plan: "
+                     "arn:aws:sagemaker:REGION:ACCOUNT:training-plan/NAME")
+                )
+        elif self.training_plan_arn:
+            found.append(("training_plan_arn", f"applies to capacity type training-plan, not {self.type}"))
+        raise_problems(found)
+        return self
+
+
+class Placement(SpecModel):
+    strategy: Literal["cluster", "partition", "none"] = Field(
+        "cluster", description="cluster: one UltraCluster placement group; partition for very large fleets."
+    )
+    partitions: Optional[int] = Field(None, ge=1, le=7, description="Partition count (partition strategy only).")
+
+    @model_validator(mode="after")
+    def _partitions(self) -> Placement:
+        if self.partitions is not None and self.strategy != "partition":
+            raise_problems([("partitions", "applies to strategy partition only")])
+        return self
+
+
+class NodeGroup(SpecModel):
+    name: str = Field(
+        pattern=GROUP_NAME_PATTERN, description="2-32 lower-case letters, digits and hyphens, starting with a letter"
+    )
+    instance_type: str = Field(description="EC2 instance type (p5.48xlarge); HyperPod's ml. prefix is added for you.")
+    count: int = Field(ge=1, le=2048, description="Instances in the group.")
+    role: Literal["gpu", "cpu"] = Field("gpu", description="gpu groups must use a GPU instance type.")
+    capacity: Capacity = Field(default_factory=Capacity)
+    efa: Optional[bool] = Field(None, description="Attach EFA; default on when the instance type supports it.")
+    placement: Optional[Placement] = Field(
+        None, description="Default: cluster placement group for EFA groups, none with a Capacity Block."
+    )
+    ami_id: Optional[str] = Field(
+        None, pattern=AMI_PATTERN, description="AMI override, ami- and 8 or 17 hex digits (default: DLAMI via SSM)"
+    )
+    root_volume_gib: int = Field(200, ge=100, le=16384, description="Encrypted gp3 root volume.")
+
+    @field_validator("instance_type")
+    @classmethod
+    def _known_type(cls, v: str) -> str:
+        v = catalog.strip_hyperpod_prefix(v)
+        if v not in catalog.all_types():
+            raise ValueError(
+                f"unknown instance type {v!r}; allowed: GPU {', '.join(catalog.gpu_types())}; "
+                f"CPU {', '.join(catalog.cpu_types())}"
+            )
+        return v
+
+    @property
+    def instance(self) -> catalog.InstanceType:
+        return catalog.get(self.instance_type)
+
+    @property
+    def efa_enabled(self) -> bool:
+        return self.instance.efa_supported if self.efa is None else self.efa
+
+    @property
+    def placement_strategy(self) -> str:
+        if self.placement is not None:
+            return self.placement.strategy
+        if self.capacity.type == "capacity-block" or not self.efa_enabled:
+            return "none"
+        return "cluster"
+
+    @property
+    def ip_addresses(self) -> int:
+        return self.count * self.instance.ip_interfaces
+
+    @model_validator(mode="after")
+    def _consistent(self) -> NodeGroup:
+        t = self.instance
+        found = []
+        if self.role == "gpu" and not t.is_gpu:
+            found.append(("instance_type", f"role gpu needs a GPU instance type; {self.instance_type} has none "
+                          f"(allowed: {', '.join(catalog.gpu_types())}; or set role: cpu)"))
+        if self.efa and not t.efa_supported:
+            found.append(("efa", f"{self.instance_type} has no EFA; set efa: false or use an EFA instance type"))
+        if self.capacity.type == "capacity-block" and self.placement and self.placement.strategy != "none":
+            found.append(("placement.strategy", "a Capacity Block cannot be combined with a placement group "
+                          "(AWS places Capacity Block instances itself); use none or leave placement out"))
+        if self.capacity.size is not None and self.count > self.capacity.size:
+            found.append(("count", f"{self.count} exceeds capacity.size {self.capacity.size} of the reservation"))
+        raise_problems(found)
+        return self
