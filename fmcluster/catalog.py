@@ -14,7 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-HYPERPOD_PREFIX = "ml."
+from fmcluster.runtime.contract import ec2_type
+
 CATALOG_PATH = Path(__file__).parent / "runtime" / "catalog.json"
 
 
@@ -117,13 +118,11 @@ def all_types() -> Dict[str, InstanceType]:
     return _load()
 
 
-def strip_hyperpod_prefix(instance_type: str) -> str:
-    return instance_type[len(HYPERPOD_PREFIX):] if instance_type.startswith(HYPERPOD_PREFIX) else instance_type
 
 
 def get(instance_type: str) -> InstanceType:
     """The entry for `instance_type` (``ml.`` prefix accepted); KeyError when unknown."""
-    return all_types()[strip_hyperpod_prefix(instance_type)]
+    return all_types()[ec2_type(instance_type)]
 
 
 def gpu_types() -> List[str]:

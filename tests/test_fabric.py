@@ -126,7 +126,7 @@ def test_user_data_runs_the_node_bootstrap_with_the_group_profile(matrix):
     assert profile["instance_type"] == "p6-b200.48xlarge" and profile["group"] == "b200"
     assert profile["facts"]["efa_interfaces"] == 8 and profile["policy"] == "report" and profile["level"] == "fast"
     assert "bash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh" in text
-    assert "FMCLUSTER_AGENT=none" in text
+    assert profile["orchestrator"] is None  # no agent: drain and taint have nothing to wait for
 
 
 def test_node_role_reads_only_the_runtime_asset(matrix):

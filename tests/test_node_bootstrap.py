@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -21,18 +24,22 @@ def test_bash_syntax_and_shellcheck():
     assert r.returncode == 0, r.stdout
 
 
-def run_bootstrap(tmp_path: Path, *, healthy: bool, policy: str, agent: str = "none") -> subprocess.CompletedProcess:
+def run_bootstrap(tmp_path: Path, *, healthy: bool, policy: str, agent: Optional[str] = None) -> subprocess.CompletedProcess:
     """Run the script with a fake python3 standing in for the validator."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "python3"
-    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path}/validator-args.log\n"
+    # the contract module answers for real (it reads the profile); everything else is the fake validator
+    fake.write_text(f"#!/bin/sh\ncase \"$*\" in *fmcluster.runtime.contract*) "
+                    f"PYTHONPATH={ROOT} exec {sys.executable} \"$@\";; esac\n"
+                    f"echo \"$@\" >> {tmp_path}/validator-args.log\n"
                     f"echo '{{\"verdict\": \"{'pass' if healthy else 'fail'}\"}}'\nexit {0 if healthy else 1}\n")
     fake.chmod(0o755)
     systemctl = bin_dir / "systemctl"
     systemctl.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path}/systemctl.log\n")
     systemctl.chmod(0o755)
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", FMCLUSTER_POLICY=policy, FMCLUSTER_AGENT=agent,
+    (tmp_path / "profile.json").write_text(json.dumps({"instance_type": "p5.48xlarge", "orchestrator": agent}))
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", FMCLUSTER_POLICY=policy,
                FMCLUSTER_LOG_DIR=str(tmp_path / "log"), FMCLUSTER_TEXTFILE_DIR=str(tmp_path / "textfile"),
                FMCLUSTER_SYSTEMD_DIR=str(tmp_path), FMCLUSTER_PROFILE=str(tmp_path / "profile.json"))
     return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
@@ -55,7 +62,7 @@ def test_report_policy_only_reports(tmp_path):
 
 
 def test_drain_waits_for_slurmd_then_drains(tmp_path):
-    assert run_bootstrap(tmp_path, healthy=False, policy="drain", agent="slurmd").returncode == 0
+    assert run_bootstrap(tmp_path, healthy=False, policy="drain", agent="slurm").returncode == 0
     unit = (tmp_path / "fmcluster-validate.service").read_text()
     assert "After=slurmd.service" in unit and "--policy drain" in unit
     assert "fmcluster_node_validation.prom" in unit
@@ -64,7 +71,7 @@ def test_drain_waits_for_slurmd_then_drains(tmp_path):
 
 def test_boot_run_skips_the_agent_check_until_the_agent_runs(tmp_path):
     """slurmd/kubelet start after the boot script: checking them then would fail every node."""
-    assert run_bootstrap(tmp_path, healthy=True, policy="fail", agent="slurmd").returncode == 0
+    assert run_bootstrap(tmp_path, healthy=True, policy="fail", agent="slurm").returncode == 0
     assert "--skip orch.agent" in (tmp_path / "validator-args.log").read_text()
 
 

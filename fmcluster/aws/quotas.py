@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from fmcluster import catalog
 from fmcluster.aws.context import Context, has_code, paginate
 from fmcluster.aws.results import FAIL, PASS, SKIP, WARN, Outcome
+from fmcluster.runtime.contract import ec2_type
 
 # EC2 On-Demand vCPU quotas (service code ec2), by instance family.
 EC2_VCPU_QUOTAS: Dict[str, Tuple[str, str, str]] = {
@@ -35,7 +36,7 @@ ON_DEMAND_CAPACITY = ("on-demand", "odcr")
 
 
 def ec2_quota_bucket(instance_type: str) -> Optional[str]:
-    family = catalog.strip_hyperpod_prefix(instance_type).split(".")[0]
+    family = ec2_type(instance_type).split(".")[0]
     for key, (_, _, pattern) in EC2_VCPU_QUOTAS.items():
         if re.match(pattern, family):
             return key

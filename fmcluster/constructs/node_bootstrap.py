@@ -51,14 +51,19 @@ def collectors_step(*, cluster: str, region: str, remote_write_url: str, node_gr
     )
 
 
-def mount_step(*, dns_name: str, mount_name: str, mount_point: str, efa: bool) -> str:
+def mount_step(*, dns_name: str, mount_name: str, mount_point: str, efa: bool, fatal: bool = False) -> str:
     """Shell lines that mount FSx for Lustre (and add it to fstab) with the runtime's mount helper.
-    A failed mount does not stop the boot: the validator's storage checks report it under the policy."""
+
+    A failed mount is judged by validation.policy (docs/node-contract.md): where the boot validator runs, its
+    required storage.mounts check applies the policy, so the step only reports; `fatal` (nodes without the
+    validator, under policy fail) stops the boot here."""
     flags = " --efa" if efa else ""
+    on_failure = ("{ echo 'fmcluster: FSx for Lustre mount failed (details above); policy fail'; exit 1; }" if fatal
+                  else "echo 'fmcluster: FSx for Lustre mount failed (details above)'")
     return (
         "PYTHONPATH=/opt/fmcluster/pkg python3 -m fmcluster.runtime.lustre mount "
         f'--dns-name "{dns_name}" --mount-name "{mount_name}" --mount-point {mount_point}{flags} --fstab '
-        "|| echo 'fmcluster: FSx for Lustre mount failed (details above)'\n"
+        f"|| {on_failure}\n"
     )
 
 
@@ -84,7 +89,6 @@ def bootstrap_script(
     profile_json: str,
     level: str,
     policy: str,
-    agent: str,
     collectors: str = "",
     mount: str = "",
 ) -> str:
@@ -95,7 +99,7 @@ set -euo pipefail
 {_fetch_runtime(runtime_s3_url, region)}cat >/etc/fmcluster/profile.json <<'FMCLUSTER_PROFILE'
 {profile_json}
 FMCLUSTER_PROFILE
-{mount}{collectors}FMCLUSTER_LEVEL={level} FMCLUSTER_POLICY={policy} FMCLUSTER_AGENT={agent} \\
+{mount}{collectors}FMCLUSTER_LEVEL={level} FMCLUSTER_POLICY={policy} \\
   bash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh
 """
 

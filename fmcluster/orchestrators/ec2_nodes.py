@@ -33,7 +33,6 @@ DLAMI_SSM_PARAMETER = {
     "x86_64": "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
     "arm64": "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
 }
-AGENT_SERVICE = {"slurm": "slurmd", "kubernetes": "kubelet"}
 
 
 def construct_id(name: str) -> str:
@@ -50,7 +49,6 @@ class Ec2NodeGroups:
         spec: ClusterSpec,
         subnet_id: str,
         security_group_ids: Sequence[str],
-        node_agent: Optional[str],
         file_system: Optional[SharedFileSystem] = None,
         remote_write_url: Optional[str] = None,
         instance_tags: Optional[Dict[str, str]] = None,
@@ -58,7 +56,6 @@ class Ec2NodeGroups:
         self.spec = spec
         self.subnet_id = subnet_id
         self.security_group_ids = list(security_group_ids)
-        self.agent_service = AGENT_SERVICE[node_agent] if node_agent else "none"
         self.file_system = file_system
         self.remote_write_url = remote_write_url
         self.instance_tags = dict(instance_tags or {})
@@ -76,13 +73,14 @@ class Ec2NodeGroups:
         parameter = DLAMI_SSM_PARAMETER[group.instance.architecture]
         return ec2.MachineImage.from_ssm_parameter(parameter).get_image(scope).image_id
 
-    def _mount_step(self, efa_client: bool) -> str:
-        """Nodes without EFA (login nodes, CPU groups) reach an EFA-enabled file system over TCP."""
+    def _mount_step(self, efa_client: bool, validated: bool = True) -> str:
+        """Nodes without EFA (login nodes, CPU groups) reach an EFA-enabled file system over TCP. Nodes the boot
+        validator does not run on (login) apply validation.policy to a failed mount themselves."""
         fs = self.file_system
         if fs is None:
             return ""
         return mount_step(dns_name=fs.dns_name, mount_name=fs.mount_name, mount_point=fs.mount_point,
-                          efa=fs.efa and efa_client)
+                          efa=fs.efa and efa_client, fatal=not validated and self.spec.validation.policy == "fail")
 
     def user_data(self, scope: Construct, group: NodeGroup) -> str:
         region = Stack.of(scope).region
@@ -97,7 +95,6 @@ class Ec2NodeGroups:
                 profile_json=node_profile_json(self.spec, group),
                 level=self.spec.validation.level,
                 policy=self.spec.validation.policy,
-                agent=self.agent_service,
                 collectors=collectors,
                 mount=self._mount_step(efa_client=group.efa_enabled),
             )
@@ -144,7 +141,7 @@ class Ec2NodeGroups:
             image_id=image_id,
             user_data=mime_user_data(
                 login_script(runtime_s3_url=self.runtime(scope).s3_url, region=Stack.of(scope).region,
-                             mount=self._mount_step(efa_client=False))
+                             mount=self._mount_step(efa_client=False, validated=False))
             ),
             root_volume_gib=100,
             tags={**self.instance_tags, "fmcluster:node-group": "login"},

@@ -20,14 +20,11 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, FrozenSet, List, Optional, Type
 
+from fmcluster.runtime.contract import NODE_AGENTS
 from fmcluster.spec.base import Problem, SpecModel
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
-
-# The agents a node group can run; the node side knows each one's service (runtime/contract.py).
-NODE_AGENTS = ("slurm", "kubernetes")
-
 
 class OrchestratorSettings(SpecModel):
     """The spec's ``orchestrator`` section. Each kind subclasses it with ``type: Literal["<kind>"]``."""

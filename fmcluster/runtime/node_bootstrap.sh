@@ -8,7 +8,6 @@
 #   FMCLUSTER_PROFILE   NodeProfile JSON rendered at synth (default /etc/fmcluster/profile.json)
 #   FMCLUSTER_LEVEL     fast | standard | deep (default standard)
 #   FMCLUSTER_POLICY    fail | drain | taint | report (default drain)
-#   FMCLUSTER_AGENT     slurmd | kubelet | none: the agent a drain/taint waits for (default none)
 # Exit status: 0 healthy (or a failure handled by drain/taint/report), 1 unhealthy under policy fail.
 set -uo pipefail
 
@@ -16,13 +15,15 @@ home=${FMCLUSTER_HOME:-/opt/fmcluster}
 profile=${FMCLUSTER_PROFILE:-/etc/fmcluster/profile.json}
 level=${FMCLUSTER_LEVEL:-standard}
 policy=${FMCLUSTER_POLICY:-drain}
-agent=${FMCLUSTER_AGENT:-none}
 log_dir=${FMCLUSTER_LOG_DIR:-/var/log/fmcluster}
 textfile_dir=${FMCLUSTER_TEXTFILE_DIR:-/var/lib/node_exporter/textfile_collector}
 unit_dir=${FMCLUSTER_SYSTEMD_DIR:-/etc/systemd/system}
 
 mkdir -p "$log_dir" "$textfile_dir"
 exec >>"$log_dir/bootstrap.log" 2>&1
+# The unit of the profile's orchestrator agent (slurmd, kubelet), which a drain or taint waits for; the node
+# contract (runtime/contract.py) maps agents to units, so the name is said once.
+agent=$(PYTHONPATH="$home/pkg" python3 -m fmcluster.runtime.contract agent-unit --profile "$profile") || agent=none
 echo "$(date -Is) fmcluster bootstrap: level=$level policy=$policy agent=$agent"
 
 # The agent (slurmd, kubelet) starts after this script, so its check waits for the run after it.

@@ -44,6 +44,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from . import versions
+from .contract import INSTANCE_NVME_ROOT, NODE_AGENTS, ec2_type
 
 SCHEMA = 1
 LEVELS = ("fast", "standard", "deep")
@@ -60,18 +61,13 @@ DEFAULT_MIN_VERSIONS: Dict[str, str] = {
     "gdrcopy": "2.6",
 }
 DEFAULT_OPTIONAL = ["torch", "gdrcopy", "dcgm"]
-DEFAULT_INSTANCE_STORE = "/opt/dlami/nvme"
+DEFAULT_INSTANCE_STORE = INSTANCE_NVME_ROOT
 
 _CATALOG_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog.json")
 
 
 class ProfileError(ValueError):
     """A profile or instance type that cannot be used (usage error, exit 2)."""
-
-
-def normalize_type(instance_type: str) -> str:
-    t = instance_type.strip()
-    return t[3:] if t.startswith("ml.") else t
 
 
 def load_catalog(path: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
@@ -85,7 +81,7 @@ def load_catalog(path: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
 
 def catalog_facts(instance_type: str) -> Dict[str, Any]:
     types = load_catalog()
-    t = normalize_type(instance_type)
+    t = ec2_type(instance_type)
     if t not in types:
         gpu_types = sorted(k for k, v in types.items() if v.get("gpus"))
         raise ProfileError(f"unknown instance type {instance_type!r}; known GPU types: {', '.join(gpu_types)}")
@@ -129,7 +125,7 @@ class NodeProfile:
         mins.update(overrides.pop("min_versions", None) or {})
         if not facts.get("nvme_disks") and "instance_store" not in overrides:
             overrides["instance_store"] = None
-        prof = cls(instance_type=normalize_type(instance_type), facts=facts, min_versions=mins, **overrides)
+        prof = cls(instance_type=ec2_type(instance_type), facts=facts, min_versions=mins, **overrides)
         prof.validate()
         return prof
 
@@ -138,8 +134,8 @@ class NodeProfile:
             raise ProfileError(f"policy: {self.policy!r} is not one of {', '.join(POLICIES)}")
         if self.level not in LEVELS:
             raise ProfileError(f"level: {self.level!r} is not one of {', '.join(LEVELS)}")
-        if self.orchestrator not in (None, "slurm", "kubernetes"):
-            raise ProfileError(f"orchestrator: {self.orchestrator!r} is not slurm, kubernetes or null")
+        if self.orchestrator is not None and self.orchestrator not in NODE_AGENTS:
+            raise ProfileError(f"orchestrator: {self.orchestrator!r} is not {', '.join(NODE_AGENTS)} or null")
         for m in self.mounts:
             if not isinstance(m, dict) or not str(m.get("path", "")).startswith("/"):
                 raise ProfileError(f"mounts: {m!r} needs an absolute 'path'")
@@ -178,7 +174,7 @@ class NodeProfile:
         kwargs = {k: v for k, v in data.items() if k in fields}
         if "facts" not in kwargs or not kwargs["facts"]:
             kwargs["facts"] = catalog_facts(data["instance_type"])
-        kwargs["instance_type"] = normalize_type(str(kwargs["instance_type"]))
+        kwargs["instance_type"] = ec2_type(str(kwargs["instance_type"]))
         try:
             prof = cls(**kwargs)
         except TypeError as exc:

@@ -9,6 +9,7 @@ from typing import Literal, Optional, get_args
 from pydantic import Field, field_validator, model_validator
 
 from fmcluster import catalog
+from fmcluster.runtime.contract import ec2_type
 from fmcluster.spec.base import SpecModel, raise_problems
 
 GROUP_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$"
@@ -86,7 +87,7 @@ class NodeGroup(SpecModel):
     @field_validator("instance_type")
     @classmethod
     def _known_type(cls, v: str) -> str:
-        v = catalog.strip_hyperpod_prefix(v)
+        v = ec2_type(v)
         if v not in catalog.all_types():
             raise ValueError(
                 f"unknown instance type {v!r}; allowed: GPU {', '.join(catalog.gpu_types())}; "

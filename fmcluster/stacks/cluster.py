@@ -56,7 +56,6 @@ class ClusterStack(Stack):
                 spec=spec,
                 subnet_id=network.node_subnets[0].subnet_id,
                 security_group_ids=[security_group.security_group_id],
-                node_agent=kind.node_agent,
                 file_system=file_system,
                 remote_write_url=remote_write_url,
                 instance_tags=instance_tags,

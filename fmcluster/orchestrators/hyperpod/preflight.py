@@ -6,11 +6,11 @@ from collections import defaultdict
 from functools import partial
 from typing import Any, Dict, List
 
-from fmcluster import catalog
 from fmcluster.aws.context import Context, PreflightCheck, paginate
 from fmcluster.aws.quotas import find_quota, judge
 from fmcluster.aws.results import FAIL, PASS, SKIP, WARN, Outcome
 from fmcluster.orchestrators.hyperpod.settings import extra_instances
+from fmcluster.runtime.contract import ml_type as contract_ml_type
 
 
 def checks(spec: Any) -> List[PreflightCheck]:
@@ -28,7 +28,7 @@ def hyperpod_demand(spec: Any) -> Dict[str, int]:
     out: Dict[str, int] = defaultdict(int)
     for g in spec.node_groups:
         if g.capacity.type != "training-plan":
-            out[catalog.HYPERPOD_PREFIX + g.instance_type] += g.count
+            out[contract_ml_type(g.instance_type)] += g.count
     for extra in extra_instances(spec):  # the controller and login groups count too
         out[extra.instance_type] += extra.count
     return dict(out)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, FrozenSet, List, Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.catalog import HYPERPOD_PREFIX
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorSettings
+from fmcluster.runtime.contract import SSH_KEY_TYPES, UID_MAX, UID_MIN, USER_NAME_PATTERN, ml_type, ssh_key_ok
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
 
 if TYPE_CHECKING:
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 INSTANCE_GROUP_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 CONTROLLER_GROUP = "controller"
 LOGIN_GROUP = "login"
-USER_NAME_PATTERN = r"^[a-z_][a-z0-9_-]{0,31}$"
 
 
 @functools.lru_cache(maxsize=1)
@@ -34,10 +33,6 @@ def hyperpod_instance_types() -> FrozenSet[str]:
 
     model = botocore.session.get_session().get_service_model("sagemaker")
     return frozenset(model.shape_for("ClusterInstanceType").enum)
-
-
-def ml_type(instance_type: str) -> str:
-    return instance_type if instance_type.startswith(HYPERPOD_PREFIX) else HYPERPOD_PREFIX + instance_type
 
 
 def offered_problem(instance_type: str) -> Optional[str]:
@@ -52,19 +47,33 @@ def offered_problem(instance_type: str) -> Optional[str]:
 
 
 class ClusterUser(SpecModel):
-    """A POSIX user created on every node, with a fixed uid so files on the shared FSx keep one owner."""
+    """A POSIX user created on every node, with a fixed uid so files on the shared FSx keep one owner.
+    The rules are the node contract's (runtime/contract.py), so what validates here also works on the node."""
 
     name: str = Field(pattern=USER_NAME_PATTERN, description="a Linux user name: lower case, digits, _ and -")
-    uid: int = Field(ge=2000, le=60000, description="Fixed uid, 2000-60000 (below 2000 clashes with AMI users).")
+    uid: int = Field(ge=UID_MIN, le=UID_MAX,
+                     description=f"Fixed uid, {UID_MIN}-{UID_MAX} (below {UID_MIN} clashes with AMI users).")
     groups: List[str] = Field(default_factory=list, description="Existing groups to add the user to, e.g. docker.")
-    ssh_public_keys: List[str] = Field(default_factory=list, description="Lines for ~/.ssh/authorized_keys.")
+    ssh_public_keys: List[str] = Field(
+        default_factory=list,
+        description=f"Lines for ~/.ssh/authorized_keys; key types {', '.join(SSH_KEY_TYPES)} (not ssh-dss).",
+    )
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, v: List[str]) -> List[str]:
+        bad = [g for g in v if not re.match(USER_NAME_PATTERN, g)]
+        if bad:
+            raise ValueError(f"not group names: {', '.join(bad)} (lower case, digits, _ and -)")
+        return v
 
     @field_validator("ssh_public_keys")
     @classmethod
     def _keys(cls, v: List[str]) -> List[str]:
-        bad = [k[:20] for k in v if not re.match(r"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-\S+) \S+", k)]
+        bad = [k[:24] for k in v if not ssh_key_ok(k)]
         if bad:
-            raise ValueError(f"not OpenSSH public keys: {', '.join(bad)}...")
+            raise ValueError(f"not OpenSSH public keys of an accepted type ({', '.join(SSH_KEY_TYPES)}): "
+                             f"{', '.join(bad)}...")
         return v
 
 

@@ -7,6 +7,7 @@ import time
 from typing import Dict, List, NamedTuple, Tuple
 
 from .. import versions
+from ..contract import agent_unit
 from ..probes import ProbeError
 from . import Ctx, Result, bad, check, has_efa, has_gpus, has_nvswitch, ok, skip, warn
 from .communication import efa_devices
@@ -345,10 +346,9 @@ def unit_states(ctx: Ctx) -> Dict[str, str]:
         units = []
         if has_nvswitch(ctx.profile):
             units.append("nvidia-fabricmanager")
-        if ctx.profile.orchestrator == "slurm":
-            units.append("slurmd")
-        elif ctx.profile.orchestrator == "kubernetes":
-            units.append("kubelet")
+        agent = agent_unit(ctx.profile.orchestrator)
+        if agent is not None:
+            units.append(agent)
         if not units:
             return ("ok", {})
         res = ctx.node.run(("systemctl", "is-active", *units))

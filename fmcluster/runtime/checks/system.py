@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from typing import Dict, List, Optional, Tuple
 
+from ..contract import AGENT_UNITS, agent_unit
 from ..probes import ProbeError
 from . import Ctx, Result, bad, check, has_instance_store, ok, skip, warn
 from .hardware import unit_states
@@ -407,7 +408,7 @@ def container_data_root(ctx: Ctx) -> Result:
 @check("orch.agent", "orchestrator", level="standard", applies=lambda p: p.orchestrator is not None,
        title="Orchestrator agent active (slurmd / kubelet)")
 def agent(ctx: Ctx) -> Result:
-    unit = "slurmd" if ctx.profile.orchestrator == "slurm" else "kubelet"
+    unit = agent_unit(ctx.profile.orchestrator) or "none"
     state = unit_states(ctx).get(unit, "unknown")
     if state == "active":
         return ok(f"{unit} {state}", f"{unit} active")
@@ -425,7 +426,7 @@ OUR_REASON = "fmcluster validate"  # actions.reason_for()
 
 def _slurmd_state(ctx: Ctx) -> Optional[str]:
     try:
-        return unit_states(ctx).get("slurmd")
+        return unit_states(ctx).get(AGENT_UNITS["slurm"])
     except ProbeError:
         return None
 

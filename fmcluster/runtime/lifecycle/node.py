@@ -31,14 +31,24 @@ import socket
 import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from fmcluster.runtime.contract import (
+    ENROOT_PATH_KEYS,
+    HYPERPOD_EBS_ROOT,
+    INSTANCE_NVME_ROOT,
+    LIFECYCLE_PARAMETERS_FILE,
+    LIFECYCLE_PARAMETERS_VERSION,
+    UID_MAX,
+    UID_MIN,
+    USER_NAME_PATTERN,
+    ssh_key_ok,
+)
 from fmcluster.runtime.profile import LEVELS, POLICIES
 
 ROLES = ("controller", "login", "compute")
 DEFAULT_RESOURCE_CONFIG = "/opt/ml/config/resource_config.json"
-NVME_ROOT = "/opt/dlami/nvme"  # DLAMI: instance-store NVMe (RAID0 when several), mounted by dlami-nvme.service
-EBS_ROOT = "/opt/sagemaker"  # HyperPod: the secondary EBS volume (InstanceStorageConfigs.EbsVolumeConfig)
-_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
-_KEY = re.compile(r"^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) ")
+NVME_ROOT = INSTANCE_NVME_ROOT
+EBS_ROOT = HYPERPOD_EBS_ROOT
+_NAME = re.compile(USER_NAME_PATTERN)
 
 
 class LifecycleError(Exception):
@@ -71,9 +81,10 @@ def _clean(value: Any, field: str) -> str:
 
 
 def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
-    """Check fmcluster_parameters.json (version 1) and return it with defaults filled in."""
-    if params.get("version") != 1:
-        raise LifecycleError(f"fmcluster_parameters.json version must be 1, got {params.get('version')!r}")
+    """Check fmcluster_parameters.json and return it with defaults filled in."""
+    if params.get("version") != LIFECYCLE_PARAMETERS_VERSION:
+        raise LifecycleError(f"{LIFECYCLE_PARAMETERS_FILE} version must be {LIFECYCLE_PARAMETERS_VERSION}, "
+                             f"got {params.get('version')!r}")
     if params.get("workload_manager") != "slurm":
         raise LifecycleError(f"workload_manager must be 'slurm', got {params.get('workload_manager')!r}")
     out = dict(params)
@@ -141,8 +152,9 @@ def users_of(params: Dict[str, Any]) -> List[Dict[str, Any]]:
         if not isinstance(name, str) or not _NAME.match(name):
             raise LifecycleError(f"users[{i}].name must match {_NAME.pattern}, got {name!r}")
         uid = u.get("uid")
-        if not isinstance(uid, int) or isinstance(uid, bool) or not 1000 <= uid <= 60000:
-            raise LifecycleError(f"users[{i}].uid must be an integer from 1000 to 60000 (same on every node), got {uid!r}")
+        if not isinstance(uid, int) or isinstance(uid, bool) or not UID_MIN <= uid <= UID_MAX:
+            raise LifecycleError(f"users[{i}].uid must be an integer from {UID_MIN} to {UID_MAX} (same on every node), "
+                                 f"got {uid!r}")
         if name in seen_names or uid in seen_uids:
             raise LifecycleError(f"users[{i}]: name {name} or uid {uid} is used twice")
         seen_names.add(name)
@@ -155,7 +167,7 @@ def users_of(params: Dict[str, Any]) -> List[Dict[str, Any]]:
         if not isinstance(groups, list) or not all(isinstance(g, str) and _NAME.match(g) for g in groups):
             raise LifecycleError(f"users[{i}].groups must be a list of group names")
         keys = u.get("ssh_public_keys", [])
-        if not isinstance(keys, list) or not all(isinstance(k, str) and _KEY.match(k) and "\n" not in k for k in keys):
+        if not isinstance(keys, list) or not all(isinstance(k, str) and ssh_key_ok(k) for k in keys):
             raise LifecycleError(f"users[{i}].ssh_public_keys must be a list of one-line OpenSSH public keys")
         out.append({"name": name, "uid": uid, "home": home, "shell": shell, "groups": groups, "ssh_public_keys": keys})
     return out
@@ -311,7 +323,7 @@ def docker_config(path: str, data_root: str) -> bool:
     return True
 
 
-ENROOT_KEYS = ("ENROOT_RUNTIME_PATH", "ENROOT_CACHE_PATH", "ENROOT_DATA_PATH", "ENROOT_TEMP_PATH")
+ENROOT_KEYS = ENROOT_PATH_KEYS
 
 
 def enroot_settings(base: str) -> Dict[str, str]:

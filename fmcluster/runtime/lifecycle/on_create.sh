@@ -12,7 +12,8 @@
 #   runtime     copy the runtime, profiles and parameters to /opt/fmcluster (stable; units refer to it)
 #   apt-locks   wait for apt/dpkg locks (boot-time unattended upgrades) up to a deadline
 #   role        find this node in resource_config.json: controller | login | compute, group, partition
-#   fsx         mount FSx for Lustre with the lustre helper (fatal on failure); hold the Lustre client packages
+#   fsx         mount FSx for Lustre with the lustre helper; hold the Lustre client packages. A failed mount is
+#               judged by validation.policy (the boot validator on GPU workers, this step elsewhere)
 #   containers  docker data-root and enroot paths on the instance NVMe (fallback: /opt/sagemaker; never /)
 #   users       create the users from the parameters with fixed uids (idempotent)
 #   collectors  node_exporter / dcgm-exporter / Prometheus agent via observability/install.sh (never fatal)
@@ -177,7 +178,19 @@ step_fsx() {
   fi
   # the helper retries with backoff itself, is idempotent and proves the mount answers; one call is enough
   if ! PYTHONPATH="$FMCLUSTER_HOME/pkg" timeout --kill-after=10 1200 python3 -m fmcluster.runtime.lustre "${args[@]}"; then
-    fail "cannot mount FSx for Lustre ${PLAN[fsx_dns_name]}@tcp:/${PLAN[fsx_mount_name]} at $mp (lustre helper failed; see the lines above)"
+    # One policy on every orchestrator (docs/node-contract.md): a node without its shared file system is
+    # unhealthy and validation.policy decides. GPU workers run the boot validator, whose required
+    # storage.mounts check applies it; other nodes apply it here.
+    local what="cannot mount FSx for Lustre ${PLAN[fsx_dns_name]}@tcp:/${PLAN[fsx_mount_name]} at $mp (lustre helper failed; see the lines above)"
+    STEP_MARK=0
+    if [[ "${PLAN[role]}" == compute && "${PLAN[gpu]}" == 1 ]]; then
+      log "$what; the boot validator reports it under policy ${PLAN[policy]}"
+    elif [[ "${PLAN[policy]}" == fail ]]; then
+      fail "$what; policy fail"
+    else
+      log "WARNING: $what; policy ${PLAN[policy]}: this ${PLAN[role]} node continues without it"
+    fi
+    return 0
   fi
   log "FSx for Lustre mounted at $mp"
   # unattended upgrades that move the kernel or the Lustre client break the mount on the next boot
@@ -313,7 +326,7 @@ step_validate() {
   local bootstrap="$FMCLUSTER_HOME/pkg/fmcluster/runtime/node_bootstrap.sh"
   log "validating with $profile (level ${PLAN[level]}, policy ${PLAN[policy]})"
   if ! FMCLUSTER_HOME="$FMCLUSTER_HOME" FMCLUSTER_PROFILE="$profile" FMCLUSTER_LEVEL="${PLAN[level]}" \
-    FMCLUSTER_POLICY="${PLAN[policy]}" FMCLUSTER_AGENT=slurmd FMCLUSTER_LOG_DIR="$LOG_DIR" \
+    FMCLUSTER_POLICY="${PLAN[policy]}" FMCLUSTER_LOG_DIR="$LOG_DIR" \
     FMCLUSTER_TEXTFILE_DIR="$ROOT/var/lib/node_exporter/textfile_collector" \
     FMCLUSTER_SYSTEMD_DIR="$ROOT/etc/systemd/system" \
     bash "$bootstrap"; then
