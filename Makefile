@@ -34,11 +34,11 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 lint: setup
-	$(BIN)/ruff check fmcluster tests bench app.py
+	$(BIN)/ruff check fmcluster tests bench scripts app.py
 	$(BIN)/mypy fmcluster app.py
 
 templates: setup
-	$(BIN)/python -m fmcluster.templates write
+	$(BIN)/python scripts/templates.py write
 
 bench: setup
 	$(BIN)/python bench/synth_speed.py

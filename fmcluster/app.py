@@ -71,7 +71,7 @@ class ClusterStacks:
         return [s for s in (self.network, self.storage, self.observability, self.cluster) if s is not None]
 
 
-def app_context(spec: ClusterSpec, extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def app_context(spec: Optional[ClusterSpec] = None, extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Context that keeps synthesis offline and deterministic.
 
     With an explicit account, ``ec2.Vpc`` asks for the region's AZ list (a lookup); the
@@ -85,10 +85,25 @@ def app_context(spec: ClusterSpec, extra: Optional[Dict[str, Any]] = None) -> Di
         # access-log delivery through a bucket policy, so log buckets can disable ACLs
         "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": True,
     }
-    if spec.account:
+    if spec is not None and spec.account:
         ctx[f"availability-zones:account={spec.account}:region={spec.region}"] = [spec.availability_zone]
     ctx.update(extra or {})
     return ctx
+
+
+def new_app(
+    spec: Optional[ClusterSpec] = None,
+    *,
+    outdir: Optional[str] = None,
+    context: Optional[Dict[str, Any]] = None,
+    nag: bool = True,
+) -> cdk.App:
+    """An empty app with the context every fmcluster app gets (feature flags, offline AZs) and, with `nag`,
+    cdk-nag's AwsSolutions pack at synth. `build_stacks` starts from it; so do tests that build parts."""
+    app = cdk.App(outdir=outdir, context=app_context(spec, context))
+    if nag:
+        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app
 
 
 def build_stacks(
@@ -104,10 +119,7 @@ def build_stacks(
     fails synthesis.
     """
     spec = spec_or_path if isinstance(spec_or_path, ClusterSpec) else load_spec(spec_or_path)
-    app = cdk.App(outdir=outdir, context=app_context(spec, context))
-    stacks = ClusterStacks(app, spec)
-    if nag:
-        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    stacks = ClusterStacks(new_app(spec, outdir=outdir, context=context, nag=nag), spec)
     for stack in stacks.all:
         for handler in cdk_provider_handlers(stack):
             cfn_lint_ignore(
@@ -127,3 +139,16 @@ def build_app(
 ) -> cdk.App:
     """The CDK app for a spec (or a spec file), ready to synth (see `build_stacks`)."""
     return build_stacks(spec_or_path, outdir=outdir, context=context, nag=nag).app
+
+
+def synthesize(spec_or_path: Union[ClusterSpec, str, Path]) -> Dict[str, Dict[str, Any]]:
+    """Stack name -> CloudFormation template of a spec, synthesized into a temporary directory."""
+    import json
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as out:
+        build_app(spec_or_path, outdir=out).synth()
+        return {
+            p.name[: -len(".template.json")]: json.loads(p.read_text())
+            for p in sorted(Path(out).glob("*.template.json"))
+        }

@@ -20,13 +20,13 @@ Templates = Dict[str, Dict[str, Any]]
 @pytest.fixture(scope="session")
 def synth_example() -> Callable[[str], Templates]:
     """`synth_example("default")` → {stack name: template}, cached for the session."""
-    from fmcluster.templates import synth_templates
+    from fmcluster.app import synthesize
 
     cache: Dict[str, Templates] = {}
 
     def get(name: str) -> Templates:
         if name not in cache:
-            cache[name] = synth_templates(EXAMPLES / f"{name}.yaml")
+            cache[name] = synthesize(EXAMPLES / f"{name}.yaml")
         return cache[name]
 
     return get

@@ -8,8 +8,8 @@ import json
 import pytest
 from helpers import resources_of
 
-# (card, device, type) per type, written out from the EC2 user guide's layouts
-# (../shared/reference/instances.md), not computed by the code under test.
+# (card, device, type) per type, written out from the EC2 user guide's layouts (docs/instances.md),
+# not computed by the code under test.
 P5_32 = [(0, 0, "interface"), (0, 1, "efa-only")] + [(c, 0, "efa-only") for c in range(1, 32)]
 EXPECTED_LAYOUT = {
     "p5-small": [(0, 0, "interface"), (0, 1, "efa-only")],

@@ -22,20 +22,14 @@ def built(tmp_path_factory):
     from aws_cdk import aws_ec2 as ec2
     from cdk_nag import AwsSolutionsChecks
 
+    from fmcluster.app import new_app
     from fmcluster.nag import cdk_provider_handlers, cfn_lint_ignore
     from fmcluster.orchestrators.hyperpod.cluster import HyperPodInstanceGroup, HyperPodSlurmCluster
     from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole
     from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
 
     outdir = tmp_path_factory.mktemp("hyperpod")
-    app = cdk.App(
-        outdir=str(outdir),
-        context={
-            "aws:cdk:disable-version-reporting": True,
-            "@aws-cdk/aws-iam:minimizePolicies": True,
-            "@aws-cdk/core:enablePartitionLiterals": True,
-        },
-    )
+    app = new_app(outdir=str(outdir), nag=False)  # the context build_app uses; cdk-nag is added below
     stack = cdk.Stack(app, "hp-cluster", env=cdk.Environment(account=ACCOUNT, region=REGION))
     subnet = ec2.Subnet.from_subnet_id(stack, "Subnet", SUBNET)
     sg = ec2.SecurityGroup.from_security_group_id(stack, "Sg", SG, mutable=False)

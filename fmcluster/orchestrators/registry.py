@@ -1,7 +1,7 @@
 """The orchestrator kinds fmcluster knows: adding a kind is one folder and one line here.
 
 `register` adds a kind at run time (tests prove the seam with a kind defined inside a test); the spec's
-``orchestrator`` union is rebuilt from whatever is registered (`fmcluster.spec.loading.spec_model`).
+``orchestrator`` union follows whatever is registered (`fmcluster.spec.loading.spec_model`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 BUILT_IN: List[OrchestratorKind] = [none.KIND, pcs.KIND, hyperpod.SLURM]
 
 _kinds: Dict[str, OrchestratorKind] = {k.name: k for k in BUILT_IN}
-_generation = [0]  # bumped on every change, so the spec model is rebuilt
 
 
 def kinds() -> List[OrchestratorKind]:
@@ -26,10 +25,6 @@ def kinds() -> List[OrchestratorKind]:
 
 def names() -> List[str]:
     return list(_kinds)
-
-
-def generation() -> int:
-    return _generation[0]
 
 
 def kind_named(name: str) -> OrchestratorKind:
@@ -47,11 +42,9 @@ def register(kind: OrchestratorKind) -> None:
     if kind.name in _kinds:
         raise ValueError(f"orchestrator {kind.name!r} is already registered")
     _kinds[kind.name] = kind
-    _generation[0] += 1
 
 
 def unregister(name: str) -> None:
     if name in {k.name for k in BUILT_IN}:
         raise ValueError(f"{name!r} is built in")
     _kinds.pop(name, None)
-    _generation[0] += 1

@@ -14,17 +14,20 @@ from fmcluster.spec.base import SpecError
 from fmcluster.spec.cluster import ClusterSpec, orchestrator_union
 
 Loc = Tuple[Union[str, int], ...]
-_models: Dict[int, Type[ClusterSpec]] = {0: ClusterSpec}
+_BUILT_IN = tuple(k.name for k in registry.BUILT_IN)
+_models: Dict[Tuple[str, ...], Type[ClusterSpec]] = {_BUILT_IN: ClusterSpec}
 
 
 def spec_model() -> Type[ClusterSpec]:
     """`ClusterSpec`, or a subclass whose ``orchestrator`` also takes kinds registered at run time."""
-    gen = registry.generation()
-    if gen not in _models:
+    names = tuple(registry.names())
+    if names not in _models:
         union: Any = orchestrator_union(registry.kinds())
-        _models[gen] = create_model("ClusterSpec", __base__=ClusterSpec,
-                                    orchestrator=(union, Field(default_factory=NoOrchestrator)))
-    return _models[gen]
+        field = Field(default_factory=NoOrchestrator, description=ClusterSpec.model_fields["orchestrator"].description)
+        model = create_model("ClusterSpec", __base__=ClusterSpec, orchestrator=(union, field))
+        model.__doc__ = ClusterSpec.__doc__
+        _models[names] = model
+    return _models[names]
 
 
 # --- error formatting -------------------------------------------------------------------------

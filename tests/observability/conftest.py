@@ -66,13 +66,12 @@ class Synthesized:
         import aws_cdk as cdk
         from aws_cdk import aws_iam as iam
         from aws_cdk.assertions import Template
-        from cdk_nag import AwsSolutionsChecks
 
+        from fmcluster.app import new_app
         from fmcluster.stacks.observability import ObservabilityStack
 
         env = cdk.Environment(account=spec.account, region=spec.region)
-        self.app = cdk.App(context={"aws:cdk:disable-version-reporting": True})
-        cdk.Validations.of(self.app).add_plugins(AwsSolutionsChecks(self.app))
+        self.app = new_app(spec)  # build_app's context and cdk-nag
         self.stack = ObservabilityStack(self.app, spec.stack_name("observability"), spec=spec, env=env)
         self.fsx_alarm = self.stack.alarm_on_fsx_free_capacity(
             "FsxFreeCapacity", file_system_id="fs-0123456789abcdef0", storage_capacity_gib=4800

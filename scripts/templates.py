@@ -1,16 +1,17 @@
 """templates/: normalized templates of every example, committed so a pull request shows
-the infrastructure diff. `python -m fmcluster.templates write|check`."""
+the infrastructure diff; also writes schema/cluster.schema.json. A repository tool, not part of
+the package: `python scripts/templates.py write|check` (make templates)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Dict
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the checkout's fmcluster, also when run as a script
 EXAMPLES = ROOT / "examples"
 TEMPLATES = ROOT / "templates"
 
@@ -23,14 +24,9 @@ def normalize(template: Dict[str, object]) -> str:
 def synth_templates(example: Path) -> Dict[str, Dict[str, object]]:
     """Stack name → template for one example spec."""
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    from fmcluster.app import build_app
+    from fmcluster.app import synthesize
 
-    with tempfile.TemporaryDirectory() as out:
-        build_app(example, outdir=out).synth()
-        return {
-            p.name[: -len(".template.json")]: json.loads(p.read_text())
-            for p in sorted(Path(out).glob("*.template.json"))
-        }
+    return synthesize(example)
 
 
 def expected_files(examples: Dict[str, Dict[str, Dict[str, object]]]) -> Dict[str, str]:

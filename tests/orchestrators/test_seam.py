@@ -1,0 +1,116 @@
+"""The orchestrator seam is real: a kind defined here — settings and a construct, nothing else — is
+accepted by the spec, built by the cluster stack, granted storage and AMP access, and synthesized,
+without a change to any other file."""
+
+from __future__ import annotations
+
+import json
+from typing import List, Literal
+
+import pytest
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+from pydantic import Field
+
+from fmcluster.orchestrators import registry
+from fmcluster.orchestrators.context import OrchestrationContext
+from fmcluster.orchestrators.kind import OrchestratorKind, OrchestratorSettings
+from fmcluster.spec import SpecError, json_schema, parse_spec
+from fmcluster.spec.base import SpecModel
+
+
+class ToySettings(SpecModel):
+    queue: str = Field("main", pattern=r"^[a-z]+$")
+
+
+class ToyOrchestrator(OrchestratorSettings):
+    type: Literal["toy"] = "toy"
+    toy: ToySettings = Field(default_factory=ToySettings)
+
+
+class ToyOrchestration(Construct):
+    """A role for the nodes, the shared EC2 node groups, and its queue name in SSM."""
+
+    def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
+        super().__init__(scope, id)
+        self.role = iam.Role(self, "Nodes", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
+        self.node_groups = {g.name: context.node_groups.build(self, g) for g in context.spec.node_groups}
+        ssm.StringParameter(self, "Queue", string_value=context.spec.orchestrator.toy.queue)  # type: ignore[attr-defined]
+
+    @property
+    def grantee(self) -> iam.IGrantable:
+        return self.role
+
+
+def toy_rules(spec) -> List[tuple]:
+    return [(f"node_groups[{i}].count", "toy clusters have at most 4 nodes per group")
+            for i, g in enumerate(spec.node_groups) if g.count > 4]
+
+
+TOY = OrchestratorKind(
+    name="toy",
+    summary="a kind defined in a test",
+    settings=ToyOrchestrator,
+    node_agent="slurm",
+    capacity_types=frozenset({"on-demand"}),
+    construct=f"{__name__}:ToyOrchestration",
+    construct_id="Toy",
+    spec_rules=toy_rules,
+)
+
+SPEC = {
+    "name": "toy",
+    "region": "us-east-1",
+    "availability_zone": "us-east-1a",
+    "node_groups": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}],
+    "storage": {"fsx": {"storage_capacity_gib": 1200}},
+    "orchestrator": {"type": "toy", "toy": {"queue": "train"}},
+}
+
+
+@pytest.fixture
+def toy_kind():
+    registry.register(TOY)
+    yield TOY
+    registry.unregister(TOY.name)
+
+
+def test_an_unregistered_kind_is_refused_with_the_kinds_there_are():
+    with pytest.raises(SpecError) as e:
+        parse_spec(SPEC)
+    assert e.value.problems == ["orchestrator.type: 'toy' is not allowed; allowed: none, pcs, hyperpod-slurm"]
+
+
+def test_a_registered_kind_joins_the_spec_with_its_settings_rules_and_capacity(toy_kind):
+    spec = parse_spec(SPEC)
+    assert spec.orchestrator_kind is toy_kind and spec.orchestrator.toy.queue == "train"
+    assert "toy" in json.dumps(json_schema())
+    with pytest.raises(SpecError) as e:
+        parse_spec({**SPEC, "orchestrator": {"type": "toy", "toy": {"queue": "Bad!"}}})
+    assert e.value.problems[0].startswith("orchestrator.toy.queue: 'Bad!' is not allowed")
+    with pytest.raises(SpecError) as e:
+        parse_spec({**SPEC, "node_groups": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 8,
+                                             "capacity": {"type": "odcr", "reservation_id": "cr-0123456789abcdef0"}}]})
+    assert set(e.value.problems) == {
+        "node_groups[0].capacity.type: orchestrator toy takes on-demand, not odcr",
+        "node_groups[0].count: toy clusters have at most 4 nodes per group",
+    }
+
+
+def test_a_registered_kind_synthesizes_with_grants_node_groups_and_its_agent(toy_kind):
+    from fmcluster.app import synthesize
+
+    templates = synthesize(parse_spec(SPEC))
+    cluster = templates["toy-cluster"]
+    types = [r["Type"] for r in cluster["Resources"].values()]
+    assert types.count("AWS::EC2::LaunchTemplate") == 1 and types.count("AWS::EC2::PlacementGroup") == 1
+    assert "AWS::SSM::Parameter" in types
+    policy = json.dumps([r for r in cluster["Resources"].values() if r["Type"] == "AWS::IAM::Policy"])
+    assert "aps:RemoteWrite" in policy and "toy-storage-DataBucketArn" in policy
+    lt = next(r for r in cluster["Resources"].values() if r["Type"] == "AWS::EC2::LaunchTemplate")
+    parts = lt["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"]["Fn::Join"][1]
+    text = "".join(p for p in parts if isinstance(p, str))
+    profile = json.loads(text.split("<<'FMCLUSTER_PROFILE'\n")[1].split("\nFMCLUSTER_PROFILE")[0])
+    assert profile["orchestrator"] == "slurm"  # the kind's agent reached the node
+    assert {"GpuLaunchTemplateId", "GpuPlacementGroup"} <= set(cluster["Outputs"])
