@@ -12,7 +12,8 @@ from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
 
 def _existing(ctx: Context) -> Any:
     existing = ctx.spec.network.existing_vpc
-    assert existing is not None, "network checks apply to network.existing_vpc"
+    if existing is None:  # preflight plans these checks only for an existing VPC
+        raise ValueError("network checks apply to network.existing_vpc")
     return existing
 
 

@@ -99,9 +99,9 @@ class DataBucket(Construct):
     def bucket_arn(self) -> str:
         return self.bucket.bucket_arn
 
-    def grant_read_write(self, grantee: iam.IGrantable, prefix: str = "") -> None:
+    def grant_read_write(self, grantee: iam.IGrantable, prefix: str = "") -> iam.Grant:
         """See `grant_data_access` (the key is granted only for a bucket created here)."""
-        grant_data_access(grantee, bucket_arn=self.bucket.bucket_arn, key_arn=self.key.key_arn if self.key else None,
+        return grant_data_access(grantee, bucket_arn=self.bucket.bucket_arn, key_arn=self.key.key_arn if self.key else None,
                           prefix=prefix)
 
 

@@ -30,13 +30,12 @@ class NodeRuntime(Construct):
     def s3_url(self) -> str:
         return self.asset.s3_object_url
 
-    def grant_read(self, grantee: iam.IGrantable) -> None:
+    def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """s3:GetObject on the asset object only."""
-        grantee.grant_principal.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["s3:GetObject"],
-                resources=[f"{self.asset.bucket.bucket_arn}/{self.asset.s3_object_key}"],
-            )
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["s3:GetObject"],
+            resource_arns=[f"{self.asset.bucket.bucket_arn}/{self.asset.s3_object_key}"],
         )
 
 

@@ -35,7 +35,8 @@ def load_rules() -> Dict[str, Any]:
     import yaml
 
     data = yaml.safe_load(rules_text())
-    assert isinstance(data, dict) and "groups" in data, f"{RULES_FILE}: expected a mapping with groups"
+    if not isinstance(data, dict) or "groups" not in data:
+        raise ValueError(f"{RULES_FILE}: expected a mapping with groups")
     return data
 
 
@@ -56,7 +57,8 @@ def alertmanager_config(topic_arn: str, region: str) -> str:
     `topic_arn` may be a CDK token: it is substituted as text and CloudFormation resolves it.
     """
     text = ALERTMANAGER_FILE.read_text(encoding="utf-8")
-    assert _TOPIC in text and _REGION in text, f"{ALERTMANAGER_FILE}: placeholders missing"
+    if _TOPIC not in text or _REGION not in text:
+        raise ValueError(f"{ALERTMANAGER_FILE}: placeholders missing")
     return text.replace(_TOPIC, topic_arn).replace(_REGION, region)
 
 

@@ -247,18 +247,16 @@ class LifecycleScripts(Construct):
         """What must finish before nodes boot (the cluster depends on these)."""
         return [self.scripts, self.runtime]
 
-    def grant_read(self, grantee: iam.IGrantable) -> None:
+    def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """s3:GetObject under ``lifecycle/`` and s3:ListBucket limited to that prefix."""
-        grantee.grant_principal.add_to_principal_policy(
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=[self.bucket.arn_for_objects(f"{PREFIX}*")])
-        )
-        grantee.grant_principal.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[self.bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [PREFIX, f"{PREFIX}*"]}},
-            )
-        )
+        grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"],
+                                           resource_arns=[self.bucket.arn_for_objects(f"{PREFIX}*")])
+        grant = grant.combine(iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["s3:ListBucket"],
+            resource_arns=[self.bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [PREFIX, f"{PREFIX}*"]}},
+        ))
         if isinstance(grantee, Construct):
             acknowledge(
                 grantee,
@@ -266,6 +264,7 @@ class LifecycleScripts(Construct):
                 "Nodes read the lifecycle scripts, parameters, profiles and runtime under the lifecycle/ prefix of the "
                 "cluster's own lifecycle bucket (s3:GetObject only).",
             )
+        return grant
 
 
 DEPLOYMENT_ROLE_ID = "FmclusterLifecycleDeploymentRole"
