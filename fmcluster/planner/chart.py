@@ -66,7 +66,7 @@ def step_chart(step: Dict[str, Any], internode: str = "EFA") -> str:
 
 def legend(step: Dict[str, Any], internode: str = "EFA") -> List[Tuple[str, str, str, float]]:
     """(color, name, lane, seconds) of every segment, for the table under the chart."""
-    out = []
+    out: List[Tuple[str, str, str, float]] = []
     for lane, segments in lanes(step, internode):
         out.extend((color, name, lane, seconds) for name, seconds, color in segments)
     return out

@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from fmcluster.planner.errors import PlanUsageError
 
@@ -94,7 +94,7 @@ def resolve_model(args: Any) -> Any:
     if (sizes["experts"] is None) != (sizes["active_experts"] is None):
         missing = "--experts" if sizes["experts"] is None else "--active-experts"
         raise PlanUsageError(f"{missing}: --experts and --active-experts go together")
-    raw = {k: (v if k == "params" else int(v)) for k, v in sizes.items() if v is not None}
+    raw: Dict[str, Any] = {k: (v if k == "params" else int(v)) for k, v in sizes.items() if v is not None}
     if heads:
         raw["heads"] = int(heads)
     if seq:

@@ -92,7 +92,7 @@ def _group(parent: Any, grp: Any, index: int) -> tuple:
 def _node_labels(nodes: int, t: Any) -> List[tuple]:
     efa = f" · {t.efa_interfaces} EFA" if t.efa_interfaces else ""
     label = f"{t.name}\n{t.gpus} x {t.gpu}, {t.gpu_memory_mib / 1024:.0f} GiB each{efa}"
-    out = [(i, label) for i in range(min(nodes, SHOWN_NODES))]
+    out = [(str(i), label) for i in range(min(nodes, SHOWN_NODES))]
     if nodes > SHOWN_NODES:
         out.append(("more", f"… {nodes - SHOWN_NODES} more instance{'s' if nodes - SHOWN_NODES > 1 else ''}"))
     return out

@@ -16,7 +16,7 @@ def fig(value: float, unit: str, formula: str, **inputs: Any) -> Dict[str, Any]:
 
 def _round(v: Any) -> Any:
     if isinstance(v, float):
-        return float(f"{v:.6g}")
+        return float(f"{v:.9g}")
     return v
 
 

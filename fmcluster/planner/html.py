@@ -21,8 +21,10 @@ vertical-align:top}th{background:#eef1f4;font-weight:600}td.n{text-align:right;f
 .cards{display:flex;flex-wrap:wrap;gap:12px}.card{background:#fff;border-radius:8px;padding:10px 16px;min-width:150px;
 box-shadow:0 1px 3px rgba(0,0,0,.12)}.card b{display:block;font-size:20px}.card span{color:#52606d;font-size:12px}
 .ok{color:#2e7d32;font-weight:600}.bad{color:#c62828;font-weight:600}.note{color:#52606d;font-size:12px}
-.diagram svg{max-width:100%;height:auto}svg.chart{max-width:1100px}.chart .axis{font-size:12px;fill:#52606d}.chart .lane{font-size:13px;fill:#1f2933}
-.chart .track{fill:#eef1f4}.chart .seg{font-size:11px;fill:#fff}.chart .out{font-size:11px;fill:#1f2933}.chart .idle{font-size:11px;fill:#9aa5b1}
+.diagram svg{max-width:100%;height:auto}svg.chart{max-width:1100px}
+.chart .axis{font-size:12px;fill:#52606d}.chart .lane{font-size:13px;fill:#1f2933}
+.chart .track{fill:#eef1f4}.chart .seg{font-size:11px;fill:#fff}.chart .out{font-size:11px;fill:#1f2933}
+.chart .idle{font-size:11px;fill:#9aa5b1}
 .chart .bound{stroke:#c62828;stroke-width:2;stroke-dasharray:5 4}.swatch{display:inline-block;width:12px;height:12px;
 border-radius:2px;margin-right:6px;vertical-align:middle}code{background:#eef1f4;padding:1px 4px;border-radius:3px}
 details summary{cursor:pointer;color:#1565c0}
