@@ -72,7 +72,11 @@ def hourly_cost(spec: Any) -> Dict[str, Any]:
     known = [ln for ln in lines if "usd_per_hour" in ln]
     total = sum(ln["usd_per_hour"]["value"] for ln in known)
     data = prices()
+    fallback = spec.region not in data["regions"]
     return {
+        "region": spec.region,
+        "region_note": f"{spec.region} is not in the price data: {FALLBACK_REGION} prices shown as estimates"
+        if fallback else "",
         "lines": lines,
         "total_usd_per_hour": fig(total, "USD/h", "sum of the priced lines", lines=len(known)),
         "complete": len(known) == len(lines),

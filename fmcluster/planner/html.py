@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterable, List, Sequence
 
 from fmcluster.planner.chart import legend, step_chart
 from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, val
+from fmcluster.planner.text import percent
 
 CSS = """
 body{font-family:"DejaVu Sans",Arial,sans-serif;margin:0;background:#f4f6f8;color:#1f2933;font-size:14px}
@@ -159,7 +160,7 @@ def checkpoint_table(j: Dict[str, Any]) -> str:
     rows: List[Sequence[Any]] = []
     for t in ck["targets"]:
         if not t["available"]:
-            rows.append((escape(t["target"]), "-", "-", escape(t.get("reason", "")), "-"))
+            rows.append((escape(t["target"]), "-", "-", "-", escape(t.get("reason", ""))))
             continue
         write = human_seconds(val(t["write"])) + f" ({t['write_steps']:.2g} steps)" if "write" in t \
             else escape(t.get("write_reason", "-"))
@@ -176,7 +177,7 @@ def data_paragraph(j: Dict[str, Any]) -> str:
         return f"<h3>Data path</h3><p>{escape(need)}; {escape(d['note'])}.</p>"
     verdict = '<span class="ok">FSx delivers it</span>' if d["delivers"] else '<span class="bad">more than FSx delivers</span>'
     return (f"<h3>Data path</h3><p>At the step bound the input pipeline reads {escape(need)}: "
-            f"{d['share_of_fsx']:.2%} of FSx's {human_bytes(val(d['fsx']))}/s. {verdict}.</p>")
+            f"{percent(d['share_of_fsx'])} of FSx's {human_bytes(val(d['fsx']))}/s. {verdict}.</p>")
 
 
 def all_layouts(j: Dict[str, Any]) -> str:
@@ -205,7 +206,8 @@ def cost_section(report: Dict[str, Any]) -> str:
     return ("<section><h2>Cost (On-Demand)</h2>" + table(("item", "instances", "capacity", "USD/h each", "USD/h", "notes"),
                                                          rows, numeric=(3, 4)) + tokens
             + f'<p class="note">Prices as of {escape(cost["as_of"])}: {escape(src["page"])}; {escape(src["data"])}. '
-            f'{escape(cost["price_change"])}. Not included: {escape("; ".join(cost["not_included"]))}.</p></section>')
+            + (f'{escape(cost["region_note"])}. ' if cost["region_note"] else "")
+            + f'{escape(cost["price_change"])}. Not included: {escape("; ".join(cost["not_included"]))}.</p></section>')
 
 
 def assumptions_section(report: Dict[str, Any]) -> str:

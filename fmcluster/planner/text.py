@@ -51,7 +51,7 @@ def cluster_lines(c: Dict[str, Any]) -> List[str]:
 
 def cost_lines(cost: Dict[str, Any]) -> List[str]:
     total = val(cost["total_usd_per_hour"])
-    mark = " (estimate)" if cost["estimate"] else ""
+    mark = f" ({cost['region_note']})" if cost["region_note"] else (" (estimate)" if cost["estimate"] else "")
     partial = "" if cost["complete"] else " for the priced items"
     lines = [f"cost: {money(total)}/h On-Demand{partial}{mark}, prices as of {cost['as_of']}"]
     for ln in cost["lines"]:
@@ -98,12 +98,16 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
         lines.append(data + f"; {d['note']}")
     else:
         verdict = "FSx delivers it" if d["delivers"] else "MORE than FSx delivers"
-        lines.append(data + f" = {d['share_of_fsx']:.2%} of FSx {human_bytes(val(d['fsx']))}/s: {verdict}")
+        lines.append(data + f" = {percent(d['share_of_fsx'])} of FSx {human_bytes(val(d['fsx']))}/s: {verdict}")
     t = j["tokens"]
     usd = (f">= {money(val(t['usd']))} at {money(val(p['cost']['total_usd_per_hour']))}/h" if t["usd"] is not None
            else f"cost unknown ({t['usd_reason']})")
     lines.append(f"  {human_count(t['count'])} tokens: >= {human_seconds(val(t['hours']) * 3600)}, {usd}")
     return lines
+
+
+def percent(share: float) -> str:
+    return f"{share * 100:.2g}%"
 
 
 def step_breakdown(st: Dict[str, Any]) -> str:
