@@ -17,7 +17,6 @@ from fmcluster.planner.errors import PlanUsageError
 
 __all__ = ["PlanUsageError", "add_plan_arguments", "run_plan", "add_diagram_arguments", "run_diagram", "main"]
 
-SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 SIZE_FLAGS = ("params", "layers", "hidden", "experts", "active_experts")
 
 
@@ -56,11 +55,11 @@ def number(args: Any, name: str, integer: bool = False, upper: Optional[float] =
     raw = getattr(args, name, None)
     if raw is None:
         return None
+    from fmcluster.planner.models import parse_count
+
     option = "--" + name.replace("_", "-")
-    text = str(raw).strip().lower()
-    scale = SUFFIX.get(text[-1:], 1.0) if text else 1.0
     try:
-        value = float(text[:-1] if scale != 1.0 else text) * scale
+        value = parse_count(str(raw))
     except ValueError:
         raise PlanUsageError(f"{option}: {raw!r} is not a number") from None
     if not value > 0 or value != value or value == float("inf"):

@@ -190,7 +190,22 @@ def with_seq(model: Model, seq: int) -> Model:
     return dataclasses.replace(model, seq=seq)
 
 
+SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def parse_count(text: str) -> float:
+    """'70e9', '70B', '4M', '1.5T' -> a float; ValueError when it is none of these."""
+    t = text.strip().lower()
+    scale = SUFFIX.get(t[-1:], 1.0) if t else 1.0
+    return float(t[:-1] if scale != 1.0 else t) * scale
+
+
 def _positive_number(v: Any, key: str, option: str) -> float:
+    if isinstance(v, str):  # YAML reads 70e9 (no dot) and 70B as strings
+        try:
+            v = parse_count(v)
+        except ValueError:
+            raise PlanUsageError(f"{option}: '{key}' must be a number, not {v!r}") from None
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise PlanUsageError(f"{option}: '{key}' must be a number, not {v!r}")
     if v <= 0:

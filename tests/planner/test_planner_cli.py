@@ -108,6 +108,9 @@ def test_model_file_and_seq_override(tmp_path, capsys):
     assert rc == 0 and m["name"] == "tiny" and m["params"] > 0 and "computed from the architecture" in m["assumptions"][0]
     rc, out = run(["plan", DEFAULT, "--model", "llama3-8b", "--seq", "4096", "--json"], capsys)
     assert json.loads(out)["model"]["seq"] == 4096
+    f.write_text("params: 1.5B\nlayers: 16\nhidden: 2048\n")
+    rc, out = run(["plan", DEFAULT, "--model", str(f), "--json"], capsys)
+    assert json.loads(out)["model"]["params"] == 1.5e9
     f.write_text("layers: 16\nhidden: 2048\nwidth: 3\n")
     with pytest.raises(PlanUsageError, match=r"^--model .*tiny.yaml: unknown key\(s\) width"):
         run_plan(harness().parse_args(["plan", DEFAULT, "--model", str(f)]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 from planner_helpers import spec
 
 from fmcluster.planner import diagram
-from fmcluster.planner.cli import PlanUsageError, main
+from fmcluster.planner.cli import PlanUsageError, add_diagram_arguments, main, run_diagram
 from fmcluster.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,12 +60,9 @@ def test_dot_source_needs_no_binary(tmp_path):
 
 
 def test_bad_out_is_a_usage_error(tmp_path):
+    p = argparse.ArgumentParser()
+    add_diagram_arguments(p)
     with pytest.raises(PlanUsageError, match=r"^--out: cluster.txt needs"):
-        from fmcluster.planner.cli import add_diagram_arguments, run_diagram
-        import argparse
-
-        p = argparse.ArgumentParser()
-        add_diagram_arguments(p)
         run_diagram(p.parse_args([str(EXAMPLES / "default.yaml"), "--out", str(tmp_path / "cluster.txt")]))
 
 

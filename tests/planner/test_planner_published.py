@@ -97,3 +97,13 @@ def test_compute_bound_is_flops_over_peak_times_mfu():
     st = step(m, hw, lay, "zero1", "selective", mfu=0.4)
     assert st.compute_s == pytest.approx(flops_per_token(m, "selective") * lay.tokens_per_step / (16 * 989e12 * 0.4))
     assert st.bound_s >= st.compute_s
+
+
+def test_fp8_uses_the_catalog_fp8_dense_peak():
+    from fmcluster.planner.steptime import step
+
+    m = preset("llama3-8b")
+    lay = Layout(tp=1, pp=1, dp=16, ep=1, micro_batch=1, microbatches=32, seq=8192)
+    bf16 = step(m, hardware("p5.48xlarge", 2, "bf16"), lay, "zero1", "selective", 0.4)
+    fp8 = step(m, hardware("p5.48xlarge", 2, "fp8"), lay, "zero1", "selective", 0.4)
+    assert fp8.compute_s == pytest.approx(bf16.compute_s * 989 / 1979)  # NVIDIA H100 SXM dense BF16 / FP8 TFLOPS
