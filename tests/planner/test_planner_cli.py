@@ -81,11 +81,11 @@ def test_bad_options_raise_a_usage_error_naming_the_option(argv, option):
 
 
 def test_a_model_that_fits_nowhere_names_the_overflowing_term_and_by_how_much():
-    args = harness().parse_args(["plan", DEFAULT, "--model", "llama3-70b"])
+    args = harness().parse_args(["plan", DEFAULT, "--model", "llama3-405b"])
     with pytest.raises(PlanUsageError) as e:
         run_plan(args)
     msg = str(e.value)
-    assert msg.startswith("--model: llama3.1-70b (70.6B parameters) does not fit any layout of group gpu")
+    assert msg.startswith("--model: llama3.1-405b (406B parameters) does not fit any layout of group gpu")
     assert "GiB over HBM" in msg and "the largest term is optimizer state" in msg
     args = harness().parse_args(["plan", DEFAULT, "--params", "2T", "--layers", "96", "--hidden", "16384"])
     with pytest.raises(PlanUsageError, match=r"^--params: .*optimizer state alone is [\d.]+ GiB, [\d.]+ GiB over"):
