@@ -10,10 +10,11 @@ for fp8; FP8 changes the compute peak only.
 
 Activations per layer and micro-batch of b sequences of s tokens, hidden h, a heads,
 tensor parallelism t with sequence parallelism (Korthikanti et al., arXiv:2205.05198
-Table 2): none sbh(34/t + 5as/(ht)); selective recomputation (equivalently
-FlashAttention, which never stores the s x s scores) sbh 34/t; full recomputation 2sbh,
-the layer input, which sequence parallelism splits along the sequence: 2sbh/t (Table 2
-lists the unsplit 2sbh); plus one layer's working set while it is recomputed. With the 1F1B
+Table 2): none sbh(34/t + 5as/(ht)); selective recomputation sbh 34/t (what
+FlashAttention, Dao et al. arXiv:2205.14135, keeps too: never the s x s scores); full
+recomputation 2sbh, the layer input, which sequence parallelism splits along the
+sequence: 2sbh/t (Table 2 lists the unsplit 2sbh); plus one layer's working set while it
+is recomputed. With the 1F1B
 pipeline schedule the first stage holds activations of min(pp, microbatches) micro-batches
 of its L/pp layers (§4.2.3). The loss holds 4sbv/t bytes of fp32 logits (§4.3).
 """
