@@ -11,6 +11,7 @@ from fmcluster.planner.figures import human_seconds, val
 WIDTH, LEFT, LANE, GAP, TOP = 960, 130, 30, 12, 30
 PALETTE = ["#1e88e5", "#5e35b1", "#8e24aa", "#00897b", "#6d4c41", "#ef6c00", "#c0ca33", "#d81b60"]
 COMPUTE, BUBBLE = "#43a047", "#a5d6a7"
+CHAR_PX = 6.5  # average width of an 11px DejaVu Sans character in chart units
 
 
 def lanes(step: Dict[str, Any], internode: str) -> List[Tuple[str, List[Tuple[str, float, str]]]]:
@@ -49,13 +50,16 @@ def step_chart(step: Dict[str, Any], internode: str = "EFA") -> str:
             tip = f"{name}: {human_seconds(seconds)}"
             out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{LANE}" fill="{color}"><title>{escape(tip)}'
                        '</title></rect>')
-            if w > 6.5 * len(tip) + 12:
+            if w > CHAR_PX * len(tip) + 12:
                 out.append(f'<text x="{x + 6:.1f}" y="{y + LANE / 2 + 4}" class="seg">{escape(tip)}</text>')
             else:
                 outside.append(tip)
             x += w
-        if outside:  # too narrow to hold their label: name them after the lane's last segment
-            out.append(f'<text x="{x + 6:.1f}" y="{y + LANE / 2 + 4}" class="out">{escape("; ".join(outside))}</text>')
+        room = (WIDTH - 20 - x - 6) / CHAR_PX
+        if outside and room >= 12:  # too narrow to hold their label: name them after the lane's last segment
+            text = "; ".join(outside)
+            text = text if len(text) <= room else text[: int(room) - 1] + "…"
+            out.append(f'<text x="{x + 6:.1f}" y="{y + LANE / 2 + 4}" class="out">{escape(text)}</text>')
         if not segments:
             out.append(f'<text x="{LEFT + 6}" y="{y + LANE / 2 + 4}" class="idle">idle</text>')
     bx = LEFT + bound * scale
