@@ -161,8 +161,6 @@ def run_diagram(args: Any) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from fmcluster.spec import SpecError
-
     parser = argparse.ArgumentParser(prog="fmcluster", description="Capacity planner: plan and diagram.")
     sub = parser.add_subparsers(dest="command", required=True)
     plan = sub.add_parser("plan", help="memory fit, step-time bounds, checkpoints, data path and cost")
@@ -177,8 +175,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     except PlanUsageError as e:
         print(f"fmcluster: {e}", file=sys.stderr)
         return 2
-    except SpecError as e:
-        for line in e.problems:
+    except Exception as e:  # the spec's SpecError: one `field.path: problem` line each
+        problems = getattr(e, "problems", None)
+        if problems is None:
+            raise
+        for line in problems:
             print(line, file=sys.stderr)
         return 2
     except BrokenPipeError:
