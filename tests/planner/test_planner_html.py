@@ -72,3 +72,14 @@ def test_page_renders_in_headless_chromium(tmp_path, capsys):
                          check=True).stdout
     assert dom.count("<table") >= 5 and "Memory fit per GPU" in dom and "Expert all-to-all" in dom
     assert "Where one step" in dom and "<svg" in dom
+
+
+def test_page_without_graphviz_says_why_and_still_has_the_tables(tmp_path, capsys, monkeypatch):
+    from fmcluster.planner import diagram
+
+    def missing(*_a, **_k):
+        raise diagram.DiagramUnavailable("Graphviz's dot is not installed")
+
+    monkeypatch.setattr(diagram, "render", missing)
+    html = write_page(tmp_path, str(ROOT / "examples" / "default.yaml"), "--model", "llama3-8b").read_text()
+    assert "No diagram: Graphviz&#x27;s dot is not installed" in html and "Memory fit per GPU" in html
