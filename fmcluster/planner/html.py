@@ -108,7 +108,7 @@ def job_section(j: Dict[str, Any], report: Dict[str, Any]) -> str:
     hw = j["hardware"]
     head = (f"<h2>Training job on {escape(j['group'])}: {hw['gpus']} x {escape(hw['gpu'])}</h2><p>NVLink domain "
             f"{hw['nvlink_domain_gpus']} GPUs at {hw['nvlink_gb_s_one_way_per_gpu']:g} GB/s per GPU one way; "
-            f"{escape(hw['internode_link'])} {hw['internode_gb_s_per_gpu']:g} GB/s per GPU; {j['layouts_fitting']} of "
+            f"{escape(hw['internode_link'])} {hw['internode_gb_s_per_gpu']:.3g} GB/s per GPU; {j['layouts_fitting']} of "
             f"{j['layouts_evaluated']} layouts fit {hw['hbm_gib_per_gpu']:g} GiB of HBM.</p>")
     if not j["fits"]:
         return f'<section>{head}<p class="bad">{escape(j["overflow"])}</p></section>'

@@ -73,7 +73,7 @@ def model_lines(p: Dict[str, Any]) -> List[str]:
 def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     hw = j["hardware"]
     head = (f"job on {j['group']} ({hw['gpus']} x {hw['gpu']}, NVLink domain {hw['nvlink_domain_gpus']} GPUs at "
-            f"{hw['nvlink_gb_s_one_way_per_gpu']:g} GB/s, {hw['internode_link']} {hw['internode_gb_s_per_gpu']:g} GB/s "
+            f"{hw['nvlink_gb_s_one_way_per_gpu']:g} GB/s, {hw['internode_link']} {hw['internode_gb_s_per_gpu']:.3g} GB/s "
             f"per GPU): {j['layouts_fitting']} of {j['layouts_evaluated']} layouts fit {hw['hbm_gib_per_gpu']:g} GiB")
     if not j["fits"]:
         return [head, f"  does not fit: {j['overflow']}"]
@@ -84,12 +84,13 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
                      f"{val(mem['usable_hbm']) / GIB:.0f} GiB; step >= {human_seconds(val(st['bound']))} "
                      f"({human_seconds(val(st['serial']))}), {human_count(val(st['tokens_per_s']))} tokens/s")
         if i == 1:
-            lines.append("       " + step_breakdown(st))
+            lines.append("       " + step_breakdown(st, hw["internode_link"]))
     for e in j.get("expert_parallel", []):
-        where = "stays on NVLink" if e["stays_on_nvlink"] else f"{e['share_across_domains']:.0%} of it crosses EFA"
+        where = "stays on NVLink" if e["stays_on_nvlink"] else \
+            f"{e['share_across_domains']:.0%} of it crosses {hw['internode_link']}"
+        net = f"{human_seconds(e['alltoall_internode_s'])} {hw['internode_link']}"
         lines.append(f"  expert all-to-all ep={e['ep']} (tp={e['tp']}): {where}; "
-                     f"{human_seconds(e['alltoall_nvlink_s'])} NVLink + {human_seconds(e['alltoall_internode_s'])} EFA "
-                     "per step")
+                     f"{human_seconds(e['alltoall_nvlink_s'])} NVLink + {net} per step")
     lines += checkpoint_lines(j["checkpoint"])
     d = j["data_path"]
     per_token = d["bytes_per_s"]["inputs"]["bytes_per_token"]
@@ -110,12 +111,12 @@ def percent(share: float) -> str:
     return f"{share * 100:.2g}%"
 
 
-def step_breakdown(st: Dict[str, Any]) -> str:
+def step_breakdown(st: Dict[str, Any], internode: str = "EFA") -> str:
     parts = [f"compute {human_seconds(val(st['compute']))}"]
     if val(st["bubble"]):
         parts.append(f"bubble {human_seconds(val(st['bubble']))}")
     for x in st["collectives"]:
-        links = [f"{human_seconds(s)} {name}" for name, s in (("NVLink", x["nvlink_s"]), ("EFA", x["internode_s"])) if s]
+        links = [f"{human_seconds(s)} {name}" for name, s in (("NVLink", x["nvlink_s"]), (internode, x["internode_s"])) if s]
         parts.append(f"{x['name']} {' + '.join(links) or '0'}")
     return " | ".join(parts)
 
