@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Test tools from the distribution's packages: promtool and amtool (alert rules and
-# Alertmanager config checks), shellcheck (node scripts). Idempotent; needs root or sudo.
+# Tools from the distribution's packages: promtool and amtool (alert rules and
+# Alertmanager config checks), shellcheck (node scripts), dot from graphviz (`fmcluster
+# diagram` and `plan --html` draw the cluster with it) and chromium (the planner's page is
+# tested in a real headless browser). Idempotent; needs root or sudo.
 set -euo pipefail
-declare -A tool_pkg=([promtool]=prometheus [amtool]=prometheus-alertmanager [shellcheck]=shellcheck)
+declare -A tool_pkg=([promtool]=prometheus [amtool]=prometheus-alertmanager [shellcheck]=shellcheck [dot]=graphviz
+                   [chromium]=chromium)
 missing=()
 for tool in "${!tool_pkg[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${tool_pkg[$tool]}")

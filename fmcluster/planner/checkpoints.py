@@ -1,0 +1,131 @@
+"""Checkpoint size, write and restore time to NVMe, FSx for Lustre and S3; the data path.
+
+A full training checkpoint holds the bf16 weights (2 bytes) and the fp32 optimizer state
+(12 bytes: master weights, Adam momentum and variance; ZeRO arXiv:1910.02054 §3.1) per
+parameter: 14 bytes; gradients are not saved. Every GPU writes its own shard at once
+(sharded checkpoints, e.g. PyTorch Distributed Checkpoint), so a target's time is
+size / min(what the writers can push, what the target takes). FSx for Lustre takes
+capacity x throughput per TiB (FSx performance guide). Data repository associations move
+data to and from S3 through the file servers: the export reads what the write put there,
+both against the same throughput, so S3 holds a checkpoint no sooner than
+max(size / rate, 2 x size / FSx throughput) after the write starts; a restore from S3
+imports then reads, the same bound. Rates from data/storage.json; unverified ones are
+generous, so every time stays a lower bound.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from fmcluster.planner.figures import GB, fig, val
+from fmcluster.planner.models import Model
+from fmcluster.planner.steptime import Step
+
+CHECKPOINT_BYTES_PER_PARAM = 14
+SCRATCH_2_MBPS_PER_TIB = 200
+MB = 1e6
+
+
+@lru_cache(maxsize=1)
+def storage_facts() -> Dict[str, Any]:
+    data: Dict[str, Any] = json.loads((Path(__file__).parent / "data" / "storage.json").read_text(encoding="utf-8"))
+    return data
+
+
+def fsx_bytes_per_s(spec: Any) -> Optional[float]:
+    fsx = spec.storage.fsx
+    if fsx is None:
+        return None
+    return fsx.storage_capacity_gib / 1024 * (fsx.throughput or SCRATCH_2_MBPS_PER_TIB) * MB
+
+
+def checkpoint(model: Model, group: Any, spec: Any, step: Step) -> Dict[str, Any]:
+    size = CHECKPOINT_BYTES_PER_PARAM * model.params
+    out: Dict[str, Any] = {
+        "size": fig(size, "bytes", "14 bytes x params (2 bf16 weights + 12 fp32 optimizer state)", params=model.params),
+        "targets": [nvme(size, group, step), *fsx_and_s3(size, group, spec, step)],
+    }
+    return out
+
+
+def _steps(seconds: float, step: Step) -> float:
+    return seconds / step.bound_s if step.bound_s > 0 else 0.0
+
+
+def nvme(size: float, group: Any, step: Step) -> Dict[str, Any]:
+    t = group.instance
+    facts = storage_facts()["nvme_per_disk_mbps"]
+    if not t.nvme_gb or not t.nvme_disks or not t.is_verified("nvme_gb"):
+        return {"target": "instance NVMe", "available": False,
+                "reason": f"the catalog has no verified instance store for {t.name}"}
+    disks = group.count * t.nvme_disks
+    write_bps, read_bps = disks * facts["write"] * MB, disks * facts["read"] * MB
+    write = fig(size / write_bps, "s", "size / (nodes x disks x per-disk write MB/s)", size=size, nodes=group.count,
+                disks_per_node=t.nvme_disks, write_mbps_per_disk=facts["write"])
+    read = fig(size / read_bps, "s", "size / (nodes x disks x per-disk read MB/s)", size=size, nodes=group.count,
+               disks_per_node=t.nvme_disks, read_mbps_per_disk=facts["read"])
+    return {"target": "instance NVMe", "available": True, "write": write, "restore": read,
+            "write_steps": _steps(val(write), step), "durable": False, "unverified": bool(facts.get("unverified")),
+            "note": "local and lost with the node; copy to FSx or S3 for durability"}
+
+
+def client_bytes_per_s(group: Any, fsx_efa: bool) -> float:
+    t = group.instance
+    per_node_gbps = t.efa_gbps if fsx_efa and group.efa_enabled else t.network_gbps / max(t.network_cards, 1)
+    return group.count * per_node_gbps / 8 * GB
+
+
+def fsx_and_s3(size: float, group: Any, spec: Any, step: Step) -> List[Dict[str, Any]]:
+    fsx = spec.storage.fsx
+    ceiling = fsx_bytes_per_s(spec)
+    if fsx is None or ceiling is None:
+        return [{"target": "FSx for Lustre", "available": False, "reason": "the spec has no storage.fsx"},
+                {"target": "S3 (data repository association)", "available": False, "reason": "the spec has no storage.fsx"}]
+    clients = client_bytes_per_s(group, fsx.efa)
+    rate = min(ceiling, clients)
+    tib, per_tib = fsx.storage_capacity_gib / 1024, fsx.throughput or SCRATCH_2_MBPS_PER_TIB
+    inputs = dict(size=size, capacity_tib=tib, mbps_per_tib=per_tib, client_bytes_per_s=clients)
+    formula = "size / min(capacity TiB x MB/s per TiB, nodes x client network)"
+    write = fig(size / rate, "s", formula, **inputs)
+    limited_by = "file system throughput" if ceiling <= clients else "client network"
+    fsx_target = {"target": "FSx for Lustre", "available": True, "write": write, "restore": fig(size / rate, "s", formula,
+                  **inputs), "write_steps": _steps(val(write), step), "limited_by": limited_by, "durable": fsx.persistent,
+                  "unverified": True, "note": "PERSISTENT_2 replicates within the AZ" if fsx.persistent
+                  else "SCRATCH_2 does not replicate: a failed server loses data"}
+    dras = fsx.data_repository_associations
+    exporting = [d.file_system_path for d in dras if d.auto_export]
+    s3: Dict[str, Any] = {"target": "S3 (data repository association)", "available": bool(dras)}
+    if not dras:
+        s3["reason"] = "no data repository association links FSx to S3"
+        return [fsx_target, s3]
+    both = "max(size / min(FSx, clients), 2 x size / FSx throughput)"
+    through = max(size / rate, 2 * size / ceiling)
+    if exporting:
+        s3["write"] = fig(through, "s", both, **inputs)
+        s3["write_steps"] = _steps(through, step)
+        s3["exported_from"] = exporting
+    else:
+        s3["write_reason"] = "no association has auto_export: checkpoints stay on FSx unless exported by a task"
+    s3["restore"] = fig(through, "s", both + " (lazy import, then read)", **inputs)
+    s3.update(durable=True, unverified=True, note="export and import run through the file servers (assumption)")
+    return [fsx_target, s3]
+
+
+def data_path(step: Step, spec: Any, bytes_per_token: float) -> Dict[str, Any]:
+    """Tokens per second the input pipeline must sustain at the step bound, against FSx."""
+    tps = step.tokens_per_s
+    need = fig(tps * bytes_per_token, "bytes/s", "tokens per step / step bound x bytes per token",
+               tokens_per_step=step.tokens, step_bound_s=step.bound_s, bytes_per_token=bytes_per_token)
+    out: Dict[str, Any] = {"tokens_per_s": fig(tps, "tokens/s", "tokens per step / step bound", tokens_per_step=step.tokens,
+                                               step_bound_s=step.bound_s), "bytes_per_s": need}
+    ceiling = fsx_bytes_per_s(spec)
+    if ceiling is None:
+        out.update(fsx=None, delivers=None, note="no FSx in the spec: the data path is not checked")
+        return out
+    out["fsx"] = fig(ceiling, "bytes/s", "capacity TiB x MB/s per TiB", capacity_gib=spec.storage.fsx.storage_capacity_gib)
+    out["share_of_fsx"] = val(need) / ceiling
+    out["delivers"] = val(need) <= ceiling
+    return out

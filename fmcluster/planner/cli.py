@@ -1,0 +1,190 @@
+"""`fmcluster plan` and `fmcluster diagram`: arguments and runners the main CLI wires in.
+
+Bad options raise `PlanUsageError` (its message starts with the option's name; the CLI
+exits 2); a bad spec raises the spec's own `SpecError`. `python -m fmcluster.planner.cli`
+runs both commands stand-alone, with the same exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from fmcluster.planner.errors import PlanUsageError
+
+__all__ = ["PlanUsageError", "add_plan_arguments", "run_plan", "add_diagram_arguments", "run_diagram", "main"]
+
+SIZE_FLAGS = ("params", "layers", "hidden", "experts", "active_experts")
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="the cluster spec (YAML)")
+    m = parser.add_argument_group("model (optional: without one, plan prints the cluster figures and cost)")
+    m.add_argument("--model", help="a preset (llama3.1-8b, llama3-70b, mixtral-8x7b, deepseek-v3, ...) or a YAML/JSON file")
+    m.add_argument("--params", help="total parameters, e.g. 70e9 or 70B")
+    m.add_argument("--layers", help="transformer layers")
+    m.add_argument("--hidden", help="hidden size")
+    m.add_argument("--heads", help="attention heads (default hidden / 128)")
+    m.add_argument("--seq", help="sequence length (overrides the preset's; default 4096 with explicit sizes)")
+    m.add_argument("--experts", help="experts per MoE layer")
+    m.add_argument("--active-experts", help="experts each token is routed to (top-k)")
+    t = parser.add_argument_group("training")
+    t.add_argument("--precision", choices=("bf16", "fp8"), default="bf16", help="compute precision (default bf16)")
+    t.add_argument("--mfu", default="0.4", help="model FLOPs utilization the compute bound assumes (default 0.4)")
+    t.add_argument("--global-batch-tokens", default="4194304", help="tokens per optimizer step (default 4M = 2^22)")
+    t.add_argument("--micro-batch", default="1", help="sequences per micro-batch (default 1)")
+    t.add_argument("--tokens", default="1T", help="tokens to train, for time and cost (default 1T)")
+    t.add_argument("--bytes-per-token", default="4", help="bytes per token the data path reads (default 4: uint32 ids)")
+    t.add_argument("--group", help="plan the job on this GPU node group only (default: each GPU group)")
+    t.add_argument("--top", default="5", help="fastest fitting layouts to show (default 5)")
+    parser.add_argument("--gradient-gb", default="14", help="gradient size for the cluster all-reduce figures (GB)")
+    parser.add_argument("--json", action="store_true", help="every figure with its formula and inputs")
+    parser.add_argument("--html", metavar="OUT", help="write one self-contained HTML page (tables, diagram, step chart)")
+
+
+def add_diagram_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="the cluster spec (YAML)")
+    parser.add_argument("--out", required=True, help="output file: .svg, .png, .pdf, or .dot/.gv for the Graphviz source")
+
+
+def number(args: Any, name: str, integer: bool = False, upper: Optional[float] = None) -> Optional[float]:
+    """The value of --NAME as a positive number (suffixes K, M, B/G, T), or None when absent."""
+    raw = getattr(args, name, None)
+    if raw is None:
+        return None
+    from fmcluster.planner.models import parse_count
+
+    option = "--" + name.replace("_", "-")
+    try:
+        value = parse_count(str(raw))
+    except ValueError:
+        raise PlanUsageError(f"{option}: {raw!r} is not a number") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise PlanUsageError(f"{option}: must be greater than 0")
+    if integer and value != int(value):
+        raise PlanUsageError(f"{option}: must be a whole number")
+    if upper is not None and value > upper:
+        raise PlanUsageError(f"{option}: must be at most {upper:g}")
+    return value
+
+
+def resolve_model(args: Any) -> Any:
+    from fmcluster.planner import models
+
+    sizes = {k: number(args, k, integer=k != "params") for k in SIZE_FLAGS}
+    heads, seq = number(args, "heads", integer=True), number(args, "seq", integer=True)
+    given = [k for k, v in sizes.items() if v is not None]
+    if args.model is not None:
+        if given or heads is not None:
+            flag = "--" + (given[0] if given else "heads").replace("_", "-")
+            raise PlanUsageError(f"{flag}: give either --model or the explicit sizes, not both (--seq may override)")
+        model = models.resolve(args.model)
+        return models.with_seq(model, int(seq)) if seq else model
+    if not given and heads is None:
+        if seq is not None:
+            raise PlanUsageError("--seq: needs --model or the explicit sizes (--params --layers --hidden)")
+        return None
+    for k in ("params", "layers", "hidden"):
+        if sizes[k] is None:
+            raise PlanUsageError(f"--{k}: required with the explicit sizes (--params, --layers and --hidden)")
+    if (sizes["experts"] is None) != (sizes["active_experts"] is None):
+        missing = "--experts" if sizes["experts"] is None else "--active-experts"
+        raise PlanUsageError(f"{missing}: --experts and --active-experts go together")
+    raw: Dict[str, Any] = {k: (v if k == "params" else int(v)) for k, v in sizes.items() if v is not None}
+    if heads:
+        raw["heads"] = int(heads)
+    if seq:
+        raw["seq"] = int(seq)
+    option = "--active-experts" if raw.get("active_experts", 0) > raw.get("experts", 1 << 60) else "--params"
+    raw["name"] = "custom"
+    return models.build(raw, option)
+
+
+def run_plan(args: Any) -> int:
+    from fmcluster.planner.report import PlanOptions, build
+    from fmcluster.spec import load_spec
+
+    opts = PlanOptions(
+        precision=args.precision, mfu=float(number(args, "mfu", upper=1.0) or 0.4),
+        global_batch_tokens=float(number(args, "global_batch_tokens") or 0),
+        micro_batch=int(number(args, "micro_batch", integer=True) or 1), tokens=float(number(args, "tokens") or 0),
+        bytes_per_token=float(number(args, "bytes_per_token") or 0), gradient_gb=float(number(args, "gradient_gb") or 0),
+        group=args.group, top=int(number(args, "top", integer=True) or 5),
+        model_option="--model" if args.model is not None else "--params",
+    )
+    model = resolve_model(args)
+    html_out = Path(args.html) if args.html else None
+    if html_out is not None and not html_out.parent.is_dir():
+        raise PlanUsageError(f"--html: {html_out.parent} is not a directory")
+    spec = load_spec(args.file)
+    report = build(spec, model, opts)
+    if html_out is not None:
+        from fmcluster.planner.html import page
+
+        try:
+            html_out.write_text(page(report, spec), encoding="utf-8")
+        except OSError as e:
+            raise PlanUsageError(f"--html: cannot write {html_out} ({e.strerror or e})") from None
+        print(f"wrote {html_out}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        from fmcluster.planner.text import render
+
+        print(render(report))
+    return 0
+
+
+def run_diagram(args: Any) -> int:
+    from fmcluster.planner.diagram import DiagramUnavailable, write
+    from fmcluster.spec import load_spec
+
+    out = Path(args.out)
+    fmt = out.suffix.lower().lstrip(".")
+    if fmt not in ("svg", "png", "pdf", "dot", "gv"):
+        raise PlanUsageError(f"--out: {out.name} needs a .svg, .png, .pdf, .dot or .gv suffix")
+    if not out.parent.is_dir():
+        raise PlanUsageError(f"--out: {out.parent} is not a directory")
+    spec = load_spec(args.file)
+    try:
+        write(spec, out, fmt)
+    except DiagramUnavailable as e:
+        print(f"fmcluster diagram: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        raise PlanUsageError(f"--out: cannot write {out} ({e.strerror or e})") from None
+    print(f"wrote {out}")
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="fmcluster", description="Capacity planner: plan and diagram.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    plan = sub.add_parser("plan", help="memory fit, step-time bounds, checkpoints, data path and cost")
+    add_plan_arguments(plan)
+    plan.set_defaults(func=run_plan)
+    diagram = sub.add_parser("diagram", help="draw the cluster (node groups, NVLink domains, EFA, FSx, S3, AMP)")
+    add_diagram_arguments(diagram)
+    diagram.set_defaults(func=run_diagram)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except PlanUsageError as e:
+        print(f"fmcluster: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # the spec's SpecError: one `field.path: problem` line each
+        problems = getattr(e, "problems", None)
+        if problems is None:
+            raise
+        for line in problems:
+            print(line, file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

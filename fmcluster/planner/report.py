@@ -1,0 +1,171 @@
+"""Assemble the plan: the cluster figures, the cost, and per GPU group the training job's
+memory fit, step-time bounds, checkpoints and data path for the model given."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+from fmcluster.planner import collectives as coll
+from fmcluster.planner.checkpoints import checkpoint, data_path
+from fmcluster.planner.cluster import cluster_figures
+from fmcluster.planner.cost import hourly_cost, token_cost
+from fmcluster.planner.errors import PlanUsageError
+from fmcluster.planner.figures import fig
+from fmcluster.planner.hardware import HBM_USABLE_FRACTION, Hardware, of_group
+from fmcluster.planner.layouts import stage_params
+from fmcluster.planner.memory import SHARDINGS, activation_coefficient
+from fmcluster.planner.models import Model
+from fmcluster.planner.search import Candidate, describe, evaluate, overflow_message
+from fmcluster.planner.steptime import collective_summary
+
+ASSUMPTIONS = [
+    "Times are lower bounds: bandwidth-only collectives (no latency), compute at the stated MFU, perfect overlap of "
+    "compute, NVLink and inter-node traffic; the serial sum is shown beside each bound.",
+    f"Usable HBM is {HBM_USABLE_FRACTION:.0%} of the GPU's memory (CUDA context, NCCL buffers, fragmentation).",
+    "Mixed-precision Adam: 2 + 2 + 12 bytes per parameter; fp8 changes the compute peak, not these bytes.",
+    "Sequence parallelism with every tp > 1; 1F1B pipeline schedule; one training job per GPU node group.",
+]
+
+
+@dataclass
+class PlanOptions:
+    precision: str = "bf16"
+    mfu: float = 0.4
+    global_batch_tokens: float = 4 * 2**20
+    micro_batch: int = 1
+    tokens: float = 1e12
+    bytes_per_token: float = 4.0
+    gradient_gb: float = 14.0
+    group: Optional[str] = None
+    top: int = 5
+    model_option: str = "--model"
+
+
+def build(spec: Any, model: Optional[Model], opts: PlanOptions) -> Dict[str, Any]:
+    report: Dict[str, Any] = {"cluster": cluster_figures(spec, opts.gradient_gb), "cost": hourly_cost(spec)}
+    if model is None:
+        return report
+    groups = [g for g in spec.gpu_groups if opts.group in (None, g.name)]
+    if opts.group is not None and not groups:
+        names = ", ".join(g.name for g in spec.gpu_groups) or "none"
+        raise PlanUsageError(f"--group: no GPU node group named {opts.group!r}; GPU groups: {names}")
+    if not groups:
+        raise PlanUsageError(f"{opts.model_option}: the spec has no GPU node group to train on")
+    jobs = [job(spec, g, model, opts, report["cost"]) for g in groups]
+    if not any(j["fits"] for j in jobs):
+        raise PlanUsageError("\n".join(j["overflow"] for j in jobs))
+    report["model"] = model.summary()
+    report["options"] = {k: getattr(opts, k) for k in ("precision", "mfu", "global_batch_tokens", "micro_batch", "tokens",
+                                                       "bytes_per_token")}
+    report["assumptions"] = ASSUMPTIONS + [f"model: {a}" for a in model.assumptions]
+    report["jobs"] = jobs
+    return report
+
+
+def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, Any]) -> Dict[str, Any]:
+    hw = of_group(group, opts.precision)
+    cands = evaluate(model, hw, opts.global_batch_tokens, opts.micro_batch, opts.mfu)
+    fitting = [c for c in cands if c.fits]
+    out: Dict[str, Any] = {"group": group.name, "hardware": hw.summary(), "layouts_evaluated": len(cands),
+                           "layouts_fitting": len(fitting), "fits": bool(fitting),
+                           "layouts": [row(c) for c in cands], "columns": COLUMNS}
+    if not fitting:
+        out["overflow"] = overflow_message(opts.model_option, model, hw, cands)
+        if cands:
+            out["smallest"] = detail(min(cands, key=lambda c: c.memory.total), model, hw, opts)
+        return out
+    best = fitting[0]
+    out["best"] = [detail(c, model, hw, opts) for c in fitting[: opts.top]]
+    out["checkpoint"] = checkpoint(model, group, spec, best.step)
+    out["data_path"] = data_path(best.step, spec, opts.bytes_per_token)
+    unpriced = [ln["instance_type"] for ln in cost["lines"] if "usd_per_hour" not in ln]
+    out["tokens"] = dict(token_cost(opts.tokens, best.step.tokens_per_s, cost["total_usd_per_hour"]["value"]),
+                         count=opts.tokens)
+    if unpriced:
+        out["tokens"]["usd"] = None
+        out["tokens"]["usd_reason"] = f"no On-Demand price for {', '.join(sorted(set(unpriced)))}"
+
+    if model.is_moe:
+        out["expert_parallel"] = expert_parallel(cands, hw)
+    return out
+
+
+COLUMNS = {
+    "memory_gib": "weights + gradients + optimizer + activations per GPU (see best[].memory for each term)",
+    "bound_s": "max(compute + bubble, NVLink seconds, inter-node seconds)",
+    "serial_s": "compute + bubble + every collective (no overlap)",
+}
+
+
+def row(c: Candidate) -> Dict[str, Any]:
+    s = c.step
+    return {"layout": c.layout.key(), **c.layout.summary(), "sharding": c.memory.sharding, "recompute": c.memory.recompute,
+            "memory_gib": round(c.memory.total / 2**30, 2), "fits": c.fits, "bound_s": round(s.bound_s, 4),
+            "serial_s": round(s.serial_s, 4), "compute_s": round(s.compute_s, 4), "nvlink_s": round(s.nvlink_s, 4),
+            "internode_s": round(s.internode_s, 4)}
+
+
+def detail(c: Candidate, model: Model, hw: Hardware, opts: PlanOptions) -> Dict[str, Any]:
+    lay, mem, st = c.layout, c.memory, c.step
+    p = stage_params(model, lay)
+    level = SHARDINGS.index(mem.sharding)
+
+    def state(term: str, nbytes: int, from_level: int) -> Dict[str, Any]:
+        sharded = level >= from_level
+        formula = (f"{nbytes} bytes x (dense params per GPU" + (" / dp" if sharded else "") + " + expert params per GPU"
+                   + (" / (dp / ep)" if sharded else "") + ")")
+        return fig(getattr(mem, term), "bytes", formula, bytes_per_param=nbytes, dense_params_per_gpu=p["dense"],
+                   expert_params_per_gpu=p["expert"], dp=lay.dp, expert_dp=lay.expert_dp, sharded=sharded)
+
+    coef = activation_coefficient(model, lay.tp, mem.recompute)
+    memory = {
+        "weights": state("weights", 2, 3), "gradients": state("gradients", 2, 2), "optimizer": state("optimizer", 12, 1),
+        "activations": fig(mem.activations, "bytes", "s b h x coefficient x layers on the stage x min(pp, microbatches)"
+                           + (" + 34 s b h / t (layer being recomputed)" if mem.recompute == "full" else "")
+                           + " + 4 s b v / t (fp32 logits)", s=model.seq, b=lay.micro_batch, h=model.hidden,
+                           heads=model.heads, t=lay.tp, coefficient=coef, layers_on_stage=p["layers"],
+                           in_flight=min(lay.pp, lay.microbatches), vocab=model.vocab, recompute=mem.recompute),
+        "total": fig(mem.total, "bytes", "weights + gradients + optimizer + activations"),
+        "usable_hbm": fig(hw.usable_hbm_bytes, "bytes", "HBM per GPU x usable fraction", hbm=hw.hbm_bytes,
+                          fraction=HBM_USABLE_FRACTION),
+        "fits": c.fits,
+    }
+    peak_inputs = dict(gpus=hw.gpus, peak_flops=hw.peak_flops, mfu=opts.mfu, precision=opts.precision)
+    step = {
+        "compute": fig(st.compute_s, "s", "flops per token x tokens per step / (gpus x dense peak x MFU)",
+                       flops_per_token=st.flops_per_token, tokens=st.tokens, **peak_inputs),
+        "flops_per_token": fig(st.flops_per_token, "FLOP", "6 N + 12 L h s (x 8/6 with full recomputation)",
+                               N=model.active_params - model.vocab * model.hidden, L=model.layers, h=model.hidden,
+                               s=model.seq, recompute=mem.recompute),
+        "bubble": fig(st.bubble_s, "s", "compute x (pp - 1) / microbatches", pp=lay.pp, microbatches=lay.microbatches),
+        "collectives": [dict(collective_summary(x), nvlink_bytes_s=hw.nvlink_bytes_s,
+                             internode_bytes_s_per_gpu=hw.internode_bytes_s_per_gpu,
+                             members_per_domain=coll.members_per_domain(x.ranks, _stride(x.group, lay), hw.domain))
+                        for x in st.collectives],
+        "bound": fig(st.bound_s, "s", "max(compute + bubble, NVLink seconds, inter-node seconds)",
+                     compute_s=st.compute_s, bubble_s=st.bubble_s, nvlink_s=st.nvlink_s, internode_s=st.internode_s),
+        "serial": fig(st.serial_s, "s", "compute + bubble + every collective"),
+        "tokens_per_s": fig(st.tokens_per_s, "tokens/s", "tokens per step / bound", tokens=st.tokens, bound_s=st.bound_s),
+    }
+    return {"layout": dict(lay.summary(), sharding=mem.sharding, recompute=mem.recompute, description=describe(c)),
+            "memory": memory, "step": step}
+
+
+def _stride(group: str, lay: Any) -> int:
+    return {"dp": lay.tp, "dp-expert": lay.tp * lay.ep, "tp": 1, "ep": lay.tp}.get(group, lay.gpus)
+
+
+def expert_parallel(cands: List[Candidate], hw: Hardware) -> List[Dict[str, Any]]:
+    """Per expert-parallel degree: does its all-to-all stay inside the NVLink domain?"""
+    out: List[Dict[str, Any]] = []
+    for ep in sorted({c.layout.ep for c in cands if c.layout.ep > 1}):
+        c = next(x for x in cands if x.layout.ep == ep)
+        k = coll.members_per_domain(ep, c.layout.tp, hw.domain)
+        a2a = next((x for x in c.step.collectives if x.kind == coll.ALL_TO_ALL), None)
+        out.append({"ep": ep, "tp": c.layout.tp, "layout": c.layout.key(), "fits": c.fits, "members_per_domain": k,
+                    "share_across_domains": round((ep - k) / (ep - 1), 4), "stays_on_nvlink": k >= ep,
+                    "alltoall_nvlink_s": a2a.nvlink_s if a2a else 0.0,
+                    "alltoall_internode_s": a2a.internode_s if a2a else 0.0,
+                    "formula": "share across domains = (ep - k) / (ep - 1), k = min(ep, domain GPUs / tp)"})
+    return out

@@ -1,0 +1,82 @@
+"""Which layouts fit, which is fastest, and why nothing fits when nothing does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+from fmcluster.planner.figures import GIB, human_count
+from fmcluster.planner.hardware import Hardware
+from fmcluster.planner.layouts import Layout, enumerate_layouts
+from fmcluster.planner.memory import RECOMPUTE, SHARDING_LABEL, SHARDINGS, Memory, memory
+from fmcluster.planner.models import Model
+from fmcluster.planner.steptime import Step, step
+
+TERM_LABEL = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer state", "activations": "activations"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    layout: Layout
+    memory: Memory
+    step: Step
+    fits: bool
+
+
+def evaluate(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch: int, mfu: float) -> List[Candidate]:
+    """One candidate per layout: the fastest (sharding, recomputation) that fits, else the
+    smallest footprint. Sorted fitting first, then by the step bound."""
+    out: List[Candidate] = []
+    for layout in enumerate_layouts(model, hw, global_batch_tokens, micro_batch):
+        best: Optional[Candidate] = None
+        smallest: Optional[Candidate] = None
+        for sharding in SHARDINGS:
+            if sharding != "ddp" and layout.dp == 1:
+                continue  # nothing to shard over
+            for recompute in RECOMPUTE:
+                mem = memory(model, layout, sharding, recompute)
+                fits = mem.total <= hw.usable_hbm_bytes
+                if not fits and smallest is not None and mem.total >= smallest.memory.total:
+                    continue
+                cand = Candidate(layout, mem, step(model, hw, layout, sharding, recompute, mfu), fits)
+                if fits and (best is None or _rank(cand) < _rank(best)):
+                    best = cand
+                if smallest is None or mem.total < smallest.memory.total:
+                    smallest = cand
+        chosen = best or smallest
+        if chosen is not None:
+            out.append(chosen)
+    out.sort(key=lambda x: (not x.fits, x.step.bound_s if x.fits else x.memory.total, x.step.serial_s))
+    return out
+
+
+def _rank(c: Candidate) -> tuple:
+    return (c.step.bound_s, c.step.serial_s, c.memory.total)
+
+
+def describe(c: Candidate) -> str:
+    lay, mem = c.layout, c.memory
+    ep = f", ep={lay.ep}" if lay.ep > 1 else ""
+    recompute = {"none": "no recomputation", "selective": "selective recomputation",
+                 "full": "full recomputation"}[mem.recompute]
+    return f"tp={lay.tp}, pp={lay.pp}, dp={lay.dp}{ep}, {SHARDING_LABEL[mem.sharding]}, {recompute}"
+
+
+def overflow_message(option: str, model: Model, hw: Hardware, candidates: List[Candidate]) -> str:
+    """Why nothing fits: the smallest footprint, its largest term, and by how much HBM overflows."""
+    usable = hw.usable_hbm_bytes
+    head = (f"{option}: {model.name} ({human_count(model.params)} parameters) does not fit any layout of group "
+            f"{hw.group} ({hw.nodes} x {hw.instance_type}, {hw.gpus} GPUs of {hw.hbm_bytes / GIB:.0f} GiB, "
+            f"{usable / GIB:.0f} GiB usable)")
+    if not candidates:
+        return f"{head}: no layout divides {hw.gpus} GPUs for {model.heads} attention heads"
+    smallest = min(candidates, key=lambda x: x.memory.total)
+    mem = smallest.memory
+    terms = sorted(mem.terms().items(), key=lambda kv: -kv[1])
+    name, size = terms[0]
+    alone = f"; {TERM_LABEL[name]} alone is {size / GIB:.1f} GiB, {(size - usable) / GIB:.1f} GiB over" if size > usable \
+        else ""
+    parts = ", ".join(f"{TERM_LABEL[k]} {v / GIB:.1f}" for k, v in terms)
+    return (f"{head}: the smallest footprint ({describe(smallest)}) needs {mem.total / GIB:.1f} GiB per GPU "
+            f"({parts} GiB), {(mem.total - usable) / GIB:.1f} GiB over HBM; the largest term is "
+            f"{TERM_LABEL[name]}{alone}. Add nodes or pick a type with more HBM.")

@@ -1,0 +1,139 @@
+"""The plan as text: the cluster lines `fmcluster plan` always printed, then cost and the job."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, val
+
+
+def render(p: Dict[str, Any]) -> str:
+    lines = cluster_lines(p["cluster"]) + cost_lines(p["cost"])
+    if "model" in p:
+        lines += model_lines(p)
+        for j in p["jobs"]:
+            lines += job_lines(j, p)
+        lines.append("all times are lower bounds (see docs/planning.md); --json shows every formula and input")
+    return "\n".join(lines)
+
+
+def cluster_lines(c: Dict[str, Any]) -> List[str]:
+    t = c["total"]
+    lines = [
+        f"cluster {c['name']}: {t['nodes']} nodes, {t['gpus']} GPUs, {t['bf16_dense_pflops']} PFLOPS dense BF16 "
+        f"({t['fp8_dense_pflops']} FP8), {t['hbm_tib']} TiB HBM, {t['nvlink_domains']} NVLink domains, "
+        f"{t['efa_gbps_total']:g} Gbps EFA, {t['nvme_tb']} TB local NVMe, {t['ip_addresses']} node IPs "
+        f"({t['ip_addresses_with_headroom']} with headroom)",
+    ]
+    for g in c["groups"]:
+        lines.append(
+            f"  {g['name']}: {g['nodes']} x {g['instance_type']} = {g['gpus']} {g['gpu']}; "
+            f"{g['bf16_dense_pflops']} PFLOPS BF16; {g['hbm_tib']} TiB HBM; "
+            f"{g['nvlink_domains']} NVLink domain(s) of {g['nvlink_domain_gpus']} GPUs; "
+            f"{g['efa_interfaces_per_node']} EFA/node, {g['efa_gbps_total']:g} Gbps EFA in all"
+        )
+        if g["gpus"]:
+            lines.append(
+                f"    ring all-reduce of {c['gradient_gb']:g} GB (bandwidth bound): "
+                f"{g['allreduce_ms_nvlink_domain']} ms inside an NVLink domain, +{g['allreduce_ms_across_efa']} ms across EFA"
+            )
+        if g["unverified"]:
+            lines.append(f"    unverified catalog facts: {', '.join(g['unverified'])}")
+    fsx = c["storage"]["fsx"]
+    if fsx:
+        lines.append(
+            f"  storage: FSx for Lustre {fsx['deployment_type']} {fsx['capacity_tib']:g} TiB, "
+            f"{fsx['throughput_gbps']:g} GB/s aggregate ({fsx['throughput_mbps_per_tib']} MB/s per TiB)"
+            f"{', EFA' if fsx['efa'] else ''}, {fsx['associations']} S3 association(s)"
+        )
+    return lines
+
+
+def cost_lines(cost: Dict[str, Any]) -> List[str]:
+    total = val(cost["total_usd_per_hour"])
+    mark = f" ({cost['region_note']})" if cost["region_note"] else (" (estimate)" if cost["estimate"] else "")
+    partial = "" if cost["complete"] else " for the priced items"
+    lines = [f"cost: {money(total)}/h On-Demand{partial}{mark}, prices as of {cost['as_of']}"]
+    for ln in cost["lines"]:
+        each = ln["usd_per_hour_each"]
+        price = f"{money(val(ln['usd_per_hour']))}/h" if each is not None else "no price"
+        lines.append(f"  {ln['item']}: {ln['count']} x {ln['instance_type']} {price}"
+                     + "".join(f"; {n}" for n in ln["notes"][:1]))
+    return lines
+
+
+def model_lines(p: Dict[str, Any]) -> List[str]:
+    m, o = p["model"], p["options"]
+    moe = f", {m['experts']} experts ({m['active_experts']} active)" if m["experts"] > 1 else ""
+    return [f"model {m['name']}: {human_count(m['params'])} parameters ({human_count(m['active_params'])} active){moe}, "
+            f"{m['layers']} layers, hidden {m['hidden']}, {m['heads']} heads, seq {m['seq']}; {o['precision']} at MFU "
+            f"{o['mfu']:g}, {human_count(o['global_batch_tokens'])} tokens per step, micro-batch {o['micro_batch']}"]
+
+
+def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
+    hw = j["hardware"]
+    head = (f"job on {j['group']} ({hw['gpus']} x {hw['gpu']}, NVLink domain {hw['nvlink_domain_gpus']} GPUs at "
+            f"{hw['nvlink_gb_s_one_way_per_gpu']:g} GB/s, {hw['internode_link']} {hw['internode_gb_s_per_gpu']:.3g} GB/s "
+            f"per GPU): {j['layouts_fitting']} of {j['layouts_evaluated']} layouts fit {hw['hbm_gib_per_gpu']:g} GiB")
+    if not j["fits"]:
+        return [head, f"  does not fit: {j['overflow']}"]
+    lines = [head, "  fastest layouts (step lower bound with perfect overlap; serial sum in brackets):"]
+    for i, b in enumerate(j["best"], 1):
+        mem, st = b["memory"], b["step"]
+        lines.append(f"    {i}. {b['layout']['description']}: {val(mem['total']) / GIB:.1f} of "
+                     f"{val(mem['usable_hbm']) / GIB:.0f} GiB; step >= {human_seconds(val(st['bound']))} "
+                     f"({human_seconds(val(st['serial']))}), {human_count(val(st['tokens_per_s']))} tokens/s")
+        if i == 1:
+            lines.append("       " + step_breakdown(st, hw["internode_link"]))
+    for e in j.get("expert_parallel", []):
+        where = "stays on NVLink" if e["stays_on_nvlink"] else \
+            f"{e['share_across_domains']:.0%} of it crosses {hw['internode_link']}"
+        net = f"{human_seconds(e['alltoall_internode_s'])} {hw['internode_link']}"
+        lines.append(f"  expert all-to-all ep={e['ep']} (tp={e['tp']}): {where}; "
+                     f"{human_seconds(e['alltoall_nvlink_s'])} NVLink + {net} per step")
+    lines += checkpoint_lines(j["checkpoint"])
+    d = j["data_path"]
+    per_token = d["bytes_per_s"]["inputs"]["bytes_per_token"]
+    data = f"  data: {human_count(val(d['tokens_per_s']))} tokens/s x {per_token:g} B = {human_bytes(val(d['bytes_per_s']))}/s"
+    if d["fsx"] is None:
+        lines.append(data + f"; {d['note']}")
+    else:
+        verdict = "FSx delivers it" if d["delivers"] else "MORE than FSx delivers"
+        lines.append(data + f" = {percent(d['share_of_fsx'])} of FSx {human_bytes(val(d['fsx']))}/s: {verdict}")
+    t = j["tokens"]
+    usd = (f">= {money(val(t['usd']))} at {money(val(p['cost']['total_usd_per_hour']))}/h" if t["usd"] is not None
+           else f"cost unknown ({t['usd_reason']})")
+    lines.append(f"  {human_count(t['count'])} tokens: >= {human_seconds(val(t['hours']) * 3600)}, {usd}")
+    return lines
+
+
+def percent(share: float) -> str:
+    return f"{share * 100:.2g}%"
+
+
+def step_breakdown(st: Dict[str, Any], internode: str = "EFA") -> str:
+    parts = [f"compute {human_seconds(val(st['compute']))}"]
+    if val(st["bubble"]):
+        parts.append(f"bubble {human_seconds(val(st['bubble']))}")
+    for x in st["collectives"]:
+        links = [f"{human_seconds(s)} {name}" for name, s in (("NVLink", x["nvlink_s"]), (internode, x["internode_s"])) if s]
+        parts.append(f"{x['name']} {' + '.join(links) or '0'}")
+    return " | ".join(parts)
+
+
+def checkpoint_lines(ck: Dict[str, Any]) -> List[str]:
+    lines = [f"  checkpoint {human_bytes(val(ck['size']))} (14 bytes per parameter):"]
+    for t in ck["targets"]:
+        if not t["available"]:
+            lines.append(f"    {t['target']}: n/a ({t['reason']})")
+            continue
+        parts = []
+        if "write" in t:
+            parts.append(f"write >= {human_seconds(val(t['write']))} ({t['write_steps']:.2g} steps)")
+        elif "write_reason" in t:
+            parts.append(t["write_reason"])
+        parts.append(f"restore >= {human_seconds(val(t['restore']))}")
+        if t.get("limited_by"):
+            parts.append(f"limited by {t['limited_by']}")
+        lines.append(f"    {t['target']}: {', '.join(parts)}" + (" [unverified rates]" if t.get("unverified") else ""))
+    return lines

@@ -1,0 +1,74 @@
+"""`fmcluster diagram`: the cluster as Graphviz draws it, and a clear exit 1 without dot."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from planner_helpers import spec
+
+from fmcluster.planner import diagram
+from fmcluster.planner.cli import PlanUsageError, add_diagram_arguments, main, run_diagram
+from fmcluster.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz dot not installed (make setup installs it)")
+
+
+def source(s) -> str:
+    return diagram.graph(s).source
+
+
+def test_graph_holds_groups_domains_fabric_storage_orchestrator_and_observability():
+    text = source(load_spec(EXAMPLES / "default.yaml"))
+    for part in ("gpu: 2 x p5.48xlarge · 16 H100", "NVLink domain 1: 8 GPUs", "NVLink domain 2", "EFA fabric",
+                 "placement group: cluster", "FSx for Lustre PERSISTENT_2", "/checkpoints → checkpoints/",
+                 "datasets/ → /datasets", "no orchestrator", "Amazon Managed Service", "3200 Gbps/node"):
+        assert part in text, part
+    assert "Grafana" not in text
+
+
+def test_orchestrators_and_collapsed_ultraserver_domains():
+    assert "SageMaker HyperPod (Slurm)" in source(load_spec(EXAMPLES / "hyperpod-slurm-p5.yaml"))
+    assert "AWS PCS (Slurm" in source(load_spec(EXAMPLES / "pcs-p5.yaml"))
+    gb = source(spec("p6e-gb200.36xlarge", 36, observability={"grafana": True}))
+    assert "NVLink domain 1: 72 GPUs" in gb and "NVLink domain 2: 72 GPUs" in gb and "16 more instances" in gb
+    assert "Amazon Managed Grafana" in gb
+    big = source(spec("p5.48xlarge", 64))
+    assert "62 more NVLink domains" in big and big.count("NVLink domain ") == 2
+
+
+@needs_dot
+def test_diagram_writes_svg(tmp_path, capsys):
+    out = tmp_path / "cluster.svg"
+    assert main(["diagram", str(EXAMPLES / "default.yaml"), "--out", str(out)]) == 0
+    svg = out.read_text()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "EFA fabric" in svg
+    assert diagram.svg(load_spec(EXAMPLES / "default.yaml")).startswith("<svg")
+
+
+def test_dot_source_needs_no_binary(tmp_path):
+    out = tmp_path / "cluster.dot"
+    assert main(["diagram", str(EXAMPLES / "default.yaml"), "--out", str(out)]) == 0
+    assert out.read_text().startswith("digraph")
+
+
+def test_bad_out_is_a_usage_error(tmp_path):
+    p = argparse.ArgumentParser()
+    add_diagram_arguments(p)
+    with pytest.raises(PlanUsageError, match=r"^--out: cluster.txt needs"):
+        run_diagram(p.parse_args([str(EXAMPLES / "default.yaml"), "--out", str(tmp_path / "cluster.txt")]))
+
+
+def test_without_dot_diagram_exits_1_with_a_clear_message(tmp_path):
+    env = dict(os.environ, PATH=str(tmp_path))  # nothing on PATH: no dot
+    r = subprocess.run([sys.executable, "-m", "fmcluster.planner.cli", "diagram", str(EXAMPLES / "default.yaml"),
+                        "--out", str(tmp_path / "c.svg")], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert r.returncode == 1, r.stderr
+    assert "Graphviz's dot is not installed" in r.stderr and "Traceback" not in r.stderr
