@@ -77,7 +77,7 @@ def test_module_entry_point_never_prints_a_traceback(tmp_path):
 def test_plan_json(capsys):
     assert main(["plan", DEFAULT, "--json", "--gradient-gb", "10"]) == 0
     p = json.loads(capsys.readouterr().out)
-    assert p["total"]["gpus"] == 16 and p["gradient_gb"] == 10
+    assert p["cluster"]["total"]["gpus"] == 16 and p["cluster"]["gradient_gb"] == 10
 
 
 def test_synth_into_a_file_is_a_usage_error_not_a_traceback(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""`fmcluster` command line: validate | plan | schema | catalog | synth | preflight | status.
+"""`fmcluster` command line: validate | plan | diagram | schema | catalog | synth | preflight | status.
 
 Exit codes: 0 fine, 1 a check or synthesis failed, 2 bad input (one line per problem,
 ``field.path: what is wrong and what is allowed``; never a traceback).

@@ -27,13 +27,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from fmcluster.plan import plan, render_text
+    from fmcluster.planner.cli import PlanUsageError, run_plan
 
-    if args.gradient_gb <= 0:
-        raise UsageError("--gradient-gb: must be greater than 0")
-    result = plan(_load(args.file), gradient_gb=args.gradient_gb)
-    print(json.dumps(result, indent=2) if args.json else render_text(result))
-    return EXIT_OK
+    try:
+        return run_plan(args)
+    except PlanUsageError as e:
+        raise UsageError(str(e)) from None
+
+
+def cmd_diagram(args: argparse.Namespace) -> int:
+    from fmcluster.planner.cli import PlanUsageError, run_diagram
+
+    try:
+        return run_diagram(args)
+    except PlanUsageError as e:
+        raise UsageError(str(e)) from None
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -121,10 +129,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
     sp = add("validate", cmd_validate, "Check a spec; exit 2 with one line per problem.")
     sp.add_argument("file")
-    sp = add("plan", cmd_plan, "Capacity figures the spec buys (GPUs, PFLOPS, HBM, NVLink, EFA, NVMe, all-reduce).")
-    sp.add_argument("file")
-    sp.add_argument("--json", action="store_true")
-    sp.add_argument("--gradient-gb", type=float, default=14.0, help="Gradient size for the all-reduce bound (GB).")
+    from fmcluster.planner.cli import add_diagram_arguments, add_plan_arguments
+
+    add_plan_arguments(add("plan", cmd_plan, "Capacity planner: what the spec buys and costs; with a model, memory fit, "
+                           "step-time bounds, checkpoints and the data path (offline)."))
+    add_diagram_arguments(add("diagram", cmd_diagram, "Draw the cluster (node groups, NVLink domains, EFA, placement, FSx "
+                              "and S3, the orchestrator, AMP/Grafana) as SVG, PNG or PDF."))
     add("schema", cmd_schema, "Print the spec's JSON Schema.")
     sp = add("catalog", cmd_catalog, "Print the instance catalog.")
     sp.add_argument("--json", action="store_true")

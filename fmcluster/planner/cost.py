@@ -13,8 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from fmcluster import catalog
 from fmcluster.planner.figures import fig
+from fmcluster.runtime.contract import ec2_type
 
 FALLBACK_REGION = "us-east-1"
 
@@ -27,7 +27,7 @@ def prices() -> Dict[str, Any]:
 
 def hourly(instance_type: str, region: str) -> Tuple[Optional[float], str]:
     """(USD per hour or None, how it was found: listed | estimate from us-east-1 | why none)."""
-    name = catalog.strip_hyperpod_prefix(instance_type)
+    name = ec2_type(instance_type)
     data = prices()
     if name in data["no_on_demand_price"]:
         return None, data["no_on_demand_price"][name]
@@ -39,13 +39,13 @@ def hourly(instance_type: str, region: str) -> Tuple[Optional[float], str]:
     return None, f"no price for {name} in the data"
 
 
-def _line(item: str, instance_type: str, count: int, region: str, capacity: str, hyperpod: bool) -> Dict[str, Any]:
+def _line(item: str, instance_type: str, count: int, region: str, capacity: str, service: bool) -> Dict[str, Any]:
     price, how = hourly(instance_type, region)
     notes: List[str] = []
     varies = prices()["varies"]
     if capacity in varies:
         notes.append(varies[capacity])
-    if hyperpod:
+    if service:  # run by a service (SageMaker HyperPod), which prices its instances itself
         notes.append(varies["hyperpod"])
     if how != "listed":
         notes.append(how)
@@ -58,17 +58,13 @@ def _line(item: str, instance_type: str, count: int, region: str, capacity: str,
 
 
 def hourly_cost(spec: Any) -> Dict[str, Any]:
-    hyperpod = spec.orchestrator.is_hyperpod
-    lines = [_line(f"node group {g.name}", g.instance_type, g.count, spec.region, g.capacity.type, hyperpod)
+    kind = spec.orchestrator_kind
+    service = not kind.instances_in_account
+    lines = [_line(f"node group {g.name}", g.instance_type, g.count, spec.region, g.capacity.type, service)
              for g in spec.node_groups]
-    orch = spec.orchestrator
-    if hyperpod:
-        hp = orch.hyperpod
-        lines.append(_line("HyperPod controller", hp.controller_instance_type, 1, spec.region, "on-demand", True))
-        if hp.login_instance_type:
-            lines.append(_line("HyperPod login", hp.login_instance_type, hp.login_count, spec.region, "on-demand", True))
-    elif orch.type == "pcs":
-        lines.append(_line("PCS login node", orch.pcs.login_instance_type, 1, spec.region, "on-demand", False))
+    for extra in kind.extra_instances(spec):
+        lines.append(_line(f"{kind.summary}: {extra.role}", extra.instance_type, extra.count, spec.region, "on-demand",
+                           service))
     known = [ln for ln in lines if "usd_per_hour" in ln]
     total = sum(ln["usd_per_hour"]["value"] for ln in known)
     data = prices()

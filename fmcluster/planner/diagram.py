@@ -99,15 +99,10 @@ def _node_labels(nodes: int, t: Any) -> List[tuple]:
 
 
 def _orchestrator(parent: Any, spec: Any, anchors: List[tuple]) -> None:
-    o = spec.orchestrator
-    if o.type == "none":
-        label = "no orchestrator\n(launch templates and placement\ngroups: bring your own scheduler)"
-    elif o.type == "pcs":
-        label = f"AWS PCS (Slurm {o.pcs.slurm_version})\nlogin node {o.pcs.login_instance_type}"
-    else:
-        hp = o.hyperpod
-        login = f"\nlogin {hp.login_count} x {hp.login_instance_type}" if hp.login_instance_type else ""
-        label = f"SageMaker HyperPod (Slurm)\ncontroller {hp.controller_instance_type}{login}"
+    kind = spec.orchestrator_kind
+    label = kind.summary if kind.node_agent or kind.extra_instances(spec) else f"no orchestrator\n({kind.summary})"
+    for extra in kind.extra_instances(spec):
+        label += f"\n{extra.role} {extra.count} x {extra.instance_type}"
     parent.node("orchestrator", label, fillcolor=COLORS["orch"], shape="component")
     for anchor, cluster, _, _ in anchors:
         parent.edge("orchestrator", anchor, lhead=cluster, style="dashed", label="schedules")

@@ -79,7 +79,7 @@ def test_hourly_cost_per_group_and_total_with_notes():
     c = cost.hourly_cost(hp)
     items = {ln["item"]: ln for ln in c["lines"]}
     assert items["node group gpu"]["usd_per_hour"]["value"] == pytest.approx(4 * 55.04)
-    assert "HyperPod controller" in items and "HyperPod login" in items
+    assert "SageMaker HyperPod with Slurm: controller" in items and "SageMaker HyperPod with Slurm: login" in items
     assert any("SageMaker" in n for n in items["node group gpu"]["notes"])
     assert c["total_usd_per_hour"]["value"] == pytest.approx(4 * 55.04 + 2.304 + 0.768)
     block = spec("p5.48xlarge", 2, node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": {

@@ -35,8 +35,8 @@ def test_graph_holds_groups_domains_fabric_storage_orchestrator_and_observabilit
 
 
 def test_orchestrators_and_collapsed_ultraserver_domains():
-    assert "SageMaker HyperPod (Slurm)" in source(load_spec(EXAMPLES / "hyperpod-slurm-p5.yaml"))
-    assert "AWS PCS (Slurm" in source(load_spec(EXAMPLES / "pcs-p5.yaml"))
+    assert "SageMaker HyperPod with Slurm" in source(load_spec(EXAMPLES / "hyperpod-slurm-p5.yaml"))
+    assert "AWS Parallel Computing Service (Slurm)" in source(load_spec(EXAMPLES / "pcs-p5.yaml"))
     gb = source(spec("p6e-gb200.36xlarge", 36, observability={"grafana": True}))
     assert "NVLink domain 1: 72 GPUs" in gb and "NVLink domain 2: 72 GPUs" in gb and "16 more instances" in gb
     assert "Amazon Managed Grafana" in gb

@@ -37,7 +37,7 @@ def test_page_is_self_contained_with_tables_diagram_and_chart(tmp_path, capsys):
 
 def test_page_without_a_model_has_cluster_and_cost(tmp_path, capsys):
     html = write_page(tmp_path, str(ROOT / "examples" / "hyperpod-slurm-p5.yaml")).read_text()
-    assert "Cost (On-Demand)" in html and "HyperPod controller" in html and "Training job" not in html
+    assert "Cost (On-Demand)" in html and "SageMaker HyperPod with Slurm: controller" in html and "Training job" not in html
 
 
 def png_size(data: bytes) -> tuple:

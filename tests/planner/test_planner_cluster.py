@@ -1,0 +1,36 @@
+"""The cluster figures `fmcluster plan` has always printed follow from the catalog: compute, memory, NVLink
+domains, EFA, all-reduce bounds, and the shared file system's throughput."""
+
+from __future__ import annotations
+
+import pytest
+
+from fmcluster.planner.cluster import cluster_figures, storage_figures
+from fmcluster.spec import load_spec, parse_spec
+
+
+def cluster(instance_type: str, count: int) -> dict:
+    return cluster_figures(parse_spec({
+        "name": "plan", "region": "us-east-1", "availability_zone": "us-east-1a",
+        "node_groups": [{"name": "gpu", "instance_type": instance_type, "count": count}],
+    }), gradient_gb=10)
+
+
+def test_nvlink_domain_is_faster_than_efa_and_gb200_domains_span_nodes():
+    p5 = cluster("p5.48xlarge", 16)["groups"][0]
+    # 450 GB/s one-way NVLink per GPU vs 400 GB/s of EFA per node
+    assert p5["allreduce_ms_nvlink_domain"] < p5["allreduce_ms_across_efa"]
+    gb200 = cluster("p6e-gb200.36xlarge", 18)["groups"][0]
+    assert gb200["nvlink_domains"] == 1 and gb200["nvlink_domain_gpus"] == 72
+
+
+def test_single_node_has_no_efa_step():
+    g = cluster("p5.48xlarge", 1)["groups"][0]
+    assert g["allreduce_ms_across_efa"] == 0 and g["allreduce_ms_nvlink_domain"] > 0
+
+
+def test_storage_throughput_is_capacity_times_the_tier():
+    fsx = storage_figures(load_spec("examples/pcs-p5en-capacity-block.yaml"))["fsx"]
+    assert fsx["capacity_tib"] == 37.5 and fsx["throughput_mbps_per_tib"] == 1000
+    assert fsx["throughput_gbps"] == pytest.approx(37.5) and fsx["efa"] is True and fsx["associations"] == 2
+    assert storage_figures(load_spec("examples/existing-vpc.yaml")) == {"fsx": None}
