@@ -98,6 +98,21 @@ class ObservabilityStack(Stack):
                 },
             )
         )
+        # An explicit topic policy replaces SNS's default one, so CloudWatch alarms need their own statement or
+        # their notifications are refused ("no resource-based policy allows the SNS:Publish action"); limited to
+        # this account's alarms, as the key policy above is.
+        self.alert_topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.alert_topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": account},
+                    "ArnLike": {"aws:SourceArn": f"arn:{self.partition}:cloudwatch:{region}:{account}:alarm:*"},
+                },
+            )
+        )
 
         self.grafana: Optional[GrafanaWorkspace] = None
         if spec.observability.grafana:
