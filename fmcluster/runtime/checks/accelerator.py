@@ -6,8 +6,8 @@ import re
 
 from .. import versions
 from ..probes import ProbeError
+from ..probes.installed import file_versions
 from . import Ctx, Result, bad, check, has_gpus, ok, skip
-from .stack import file_versions
 
 
 @check("acc.cuda", "accelerator", applies=has_gpus, title="CUDA toolkit present, supported by the driver, >= minimum")

@@ -7,19 +7,9 @@ from typing import List, Tuple
 
 from .. import versions
 from ..probes import ProbeError
+from ..probes.efa import efa_devices
+from ..probes.installed import file_versions, libfabric_version, ofi_libraries
 from . import Ctx, Result, bad, check, has_efa, has_gpus, ok, skip, warn
-from .stack import file_versions, libfabric_version, ofi_libraries
-
-
-def efa_devices(ctx: Ctx) -> List[str]:
-    """/sys/class/infiniband devices bound to the efa driver (NVLink/NVSwitch ibp* mlx5 devices excluded)."""
-    devs = []
-    for d in ctx.node.listdir("/sys/class/infiniband"):
-        if d.startswith("ibp"):
-            continue
-        if ctx.node.link_name(f"/sys/class/infiniband/{d}/device/driver") == "efa":
-            devs.append(d)
-    return devs
 
 
 def _want_efa(ctx: Ctx) -> int:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .. import versions
+from ..probes.installed import file_versions, libfabric_version
 from . import Ctx, Result, bad, check, has_gpus, ok, skip, warn
-from .stack import file_versions, libfabric_version
 
 
 @check("fw.torch", "framework", applies=has_gpus, title="PyTorch installed, built for a CUDA the driver supports")

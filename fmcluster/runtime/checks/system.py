@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import threading
@@ -14,20 +13,10 @@ from typing import Dict, List, Optional, Tuple
 
 from ..contract import AGENT_UNITS, agent_unit
 from ..probes import ProbeError
+from ..probes.lustre import HEALTHY_IMPORT, LCTL_IMPORTS, LNET_SHOW, parse_imports, parse_lnet_nets
+from ..probes.mounts import mount_of, mounts, resolve
+from ..probes.systemd import unit_states
 from . import Ctx, Result, bad, check, has_instance_store, ok, skip, warn
-from .hardware import unit_states
-
-
-def mounts(ctx: Ctx) -> Dict[str, Tuple[str, str, str]]:
-    """mount point -> (source, fstype, options) from /proc/mounts (never stat a network mount here)."""
-    def probe() -> Dict[str, Tuple[str, str, str]]:
-        table: Dict[str, Tuple[str, str, str]] = {}
-        for line in ctx.node.read("/proc/mounts").splitlines():
-            parts = line.split()
-            if len(parts) >= 4:
-                table[parts[1].replace("\\040", " ")] = (parts[0], parts[2], parts[3])
-        return table
-    return ctx.memo("mounts", probe)
 
 
 @check("storage.mounts", "storage", applies=lambda p: bool(p.mounts), title="Shared file systems mounted")
@@ -83,19 +72,6 @@ def lustre_answers(ctx: Ctx) -> Result:
     return ok(", ".join(good), "all targets answer")
 
 
-# `lctl get_param -n osc.*.import mdc.*.import`: one YAML-like block per client import, as printed by
-# lprocfs_import_seq_show() (lustre/obdclass/lprocfs_status.c): "import:" then "    name: <fs>-OST0000-osc-<id>",
-# "    target: <fs>-OST0000_UUID", "    state: FULL", connect_flags, connection (failover_nids, current_connection)...
-# States (ptlrpc_import_state_name, lustre_import.h): CLOSED NEW DISCONN CONNECTING REPLAY REPLAY_LOCKS REPLAY_WAIT
-# RECOVER FULL EVICTED IDLE. IDLE is healthy: since Lustre 2.12 an OSC import with no traffic for osc.*.idle_timeout
-# disconnects on purpose and reconnects on the next RPC (a real 2.12.7 client import shows "state: IDLE" with
-# "idle: 159490 sec").
-LCTL_IMPORTS = ("lctl", "get_param", "-n", "osc.*.import", "mdc.*.import")
-HEALTHY_IMPORT = ("FULL", "IDLE")
-# `lnetctl net show`: "net:" then "    - net type: efa", "      local NI(s):", "        - nid: <ip>@efa",
-# "          status: up", "          interfaces:", "              0: rdmap79s0" (lnetctl YAML; newer lnetctl prints
-# the list dashes flush left: "-     net type: tcp"; both are read).
-LNET_SHOW = ("lnetctl", "net", "show")
 EFA_REMEDY = ("LNet is not on EFA for an EFA-enabled FSx file system: unmount it and run "
               "`python3 -m fmcluster.runtime.lustre mount --efa ...` (loads kefalnd, adds the efa NIs), or check the "
               "Lustre client has kefalnd for this kernel")
@@ -106,45 +82,6 @@ def _lustre_mounted(ctx: Ctx) -> List[Dict[str, object]]:
     table = mounts(ctx)
     return [m for m in ctx.profile.mounts
             if m.get("fstype", "lustre") == "lustre" and table.get(str(m["path"]), ("", ""))[1] == "lustre"]
-
-
-def parse_imports(text: str) -> List[Tuple[str, str]]:
-    """(target, state) per import block; ProbeError when a block has no state."""
-    found = []
-    for block in re.split(r"^\s*import:\s*$", text, flags=re.M)[1:]:
-        state = re.search(r"^\s*state:\s*(\S+)", block, re.M)
-        who = re.search(r"^\s*target:\s*(\S+)", block, re.M) or re.search(r"^\s*name:\s*(\S+)", block, re.M)
-        if state is None:
-            raise ProbeError(f"lctl import block without a state: {block.strip()[:100]!r}")
-        found.append((who.group(1) if who else "?", state.group(1)))
-    return found
-
-
-def parse_lnet_nets(text: str) -> Dict[str, List[Dict[str, object]]]:
-    """net type -> its local NIs ({"nid", "status", "interfaces"}) from `lnetctl net show`."""
-    nets: Dict[str, List[Dict[str, object]]] = {}
-    cur: Optional[List[Dict[str, object]]] = None
-    ni: Optional[Dict[str, object]] = None
-    for line in text.splitlines():
-        m = re.match(r"^[\s-]*net type:\s*(\S+)", line)
-        if m:
-            cur, ni = nets.setdefault(m.group(1), []), None
-            continue
-        m = re.match(r"^[\s-]*nid:\s*(\S+)", line)
-        if m and cur is not None:
-            ni = {"nid": m.group(1), "status": "?", "interfaces": []}
-            cur.append(ni)
-            continue
-        m = re.match(r"^[\s-]*status:\s*(\S+)", line)
-        if m and ni is not None:
-            ni["status"] = m.group(1)
-            continue
-        m = re.match(r"^\s*\d+:\s*(\S+)\s*$", line)
-        if m and ni is not None:
-            ifs = ni["interfaces"]
-            assert isinstance(ifs, list)
-            ifs.append(m.group(1))
-    return nets
 
 
 def _lnet_efa_problems(ctx: Ctx) -> Tuple[List[str], str]:
@@ -250,46 +187,6 @@ ENROOT_CONF = "/etc/enroot/enroot.conf"
 ENROOT_KEYS = {"ENROOT_DATA_PATH": "${XDG_DATA_HOME}/enroot", "ENROOT_CACHE_PATH": "${XDG_CACHE_HOME}/enroot"}
 _XDG = (("${XDG_DATA_HOME}", "${HOME}/.local/share"), ("${XDG_CACHE_HOME}", "${HOME}/.cache"),
         ("${HOME}", "/home/${USER}"), ("$HOME", "/home/${USER}"))
-# never readlink on these (a hung server hangs the validator); see "Hang avoidance" in reference/runtime-checks.md
-NETWORK_FS = ("nfs", "nfs4", "lustre", "cifs", "smb3", "ceph", "glusterfs", "9p", "beegfs", "gpfs", "efs")
-
-
-def mount_of(ctx: Ctx, path: str) -> Tuple[str, Tuple[str, str, str]]:
-    """The mount holding path: longest mount-point prefix in /proc/mounts (nothing is stat'ed)."""
-    table = mounts(ctx)
-    best = "/"
-    for mp in table:
-        if (path == mp or path.startswith(mp.rstrip("/") + "/")) and len(mp) > len(best):
-            best = mp
-    return best, table.get(best, ("?", "?", ""))
-
-
-def _resolve(ctx: Ctx, path: str) -> str:
-    """path with symlinks followed (under --root), never reading a link on a network file system."""
-    parts = [p for p in path.split("/") if p]
-    done = ""
-    hops = 0
-    while parts:
-        part = parts.pop(0)
-        if part in (".", ".."):
-            done = done.rsplit("/", 1)[0] if part == ".." else done
-            continue
-        cand = f"{done}/{part}"
-        fstype = mount_of(ctx, cand)[1][1]
-        if fstype in NETWORK_FS or fstype.startswith("fuse"):
-            return "/".join([cand] + parts)
-        try:
-            target = os.readlink(ctx.node.path(cand))
-        except OSError:
-            done = cand
-            continue
-        hops += 1
-        if hops > 16:
-            return "/".join([cand] + parts)
-        parts = [p for p in target.split("/") if p] + parts
-        if target.startswith("/"):
-            done = ""
-    return done or "/"
 
 
 def static_prefix(value: str) -> Optional[str]:
@@ -381,7 +278,7 @@ def container_data_root(ctx: Ctx) -> Result:
         if prefix is None:
             elsewhere.append(f"{what} {value} ({where}): cannot tell where it lives")
             continue
-        real = _resolve(ctx, prefix)
+        real = resolve(ctx, prefix)
         mp, (src, fstype, _) = mount_of(ctx, real)
         shown = value if real == value.rstrip("/") else f"{value} -> {real}"
         line = f"{what} {shown} ({where}) on {mp} ({fstype} {src})"
