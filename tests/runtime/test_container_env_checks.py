@@ -7,7 +7,7 @@ import os
 import pytest
 
 from fmcluster.runtime.checks.communication import _ifname_matches
-from fmcluster.runtime.checks.system import static_prefix
+from fmcluster.runtime.checks.containers import static_prefix
 
 from .conftest import TYPES, copy_node
 
@@ -23,7 +23,7 @@ def test_container_data_on_nvme_passes(tmp_path, itype):
     res = node.run("--level", "fast")
     c = res.check("containers.data_root")
     assert c["status"] == "pass", c
-    assert c["layer"] == "storage"
+    assert c["layer"] == "containers"
     assert "docker data-root /opt/dlami/nvme/docker/data-root" in c["observed"]
     assert "ENROOT_CACHE_PATH" in c["observed"] and "ENROOT_DATA_PATH" in c["observed"]
 

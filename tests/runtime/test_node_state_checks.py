@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from fmcluster.runtime.checks.hardware import _gts, _lanes
-from fmcluster.runtime.checks.system import parse_imports, parse_lnet_nets
+from fmcluster.runtime.probes.lustre import parse_imports, parse_lnet_nets
+from fmcluster.runtime.probes.pci import _gts, _lanes
 from fmcluster.runtime.profile import NodeProfile, ProfileError
 
 from .conftest import TYPES, copy_node

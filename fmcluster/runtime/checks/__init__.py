@@ -1,4 +1,9 @@
-"""Check registry: checks grouped by layer, each with the lowest level it runs at."""
+"""Check registry: checks grouped by layer, each with the lowest level it runs at.
+
+Each layer has its module, named as the layer (checks/hardware.py ... checks/exporters.py); a deep check lives in its
+layer's module with level "deep". Checks judge what the probes (fmcluster.runtime.probes) read from the node; they
+import probes and this registry, never another check module.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +19,10 @@ LAYERS = (
     "communication",  # 3 EFA, libfabric, aws-ofi-nccl, GPUDirect RDMA, GDRCopy
     "framework",      # 4 ML framework
     "distributed",    # 5 distributed frameworks (NCCL, version rules, collectives)
-    "storage",
-    "orchestrator",
-    "exporters",
+    "storage",        # 6 shared file systems, instance NVMe
+    "containers",     # 7 container images and data (docker, containerd, enroot)
+    "orchestrator",   # 8 node agent, orchestrator's view of the node
+    "exporters",      # 9 metrics endpoints
 )
 STATUSES = ("pass", "fail", "warn", "skip", "error")
 
@@ -125,7 +131,18 @@ def has_instance_store(p: NodeProfile) -> bool:
 
 
 def all_checks() -> List[Check]:
-    from . import accelerator, communication, deep, hardware, software, system  # noqa: F401  (registers)
+    # one module per layer, named as the layer; importing them registers their checks
+    from . import (  # noqa: F401
+        accelerator,
+        communication,
+        containers,
+        distributed,
+        exporters,
+        framework,
+        hardware,
+        orchestrator,
+        storage,
+    )
 
     seen: Dict[str, Check] = {}
     for c in REGISTRY:

@@ -1,25 +1,20 @@
-"""Layer 3: communication — EFA devices and ports, libfabric, aws-ofi-nccl, GPUDirect RDMA, GDRCopy, memlock."""
+"""Layer 3: communication — EFA devices and ports, libfabric, aws-ofi-nccl, GPUDirect RDMA, GDRCopy, memlock,
+node-wide NCCL/libfabric variables; at the deep level an EFA loopback (fi_pingpong)."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import time
 from typing import List, Tuple
 
 from .. import versions
-from ..probes import ProbeError
+from ..probes import ProbeError, _kill_group
+from ..probes.efa import efa_devices
+from ..probes.installed import file_versions, libfabric_version, ofi_libraries
 from . import Ctx, Result, bad, check, has_efa, has_gpus, ok, skip, warn
-from .stack import file_versions, libfabric_version, ofi_libraries
-
-
-def efa_devices(ctx: Ctx) -> List[str]:
-    """/sys/class/infiniband devices bound to the efa driver (NVLink/NVSwitch ibp* mlx5 devices excluded)."""
-    devs = []
-    for d in ctx.node.listdir("/sys/class/infiniband"):
-        if d.startswith("ibp"):
-            continue
-        if ctx.node.link_name(f"/sys/class/infiniband/{d}/device/driver") == "efa":
-            devs.append(d)
-    return devs
 
 
 def _want_efa(ctx: Ctx) -> int:
@@ -275,3 +270,31 @@ def env_hygiene(ctx: Ctx) -> Result:
     if warns:
         return warn("; ".join(warns), expected, remedy, detail=seen)
     return ok(seen or "none set in /etc/environment, /etc/nccl.conf, /etc/profile.d/*.sh", expected)
+
+
+# ---- deep ----------------------------------------------------------------------------------------------------------
+
+@check("deep.efa_loopback", "communication", level="deep", applies=has_efa, title="EFA loopback (fi_pingpong)")
+def efa_loopback(ctx: Ctx) -> Result:
+    argv = ["fi_pingpong", "-p", "efa", "-e", "rdm"]
+    exe = shutil.which("fi_pingpong", path=(ctx.node.env or os.environ).get("PATH"))
+    if exe is None:
+        raise ProbeError("fi_pingpong: not found on PATH")
+    server = subprocess.Popen(  # noqa: S603 - list argv, no shell
+        [exe, *argv[1:]], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, env=ctx.node.env,
+    )
+    try:
+        time.sleep(1.0)
+        res = ctx.node.run((*argv, "127.0.0.1"), timeout=180, cache=False)
+    finally:
+        _kill_group(server)
+        try:
+            server.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+    out = res.require()
+    m = re.search(r"^\s*\d+\S*\s+\d+\s+=?\d+\s+\S+\s+[\d.]+s\s+([\d.]+)\s+([\d.]+)", out, re.M)
+    if not m:
+        raise ProbeError(f"fi_pingpong output not understood: {out.strip()[:120]!r}")
+    return ok(f"{m.group(1)} MB/sec, {m.group(2)} usec/xfer", "loopback completes")

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Dict, List, NamedTuple, Tuple
+from typing import Dict
 
 from .. import versions
-from ..contract import agent_unit
-from ..probes import ProbeError
+from ..probes.installed import kernel_module_version
+from ..probes.kernel_log import ACTION, FAILING_CLASSES, kernel_events
+from ..probes.nvidia_smi import FABRIC_ARGV, gpu_rows, nvlink_status, parse_csv, topology_matrix
+from ..probes.pci import gpu_bdfs, pcie_links
+from ..probes.systemd import unit_states
 from . import Ctx, Result, bad, check, has_efa, has_gpus, has_nvswitch, ok, skip, warn
-from .communication import efa_devices
-from .nvsmi import ACTION, FABRIC_ARGV, FAILING_CLASSES, gpu_rows, kernel_events, kernel_module_version, parse_csv
-
-NVIDIA = "0x10de"
 
 
 def _gpu_model_ok(name: str, want: str) -> bool:
@@ -27,20 +26,6 @@ def instance_type(ctx: Ctx) -> Result:
     if got == want:
         return ok(got, want)
     return bad(got, want, "the node runs with a profile for another instance type: ship the right NodeProfile")
-
-
-def gpu_bdfs(ctx: Ctx) -> List[str]:
-    """PCI addresses of the NVIDIA 3D controllers (vendor 0x10de, class 0x0302xx) under /sys/bus/pci/devices."""
-    def probe() -> List[str]:
-        found: List[str] = []
-        for dev in ctx.node.listdir("/sys/bus/pci/devices"):
-            base = f"/sys/bus/pci/devices/{dev}"
-            vendor = (ctx.node.read_or(base + "/vendor") or "").strip().lower()
-            klass = (ctx.node.read_or(base + "/class") or "").strip().lower()
-            if vendor == NVIDIA and klass.startswith("0x0302"):
-                found.append(dev)
-        return found
-    return list(ctx.memo("gpu_bdfs", probe))
 
 
 @check("hw.gpu.pci", "hardware", applies=has_gpus, title="GPUs on the PCI bus")
@@ -119,55 +104,6 @@ def xid(ctx: Ctx) -> Result:
     if failing:
         return bad("; ".join(summary), "no failing Xid", ACTION[worst])
     return warn("; ".join(summary), "no failing Xid", "application-level Xids: check the last job; no node action")
-
-
-# PCIe link state, /sys/bus/pci/devices/<bdf>/{current,max}_link_{width,speed} (drivers/pci/pci-sysfs.c): widths are
-# decimal lane counts ("16"); speeds come from pci_speed_string() (drivers/pci/probe.c): "2.5 GT/s PCIe" ...
-# "32.0 GT/s PCIe", "64.0 GT/s PCIe", or "Unknown"; kernels up to 5.6 print "8 GT/s", "16 GT/s" (NCCL's topo.c reads
-# both forms). A width of 0 or an "Unknown" speed means the device does not report its link (e.g. some virtual
-# functions): not a fault.
-LINK_FILES = ("current_link_width", "max_link_width", "current_link_speed", "max_link_speed")
-
-
-def _gts(text: str) -> float:
-    m = re.match(r"\s*(\d+(?:\.\d+)?)\s*GT/s", text)
-    return float(m.group(1)) if m else 0.0
-
-
-def _lanes(text: str) -> int:
-    t = text.strip().lstrip("x")
-    return int(t) if t.isdigit() else 0
-
-
-class Link(NamedTuple):
-    kind: str  # GPU | EFA
-    name: str  # PCI address for a GPU, rdmap* name for an EFA device
-    bdf: str
-    raw: Dict[str, str]  # the four sysfs values as read ("" when missing)
-
-    @property
-    def widths(self) -> Tuple[int, int]:
-        return _lanes(self.raw["current_link_width"]), _lanes(self.raw["max_link_width"])
-
-    @property
-    def speeds(self) -> Tuple[float, float]:
-        return _gts(self.raw["current_link_speed"]), _gts(self.raw["max_link_speed"])
-
-    def label(self) -> str:
-        return f"{self.kind} {self.name}" if self.name == self.bdf else f"{self.kind} {self.name} ({self.bdf})"
-
-
-def pcie_links(ctx: Ctx) -> List[Link]:
-    """Link state of every GPU (gpu_bdfs) and EFA device (efa_devices, through /sys/class/infiniband/<dev>/device)."""
-    where: List[Tuple[str, str, str, str]] = []
-    if has_gpus(ctx.profile):
-        where += [("GPU", b, b, f"/sys/bus/pci/devices/{b}") for b in gpu_bdfs(ctx)]
-    if has_efa(ctx.profile):
-        for d in efa_devices(ctx):
-            path = f"/sys/class/infiniband/{d}/device"
-            where.append(("EFA", d, ctx.node.link_name(path) or d, path))
-    return [Link(kind, name, bdf, {f: (ctx.node.read_or(f"{path}/{f}") or "").strip() for f in LINK_FILES})
-            for kind, name, bdf, path in where]
 
 
 @check("hw.pcie_link", "hardware", applies=lambda p: has_gpus(p) or has_efa(p),
@@ -276,22 +212,7 @@ def mig(ctx: Ctx) -> Result:
 @check("hw.nvlink", "hardware", level="standard", applies=has_nvswitch, title="NVLink links up, all at the same rate")
 def nvlink(ctx: Ctx) -> Result:
     want = int(ctx.profile.fact("nvlink_links_per_gpu"))
-    out = ctx.node.run(("nvidia-smi", "nvlink", "-s")).require()
-    per_gpu: Dict[str, List[str]] = {}
-    cur = None
-    for line in out.splitlines():
-        g = re.match(r"GPU (\d+):", line)
-        if g:
-            cur = g.group(1)
-            per_gpu[cur] = []
-            continue
-        lk = re.match(r"\s+Link (\d+): (.+)$", line)
-        if lk and cur is not None:
-            per_gpu[cur].append(lk.group(2).strip())
-        elif line.strip() and cur is None:
-            raise ProbeError(f"nvidia-smi nvlink -s output not understood: {line.strip()[:100]!r}")
-    if not per_gpu:
-        raise ProbeError("nvidia-smi nvlink -s printed no GPU")
+    per_gpu = nvlink_status(ctx)
     problems = []
     rates = set()
     for gpu, links in per_gpu.items():
@@ -314,56 +235,14 @@ def nvlink(ctx: Ctx) -> Result:
 @check("hw.topology", "hardware", level="standard", applies=has_nvswitch, title="GPU-to-GPU topology NV<links>")
 def topology(ctx: Ctx) -> Result:
     want = f"NV{int(ctx.profile.fact('nvlink_links_per_gpu'))}"
-    out = re.sub(r"\x1b\[[0-9;]*m", "", ctx.node.run(("nvidia-smi", "topo", "-m")).require())
-    lines = out.splitlines()
-    header = next((ln for ln in lines if re.match(r"^\s+GPU0\b", ln)), None)
-    if header is None:
-        raise ProbeError("nvidia-smi topo -m: no GPU header line")
-    cols = header.split()
-    gpu_cols = [i for i, c in enumerate(cols) if re.fullmatch(r"GPU\d+", c)]
-    bad_pairs = []
-    rows = 0
-    for ln in lines:
-        cells = ln.split("\t") if "\t" in ln else ln.split()
-        if not cells or not re.fullmatch(r"GPU\d+", cells[0].strip()):
-            continue
-        rows += 1
-        vals = [c.strip() for c in cells[1:]]
-        for i in gpu_cols:
-            if i < len(vals) and vals[i] != "X" and vals[i] != want:
-                bad_pairs.append(f"{cells[0].strip()}-{cols[i]}={vals[i]}")
+    gpu_cols, rows = topology_matrix(ctx)
+    bad_pairs = [f"{gpu}-{col}={val}" for gpu, cells in rows for col, val in cells.items() if val not in ("X", want)]
     n = int(ctx.profile.fact("gpus"))
-    if rows != n or len(gpu_cols) != n:
-        return bad(f"{rows} GPU rows", f"{n} GPUs all {want}", "a GPU is missing from the topology: drain and reboot")
+    if len(rows) != n or len(gpu_cols) != n:
+        return bad(f"{len(rows)} GPU rows", f"{n} GPUs all {want}", "a GPU is missing from the topology: drain and reboot")
     if bad_pairs:
         return bad(", ".join(bad_pairs[:6]), f"all pairs {want}", "NVLink degraded: drain and reset/reboot")
     return ok(f"all pairs {want}", f"all pairs {want}")
-
-
-def unit_states(ctx: Ctx) -> Dict[str, str]:
-    """systemctl is-active for every unit the profile cares about, in one call."""
-    def probe():  # type: ignore[no-untyped-def]
-        units = []
-        if has_nvswitch(ctx.profile):
-            units.append("nvidia-fabricmanager")
-        agent = agent_unit(ctx.profile.orchestrator)
-        if agent is not None:
-            units.append(agent)
-        if not units:
-            return ("ok", {})
-        res = ctx.node.run(("systemctl", "is-active", *units))
-        if res.error:
-            return ("err", res.why())
-        states = [s.strip() for s in res.stdout.splitlines() if s.strip()]
-        known = {"active", "inactive", "failed", "activating", "deactivating", "reloading", "unknown", "maintenance"}
-        if len(states) != len(units) or not set(states) <= known:
-            return ("err", f"systemctl is-active output not understood: {res.stdout.strip()[:100]!r}")
-        return ("ok", dict(zip(units, states)))
-
-    kind, value = ctx.memo("systemctl", probe)
-    if kind == "err":
-        raise ProbeError(value)
-    return value
 
 
 @check("hw.fabricmanager", "hardware", level="standard", applies=has_nvswitch, title="nvidia-fabricmanager active")

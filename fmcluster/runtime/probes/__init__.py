@@ -2,6 +2,21 @@
 
 Every command runs with a list argv (no shell), in its own session, under a timeout; on timeout the whole
 process group is killed. Identical commands asked by several checks run once (results are shared).
+
+This package holds the Node (files and commands of the node under test); its modules read and parse the node for
+the checks (fmcluster.runtime.checks), which only judge what the probes found:
+
+- nvidia_smi: the nvidia-smi query, ``nvlink -s`` and ``topo -m``, parsed strictly
+- kernel_log: Xid / SXid / fallen-off-the-bus events of this boot (/dev/kmsg) and their classes
+- installed: versions of the installed stack (driver module, CUDA, EFA installer, libfabric, aws-ofi-nccl, NCCL, ...)
+- pci: NVIDIA GPUs on the PCI bus and the PCIe link state of GPUs and EFA devices
+- efa: EFA devices under /sys/class/infiniband
+- systemd: ``systemctl is-active`` of the units the profile cares about
+- mounts: the /proc/mounts table, the mount holding a path, symlinks followed without touching network mounts
+- lustre: ``lctl get_param`` client imports and ``lnetctl net show`` parsed
+
+A probe that takes the check context (fmcluster.runtime.checks.Ctx) memoizes its answer there, so every check asking
+shares one read or one command.
 """
 
 from __future__ import annotations
@@ -14,11 +29,27 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 
 class ProbeError(Exception):
     """A probe could not give an answer (tool missing, hung, exited badly, output garbled)."""
+
+
+def capture(fn: Callable[[], Any]) -> Tuple[str, Any]:
+    """Run a probe for Ctx.memo: ("ok", its value) or ("err", its ProbeError), so a failure is shared too."""
+    try:
+        return ("ok", fn())
+    except ProbeError as exc:
+        return ("err", exc)
+
+
+def unwrap(result: Tuple[str, Any]) -> Any:
+    """The value captured by capture(), or its ProbeError raised again."""
+    kind, value = result
+    if kind == "err":
+        raise ProbeError(str(value))
+    return value
 
 
 class CmdResult:

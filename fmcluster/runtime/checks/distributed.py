@@ -1,32 +1,14 @@
-"""Layers 4 and 5: ML framework and distributed frameworks (NCCL, cross-layer version rules)."""
+"""Layer 5: distributed frameworks — NCCL, cross-layer version rules, pinned versions; at the deep level a
+single-node NCCL all-reduce."""
 
 from __future__ import annotations
 
+import re
+
 from .. import versions
+from ..probes import ProbeError
+from ..probes.installed import file_versions, libfabric_version
 from . import Ctx, Result, bad, check, has_gpus, ok, skip, warn
-from .stack import file_versions, libfabric_version
-
-
-@check("fw.torch", "framework", applies=has_gpus, title="PyTorch installed, built for a CUDA the driver supports")
-def torch(ctx: Ctx) -> Result:
-    v = file_versions(ctx)
-    got, want = v["torch"], ctx.profile.min_versions.get("torch")
-    if not got:
-        if ctx.profile.is_optional("torch") and not want:
-            return skip("no torch in the system site-packages (optional; jobs may bring their own in a container)")
-        return bad("not installed", f">= {want}" if want else "installed", "install PyTorch (or use the DLAMI conda env)")
-    problems = []
-    gap = ctx.profile.version_gap("torch", got)
-    if gap:
-        problems.append(f"torch {gap}")
-    if v["torch_cuda"] and v["driver"]:
-        good, why = versions.cuda_driver_ok(v["torch_cuda"], v["driver"])
-        if not good:
-            problems.append(f"torch is built for CUDA {v['torch_cuda']}: {why}, driver is {v['driver']}")
-    if problems:
-        return bad(got, f">= {want}" if want else "compatible", "install a torch build matching the driver",
-                   "; ".join(problems))
-    return ok(got, f">= {want}" if want else "compatible")
 
 
 @check("dist.nccl", "distributed", applies=has_gpus, required=False, title="NCCL library version")
@@ -65,3 +47,24 @@ def pinned(ctx: Ctx) -> Result:
     if wrong:
         return bad("; ".join(wrong), pins, "install the pinned versions (or update the profile)")
     return ok({k: v.get(k) for k in pins}, pins)
+
+
+# ---- deep ----------------------------------------------------------------------------------------------------------
+
+@check("deep.nccl_allreduce", "distributed", level="deep", applies=lambda p: int(p.fact("gpus", 0)) > 1,
+       title="Single-node NCCL all-reduce bus bandwidth")
+def nccl_allreduce(ctx: Ctx) -> Result:
+    n = str(int(ctx.profile.fact("gpus")))
+    res = ctx.node.run(("all_reduce_perf", "-b", "1G", "-e", "4G", "-f", "2", "-g", n), timeout=300)
+    out = res.require()
+    rows = re.findall(r"^\S*\s*(\d+)\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+(\S+)", out, re.M)
+    if not rows:
+        raise ProbeError(f"all_reduce_perf output not understood: {out.strip()[-160:]!r}")
+    size, busbw, wrong = rows[-1]
+    floor = ctx.profile.threshold("allreduce_busbw_gbps")
+    observed = f"{float(busbw):.0f} GB/s at {int(size) >> 20} MiB"
+    if wrong not in ("0", "N/A"):
+        return bad(observed + f", {wrong} wrong", "0 wrong", "NCCL produced wrong results: drain and diagnose GPUs")
+    if float(busbw) < floor:
+        return bad(observed, f">= {floor} GB/s", "NVLink/NVSwitch under-performs: check nvlink -s, fabric manager")
+    return ok(observed, f">= {floor} GB/s")

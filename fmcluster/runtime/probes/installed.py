@@ -1,4 +1,5 @@
-"""Versions of the software stack, read from files (fast) and, at standard level, from the tools."""
+"""Installed versions of the stack: the driver's kernel module, CUDA, EFA installer, libfabric, aws-ofi-nccl, NCCL,
+GDRCopy and torch, read from files (fast) and, for libfabric at the standard level, from fi_info."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ import re
 from typing import Dict, List, Optional
 
 from .. import versions
-from . import Ctx
-from .nvsmi import kernel_module_version
+from ..checks import Ctx
 
 OFI_LIB_GLOBS = (
     "/opt/amazon/ofi-nccl/lib*/libnccl-net*.so*",
@@ -26,6 +26,16 @@ SITE_GLOBS = (
     "/opt/conda/envs/*/lib/python3*/site-packages",
 )
 _OFI_VERSION = re.compile(rb"aws-ofi-nccl[ -]v?(\d+\.\d+\.\d+[\w.+-]*)")
+
+
+def kernel_module_version(ctx: Ctx) -> Optional[str]:
+    """Version of the loaded nvidia kernel module (/sys/module/nvidia/version, else /proc/driver/nvidia/version)."""
+    v = ctx.node.read_or("/sys/module/nvidia/version")
+    if v and v.strip():
+        return v.strip()
+    text = ctx.node.read_or("/proc/driver/nvidia/version") or ""
+    m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", text)
+    return m.group(1) if m else None
 
 
 def _best(found: List[str]) -> Optional[str]:

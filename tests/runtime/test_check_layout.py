@@ -1,0 +1,153 @@
+"""The runtime checks are laid out by layer: checks/<layer>.py holds exactly the checks of that layer (deep ones
+included), and check modules depend on the probes (fmcluster/runtime/probes), not on each other. Read with ast, so
+the rule holds for imports anywhere in a module, not only for what happens to be imported when the tests run."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator, List, Tuple
+
+from fmcluster.runtime.checks import LAYERS, all_checks
+from fmcluster.runtime.profile import LEVELS
+
+from .conftest import REPO
+
+RUNTIME = REPO / "fmcluster" / "runtime"
+CHECKS = RUNTIME / "checks"
+PROBES = RUNTIME / "probes"
+CHECKS_PKG = "fmcluster.runtime.checks"
+
+
+def _package(path: Path) -> str:
+    """Dotted package a module's relative imports resolve against."""
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1])
+
+
+def _imports(path: Path) -> Iterator[Tuple[int, str, List[str]]]:
+    """(line, absolute module, imported names) for every import statement in a module."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    pkg = _package(path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, []
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            yield node.lineno, module, [a.name for a in node.names]
+
+
+def _check_modules_imported_names(module: str, names: List[str]) -> List[str]:
+    """The layer (check) modules one import statement brings in."""
+    if module.startswith(CHECKS_PKG + "."):
+        return [module]
+    if module == CHECKS_PKG:
+        return [f"{CHECKS_PKG}.{n}" for n in names if n in LAYERS]
+    return []
+
+
+def _check_modules_imported(path: Path) -> List[str]:
+    """The layer (check) modules a module imports, as 'line: module'."""
+    return [f"{line}: {m}" for line, module, names in _imports(path) for m in _check_modules_imported_names(module, names)]
+
+
+def test_layers_are_the_nine_in_order():
+    assert LAYERS == ("hardware", "accelerator", "communication", "framework", "distributed", "storage", "containers",
+                      "orchestrator", "exporters")
+
+
+def test_every_layer_has_its_module_and_checks_holds_nothing_else():
+    modules = {p.stem for p in CHECKS.glob("*.py")} - {"__init__"}
+    assert modules == set(LAYERS)
+    assert not [p for p in CHECKS.iterdir() if p.is_dir() and p.name != "__pycache__"]
+
+
+def test_every_check_lives_in_the_module_of_its_layer():
+    checks = all_checks()
+    misplaced = [(c.id, c.layer, c.fn.__module__) for c in checks if c.fn.__module__ != f"{CHECKS_PKG}.{c.layer}"]
+    assert not misplaced
+    assert {c.layer for c in checks} == set(LAYERS), "a layer without checks"
+    deep = {c.id: c.fn.__module__ for c in checks if c.level == "deep"}
+    assert deep == {"deep.dcgm_diag": f"{CHECKS_PKG}.accelerator", "deep.gemm": f"{CHECKS_PKG}.accelerator",
+                    "deep.hbm": f"{CHECKS_PKG}.accelerator", "deep.efa_loopback": f"{CHECKS_PKG}.communication",
+                    "deep.nccl_allreduce": f"{CHECKS_PKG}.distributed"}
+    assert next(c for c in checks if c.id == "containers.data_root").layer == "containers"
+
+
+def test_all_checks_are_ordered_by_layer_then_level():
+    keys = [(LAYERS.index(c.layer), LEVELS.index(c.level)) for c in all_checks()]
+    assert keys == sorted(keys)
+
+
+def test_check_ids_are_declared_once():
+    ids: List[str] = []
+    for path in sorted(CHECKS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check" and node.args:
+                arg = node.args[0]
+                assert isinstance(arg, ast.Constant), f"{path.name}:{node.lineno}: check id must be a literal"
+                ids.append(arg.value)
+    assert len(ids) == len(set(ids)) == len(all_checks())
+
+
+def test_check_modules_depend_on_probes_not_on_each_other():
+    """A helper two layers need is a probe (probes/), not a function imported from another layer's module."""
+    wrong = {p.name: _check_modules_imported(p) for p in sorted(CHECKS.glob("*.py")) if p.name != "__init__.py"}
+    assert not {k: v for k, v in wrong.items() if v}
+
+
+def test_the_registry_imports_no_layer_or_probe_module_at_import_time():
+    """checks/__init__ imports the layer modules inside all_checks() only, and no probe submodule (probes import
+    the registry for Ctx: importing them from it at import time would be a cycle)."""
+    init = CHECKS / "__init__.py"
+    top_level = {n.lineno for n in ast.parse(init.read_text()).body if isinstance(n, (ast.Import, ast.ImportFrom))}
+    for line, module, names in _imports(init):
+        if line not in top_level:
+            continue
+        submodules = [n for n in names if (PROBES / f"{n}.py").exists()] if module == "fmcluster.runtime.probes" else []
+        assert not module.startswith("fmcluster.runtime.probes.") and not submodules, f"__init__.py:{line} imports {module}"
+        assert not _check_modules_imported_names(module, names), f"__init__.py:{line} imports a layer module"
+
+
+def test_probes_use_the_registry_not_the_check_modules():
+    wrong = {p.name: _check_modules_imported(p) for p in sorted(PROBES.glob("*.py"))}
+    assert not {k: v for k, v in wrong.items() if v}
+    init = [m for _, m, _ in _imports(PROBES / "__init__.py")]
+    assert not [m for m in init if m.startswith(CHECKS_PKG)], "probes/__init__ must not import the checks (cycle)"
+
+
+def test_runtime_checks_and_probes_are_standard_library_only_python_39():
+    stdlib = set(sys.stdlib_module_names)
+    for path in sorted(list(CHECKS.glob("*.py")) + list(PROBES.glob("*.py"))):
+        ast.parse(path.read_text(), filename=str(path), feature_version=(3, 9))
+        for line, module, _ in _imports(path):
+            top = module.split(".")[0]
+            assert top in stdlib or module.startswith("fmcluster.runtime"), f"{path.name}:{line} imports {module}"
+
+
+def test_each_module_imports_first_without_a_cycle():
+    """Whichever of checks and probes a process imports first, both load (no circular import)."""
+    mods = [CHECKS_PKG] + [f"{CHECKS_PKG}.{layer}" for layer in LAYERS]
+    mods += ["fmcluster.runtime.probes"] + [f"fmcluster.runtime.probes.{p.stem}" for p in sorted(PROBES.glob("*.py"))
+                                            if p.stem != "__init__"]
+    script = ("import importlib, sys\n"
+              "importlib.import_module(sys.argv[1])\n"
+              "from fmcluster.runtime.checks import all_checks\n"
+              "assert all_checks()\n")
+    for mod in mods:
+        res = subprocess.run([sys.executable, "-c", script, mod], capture_output=True, text=True, cwd=REPO,
+                             env={"PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"}, timeout=60)
+        assert res.returncode == 0, f"import {mod} first: {res.stderr[-800:]}"
+    res = subprocess.run([sys.executable, "-c", "import sys, fmcluster.runtime.checks as c\n"
+                          "print(sorted(m for m in sys.modules if m.startswith('fmcluster.runtime.probes.')))"],
+                         capture_output=True, text=True, cwd=REPO,
+                         env={"PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"}, timeout=60)
+    assert res.returncode == 0 and res.stdout.strip() == "[]", res.stdout + res.stderr
