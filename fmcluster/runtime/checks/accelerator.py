@@ -10,7 +10,7 @@ import re
 from .. import versions
 from ..probes import ProbeError
 from ..probes.installed import file_versions
-from . import Ctx, Result, bad, check, has_gpus, ok, skip, warn
+from .registry import Ctx, Result, bad, check, has_gpus, ok, skip, warn
 
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gpu_bench.py")
 

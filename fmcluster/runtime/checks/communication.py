@@ -14,7 +14,7 @@ from .. import versions
 from ..probes import ProbeError, _kill_group
 from ..probes.efa import efa_devices
 from ..probes.installed import file_versions, libfabric_version, ofi_libraries
-from . import Ctx, Result, bad, check, has_efa, has_gpus, ok, skip, warn
+from .registry import Ctx, Result, bad, check, has_efa, has_gpus, ok, skip, warn
 
 
 def _want_efa(ctx: Ctx) -> int:

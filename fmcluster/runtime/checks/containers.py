@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..probes import ProbeError
 from ..probes.mounts import mount_of, mounts, resolve
-from . import Ctx, Result, bad, check, has_instance_store, ok, skip, warn
+from .registry import Ctx, Result, bad, check, has_instance_store, ok, skip, warn
 
 # ---- container data on the instance NVMe (reference/pain-points.md #9) -------------------------------------------
 # Docker keeps images, layers and container writable layers under its data-root, default /var/lib/docker (dockerd

@@ -8,7 +8,7 @@ import re
 from .. import versions
 from ..probes import ProbeError
 from ..probes.installed import file_versions, libfabric_version
-from . import Ctx, Result, bad, check, has_gpus, ok, skip, warn
+from .registry import Ctx, Result, bad, check, has_gpus, ok, skip, warn
 
 
 @check("dist.nccl", "distributed", applies=has_gpus, required=False, title="NCCL library version")

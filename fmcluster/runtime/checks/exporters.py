@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 from typing import Dict, List, Tuple
 
-from . import Ctx, Result, bad, check, ok
+from .registry import Ctx, Result, bad, check, ok
 
 
 def _fetch(url: str, timeout: float) -> Tuple[int, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import versions
 from ..probes.installed import file_versions
-from . import Ctx, Result, bad, check, has_gpus, ok, skip
+from .registry import Ctx, Result, bad, check, has_gpus, ok, skip
 
 
 @check("fw.torch", "framework", applies=has_gpus, title="PyTorch installed, built for a CUDA the driver supports")

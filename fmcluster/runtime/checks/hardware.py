@@ -12,7 +12,7 @@ from ..probes.kernel_log import ACTION, FAILING_CLASSES, kernel_events
 from ..probes.nvidia_smi import FABRIC_ARGV, gpu_rows, nvlink_status, parse_csv, topology_matrix
 from ..probes.pci import gpu_bdfs, pcie_links
 from ..probes.systemd import unit_states
-from . import Ctx, Result, bad, check, has_efa, has_gpus, has_nvswitch, ok, skip, warn
+from .registry import Ctx, Result, bad, check, has_efa, has_gpus, has_nvswitch, ok, skip, warn
 
 
 def _gpu_model_ok(name: str, want: str) -> bool:

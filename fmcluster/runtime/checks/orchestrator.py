@@ -9,7 +9,7 @@ from typing import Optional
 from ..contract import AGENT_UNITS, agent_unit
 from ..probes import ProbeError
 from ..probes.systemd import unit_states
-from . import Ctx, Result, bad, check, ok, skip
+from .registry import Ctx, Result, bad, check, ok, skip
 
 
 @check("orch.agent", "orchestrator", level="standard", applies=lambda p: p.orchestrator is not None,

@@ -10,7 +10,7 @@ from typing import Dict, List, Tuple
 from ..probes import ProbeError
 from ..probes.lustre import HEALTHY_IMPORT, LCTL_IMPORTS, LNET_SHOW, parse_imports, parse_lnet_nets
 from ..probes.mounts import mounts
-from . import Ctx, Result, bad, check, has_instance_store, ok, skip
+from .registry import Ctx, Result, bad, check, has_instance_store, ok, skip
 
 
 @check("storage.mounts", "storage", applies=lambda p: bool(p.mounts), title="Shared file systems mounted")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ..checks import Ctx
+from ..checks.registry import Ctx
 
 
 def efa_devices(ctx: Ctx) -> List[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Tuple
 
-from ..checks import Ctx
+from ..checks.registry import Ctx
 from . import capture, unwrap
 
 XID_RE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+),\s*(.*)")

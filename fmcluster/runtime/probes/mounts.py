@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Dict, Tuple
 
-from ..checks import Ctx
+from ..checks.registry import Ctx
 
 # never readlink on these (a hung server hangs the validator); see "Hang avoidance" in reference/runtime-checks.md
 NETWORK_FS = ("nfs", "nfs4", "lustre", "cifs", "smb3", "ceph", "glusterfs", "9p", "beegfs", "gpfs", "efs")

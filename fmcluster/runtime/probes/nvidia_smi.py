@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Tuple
 
-from ..checks import Ctx
+from ..checks.registry import Ctx
 from . import ProbeError, capture, unwrap
 
 QUERY_FIELDS = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from ..checks import Ctx, has_nvswitch
+from ..checks.registry import Ctx, has_nvswitch
 from ..contract import agent_unit
 from . import ProbeError
 
