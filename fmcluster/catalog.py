@@ -47,6 +47,7 @@ class InstanceType:
     nvme_gb: Optional[int]
     nvme_disks: Optional[int]
     architecture: str
+    min_versions: Dict[str, str] = field(default_factory=dict)
     sources: Dict[str, List[str]] = field(default_factory=dict)
     unverified: Tuple[str, ...] = ()
     notes: str = ""
@@ -96,6 +97,7 @@ class InstanceType:
             "network_gbps": self.network_gbps,
             "efa_gbps": self.efa_gbps,
             "architecture": self.architecture,
+            "min_versions": dict(self.min_versions),
             "unverified": list(self.unverified),
             "sources": self.sources,
             "notes": self.notes,

@@ -167,3 +167,28 @@ def test_node_subnet_is_sized_for_ip_consuming_interfaces():
 def test_every_example_is_valid(example_names):
     for name in example_names:
         load_spec(Path(__file__).resolve().parent.parent / "examples" / f"{name}.yaml")
+
+
+@pytest.mark.parametrize(
+    "validation, path, words",
+    [
+        ({"skip_checks": ["hw.nosuch"]}, "validation.skip_checks", "unknown checks hw.nosuch"),
+        ({"min_versions": {"kernel": "6.8"}}, "validation.min_versions", "unknown components kernel"),
+        ({"pinned_versions": {"nccl": "two"}}, "validation.pinned_versions", "not versions: nccl=two"),
+    ],
+)
+def test_validation_skips_and_pins_name_what_is_allowed(validation, path, words):
+    with pytest.raises(SpecError) as e:
+        parse_spec({**BASE, "validation": validation})
+    assert any(p.startswith(f"{path}:") and words in p for p in e.value.problems), e.value.problems
+
+
+def test_validation_skips_and_pins_reach_the_node_profile():
+    from fmcluster.profiles import node_profile
+
+    spec = parse_spec({**BASE, "validation": {"skip_checks": ["hw.mig"], "min_versions": {"nccl": "2.27", "gdrcopy": None},
+                                               "pinned_versions": {"aws_ofi_nccl": "1.21.1"}}})
+    profile = node_profile(spec, spec.node_groups[0])
+    assert profile.disabled_checks == ["hw.mig"] and profile.pinned_versions == {"aws_ofi_nccl": "1.21.1"}
+    assert profile.min_versions["nccl"] == "2.27" and profile.min_versions["gdrcopy"] is None
+    assert profile.min_versions["driver"] == "525.60.13"  # the type's floor stays

@@ -19,9 +19,12 @@ JSON fields (``schema`` 1; unknown keys are ignored on load, missing keys take t
 - ``exporters`` (list of objects): ``{"name": "dcgm-exporter", "url": "http://127.0.0.1:9400/metrics",
   "expect": "DCGM_FI_DEV_GPU_TEMP", "required": true}``; ``expect`` (optional) must appear in the body.
 - ``orchestrator`` (str or null): ``slurm`` (slurmd must be active), ``kubernetes`` (kubelet), or null.
-- ``min_versions`` (object name -> version): minimum versions; keys ``driver``, ``cuda``, ``efa_installer``,
-  ``libfabric``, ``aws_ofi_nccl``, ``nccl``, ``dcgm``, ``gdrcopy``, ``torch``. Default: the known-good DLAMI bundle
-  (DEFAULT_MIN_VERSIONS); a key set to null removes that minimum.
+- ``min_versions`` (object name -> version): compatibility floors, the oldest version that supports the instance
+  type; a node below one FAILS. Keys ``driver``, ``cuda``, ``efa_installer``, ``libfabric``, ``aws_ofi_nccl``,
+  ``nccl``, ``dcgm``, ``gdrcopy``, ``torch``. Default: the catalog's floors for the type (catalog.json
+  ``min_versions``, sources in docs/validation.md); a key set to null removes that floor.
+- ``known_good`` (object name -> version): the newest bundle known to work (KNOWN_GOOD_BUNDLE); a node behind it
+  but above the floors gets a WARNING, never a failure.
 - ``pinned_versions`` (object name -> version): exact versions required (same keys), default empty.
 - ``optional`` (list of component names): components whose absence is a ``skip``, not a failure
   (default ``["torch", "gdrcopy", "dcgm"]``).
@@ -47,11 +50,13 @@ from . import versions
 from .contract import INSTANCE_NVME_ROOT, NODE_AGENTS, ec2_type
 
 SCHEMA = 1
+VERSION_COMPONENTS = ("driver", "cuda", "efa_installer", "libfabric", "aws_ofi_nccl", "nccl", "dcgm", "gdrcopy", "torch")
 LEVELS = ("fast", "standard", "deep")
 POLICIES = ("fail", "drain", "taint", "report")
 
-# Known-good DLAMI bundle 2026-09-15 (reference/runtime-checks.md).
-DEFAULT_MIN_VERSIONS: Dict[str, str] = {
+# The newest known-good bundle: the Deep Learning Base OSS NVIDIA Driver GPU AMI of 2026-09-15 (DLAMI release notes,
+# https://docs.aws.amazon.com/dlami/latest/devguide/appendix-ami-release-notes.html). Being behind it is a warning.
+KNOWN_GOOD_BUNDLE: Dict[str, str] = {
     "driver": "595.91.07",
     "cuda": "13.2",
     "efa_installer": "1.50.0",
@@ -98,7 +103,8 @@ class NodeProfile:
     instance_store: Optional[str] = DEFAULT_INSTANCE_STORE
     exporters: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
     orchestrator: Optional[str] = None
-    min_versions: Dict[str, Optional[str]] = dataclasses.field(default_factory=lambda: dict(DEFAULT_MIN_VERSIONS))
+    min_versions: Dict[str, Optional[str]] = dataclasses.field(default_factory=dict)
+    known_good: Dict[str, str] = dataclasses.field(default_factory=lambda: dict(KNOWN_GOOD_BUNDLE))
     pinned_versions: Dict[str, str] = dataclasses.field(default_factory=dict)
     optional: List[str] = dataclasses.field(default_factory=lambda: list(DEFAULT_OPTIONAL))
     policy: str = "report"
@@ -114,14 +120,14 @@ class NodeProfile:
     def from_catalog(cls, instance_type: str, **overrides: Any) -> NodeProfile:
         """Profile for ``instance_type`` from the catalog; keyword overrides set any field.
 
-        ``min_versions`` overrides are merged over the defaults (a value of None removes a minimum).
+        ``min_versions`` overrides are merged over the type's catalog floors (a value of None removes a floor).
         """
         facts = catalog_facts(instance_type)
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = set(overrides) - fields
         if unknown:
             raise ProfileError(f"unknown NodeProfile field(s): {', '.join(sorted(unknown))}")
-        mins: Dict[str, Optional[str]] = dict(DEFAULT_MIN_VERSIONS)
+        mins: Dict[str, Optional[str]] = dict(facts.get("min_versions") or {})
         mins.update(overrides.pop("min_versions", None) or {})
         if not facts.get("nvme_disks") and "instance_store" not in overrides:
             overrides["instance_store"] = None
@@ -146,6 +152,13 @@ class NodeProfile:
                 raise ProfileError(f"exporters: {e!r} needs an http(s) 'url'")
         if not isinstance(self.facts, dict):
             raise ProfileError("facts: must be an object")
+
+    def behind_known_good(self, component: str, got: str) -> Optional[str]:
+        """Why `got` is older than the known-good bundle (a warning, not a failure), or None."""
+        good = self.known_good.get(component)
+        if good and not versions.at_least(got, good):
+            return f"{got} is behind the known-good bundle's {good}"
+        return None
 
     def version_gap(self, component: str, got: str) -> Optional[str]:
         """Why version `got` of `component` breaks this profile's minimum or pin, or None when it meets both."""

@@ -43,7 +43,6 @@ def same(have: Optional[str], want: Optional[str]) -> bool:
 
 # CUDA major -> minimum driver (NVIDIA CUDA compatibility: minor-version compatibility within a major).
 CUDA_MIN_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
-BLACKWELL_MIN_DRIVER = "570.133.20"
 
 
 def cuda_driver_ok(cuda: str, driver: str) -> Tuple[bool, str]:
@@ -57,7 +56,8 @@ def cuda_driver_ok(cuda: str, driver: str) -> Tuple[bool, str]:
 
 
 def compatibility_problems(v: Dict[str, Optional[str]], family: str = "") -> List[str]:
-    """Known-bad combinations (reference/runtime-checks.md). v keys: aws_ofi_nccl, libfabric, efa_installer, nccl, cuda."""
+    """Known-bad combinations (docs/validation.md lists each with its source).
+    v keys: aws_ofi_nccl, libfabric, efa_installer, nccl, cuda."""
     problems: List[str] = []
     ofi, lf, efa, nccl, cuda = (v.get(k) for k in ("aws_ofi_nccl", "libfabric", "efa_installer", "nccl", "cuda"))
     if ofi and lf and at_least(ofi, "1.13") and not at_least(lf, "1.22"):
@@ -68,11 +68,5 @@ def compatibility_problems(v: Dict[str, Optional[str]], family: str = "") -> Lis
             problems.append(f"aws-ofi-nccl {ofi} is known bad with EFA installer >= 1.35 (have {efa})")
     if nccl and efa and at_least(nccl, "2.19") and not at_least(efa, "1.29"):
         problems.append(f"NCCL {nccl} needs EFA installer >= 1.29 (have {efa}; else set FI_EFA_SET_CUDA_SYNC_MEMOPS=0)")
-    if family.startswith("p5"):
-        if cuda and not at_least(cuda, "12.0"):
-            problems.append(f"p5 needs CUDA >= 12.0 (have {cuda})")
-        if nccl and not at_least(nccl, "2.18"):
-            problems.append(f"p5 needs NCCL >= 2.18 (have {nccl})")
-        if ofi and not at_least(ofi, "1.7.2"):
-            problems.append(f"p5 needs aws-ofi-nccl >= 1.7.2 (have {ofi})")
+    # per-type floors (CUDA, NCCL, aws-ofi-nccl for p5, ...) are the catalog's min_versions, judged by each check
     return problems

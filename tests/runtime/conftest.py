@@ -52,6 +52,26 @@ class FixtureNode:
         assert old in text, f"{old!r} not in {name}"
         p.write_text(text.replace(old, new, count))
 
+    def set_stack(self, *, driver: str, cuda: str, efa_installer: str, libfabric: str, aws_ofi_nccl: str,
+                  dcgm: str) -> None:
+        """Rewrite the installed versions everywhere the node shows them (module, /proc, nvidia-smi, CUDA,
+        the EFA installer's package list, fi_info, the plugin library, dcgmi), as an older or newer AMI would."""
+        old = {"driver": "595.91.07", "libfabric": "2.6.0amzn1.0", "ofi": "aws-ofi-nccl 1.21.1", "dcgm": "4.7.0"}
+        for rel in ("/sys/module/nvidia/version", "/proc/driver/nvidia/version", "/dev/kmsg"):
+            self.write(rel, (self.root / rel.lstrip("/")).read_text().replace(old["driver"], driver))
+        self.edit_tool("nvidia-smi", old["driver"], driver)
+        for lib in self.root.glob(f"usr/lib*/**/*.so.{old['driver']}"):  # user-space libraries carry the release
+            lib.rename(lib.with_name(lib.name.replace(old["driver"], driver)))
+        self.write("/usr/local/cuda/version.json",
+                   json.dumps({"cuda": {"name": "CUDA SDK", "version": cuda}}, indent=3) + "\n")
+        packages = (self.root / "opt/amazon/efa_installed_packages").read_text()
+        packages = packages.replace("EFA installer version: 1.50.0", f"EFA installer version: {efa_installer}")
+        self.write("/opt/amazon/efa_installed_packages", packages.replace(old["libfabric"], libfabric))
+        self.edit_tool("fi_info", old["libfabric"], libfabric)
+        lib = self.root / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so"
+        lib.write_text(lib.read_text().replace(old["ofi"], f"aws-ofi-nccl {aws_ofi_nccl}"))
+        self.edit_tool("dcgmi", old["dcgm"], dcgm)
+
     def profile(self, **overrides) -> Path:
         sys.path.insert(0, str(REPO))
         from fmcluster.runtime.profile import NodeProfile
@@ -84,6 +104,11 @@ class Result:
     def status(self, cid: str) -> str:
         assert self.report is not None, self.stderr
         return self.check(cid)["status"]
+
+    def failed(self) -> list:
+        """(id, observed, detail) of every failed check, for assertion messages."""
+        assert self.report is not None, self.stderr
+        return [(c["id"], c.get("observed"), c.get("detail")) for c in self.report["checks"] if c["status"] == "fail"]
 
     def check(self, cid: str) -> dict:
         assert self.report is not None, self.stderr

@@ -15,7 +15,7 @@ import pytest
 from fmcluster.runtime import actions, versions
 from fmcluster.runtime.checks import Check, Result, all_checks
 from fmcluster.runtime.probes import Node, run_command
-from fmcluster.runtime.profile import DEFAULT_MIN_VERSIONS, NodeProfile, ProfileError
+from fmcluster.runtime.profile import KNOWN_GOOD_BUNDLE, NodeProfile, ProfileError
 from fmcluster.runtime.validate import run_checks
 
 from .conftest import REPO, SYSTEM_PATH
@@ -54,7 +54,8 @@ def test_profile_round_trip_and_ml_prefix():
                                  level="fast", min_versions={"nccl": "2.27", "gdrcopy": None}, group="gpu")
     assert p.instance_type == "p5.48xlarge" and p.facts["efa_interfaces"] == 32
     assert p.min_versions["nccl"] == "2.27" and p.min_versions["gdrcopy"] is None
-    assert p.min_versions["driver"] == DEFAULT_MIN_VERSIONS["driver"]
+    assert p.min_versions["driver"] == "525.60.13"  # the catalog's compatibility floor for p5, not the newest bundle
+    assert p.known_good == KNOWN_GOOD_BUNDLE
     q = NodeProfile.from_json(p.to_json())
     assert q == p
     assert json.loads(p.to_json())["schema"] == 1
@@ -136,7 +137,7 @@ def test_version_rules():
     assert versions.compatibility_problems({"aws_ofi_nccl": "1.12.0", "efa_installer": "1.35.0"})
     assert versions.compatibility_problems({"nccl": "2.19.3", "efa_installer": "1.28.0"})
     assert not versions.compatibility_problems({"nccl": "2.19.3", "efa_installer": "1.29.0"})
-    assert versions.compatibility_problems({"nccl": "2.17.1"}, "p5")
+    assert not versions.compatibility_problems({"nccl": "2.17.1"}, "p5")  # floors are the catalog's, judged per check
     assert versions.cuda_driver_ok("13.2", "575.57.08")[0] is False
     assert versions.cuda_driver_ok("12.8", "570.133.20")[0] is True
 

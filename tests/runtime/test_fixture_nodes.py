@@ -144,8 +144,9 @@ def test_incompatible_aws_ofi_nccl(tmp_path, itype):
     node.write("/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "stand-in: aws-ofi-nccl 1.12.0\n")
     res = node.run("--level", "fast")
     assert res.rc == 1
-    assert res.status("ofi.plugin") == "fail"
-    assert res.status("dist.compat") == "fail"
+    # p5's floor is 1.7.3 (a warning: behind the known-good bundle); p5en's 1.13.0 and p6-b200's 1.15.0 fail
+    assert res.status("ofi.plugin") == ("warn" if itype == "p5.48xlarge" else "fail")
+    assert res.status("dist.compat") == "fail"  # but 1.12.0 is known bad with EFA installer >= 1.35
     assert "1.35" in res.check("dist.compat")["detail"]
 
 

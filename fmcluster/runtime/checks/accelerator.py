@@ -10,7 +10,7 @@ import re
 from .. import versions
 from ..probes import ProbeError
 from ..probes.installed import file_versions
-from .registry import Ctx, Result, bad, check, has_gpus, ok, skip, warn
+from .registry import Ctx, Result, bad, check, has_gpus, ok, skip, version_verdict, warn
 
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gpu_bench.py")
 
@@ -30,20 +30,13 @@ def cuda(ctx: Ctx) -> Result:
         good, why = versions.cuda_driver_ok(cu, drv)
         if not good:
             problems.append(f"{why}, driver is {drv}")
-    gap = ctx.profile.version_gap("cuda", cu)
-    if gap:
-        problems.append(f"CUDA {gap}")
-    observed = f"CUDA {cu}, driver {drv or '?'}"
-    if problems:
-        return bad(observed, f">= {want}" if want else "supported", "install a CUDA/driver pair from the known-good bundle",
-                   "; ".join(problems))
-    return ok(observed, f">= {want}" if want else "supported")
+    return version_verdict(ctx, "cuda", cu, f"CUDA {cu}, driver {drv or '?'}",
+                           "install a CUDA toolkit and driver pair that support this GPU", problems)
 
 
 @check("acc.dcgm", "accelerator", level="standard", applies=has_gpus, title="DCGM installed, >= minimum")
 def dcgm(ctx: Ctx) -> Result:
     res = ctx.node.run(("dcgmi", "--version"))
-    want = ctx.profile.min_versions.get("dcgm")
     if res.error == "not found on PATH" and ctx.profile.is_optional("dcgm"):
         return skip("dcgmi not installed (optional)")
     out = res.require()
@@ -51,11 +44,7 @@ def dcgm(ctx: Ctx) -> Result:
     if not m:
         raise ProbeError(f"dcgmi --version output not understood: {out.strip()[:100]!r}")
     got = m.group(1)
-    gap = ctx.profile.version_gap("dcgm", got)
-    if gap:
-        return bad(got, f">= {want}" if want else "present",
-                   "install DCGM from the known-good bundle (datacenter-gpu-manager-4)", gap)
-    return ok(got, f">= {want}" if want else "present")
+    return version_verdict(ctx, "dcgm", got, got, "install a newer DCGM (datacenter-gpu-manager-4)")
 
 
 # ---- deep ----------------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from .. import versions
 from ..probes import ProbeError, _kill_group
 from ..probes.efa import efa_devices
 from ..probes.installed import file_versions, libfabric_version, ofi_libraries
-from .registry import Ctx, Result, bad, check, has_efa, has_gpus, ok, skip, warn
+from .registry import Ctx, Result, bad, check, has_efa, has_gpus, ok, skip, version_verdict, warn
 
 
 def _want_efa(ctx: Ctx) -> int:
@@ -65,10 +65,7 @@ def installer(ctx: Ctx) -> Result:
     if not got:
         return bad("no /opt/amazon/efa_installed_packages", f">= {want}" if want else "installed",
                    "run aws-efa-installer (or use the DLAMI)")
-    gap = ctx.profile.version_gap("efa_installer", got)
-    if gap:
-        return bad(got, f">= {want}" if want else "installed", "install the EFA installer from the known-good bundle", gap)
-    return ok(got, f">= {want}" if want else "installed")
+    return version_verdict(ctx, "efa_installer", got, got, "install a newer EFA installer (or a newer DLAMI)")
 
 
 @check("efa.libfabric", "communication", applies=has_efa, title="libfabric version")
@@ -77,11 +74,7 @@ def libfabric(ctx: Ctx) -> Result:
     want = ctx.profile.min_versions.get("libfabric")
     if not got:
         return bad("unknown", f">= {want}" if want else "installed", "install libfabric from the EFA installer")
-    gap = ctx.profile.version_gap("libfabric", got)
-    if gap:
-        return bad(got, f">= {want}" if want else "installed",
-                   "install the EFA installer (libfabric) from the known-good bundle", gap)
-    return ok(got, f">= {want}" if want else "installed")
+    return version_verdict(ctx, "libfabric", got, got, "install a newer EFA installer (libfabric)")
 
 
 @check("efa.domains", "communication", level="standard", applies=has_efa,
@@ -124,17 +117,13 @@ def gpudirect(ctx: Ctx) -> Result:
 @check("gdr.gdrcopy", "communication", applies=has_gpus, title="GDRCopy driver loaded, >= minimum")
 def gdrcopy(ctx: Ctx) -> Result:
     got = file_versions(ctx)["gdrcopy"]
-    want = ctx.profile.min_versions.get("gdrcopy")
     if not got:
         if ctx.profile.is_optional("gdrcopy"):
             return skip("gdrdrv not loaded (optional)")
         return bad("gdrdrv not loaded", "loaded", "install gdrcopy and load gdrdrv (systemctl start gdrcopy)")
     if not ctx.node.exists("/dev/gdrdrv"):
         return warn(got, "/dev/gdrdrv present", "gdrdrv loaded but /dev/gdrdrv missing: restart the gdrcopy service")
-    gap = ctx.profile.version_gap("gdrcopy", got)
-    if gap:
-        return bad(got, f">= {want}" if want else "loaded", "install gdrcopy from the known-good bundle", gap)
-    return ok(got, f">= {want}" if want else "loaded")
+    return version_verdict(ctx, "gdrcopy", got, got, "install a newer gdrcopy")
 
 
 @check("efa.memlock", "communication", applies=has_efa, title="memlock unlimited for jobs (limits.d)")
@@ -168,10 +157,8 @@ def ofi_plugin(ctx: Ctx) -> Result:
     if not got:
         return warn(f"{libs[0]} (version unknown)", f">= {want}" if want else "present",
                     "cannot read the plugin version; confirm with NCCL_DEBUG=INFO ('Initializing aws-ofi-nccl')")
-    gap = ctx.profile.version_gap("aws_ofi_nccl", got)
-    if gap:
-        return bad(got, f">= {want}" if want else "present", "install aws-ofi-nccl from the known-good bundle", gap)
-    return ok(got, f">= {want}" if want else "present")
+    return version_verdict(ctx, "aws_ofi_nccl", got, got,
+                           "install a newer aws-ofi-nccl (with the EFA installer) that supports this instance type")
 
 
 # ---- environment hygiene -------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import re
 from .. import versions
 from ..probes import ProbeError
 from ..probes.installed import file_versions, libfabric_version
-from .registry import Ctx, Result, bad, check, has_gpus, ok, skip, warn
+from .registry import Ctx, Result, bad, check, has_gpus, ok, skip, version_verdict, warn
 
 
 @check("dist.nccl", "distributed", applies=has_gpus, required=False, title="NCCL library version")
@@ -17,10 +17,7 @@ def nccl(ctx: Ctx) -> Result:
     if not got:
         return warn("no system libnccl.so.2 or nvidia-nccl wheel found", f">= {want}" if want else "present",
                     "jobs must bring NCCL (torch wheels do); install libnccl2 for nccl-tests")
-    gap = ctx.profile.version_gap("nccl", got)
-    if gap:
-        return bad(got, f">= {want}" if want else "present", "install NCCL from the known-good bundle", gap)
-    return ok(got, f">= {want}" if want else "present")
+    return version_verdict(ctx, "nccl", got, got, "install a newer NCCL (libnccl2) that supports this GPU")
 
 
 @check("dist.compat", "distributed", applies=has_gpus, title="Cross-layer version rules (aws-ofi-nccl/libfabric/EFA/NCCL)")

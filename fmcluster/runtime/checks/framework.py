@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import versions
 from ..probes.installed import file_versions
-from .registry import Ctx, Result, bad, check, has_gpus, ok, skip
+from .registry import Ctx, Result, bad, check, has_gpus, skip, version_verdict
 
 
 @check("fw.torch", "framework", applies=has_gpus, title="PyTorch installed, built for a CUDA the driver supports")
@@ -16,14 +16,8 @@ def torch(ctx: Ctx) -> Result:
             return skip("no torch in the system site-packages (optional; jobs may bring their own in a container)")
         return bad("not installed", f">= {want}" if want else "installed", "install PyTorch (or use the DLAMI conda env)")
     problems = []
-    gap = ctx.profile.version_gap("torch", got)
-    if gap:
-        problems.append(f"torch {gap}")
     if v["torch_cuda"] and v["driver"]:
         good, why = versions.cuda_driver_ok(v["torch_cuda"], v["driver"])
         if not good:
             problems.append(f"torch is built for CUDA {v['torch_cuda']}: {why}, driver is {v['driver']}")
-    if problems:
-        return bad(got, f">= {want}" if want else "compatible", "install a torch build matching the driver",
-                   "; ".join(problems))
-    return ok(got, f">= {want}" if want else "compatible")
+    return version_verdict(ctx, "torch", got, got, "install a torch build matching the driver", problems)

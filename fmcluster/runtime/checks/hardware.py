@@ -6,13 +6,12 @@ import re
 import time
 from typing import Dict
 
-from .. import versions
 from ..probes.installed import kernel_module_version
 from ..probes.kernel_log import ACTION, FAILING_CLASSES, kernel_events
 from ..probes.nvidia_smi import FABRIC_ARGV, gpu_rows, nvlink_status, parse_csv, topology_matrix
 from ..probes.pci import gpu_bdfs, pcie_links
 from ..probes.systemd import unit_states
-from .registry import Ctx, Result, bad, check, has_efa, has_gpus, has_nvswitch, ok, skip, warn
+from .registry import Ctx, Result, bad, check, has_efa, has_gpus, has_nvswitch, ok, skip, version_verdict, warn
 
 
 def _gpu_model_ok(name: str, want: str) -> bool:
@@ -71,25 +70,15 @@ def driver_version(ctx: Ctx) -> Result:
     m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", proc)
     if m and m.group(1) != kver:
         problems.append(f"/proc says {m.group(1)}, /sys/module says {kver} (reboot pending?)")
-    if str(p.fact("gpu_arch", "")) == "blackwell":
-        if not open_module:
-            problems.append("Blackwell needs the open kernel modules")
-        if not versions.at_least(kver, versions.BLACKWELL_MIN_DRIVER):
-            problems.append(f"Blackwell needs driver >= {versions.BLACKWELL_MIN_DRIVER}")
-    want = p.min_versions.get("driver")
-    gap = p.version_gap("driver", kver)
-    if gap:
-        problems.append(f"driver {gap}")
+    if str(p.fact("gpu_arch", "")) == "blackwell" and not open_module:
+        problems.append("Blackwell needs the open kernel modules")
     # user space (NVML) must be from the same release as the kernel module
     libs = ctx.node.glob("/usr/lib*/libnvidia-ml.so.*.*") + ctx.node.glob("/usr/lib/*-linux-gnu/libnvidia-ml.so.*.*")
     lib_versions = sorted({re.sub(r".*libnvidia-ml\.so\.", "", x) for x in libs})
     if lib_versions and kver not in lib_versions:
         problems.append(f"user-space NVML {', '.join(lib_versions)} != kernel module {kver}")
     observed = f"{kver} ({'open' if open_module else 'proprietary'} module; NVML {', '.join(lib_versions) or '?'})"
-    expected = f">= {want}" if want else "loaded"
-    if problems:
-        return bad(observed, expected, "install the driver from the known-good bundle and reboot", "; ".join(problems))
-    return ok(observed, expected)
+    return version_verdict(ctx, "driver", kver, observed, "install a driver that supports this GPU and reboot", problems)
 
 
 @check("hw.xid", "hardware", applies=has_gpus, title="Xid/SXid errors in the kernel log of this boot")

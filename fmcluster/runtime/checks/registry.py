@@ -128,3 +128,22 @@ def has_efa(p: NodeProfile) -> bool:
 def has_instance_store(p: NodeProfile) -> bool:
     """The type has instance NVMe and the profile says where it is mounted (storage.instance_store applies)."""
     return bool(p.instance_store) and int(p.fact("nvme_disks", 0)) > 0
+
+
+def version_verdict(ctx: Ctx, component: str, got: str, observed: Any, remedy: str,
+                    problems: Optional[List[str]] = None) -> Result:
+    """Judge an installed version: below the type's compatibility floor (or off a pin), or any other problem the
+    check found, fails; behind the known-good bundle only warns (the stack still supports the type)."""
+    floor = ctx.profile.min_versions.get(component)
+    expected = f">= {floor}" if floor else "installed"
+    found = list(problems or [])
+    gap = ctx.profile.version_gap(component, got)
+    if gap:
+        found.append(f"{component} {gap}")
+    if found:
+        return bad(observed, expected, remedy, "; ".join(found))
+    behind = ctx.profile.behind_known_good(component, got)
+    if behind:
+        return warn(observed, expected, f"supported, but a newer known-good bundle exists: update the AMI when "
+                    f"convenient ({remedy})", f"{component} {behind}")
+    return ok(observed, expected)
