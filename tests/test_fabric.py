@@ -137,3 +137,37 @@ def test_node_role_reads_only_the_runtime_asset(matrix):
     assert ".zip" in resource and "*" not in resource.replace("${AWS::AccountId}", "")
 
 
+
+
+def test_the_root_device_follows_the_image_family():
+    """A root volume mapped to the wrong device name is a second, unformatted disk and a small root (EC2 device
+    naming: the root is /dev/sda1 or /dev/xvda depending on the AMI)."""
+    from fmcluster.app import synthesize
+    from fmcluster.spec import parse_spec
+
+    spec = parse_spec({
+        "name": "roots", "region": "us-east-1", "availability_zone": "us-east-1a",
+        "node_groups": [{"name": "ubuntu", "instance_type": "p5.48xlarge", "count": 1},
+                        {"name": "al2023", "instance_type": "p5.48xlarge", "count": 1, "image_family": "dlami-al2023"}],
+    })
+    cluster = synthesize(spec)["roots-cluster"]
+    roots = {}
+    for lt in resources_of(cluster, "AWS::EC2::LaunchTemplate").values():
+        data = lt["Properties"]["LaunchTemplateData"]
+        group = next(t["Value"] for t in data["TagSpecifications"][0]["Tags"] if t["Key"] == "fmcluster:node-group")
+        (mapping,) = data["BlockDeviceMappings"]
+        roots[group] = (mapping["DeviceName"], mapping["Ebs"]["VolumeSize"])
+    assert roots == {"ubuntu": ("/dev/sda1", 200), "al2023": ("/dev/xvda", 200)}
+    parameters = json.dumps(cluster["Parameters"])
+    assert "base-oss-nvidia-driver-gpu-ubuntu-22.04" in parameters
+    assert "base-oss-nvidia-driver-gpu-amazon-linux-2023" in parameters
+
+
+def test_an_ami_without_a_declared_family_is_refused():
+    from fmcluster.spec import SpecError, parse_spec
+
+    with pytest.raises(SpecError) as e:
+        parse_spec({"name": "roots", "region": "us-east-1", "availability_zone": "us-east-1a",
+                    "node_groups": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 1,
+                                     "ami_id": "ami-0123456789abcdef0"}]})
+    assert e.value.problems[0].startswith("node_groups[0].image_family: required with ami_id")

@@ -102,13 +102,16 @@ def test_node_user_data_drains_through_slurmd(p5):
 BASE = {"name": "pcs-t", "region": "us-east-1", "availability_zone": "us-east-1a", "orchestrator": {"type": "pcs"}}
 
 
+AMI = {"ami_id": "ami-0123456789abcdef0", "image_family": "dlami-ubuntu-22.04"}
+
+
 @pytest.mark.parametrize(
     "group, path, words",
     [
         ({"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}, "node_groups[0].ami_id", "PCS-ready AMI"),
-        ({"name": "gpunodes01", "instance_type": "p5.48xlarge", "count": 2, "ami_id": "ami-0123456789abcdef0"},
+        ({"name": "gpunodes01", "instance_type": "p5.48xlarge", "count": 2, **AMI},
          "node_groups[0].name", "exactly 10"),
-        ({"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "ami_id": "ami-0123456789abcdef0",
+        ({"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, **AMI,
           "capacity": {"type": "training-plan",
                        "training_plan_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p1"}},
          "node_groups[0].capacity.type", "HyperPod"),
@@ -123,7 +126,7 @@ def test_pcs_spec_checks(group, path, words):
 def test_pcs_size_too_small_for_the_fleet():
     data = {**BASE, "orchestrator": {"type": "pcs", "pcs": {"size": "SMALL"}},
             "node_groups": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 40,
-                             "ami_id": "ami-0123456789abcdef0"}]}
+                             **AMI}]}
     with pytest.raises(SpecError) as e:
         parse_spec(data)
     assert any(line.startswith("orchestrator.pcs.size: SMALL manages up to 32") for line in e.value.problems)

@@ -205,7 +205,7 @@ def test_compute_changes_leave_every_storage_resource_unchanged():
     variants["another instance type"] = other_type
     pcs = copy.deepcopy(base)
     pcs["orchestrator"] = {"type": "pcs"}
-    pcs["node_groups"][0]["ami_id"] = "ami-0123456789abcdef0"
+    pcs["node_groups"][0].update(ami_id="ami-0123456789abcdef0", image_family="dlami-ubuntu-22.04")
     variants["another orchestrator"] = pcs
     for what, spec in variants.items():
         assert _storage_template(spec) == before, f"{what} changed the storage stack"

@@ -7,7 +7,7 @@ Every check returns status, observed, expected and a remedy; an AWS fault is tha
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 
 from botocore.exceptions import ClientError
 
@@ -102,8 +102,8 @@ def check_offering(ctx: Context, instance_type: str) -> Outcome:
                    "choose a region that offers it (see `aws ec2 describe-instance-type-offerings`)")
 
 
-def check_ami(ctx: Context, ami: str, arch: str, instance_type: str) -> Outcome:
-    expected = f"{ami} available, {arch}"
+def check_ami(ctx: Context, ami: str, arch: str, instance_type: str, root_device: Optional[str] = None) -> Outcome:
+    expected = f"{ami} available, {arch}" + (f", root device {root_device}" if root_device else "")
     try:
         images = ctx.client("ec2").describe_images(ImageIds=[ami])["Images"]
     except ClientError as e:
@@ -120,7 +120,25 @@ def check_ami(ctx: Context, ami: str, arch: str, instance_type: str) -> Outcome:
         return Outcome(FAIL, observed, expected, f"use a {arch} AMI for {instance_type}")
     if img.get("State") != "available":
         return Outcome(FAIL, observed, expected, "use an available AMI")
+    if root_device and img.get("RootDeviceName") != root_device:
+        return Outcome(FAIL, f"{observed}, root device {img.get('RootDeviceName')}", expected,
+                       "set the group's image_family to the AMI's family (the launch template would add a second "
+                       "disk instead of sizing the root)")
     return Outcome(PASS, observed, expected)
+
+
+def check_default_image(ctx: Context, parameter: str, arch: str, instance_type: str, root_device: str) -> Outcome:
+    """The public SSM parameter CloudFormation resolves at deploy time exists here and names a readable image."""
+    expected = f"{parameter} names an available {arch} image (root device {root_device})"
+    try:
+        ami = ctx.client("ssm").get_parameter(Name=parameter)["Parameter"]["Value"]
+    except ClientError as e:
+        if has_code(e, "ParameterNotFound"):
+            return Outcome(FAIL, f"{parameter} does not exist in {ctx.region}", expected,
+                           "pick another image_family, or give the group an ami_id")
+        raise
+    outcome = check_ami(ctx, ami, arch, instance_type, root_device)
+    return Outcome(outcome.status, f"{parameter} -> {outcome.observed}", expected, outcome.remedy)
 
 
 def check_stacks(ctx: Context) -> Outcome:
@@ -160,10 +178,20 @@ def checks_for(spec: ClusterSpec) -> List[PreflightCheck]:
     for t in sorted({g.instance_type for g in spec.node_groups} | set(extra)):
         p.append(PreflightCheck(f"offering:{t}", f"{t} offered in {spec.availability_zone}", "ec2",
                          partial(check_offering, instance_type=t)))
+    images: Dict[str, Any] = {}
     for g in spec.node_groups:
         if g.ami_id:
             p.append(PreflightCheck(f"ami:{g.name}", f"AMI of group {g.name}", "ec2", partial(
-                check_ami, ami=g.ami_id, arch=g.instance.architecture, instance_type=g.instance_type)))
+                check_ami, ami=g.ami_id, arch=g.instance.architecture, instance_type=g.instance_type,
+                root_device=g.image.root_device)))
+        elif kind.instances_in_account:
+            parameter = g.image.default_parameter(g.instance.architecture)
+            if parameter:
+                images.setdefault(parameter, g)
+    for parameter, g in images.items():
+        p.append(PreflightCheck(f"image:{g.image_family}:{g.instance.architecture}", f"image {parameter}", "ssm",
+                                partial(check_default_image, parameter=parameter, arch=g.instance.architecture,
+                                        instance_type=g.instance_type, root_device=g.image.root_device)))
     for rid in sorted({g.capacity.reservation_id for g in spec.node_groups if g.capacity.reservation_id}):
         p.append(PreflightCheck(f"capacity:{rid}", f"capacity reservation {rid}", "ec2",
                          partial(capacity.check_reservation, reservation_id=rid)))

@@ -25,6 +25,8 @@ class NodeLaunchTemplate(Construct):
     :param security_group_ids: on every interface (the EFA group must be among them).
     :param subnet_id: the node subnet (one AZ); None when the launching service sets it (EKS).
     :param image_id: AMI id or a deploy-time token (SSM parameter).
+    :param root_device_name: the image's root device (``/dev/sda1`` on Ubuntu AMIs, ``/dev/xvda`` on Amazon Linux);
+        a wrong name adds a second disk instead of sizing the root (fmcluster.images).
     :param user_data: MIME multi-part text; base64-encoded here.
     :param placement_group_name: cluster/partition placement group, or None.
     :param capacity_type: ``on-demand`` | ``odcr`` | ``capacity-block``.
@@ -44,6 +46,7 @@ class NodeLaunchTemplate(Construct):
         security_group_ids: Sequence[str],
         subnet_id: Optional[str],
         image_id: str,
+        root_device_name: str,
         user_data: str,
         placement_group_name: Optional[str] = None,
         capacity_type: str = "on-demand",
@@ -51,7 +54,6 @@ class NodeLaunchTemplate(Construct):
         instance_type: Optional[str] = None,
         instance_profile_arn: Optional[str] = None,
         root_volume_gib: int = 200,
-        root_device_name: str = "/dev/sda1",
         tags: Optional[Dict[str, str]] = None,
     ) -> None:
         super().__init__(scope, id)

@@ -25,7 +25,7 @@ class Ec2NodeGroup(Construct):
     :param placement_strategy: ``cluster`` | ``partition`` | ``none``.
     :param partitions: partition count (partition strategy only).
     :param capacity_type: ``on-demand`` | ``odcr`` | ``capacity-block``; ``reservation_id`` for the latter two.
-    :param image_id, user_data, security_group_ids, subnet_id, instance_type, instance_profile_arn,
+    :param image_id, root_device_name, user_data, security_group_ids, subnet_id, instance_type, instance_profile_arn,
         root_volume_gib, tags: passed to `NodeLaunchTemplate`.
     """
 
@@ -37,6 +37,7 @@ class Ec2NodeGroup(Construct):
         instance: InstanceType,
         efa: bool,
         image_id: str,
+        root_device_name: str,
         user_data: str,
         security_group_ids: Sequence[str],
         subnet_id: Optional[str],
@@ -66,6 +67,7 @@ class Ec2NodeGroup(Construct):
             security_group_ids=security_group_ids,
             subnet_id=subnet_id,
             image_id=image_id,
+            root_device_name=root_device_name,
             user_data=user_data,
             placement_group_name=self.placement.group_name if self.placement else None,
             capacity_type=capacity_type,

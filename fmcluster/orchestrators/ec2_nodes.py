@@ -25,15 +25,6 @@ from fmcluster.orchestrators.context import SharedFileSystem
 from fmcluster.profiles import node_profile_json
 from fmcluster.spec import ClusterSpec, NodeGroup
 
-# AWS's public SSM parameters for the Deep Learning Base OSS NVIDIA Driver GPU AMI
-# (DLAMI developer guide: /aws/service/deeplearning/ami/$architecture/$ami_type/latest/ami-id,
-# ami_type = the AMI name without "deep", "learning", "ami"). Resolved by CloudFormation
-# at deploy time, never looked up at synth.
-DLAMI_SSM_PARAMETER = {
-    "x86_64": "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
-    "arm64": "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
-}
-
 
 def construct_id(name: str) -> str:
     """`gpu-large` -> `GpuLarge`: stable construct ids (and logical ids) derived from the group name."""
@@ -68,9 +59,13 @@ class Ec2NodeGroups:
         return self._runtime
 
     def image_id(self, scope: Construct, group: NodeGroup) -> str:
+        """The group's AMI, or its family's public SSM parameter, resolved by CloudFormation at deploy time (never
+        looked up at synth)."""
         if group.ami_id:
             return group.ami_id
-        parameter = DLAMI_SSM_PARAMETER[group.instance.architecture]
+        parameter = group.image.default_parameter(group.instance.architecture)
+        if parameter is None:  # the spec refuses this
+            raise ValueError(f"group: {group.name} has no ami_id and {group.image_family} no default image")
         return ec2.MachineImage.from_ssm_parameter(parameter).get_image(scope).image_id
 
     def _mount_step(self, efa_client: bool, validated: bool = True) -> str:
@@ -126,10 +121,12 @@ class Ec2NodeGroups:
             instance_type=group.instance_type if set_instance_type else None,
             instance_profile_arn=instance_profile_arn,
             root_volume_gib=group.root_volume_gib,
+            root_device_name=group.image.root_device,
             tags={**self.instance_tags, "fmcluster:node-group": group.name},
         )
 
-    def login_node(self, scope: Construct, id: str, *, instance: InstanceType, image_id: str) -> NodeLaunchTemplate:
+    def login_node(self, scope: Construct, id: str, *, instance: InstanceType, image_id: str,
+                   root_device_name: str) -> NodeLaunchTemplate:
         """A login node's launch template: no EFA, no GPU to validate, the shared file system mounted."""
         return NodeLaunchTemplate(
             scope,
@@ -139,6 +136,7 @@ class Ec2NodeGroups:
             security_group_ids=self.security_group_ids,
             subnet_id=self.subnet_id,
             image_id=image_id,
+            root_device_name=root_device_name,
             user_data=mime_user_data(
                 login_script(runtime_s3_url=self.runtime(scope).s3_url, region=Stack.of(scope).region,
                              mount=self._mount_step(efa_client=False, validated=False))

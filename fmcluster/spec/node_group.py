@@ -8,7 +8,7 @@ from typing import Literal, Optional, get_args
 
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster import catalog
+from fmcluster import catalog, images
 from fmcluster.runtime.contract import ec2_type
 from fmcluster.spec.base import SpecModel, raise_problems
 
@@ -79,8 +79,13 @@ class NodeGroup(SpecModel):
     placement: Optional[Placement] = Field(
         None, description="Default: cluster placement group for EFA groups, none with a Capacity Block."
     )
+    image_family: str = Field(
+        images.DEFAULT_FAMILY,
+        description=f"The AMI's family ({', '.join(images.FAMILIES)}): decides the root device and, without ami_id, "
+        "the public SSM parameter of the image. Required with ami_id.",
+    )
     ami_id: Optional[str] = Field(
-        None, pattern=AMI_PATTERN, description="AMI override, ami- and 8 or 17 hex digits (default: DLAMI via SSM)"
+        None, pattern=AMI_PATTERN, description="AMI override, ami- and 8 or 17 hex digits (default: the family's image)"
     )
     root_volume_gib: int = Field(200, ge=100, le=16384, description="Encrypted gp3 root volume.")
 
@@ -94,6 +99,17 @@ class NodeGroup(SpecModel):
                 f"CPU {', '.join(catalog.cpu_types())}"
             )
         return v
+
+    @field_validator("image_family")
+    @classmethod
+    def _family(cls, v: str) -> str:
+        if v not in images.FAMILIES:
+            raise ValueError(f"{v!r} is not an image family; allowed: {', '.join(images.FAMILIES)}")
+        return v
+
+    @property
+    def image(self) -> images.ImageFamily:
+        return images.family(self.image_family)
 
     @property
     def instance(self) -> catalog.InstanceType:
@@ -127,6 +143,12 @@ class NodeGroup(SpecModel):
         if self.capacity.type == "capacity-block" and self.placement and self.placement.strategy != "none":
             found.append(("placement.strategy", "a Capacity Block cannot be combined with a placement group "
                           "(AWS places Capacity Block instances itself); use none or leave placement out"))
+        if self.ami_id and "image_family" not in self.model_fields_set:
+            found.append(("image_family", "required with ami_id: the family decides the root device the launch "
+                          f"template sizes (/dev/sda1 on Ubuntu, /dev/xvda on Amazon Linux); one of "
+                          f"{', '.join(images.FAMILIES)}"))
+        if not self.ami_id and self.image.default_parameter(t.architecture) is None:
+            found.append(("image_family", f"{self.image_family} publishes no {t.architecture} image; give ami_id"))
         if self.capacity.size is not None and self.count > self.capacity.size:
             found.append(("count", f"{self.count} exceeds capacity.size {self.capacity.size} of the reservation"))
         raise_problems(found)

@@ -34,6 +34,8 @@ def make_spec(**changes: Any) -> ClusterSpec:
 
 
 def group(name: str = "gpu", instance_type: str = "p5.48xlarge", count: int = 2, **kw: Any) -> Dict[str, Any]:
+    if "ami_id" in kw:
+        kw.setdefault("image_family", "dlami-ubuntu-22.04")
     return {"name": name, "instance_type": instance_type, "count": count, **kw}
 
 

@@ -63,14 +63,16 @@ def test_preflight_and_status_against_moto_server(moto_server: str, tmp_path: Pa
     ssm.put_parameter(Name=CDK_BOOTSTRAP_PARAMETER, Value="28", Type="String", Overwrite=True)
     spec = spec_file(tmp_path, account="123456789012")
 
-    # moto does not serve EC2 Service Quotas: skip them and everything else passes -> exit 0
-    code, out, err = run_cli(moto_server, "preflight", spec, "--json", "--skip", "quota", tmp_path=tmp_path)
+    # moto does not serve EC2 Service Quotas, and reserves /aws/service/ parameters (so the DLAMI parameter is
+    # missing): skip both and everything else passes -> exit 0
+    code, out, err = run_cli(moto_server, "preflight", spec, "--json", "--skip", "quota,image", tmp_path=tmp_path)
     assert code == 0, out + err
     data = json.loads(out)
     assert data["account"] == "123456789012" and data["region"] == REGION and data["spec"] == spec
     got = statuses(out)
     assert got["credentials"] == got["availability-zone"] == got["offering:p5.48xlarge"] == "pass"
     assert got["cdk-bootstrap"] == got["stacks"] == "pass" and got["quota:ec2-p-vcpus"] == "skip"
+    assert got["image:dlami-ubuntu-22.04:x86_64"] == "skip"
     assert "preflight: [2/" in err and "Traceback" not in err  # progress on stderr
 
     # without --skip, the calls moto lacks are error answers, not tracebacks -> exit 1
@@ -80,7 +82,7 @@ def test_preflight_and_status_against_moto_server(moto_server: str, tmp_path: Pa
 
     # a type the AZ does not offer is a failed check with a remedy, in the text report too
     bad = spec_file(tmp_path, node_groups=[{"name": "gpu", "instance_type": "p6-b200.48xlarge", "count": 1}])
-    code, out, _ = run_cli(moto_server, "preflight", bad, "--skip", "quota", tmp_path=tmp_path)
+    code, out, _ = run_cli(moto_server, "preflight", bad, "--skip", "quota,image", tmp_path=tmp_path)
     assert code == 1
     line = next(x for x in out.splitlines() if "offering:p6-b200.48xlarge" in x)
     assert line.startswith("FAIL") and "us-east-1c" in out

@@ -6,7 +6,7 @@ from typing import Any, Dict
 
 import boto3
 import pytest
-from awshelpers import ACCOUNT, AZ, REGION, group, make_ctx, make_spec, stubbed
+from awshelpers import ACCOUNT, AZ, REGION, group, make_ctx, make_spec, stub_operation, stubbed
 
 from fmcluster.aws.context import run_checks
 from fmcluster.aws.preflight import CDK_BOOTSTRAP_PARAMETER, checks_for, run_preflight
@@ -39,10 +39,19 @@ def test_default_spec_all_pass() -> None:
     bootstrap()
     ctx = make_ctx(make_spec(account=ACCOUNT), account=None)
     sq = stub_default_quotas(ctx)
+    # moto reserves /aws/service/ parameter names: answer the DLAMI one, then the real bootstrap parameter
+    ec2 = boto3.client("ec2", region_name=REGION)
+    dlami = next(i["ImageId"] for i in ec2.describe_images(Owners=["amazon"])["Images"]
+                 if i["Architecture"] == "x86_64" and i.get("RootDeviceName") == "/dev/sda1")
+    ssm = boto3.client("ssm", region_name=REGION)
+    ctx.aws.set("ssm", ssm)
+    bootstrap_version = ssm.get_parameter(Name=CDK_BOOTSTRAP_PARAMETER)
+    stub_operation(ssm, "GetParameter", {"Parameter": {"Name": "dlami", "Type": "String", "Value": dlami}},
+                   bootstrap_version)
     report = run_preflight(ctx.spec, ctx.aws, ctx=ctx)
     checks = by_id(report)
-    assert list(checks) == ["credentials", "availability-zone", "offering:p5.48xlarge", "quota:ec2-p-vcpus",
-                            "quota:vpcs", "quota:elastic-ips", "cdk-bootstrap", "stacks"]
+    assert list(checks) == ["credentials", "availability-zone", "offering:p5.48xlarge", "image:dlami-ubuntu-22.04:x86_64",
+                            "quota:ec2-p-vcpus", "quota:vpcs", "quota:elastic-ips", "cdk-bootstrap", "stacks"]
     assert {c.status for c in report.checks} == {"pass"}, report.render_text()
     assert report.account == ACCOUNT and report.exit_code == 0
     assert "quota 384 vCPUs, 0 in use, spec needs 384" in checks["quota:ec2-p-vcpus"].observed
@@ -142,10 +151,33 @@ def test_missing_vpc_fails() -> None:
 
 def test_ami_checks() -> None:
     ec2 = boto3.client("ec2", region_name=REGION)
-    ami = next(i for i in ec2.describe_images(Owners=["amazon"])["Images"] if i["Architecture"] == "x86_64")
-    for ami_id, status in ((ami["ImageId"], "pass"), ("ami-0123456789abcdef0", "fail")):
-        ctx = make_ctx(make_spec(node_groups=[group(ami_id=ami_id)]))
+    x86 = [i for i in ec2.describe_images(Owners=["amazon"])["Images"] if i["Architecture"] == "x86_64"]
+    sda1 = next(i["ImageId"] for i in x86 if i.get("RootDeviceName") == "/dev/sda1")
+    xvda = next(i["ImageId"] for i in x86 if i.get("RootDeviceName") == "/dev/xvda")
+    for ami_id, family, status in ((sda1, "dlami-ubuntu-22.04", "pass"), ("ami-0123456789abcdef0", "dlami-ubuntu-22.04",
+                                                                           "fail"),
+                                   (xvda, "dlami-al2023", "pass"), (xvda, "dlami-ubuntu-22.04", "fail")):
+        ctx = make_ctx(make_spec(node_groups=[group(ami_id=ami_id, image_family=family)]))
         [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == "ami:gpu"])
+        assert r.status == status, (family, r)
+        if (ami_id, family) == (xvda, "dlami-ubuntu-22.04"):
+            assert "root device /dev/xvda" in r.observed and "image_family" in r.remedy
+
+
+def test_the_default_image_parameter_is_checked_against_the_account() -> None:
+    """The DLAMI parameter name is built from the DLAMI guide's rule; preflight proves it exists in the region and
+    names a readable image with the family's root device."""
+    ec2 = boto3.client("ec2", region_name=REGION)
+    sda1 = next(i["ImageId"] for i in ec2.describe_images(Owners=["amazon"])["Images"]
+                if i["Architecture"] == "x86_64" and i.get("RootDeviceName") == "/dev/sda1")
+    ctx = make_ctx(make_spec())
+    [planned] = [p for p in checks_for(ctx.spec) if p.id == "image:dlami-ubuntu-22.04:x86_64"]
+    parameter = "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
+    for answer, status in (({"Parameter": {"Name": parameter, "Type": "String", "Value": sda1}}, "pass"),
+                           ({"Error": {"Code": "ParameterNotFound", "Message": "not found"}}, "fail")):
+        ctx.aws.set("ssm", boto3.client("ssm", region_name=REGION))
+        stub_operation(ctx.client("ssm"), "GetParameter", answer)
+        [r] = run_checks(ctx, [planned])
         assert r.status == status, r
 
 
@@ -160,9 +192,9 @@ def test_existing_stack_is_reported() -> None:
 def test_skip_by_prefix() -> None:
     bootstrap()
     ctx = make_ctx(make_spec())
-    report = run_preflight(ctx.spec, ctx.aws, ctx=ctx, skip=["quota"])
+    report = run_preflight(ctx.spec, ctx.aws, ctx=ctx, skip=["quota", "image"])
     skipped = [c.id for c in report.checks if c.status == "skip"]
-    assert skipped == ["quota:ec2-p-vcpus", "quota:vpcs", "quota:elastic-ips"]
+    assert skipped == ["image:dlami-ubuntu-22.04:x86_64", "quota:ec2-p-vcpus", "quota:vpcs", "quota:elastic-ips"]
     assert report.exit_code == 0
 
 

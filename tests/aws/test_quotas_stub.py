@@ -160,6 +160,7 @@ def test_pcs_login_node_counts_against_the_standard_quota() -> None:
     assert quotas.ec2_vcpu_demand(spec) == {"p": 384, "standard": 4}  # 2 x p5.48xlarge + m5.xlarge login
     ids = [p.id for p in checks_for(spec)]
     assert "offering:m5.xlarge" in ids and "quota:ec2-standard-vcpus" in ids and "quota:pcs" in ids
-    spec = make_spec(orchestrator={"type": "pcs", "pcs": {"login_ami_id": "ami-0fedcba9876543210"}},
+    spec = make_spec(orchestrator={"type": "pcs", "pcs": {"login_ami_id": "ami-0fedcba9876543210",
+                                                          "login_image_family": "dlami-ubuntu-22.04"}},
                      node_groups=[group(ami_id="ami-0123456789abcdef0")])
     assert {"ami:gpu", "ami:pcs-login"} <= {p.id for p in checks_for(spec)}

@@ -14,7 +14,7 @@ from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.ec2_nodes import construct_id
 from fmcluster.orchestrators.none.construct import Ec2Nodes
 from fmcluster.orchestrators.pcs.cluster import PcsCluster
-from fmcluster.orchestrators.pcs.settings import instances, login_ami_id, settings_of
+from fmcluster.orchestrators.pcs.settings import instances, login_ami_id, login_image, settings_of
 
 # PCS requires its instance roles under this path (or named AWSPCS...) (PCS user guide, "IAM instance profiles").
 PCS_ROLE_PATH = "/aws-pcs/"
@@ -69,7 +69,8 @@ class PcsOrchestration(Ec2Nodes):
         if not ami:
             raise ValueError("context: no login AMI (orchestrator.pcs.login_ami_id or an x86_64 group's ami_id)")
         self.login_template = self.context.node_groups.login_node(
-            self, "LoginLaunchTemplate", instance=catalog.get(login_type), image_id=ami
+            self, "LoginLaunchTemplate", instance=catalog.get(login_type), image_id=ami,
+            root_device_name=login_image(self.context.spec).root_device,
         )
         self.pcs.add_node_group(
             "LoginNodeGroup",

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, List, Literal, Optional
 
 from pydantic import Field, field_validator
 
-from fmcluster import catalog
+from fmcluster import catalog, images
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorSettings
 from fmcluster.spec.base import Problem, SpecModel
 from fmcluster.spec.node_group import AMI_PATTERN
@@ -29,6 +29,9 @@ class PcsSettings(SpecModel):
     login_instance_type: str = Field("m5.xlarge", description="Login node type (one static node, no EFA).")
     login_ami_id: Optional[str] = Field(
         None, pattern=AMI_PATTERN, description="PCS-ready AMI for the login node; default: the first x86 group's ami_id"
+    )
+    login_image_family: Optional[str] = Field(
+        None, description="Family of login_ami_id (fmcluster.images); default: that of the group whose AMI it is."
     )
 
     @field_validator("login_instance_type")
@@ -67,6 +70,15 @@ def login_ami_id(spec: ClusterSpec) -> Optional[str]:
     return next((g.ami_id for g in spec.node_groups if g.instance.architecture == "x86_64" and g.ami_id), None)
 
 
+def login_image(spec: ClusterSpec) -> images.ImageFamily:
+    """The login AMI's family: given, or that of the first x86 group with an ami_id (whose AMI it then is)."""
+    settings = settings_of(spec).pcs
+    if settings.login_image_family:
+        return images.family(settings.login_image_family)
+    donor = next((g for g in spec.node_groups if g.instance.architecture == "x86_64" and g.ami_id), None)
+    return donor.image if donor is not None else images.family(images.DEFAULT_FAMILY)
+
+
 def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
     return [ExtraInstance("login", settings_of(spec).pcs.login_instance_type)]
 
@@ -88,4 +100,9 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
                       f"the spec has {nodes} (with the login node); use a larger size"))
     if login_ami_id(spec) is None:
         found.append(("orchestrator.pcs.login_ami_id", "required when no x86_64 node group has an ami_id"))
+    if settings.pcs.login_ami_id and not settings.pcs.login_image_family:
+        found.append(("orchestrator.pcs.login_image_family", "required with login_ami_id (it decides the root device); "
+                      f"one of {', '.join(images.FAMILIES)}"))
+    if settings.pcs.login_image_family and settings.pcs.login_image_family not in images.FAMILIES:
+        found.append(("orchestrator.pcs.login_image_family", f"one of {', '.join(images.FAMILIES)}"))
     return found
