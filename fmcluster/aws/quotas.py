@@ -76,6 +76,13 @@ def service_quotas(ctx: Context, service: str) -> List[Dict[str, Any]]:
     return list(ctx.cache[key])
 
 
+def named(name: str) -> Callable[[str], bool]:
+    """A quota-name matcher for exactly `name` (case and surrounding blanks aside): substring matchers picked
+    neighbouring quotas (the Spot total for the on-demand one, per-file-system caps for capacity)."""
+    want = " ".join(name.split()).lower()
+    return lambda found: " ".join(found.split()).lower() == want
+
+
 def find_quota(ctx: Context, service: str, match: Callable[[str], bool]) -> Optional[Dict[str, Any]]:
     for q in service_quotas(ctx, service):
         if match(str(q.get("QuotaName", ""))):

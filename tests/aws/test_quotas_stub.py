@@ -12,7 +12,6 @@ from fmcluster.aws import quotas
 from fmcluster.aws.context import run_checks
 from fmcluster.aws.preflight import checks_for
 from fmcluster.orchestrators.hyperpod import preflight as hyperpod_preflight
-from fmcluster.orchestrators.pcs import preflight as pcs_preflight
 
 pytestmark = pytest.mark.usefixtures("moto")
 
@@ -129,21 +128,6 @@ def test_fsx_quota_by_name() -> None:
     out = quotas.check_fsx_quota(ctx)
     assert out.status == "warn", out  # 96000 used + 38400 > 100800
     assert "(96000 used, +38400)" in out.observed and "'Lustre file systems' 100 (1 used, +1)" in out.observed
-
-
-def test_pcs_availability_and_cluster_quota() -> None:
-    spec = make_spec(orchestrator={"type": "pcs"}, node_groups=[group(ami_id="ami-0123456789abcdef0")])
-    assert "quota:pcs" in [p.id for p in checks_for(spec)]
-    ctx = make_ctx(spec)
-    pcs = stubbed(ctx, "pcs")
-    pcs.add_response("list_clusters", {"clusters": [
-        {"name": "other", "id": "pcs_abc1234567", "arn": "arn:aws:pcs:us-east-1:123456789012:cluster/pcs_abc1234567",
-         "createdAt": "2026-01-01T00:00:00Z", "modifiedAt": "2026-01-01T00:00:00Z", "status": "ACTIVE"}]})
-    sq = stubbed(ctx, "service-quotas")
-    sq.add_response("list_service_quotas", {"Quotas": [q("Clusters per account", 1, service="pcs")]})
-    sq.add_response("list_aws_default_service_quotas", {"Quotas": []})
-    out = pcs_preflight.check_pcs(ctx)
-    assert out.status == "warn" and "quota 1 clusters, 1 in use" in out.observed
 
 
 def test_running_instances_outside_on_demand_are_not_counted() -> None:
