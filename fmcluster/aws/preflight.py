@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional
 
 from botocore.exceptions import ClientError
 
-from fmcluster.aws import capacity, network, quotas
+from fmcluster.aws import capacity, fsx_quotas, network, quotas
 from fmcluster.aws.context import (
     Context,
     PreflightCheck,
@@ -200,8 +200,8 @@ def _quota_checks(spec: ClusterSpec) -> List[PreflightCheck]:
         if new.nat_gateway:
             p.append(PreflightCheck("quota:elastic-ips", "Elastic IPs (NAT gateway)", "service-quotas",
                              quotas.check_eip_quota))
-    if quotas.fsx_storage_gib(spec) is not None:
-        p.append(PreflightCheck("quota:fsx", "FSx for Lustre quotas", "service-quotas", quotas.check_fsx_quota))
+    if fsx_quotas.fsx_storage_gib(spec) is not None:
+        p.append(PreflightCheck("quota:fsx", "FSx for Lustre quotas", "service-quotas", fsx_quotas.check_fsx_quota))
     return p
 
 

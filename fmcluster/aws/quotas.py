@@ -1,4 +1,4 @@
-"""Service Quotas checks every cluster shares (EC2 On-Demand vCPUs, VPC/EIP, FSx) and the helpers the
+"""Service Quotas checks every cluster shares (EC2 On-Demand vCPUs, VPC/EIP; FSx in fsx_quotas.py) and the helpers the
 orchestrator kinds' own quota checks use (fmcluster/orchestrators/<kind>/preflight.py).
 
 Codes are used only where they are well known (EC2 vCPU buckets, VPCs per Region, Elastic IPs);
@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from fmcluster import catalog
 from fmcluster.aws.context import Context, has_code, paginate
-from fmcluster.aws.results import FAIL, PASS, SKIP, WARN, Outcome
+from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
 from fmcluster.runtime.contract import ec2_type
 
 # EC2 On-Demand vCPU quotas (service code ec2), by instance family.
@@ -176,46 +176,3 @@ def check_eip_quota(ctx: Context) -> Outcome:
         return Outcome(WARN, f"{in_use} Elastic IPs; quota {code} not found", "room for the NAT gateway's EIP",
                        "check 'EC2-VPC Elastic IPs' in the Service Quotas console")
     return judge(1, in_use, limit, "the NAT gateway needs one", "Elastic IPs", name, f" ({code})")
-
-
-# --- FSx for Lustre -------------------------------------------------------------------------
-
-
-def fsx_storage_gib(spec: Any) -> Optional[int]:
-    """The Lustre capacity the spec asks for (storage.fsx.storage_capacity_gib), if it has a file system."""
-    fsx = spec.storage.fsx
-    return None if fsx is None else int(fsx.storage_capacity_gib)
-
-
-def check_fsx_quota(ctx: Context) -> Outcome:
-    need = fsx_storage_gib(ctx.spec)
-    if need is None:
-        return Outcome(SKIP, "the spec has no FSx for Lustre file system", "")
-    lustre = [fs for fs in paginate(ctx.client("fsx"), "describe_file_systems", "FileSystems")
-              if fs.get("FileSystemType") == "LUSTRE"]
-    used_gib = sum(int(fs.get("StorageCapacity", 0)) for fs in lustre)
-    quotas = [q for q in service_quotas(ctx, "fsx") if "lustre" in str(q.get("QuotaName", "")).lower()]
-    if not quotas:
-        return Outcome(SKIP, "no FSx for Lustre quotas found by name", f"{need} GiB of Lustre storage",
-                       "confirm FSx quotas in the Service Quotas console")
-    worst, parts = PASS, []
-    for q in quotas:
-        qname, limit = str(q["QuotaName"]), float(q["Value"])
-        low = qname.lower()
-        if "capacity" in low and "per file system" not in low:
-            want, have = need, used_gib
-        elif "capacity" in low:
-            want, have = need, 0
-        elif "file systems" in low:
-            want, have = 1, len(lustre)
-        else:
-            continue
-        parts.append(f"'{qname}' {limit:g} ({have} used, +{want})")
-        if want > limit:
-            worst = FAIL
-        elif want + have > limit and worst == PASS:
-            worst = WARN
-    if not parts:
-        return Outcome(SKIP, "no comparable FSx for Lustre quota found by name", f"{need} GiB")
-    return Outcome(worst, "; ".join(parts) + " (looked up by name)", f"{need} GiB and one more file system fit",
-                   "" if worst == PASS else "request an FSx for Lustre quota increase in Service Quotas")

@@ -107,29 +107,6 @@ def test_vpc_quota_from_moto() -> None:
     assert out.status == "warn" and "5 in use" in out.observed
 
 
-def fsx_spec(gib: int) -> Any:
-    return make_spec(storage={"fsx": {"storage_capacity_gib": gib}})
-
-
-def test_fsx_quota_only_when_the_spec_has_lustre() -> None:
-    assert "quota:fsx" not in [p.id for p in checks_for(make_spec())]
-    assert "quota:fsx" in [p.id for p in checks_for(fsx_spec(38400))]
-
-
-def test_fsx_quota_by_name() -> None:
-    boto3.client("fsx", region_name=REGION).create_file_system(
-        FileSystemType="LUSTRE", StorageCapacity=96000, SubnetIds=["subnet-0123456789abcdef0"])
-    ctx = make_ctx(fsx_spec(38400))
-    sq = stubbed(ctx, "service-quotas")
-    fsx_quotas = [q("Lustre Persistent_2 SSD storage capacity (GiB)", 100800, service="fsx"),
-                  q("Lustre file systems", 100, service="fsx"), q("Backups", 10000, service="fsx")]
-    sq.add_response("list_service_quotas", {"Quotas": fsx_quotas}, {"ServiceCode": "fsx"})
-    sq.add_response("list_aws_default_service_quotas", {"Quotas": []}, {"ServiceCode": "fsx"})
-    out = quotas.check_fsx_quota(ctx)
-    assert out.status == "warn", out  # 96000 used + 38400 > 100800
-    assert "(96000 used, +38400)" in out.observed and "'Lustre file systems' 100 (1 used, +1)" in out.observed
-
-
 def test_running_instances_outside_on_demand_are_not_counted() -> None:
     ctx = make_ctx(make_spec())
     ec2 = boto3.client("ec2", region_name=REGION)
