@@ -58,10 +58,10 @@ def _same_family(ctx: Context, family: str) -> Tuple[List[Dict[str, Any]], bool]
 
 
 def check_fsx_quota(ctx: Context) -> Outcome:
-    need = fsx_storage_gib(ctx.spec)
-    if need is None:
+    fsx = ctx.spec.storage.fsx
+    if fsx is None:
         return Outcome(SKIP, "the spec has no FSx for Lustre file system", "")
-    deployment = ctx.spec.storage.fsx.deployment_type
+    need, deployment = int(fsx.storage_capacity_gib), str(fsx.deployment_type)
     family = QUOTA_FAMILY[deployment]
     (cap_code, cap_name), (count_code, count_name) = LUSTRE_QUOTAS[family]
     others, ours = _same_family(ctx, family)
