@@ -68,16 +68,6 @@ def test_hyperpod_type_without_quota_fails() -> None:
     assert out.status == "fail" and "no SageMaker quota named 'ml.p6-b300.48xlarge for cluster usage'" in out.observed
 
 
-def test_hyperpod_totals() -> None:
-    ctx = make_ctx(hyperpod_spec(node_groups=[group(count=3)]))
-    stub_sagemaker_quotas(ctx, [], [
-        q("Maximum number of instances allowed per SageMaker HyperPod cluster", 3),
-        q("Total number of instances allowed across SageMaker HyperPod clusters", 100),
-    ])
-    out = hyperpod_preflight.check_hyperpod_totals(ctx)
-    assert out.status == "fail" and "spec needs 4" in out.observed
-
-
 def test_ec2_quota_falls_back_to_default_value() -> None:
     ctx = make_ctx(make_spec())
     sq = stubbed(ctx, "service-quotas")
