@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from fmcluster import catalog
 from fmcluster.aws.context import Context, has_code, paginate
-from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
+from fmcluster.aws.results import FAIL, PASS, SKIP, WARN, Outcome
 from fmcluster.runtime.contract import ec2_type
 
 # EC2 On-Demand vCPU quotas (service code ec2), by instance family.
@@ -28,8 +28,17 @@ EC2_VCPU_QUOTAS: Dict[str, Tuple[str, str, str]] = {
 }
 VPCS_PER_REGION = ("vpc", "L-F678F1CE", "VPCs per Region")
 ELASTIC_IPS = ("ec2", "L-0263D0A3", "EC2-VPC Elastic IPs")
-# Instances that do not draw on the On-Demand quota.
-NOT_ON_DEMAND_LIFECYCLES = {"spot", "scheduled", "capacity-block"}
+# EC2 Instance.InstanceLifecycle (InstanceLifecycleType; absent for On-Demand instances) -> whether the instance
+# draws on the On-Demand vCPU quota. Spot instances have Spot quotas and Capacity Blocks do not count (EC2 user
+# guide); no AWS document exempts instances in an interruptible Capacity Reservation, so they are counted and named
+# (docs/preflight.md). A value this table lacks is counted and named too.
+ON_DEMAND_QUOTA_BY_LIFECYCLE: Dict[Optional[str], bool] = {
+    None: True,
+    "spot": False,
+    "scheduled": False,
+    "capacity-block": False,
+    "interruptible-capacity-reservation": True,
+}
 # Capacity types whose instances count against the On-Demand vCPU quota (ODCR instances do;
 # Capacity Blocks and training plans do not).
 ON_DEMAND_CAPACITY = ("on-demand", "odcr")
@@ -60,11 +69,21 @@ def quota_value(ctx: Context, service: str, code: str) -> Optional[float]:
 
 
 def service_quotas(ctx: Context, service: str) -> List[Dict[str, Any]]:
-    """Every quota of a service with its applied value, defaults filling in unapplied ones (cached)."""
+    """Every quota of a service with its applied value, defaults filling in unapplied ones (cached).
+
+    A service code Service Quotas does not know in this region (NoSuchResourceException) has no quotas:
+    `unknown_service` then says so, and the checks that need it skip."""
     key = f"quotas:{service}"
     if key not in ctx.cache:
         sq = ctx.client("service-quotas")
-        applied = paginate(sq, "list_service_quotas", "Quotas", ServiceCode=service)
+        try:
+            applied = paginate(sq, "list_service_quotas", "Quotas", ServiceCode=service)
+        except ClientError as e:
+            if not has_code(e, "NoSuchResourceException"):
+                raise
+            ctx.cache[key] = []
+            ctx.cache[f"unknown-service:{service}"] = True
+            return []
         names = {q.get("QuotaName") for q in applied}
         try:
             defaults = paginate(sq, "list_aws_default_service_quotas", "Quotas", ServiceCode=service)
@@ -74,6 +93,15 @@ def service_quotas(ctx: Context, service: str) -> List[Dict[str, Any]]:
             defaults = []
         ctx.cache[key] = applied + [q for q in defaults if q.get("QuotaName") not in names]
     return list(ctx.cache[key])
+
+
+def unknown_service(ctx: Context, service: str, what: str) -> Optional[Outcome]:
+    """A skip for a check of `what` when Service Quotas has no service code `service` here, else None."""
+    service_quotas(ctx, service)
+    if not ctx.cache.get(f"unknown-service:{service}"):
+        return None
+    return Outcome(SKIP, f"Service Quotas knows no service code '{service}' in {ctx.region}", what,
+                   f"check {what} in the {service} console or documentation")
 
 
 def named(name: str) -> Callable[[str], bool]:
@@ -123,14 +151,36 @@ def ec2_vcpu_demand(spec: Any) -> Dict[str, int]:
     return dict(demand)
 
 
+def ec2_unmapped_types(spec: Any) -> List[str]:
+    """Instance types the spec runs On-Demand whose family no entry of `EC2_VCPU_QUOTAS` covers."""
+    kind = spec.orchestrator_kind
+    if not kind.instances_in_account:
+        return []
+    types = {g.instance_type for g in spec.node_groups if g.capacity.type in ON_DEMAND_CAPACITY}
+    types |= {e.instance_type for e in kind.extra_instances(spec)}
+    return sorted(t for t in types if ec2_quota_bucket(t) is None)
+
+
+def check_ec2_unmapped(ctx: Context, instance_type: str) -> Outcome:
+    family = ec2_type(instance_type).split(".")[0]
+    return Outcome(WARN, f"fmcluster maps no EC2 On-Demand vCPU quota to the {family} family ({instance_type}): "
+                   "not checked", f"the On-Demand vCPU quota of {family} instances checked",
+                   f"find the 'Running On-Demand ... instances' quota that covers {family} in the Service Quotas "
+                   "console (EC2) and compare it with the vCPUs of the groups")
+
+
 def _running_vcpus(ctx: Context) -> Dict[str, int]:
+    """vCPUs of this region's pending and running instances per quota bucket, On-Demand ones only
+    (`ON_DEMAND_QUOTA_BY_LIFECYCLE`); ``ctx.cache["counted_lifecycles"]`` names the other lifecycles counted."""
     if "running_vcpus" not in ctx.cache:
         used: Dict[str, int] = defaultdict(int)
+        named_lifecycles: Dict[str, Dict[str, int]] = defaultdict(lambda: defaultdict(int))
         ec2 = ctx.client("ec2")
         filters = [{"Name": "instance-state-name", "Values": ["pending", "running"]}]
         for r in paginate(ec2, "describe_instances", "Reservations", Filters=filters):
             for inst in r.get("Instances", []):
-                if inst.get("InstanceLifecycle") in NOT_ON_DEMAND_LIFECYCLES:
+                lifecycle = inst.get("InstanceLifecycle")
+                if not ON_DEMAND_QUOTA_BY_LIFECYCLE.get(lifecycle, True):
                     continue
                 itype = inst.get("InstanceType", "")
                 bucket = ec2_quota_bucket(itype)
@@ -138,8 +188,12 @@ def _running_vcpus(ctx: Context) -> Dict[str, int]:
                     continue
                 known = catalog.all_types().get(itype)
                 cpu = inst.get("CpuOptions") or {}
-                used[bucket] += known.vcpus if known else cpu.get("CoreCount", 0) * cpu.get("ThreadsPerCore", 1)
+                vcpus = known.vcpus if known else cpu.get("CoreCount", 0) * cpu.get("ThreadsPerCore", 1)
+                used[bucket] += vcpus
+                if lifecycle is not None:
+                    named_lifecycles[bucket][str(lifecycle)] += vcpus
         ctx.cache["running_vcpus"] = dict(used)
+        ctx.cache["counted_lifecycles"] = {b: dict(v) for b, v in named_lifecycles.items()}
     return dict(ctx.cache["running_vcpus"])
 
 
@@ -151,8 +205,11 @@ def check_ec2_vcpus(ctx: Context, bucket: str) -> Outcome:
         return Outcome(WARN, f"quota {code} not found in {ctx.region}", f"'{name}' >= {need} vCPUs",
                        "check the quota in the Service Quotas console")
     in_use = _running_vcpus(ctx).get(bucket, 0)
+    counted = ctx.cache.get("counted_lifecycles", {}).get(bucket, {})
+    note = "".join(f"; in use includes {n} vCPUs of {lc} instances (counted: docs/preflight.md)"
+                   for lc, n in sorted(counted.items()))
     return judge(need, in_use, limit, "Capacity Blocks do not count against it", "vCPUs", f"{name}",
-                  f" ({code}; on-demand and ODCR groups)")
+                  f" ({code}; on-demand and ODCR groups){note}")
 
 
 # --- network quotas -------------------------------------------------------------------------

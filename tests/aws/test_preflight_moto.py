@@ -28,6 +28,11 @@ def stub_default_quotas(ctx: Any, p_vcpus: float = 384.0) -> Any:
                     {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"})
     sq.add_response("get_service_quota", quota("L-F678F1CE", 5, "vpc"), {"ServiceCode": "vpc", "QuotaCode": "L-F678F1CE"})
     sq.add_response("get_service_quota", quota("L-0263D0A3", 5), {"ServiceCode": "ec2", "QuotaCode": "L-0263D0A3"})
+    # AMP's workspace quota, by its name (no public code: docs/preflight.md)
+    sq.add_response("list_service_quotas", {"Quotas": [{"ServiceCode": "aps", "QuotaCode": "L-APSWORKSPC",
+                                                        "QuotaName": "Workspaces per region", "Value": 25}]},
+                    {"ServiceCode": "aps"})
+    sq.add_response("list_aws_default_service_quotas", {"Quotas": []}, {"ServiceCode": "aps"})
     return sq
 
 
@@ -42,7 +47,7 @@ def test_default_spec_all_pass() -> None:
     report = run_preflight(ctx.spec, ctx.aws, ctx=ctx)
     checks = by_id(report)
     assert list(checks) == ["credentials", "availability-zone", "offering:p5.48xlarge", "quota:ec2-p-vcpus",
-                            "quota:vpcs", "quota:elastic-ips", "cdk-bootstrap", "stacks"]
+                            "quota:vpcs", "quota:elastic-ips", "quota:amp-workspaces", "cdk-bootstrap", "stacks"]
     assert {c.status for c in report.checks} == {"pass"}, report.render_text()
     assert report.account == ACCOUNT and report.exit_code == 0
     assert "quota 384 vCPUs, 0 in use, spec needs 384" in checks["quota:ec2-p-vcpus"].observed
@@ -162,7 +167,7 @@ def test_skip_by_prefix() -> None:
     ctx = make_ctx(make_spec())
     report = run_preflight(ctx.spec, ctx.aws, ctx=ctx, skip=["quota"])
     skipped = [c.id for c in report.checks if c.status == "skip"]
-    assert skipped == ["quota:ec2-p-vcpus", "quota:vpcs", "quota:elastic-ips"]
+    assert skipped == ["quota:ec2-p-vcpus", "quota:vpcs", "quota:elastic-ips", "quota:amp-workspaces"]
     assert report.exit_code == 0
 
 

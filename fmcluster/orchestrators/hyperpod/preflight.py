@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any, Dict, List, Optional
 
 from fmcluster.aws.context import Context, PreflightCheck, paginate
-from fmcluster.aws.quotas import find_quota, judge, named
+from fmcluster.aws.quotas import find_quota, judge, named, unknown_service
 from fmcluster.aws.results import FAIL, PASS, SKIP, WARN, Outcome
 from fmcluster.orchestrators.hyperpod.settings import extra_instances
 from fmcluster.runtime.contract import ml_type as contract_ml_type
@@ -81,6 +81,9 @@ def check_hyperpod_type(ctx: Context, ml_type: str) -> Outcome:
     name = f"{ml_type} for cluster usage"
     need = hyperpod_demand(ctx.spec).get(ml_type, 0)
     on_plans = hyperpod_demand(ctx.spec, training_plans=True).get(ml_type, 0)
+    skip = unknown_service(ctx, "sagemaker", f"'{name}'")
+    if skip is not None:
+        return skip
     q = find_quota(ctx, "sagemaker", named(name))
     if q is None:
         status = WARN if need == on_plans else FAIL
@@ -95,6 +98,9 @@ def check_hyperpod_type(ctx: Context, ml_type: str) -> Outcome:
 def check_hyperpod_totals(ctx: Context) -> Outcome:
     total = sum(hyperpod_demand(ctx.spec).values())
     on_plans = sum(hyperpod_demand(ctx.spec, training_plans=True).values())
+    skip = unknown_service(ctx, "sagemaker", "the HyperPod instance totals")
+    if skip is not None:
+        return skip
     found = [(q, in_use) for q, in_use in (
         (find_quota(ctx, "sagemaker", named(PER_CLUSTER_QUOTA)), 0),  # this cluster alone
         (find_quota(ctx, "sagemaker", named(ACROSS_CLUSTERS_QUOTA)), None),  # + every other cluster
