@@ -30,6 +30,9 @@ PROMETHEUS_SHA256_arm64="ec7236ecea7154d0bfe142921708b1ae7b5e921e100e0ee85ab92b7
 # other content). DCGM 4.4.1 inside; the host needs only the NVIDIA driver and the container toolkit.
 DCGM_EXPORTER_IMAGE="nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.6.0-ubuntu22.04"
 DCGM_EXPORTER_DIGEST="sha256:b7a4241c608253aa829041cc3575ea57082491251a4a626bcdddc68eaf9a3101"
+# DCGM_EXP_XID_ERRORS_COUNT counts Xid events over this window (dcgm-exporter --xid-count-window-size, ms;
+# default 5 min): 10 min spans a missed scrape or two, and the Xid alerts in rules.yaml are written for it.
+XID_COUNT_WINDOW_MS=600000
 
 PREFIX="/opt/fmcluster/observability"
 ETC="/etc/fmcluster"
@@ -256,7 +259,7 @@ Requires=docker.service
 ExecStartPre=-/usr/bin/docker rm -f fmcluster-dcgm-exporter
 ExecStart=/usr/bin/docker run --rm --name fmcluster-dcgm-exporter --gpus all --cap-add SYS_ADMIN \\
   -p 127.0.0.1:9400:9400 -v $ETC/dcgm-counters.csv:/etc/dcgm-exporter/fmcluster.csv:ro \\
-  $image -f /etc/dcgm-exporter/fmcluster.csv
+  $image -f /etc/dcgm-exporter/fmcluster.csv --xid-count-window-size $XID_COUNT_WINDOW_MS
 ExecStop=/usr/bin/docker stop fmcluster-dcgm-exporter
 Restart=always
 RestartSec=10
