@@ -13,8 +13,8 @@ Producers, all deployed by fmcluster on every node (fmcluster/runtime/observabil
   a textfile read by node_exporter. Its names are the contract in `VALIDATOR_METRICS`.
 - ``fmcluster-efa``: ``fmcluster/runtime/observability/efa_textfile.py`` (EFA port state and hw counters
   from sysfs), a textfile read by node_exporter.
-- ``fmcluster-slurm``: ``fmcluster/runtime/observability/slurm_textfile.py`` on the Slurm controller
-  (``sinfo``), a textfile read by node_exporter.
+- ``fmcluster-slurm``: ``fmcluster/runtime/observability/slurm_textfile.py`` (``sinfo``) on one Slurm client node
+  per cluster (HyperPod controller, AWS PCS login node), a textfile read by node_exporter.
 - ``prometheus``: series every scrape produces (``up``) and the AMP ruler writes (``ALERTS``).
 
 Standard library only: the runtime side may read the same names from its own copy.
@@ -132,7 +132,7 @@ CATALOG: Tuple[Metric, ...] = (
     _m("fmcluster_efa_port_active", EFA_COLLECTOR, "gauge", "1 when the port state is ACTIVE.", "device", "port"),
     _m("fmcluster_efa_hw_stat_total", EFA_COLLECTOR, "counter",
        "EFA hardware counter from ports/<port>/hw_counters/<counter>.", "device", "port", "counter"),
-    # --- Slurm (fmcluster/runtime/observability/slurm_textfile.py, controller only) -------------------
+    # --- Slurm (fmcluster/runtime/observability/slurm_textfile.py: HyperPod controller, PCS login node) ----
     _m("fmcluster_slurm_nodes", SLURM_COLLECTOR, "gauge", "Slurm nodes per base state.", "state"),
     _m("fmcluster_slurm_node_state", SLURM_COLLECTOR, "gauge", "1 for the node's current base state.",
        "slurm_node", "state"),

@@ -5,8 +5,11 @@
 #
 # Usage (as root, from the HyperPod lifecycle script or launch-template user data):
 #   install.sh --cluster NAME --region REGION --remote-write-url URL
-#              [--scrape-interval 30] [--node-group NAME] [--slurm-controller] [--no-dcgm]
+#              [--scrape-interval 30] [--node-group NAME] [--slurm-collector] [--no-dcgm]
 #   install.sh verify FILE SHA256      # check a file against a pinned checksum (used by the tests)
+#
+# --slurm-collector: also report Slurm node states (sinfo) from this node; any node with Slurm's client commands
+# (HyperPod controller, PCS login node, ParallelCluster head node). --slurm-controller is its older name.
 #
 # Every download is pinned to a version and checked against the SHA-256 below before it is unpacked; a
 # component without a pinned checksum for this architecture is refused, never installed unchecked.
@@ -38,6 +41,8 @@ PREFIX="/opt/fmcluster/observability"
 ETC="/etc/fmcluster"
 TEXTFILE_DIR="/var/lib/node_exporter/textfile_collector"
 UNIT_DIR="/etc/systemd/system"
+# the Slurm collector unit's PATH: Slurm's own prefix first, then systemd's default
+SLURM_PATH="/opt/slurm/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SERVICE_USER="fmcluster-metrics"
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -108,12 +113,12 @@ write_unit() {
 }
 
 usage() {
-  sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 main() {
-  local cluster="" region="" url="" interval=30 group="" slurm_controller=0 dcgm=1
+  local cluster="" region="" url="" interval=30 group="" slurm_collector=0 dcgm=1
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --cluster) cluster="${2:-}"; shift 2 ;;
@@ -121,7 +126,7 @@ main() {
       --remote-write-url) url="${2:-}"; shift 2 ;;
       --scrape-interval) interval="${2:-}"; shift 2 ;;
       --node-group) group="${2:-}"; shift 2 ;;
-      --slurm-controller) slurm_controller=1; shift ;;
+      --slurm-collector|--slurm-controller) slurm_collector=1; shift ;;
       --no-dcgm) dcgm=0; shift ;;
       -h|--help) usage ;;
       *) log "unknown argument: $1"; usage ;;
@@ -216,7 +221,9 @@ EOF
 
   local units=(fmcluster-node-exporter.service fmcluster-collector.service fmcluster-efa-textfile.timer)
 
-  if [[ "$slurm_controller" -eq 1 ]]; then
+  if [[ "$slurm_collector" -eq 1 ]]; then
+    # systemd's default PATH has none of Slurm's prefixes: the collector looks for sinfo in them itself, and the
+    # unit's PATH names them too (HyperPod and ParallelCluster: /opt/slurm/bin)
     write_unit fmcluster-slurm-textfile.service <<EOF
 [Unit]
 Description=fmcluster Slurm node states to $TEXTFILE_DIR
@@ -225,6 +232,7 @@ Description=fmcluster Slurm node states to $TEXTFILE_DIR
 Type=oneshot
 User=$SERVICE_USER
 Environment=PYTHONPATH=$PKG_ROOT
+Environment=PATH=$SLURM_PATH
 ExecStart=/usr/bin/env python3 -m fmcluster.runtime.observability.slurm_textfile
 TimeoutStartSec=60
 EOF
