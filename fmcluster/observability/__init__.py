@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from fmcluster.observability.inventory import ExpectedNodes, inventory_group, render_group
 
 HERE = Path(__file__).parent
 RULES_FILE = HERE / "rules.yaml"
@@ -26,9 +28,20 @@ _TOPIC = "__TOPIC_ARN__"
 _REGION = "__REGION__"
 
 
-def rules_text() -> str:
-    """The rules file as AMP takes it (the Data of AWS::APS::RuleGroupsNamespace)."""
-    return RULES_FILE.read_text(encoding="utf-8")
+def rules_text(
+    cluster: Optional[str] = None, expected: Sequence[ExpectedNodes] = (), *, slurm: bool = False
+) -> str:
+    """The rules file as AMP takes it (the Data of AWS::APS::RuleGroupsNamespace).
+
+    With `cluster`, the ``fmcluster.inventory`` group rendered from the expected nodes follows the static groups
+    (fmcluster/observability/inventory.py); without it, rules.yaml verbatim."""
+    text = RULES_FILE.read_text(encoding="utf-8")
+    if cluster is None:
+        return text
+    if not text.endswith("\n"):
+        text += "\n"
+    header = "\n  # rendered at synth from the spec's node groups (fmcluster/observability/inventory.py)\n"
+    return text + header + render_group(inventory_group(cluster, expected, slurm=slurm))
 
 
 def load_rules() -> Dict[str, Any]:
