@@ -48,7 +48,6 @@ SERVICE_USER="fmcluster-metrics"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # the directory holding the fmcluster package (…/fmcluster/runtime/observability → …)
 PKG_ROOT="$(cd "$HERE/../../.." && pwd)"
-COUNTERS_CSV="$HERE/dcgm-counters.csv"
 
 log() { echo "fmcluster-observability: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -252,7 +251,8 @@ EOF
 
   if [[ "$dcgm" -eq 1 && -e /dev/nvidia0 ]]; then
     command -v docker >/dev/null || die "dcgm-exporter needs docker with the NVIDIA container toolkit (DLAMI has both)"
-    install -m 0644 "$COUNTERS_CSV" "$ETC/dcgm-counters.csv"
+    # the shared fields plus the GPU architecture's (NVLink error counters differ between Hopper and Blackwell)
+    PYTHONPATH="$PKG_ROOT" python3 -m fmcluster.runtime.observability.dcgm_fields --out "$ETC/dcgm-counters.csv"
     local image="$DCGM_EXPORTER_IMAGE@$DCGM_EXPORTER_DIGEST"
     [[ "$DCGM_EXPORTER_DIGEST" =~ ^sha256:[0-9a-f]{64}$ ]] || die "no pinned dcgm-exporter digest; refusing to run an unverified image"
     # pulled by digest: docker verifies the content against it
