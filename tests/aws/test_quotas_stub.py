@@ -16,7 +16,13 @@ from fmcluster.orchestrators.hyperpod import preflight as hyperpod_preflight
 pytestmark = pytest.mark.usefixtures("moto")
 
 
-def q(name: str, value: float, code: str = "L-00000000", service: str = "sagemaker") -> Dict[str, Any]:
+# real codes of the per-type HyperPod quotas these tests name (public quota listings; docs/preflight.md)
+CODES = {"ml.p5.48xlarge for cluster usage": "L-8762A75F", "ml.p5e.48xlarge for cluster usage": "L-FD431820",
+         "Running On-Demand P instances": "L-417A185B"}
+
+
+def q(name: str, value: float, code: str = "", service: str = "sagemaker") -> Dict[str, Any]:
+    code = code or CODES[name]
     return {"ServiceCode": service, "QuotaCode": code, "QuotaName": name, "Value": value}
 
 
@@ -47,10 +53,10 @@ def test_hyperpod_demand_counts_controller_and_login_nodes() -> None:
 
 def test_hyperpod_quota_looked_up_by_name() -> None:
     ctx = make_ctx(hyperpod_spec(node_groups=[group(count=4)]))
-    stub_sagemaker_quotas(ctx, [q("ml.p5.48xlarge for cluster usage", 2, "L-AAAAAAAA")],
+    stub_sagemaker_quotas(ctx, [q("ml.p5.48xlarge for cluster usage", 2)],
                           [q("ml.p5.48xlarge for cluster usage", 0), q("ml.p5e.48xlarge for cluster usage", 0)])
     out = hyperpod_preflight.check_hyperpod_type(ctx, "ml.p5.48xlarge")
-    assert out.status == "fail" and "quota 2 instances, 0 in use, spec needs 4 (L-AAAAAAAA, looked up by name)" \
+    assert out.status == "fail" and "quota 2 instances, 0 in use, spec needs 4 (L-8762A75F, looked up by name)" \
         in out.observed
     assert "'ml.p5.48xlarge for cluster usage' to at least 4" in out.remedy
 
