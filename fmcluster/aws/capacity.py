@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any, List
+from datetime import datetime, timedelta
+from typing import Any, Dict, List, Optional, Tuple
 
 from botocore.exceptions import ClientError
 
@@ -16,6 +16,9 @@ ENDS_SOON = timedelta(hours=24)
 CR_ACTIVE = "active"
 CR_NOT_YET = {"scheduled", "payment-pending", "pending", "assessing", "delayed"}
 TP_NOT_YET = {"Pending", "Scheduled"}
+# A reserved-capacity summary holds instances only while its own status is one of these (ReservedCapacityStatus:
+# Pending | Active | Scheduled | Expired | Failed); Pending ones are not bought yet.
+RC_HOLDING = {"Active", "Scheduled"}
 
 
 def _groups_for(ctx: Context, attr: str, value: str) -> List[Any]:
@@ -109,6 +112,30 @@ def check_reservation(ctx: Context, reservation_id: str) -> Outcome:
     return _verdict(problems, warnings, observed, expected, fix)
 
 
+def _concurrent(segments: List[Tuple[Optional[datetime], Optional[datetime], int]], at: datetime) -> int:
+    """Instances held at time `at` by (start, end, count) segments (an open end holds on)."""
+    return sum(n for start, end, n in segments if (start is None or start <= at) and (end is None or at < end))
+
+
+def reserved_capacity(summaries: List[Dict[str, Any]], now: datetime) -> Tuple[int, int, Optional[datetime]]:
+    """(held now or at the first start, most held at once, when that most is first held) for reserved-capacity
+    summaries of one instance type and AZ.
+
+    Only summaries whose own status is Active or Scheduled hold instances, and only between their start and end
+    times; a plan made of sequential segments holds each segment's count in turn, never their sum.
+    """
+    segments = [(as_utc(s.get("StartTime")), as_utc(s.get("EndTime")), int(s.get("TotalInstanceCount", 0)))
+                for s in summaries if s.get("Status") in RC_HOLDING]
+    segments = [seg for seg in segments if seg[1] is None or seg[1] > now]
+    if not segments:
+        return 0, 0, None
+    # capacity changes only at a segment start: check now and every later start
+    moments = sorted({now} | {start for start, _, _ in segments if start is not None and start > now})
+    first = next((t for t in moments if _concurrent(segments, t)), moments[0])
+    peak_at = max(moments, key=lambda t: (_concurrent(segments, t), -t.timestamp()))
+    return _concurrent(segments, first), _concurrent(segments, peak_at), peak_at
+
+
 def check_training_plan(ctx: Context, arn: str) -> Outcome:
     groups = _groups_for(ctx, "training_plan_arn", arn)
     name = arn.split("/")[-1]
@@ -148,7 +175,7 @@ def check_training_plan(ctx: Context, arn: str) -> Outcome:
         want = sum(g.count for g in groups if ml_type(g.instance_type) == ml)
         match = [s for s in summaries if s.get("InstanceType") == ml]
         in_az = [s for s in match if not s.get("AvailabilityZone") or s.get("AvailabilityZone") == az]
-        held = sum(int(s.get("TotalInstanceCount", 0)) for s in in_az)
+        held, peak, peak_at = reserved_capacity(in_az, ctx.now())
         if not match:
             have = sorted({str(s.get("InstanceType")) for s in summaries})
             problems.append(f"no reserved capacity of {ml} (plan holds {', '.join(have) or 'nothing'})")
@@ -157,7 +184,11 @@ def check_training_plan(ctx: Context, arn: str) -> Outcome:
             problems.append(f"{ml} capacity is in {', '.join(sorted({str(s.get('AvailabilityZone')) for s in match}))}"
                             f", the spec's AZ is {az}")
             fix.append("set availability_zone to the plan's AZ")
-        elif held < want:
-            problems.append(f"{held} x {ml} reserved, the groups need {want}")
+        elif peak < want:
+            problems.append(f"{peak} x {ml} reserved at once (Active/Scheduled capacity in its time window), "
+                            f"the groups need {want}")
             fix.append("lower the group counts or extend the plan")
+        elif held < want:
+            warnings.append(f"{held} x {ml} held at first, {want} only from {fmt_time(peak_at)}")
+            fix.append(f"expect the groups to reach {want} instances from {fmt_time(peak_at)}")
     return _verdict(problems, warnings, observed, expected, fix)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 
 from botocore.exceptions import ClientError
 
-from fmcluster.aws import capacity, network, quotas
+from fmcluster.aws import amp_quotas, capacity, fsx_quotas, network, quotas
 from fmcluster.aws.context import (
     Context,
     PreflightCheck,
@@ -222,14 +222,20 @@ def _quota_checks(spec: ClusterSpec) -> List[PreflightCheck]:
             code, name, _ = quotas.EC2_VCPU_QUOTAS[bucket]
             p.append(PreflightCheck(f"quota:ec2-{bucket}-vcpus", name, "service-quotas",
                              partial(quotas.check_ec2_vcpus, bucket=bucket)))
+    for t in quotas.ec2_unmapped_types(spec):
+        p.append(PreflightCheck(f"quota:ec2-unmapped:{t}", f"On-Demand vCPU quota of {t}", "service-quotas",
+                                partial(quotas.check_ec2_unmapped, instance_type=t)))
     new = spec.network.new_vpc
     if new is not None:
         p.append(PreflightCheck("quota:vpcs", "VPCs per Region", "service-quotas", quotas.check_vpc_quota))
         if new.nat_gateway:
             p.append(PreflightCheck("quota:elastic-ips", "Elastic IPs (NAT gateway)", "service-quotas",
                              quotas.check_eip_quota))
-    if quotas.fsx_storage_gib(spec) is not None:
-        p.append(PreflightCheck("quota:fsx", "FSx for Lustre quotas", "service-quotas", quotas.check_fsx_quota))
+    if fsx_quotas.fsx_storage_gib(spec) is not None:
+        p.append(PreflightCheck("quota:fsx", "FSx for Lustre quotas", "service-quotas", fsx_quotas.check_fsx_quota))
+    if spec.observability.enabled:
+        p.append(PreflightCheck("quota:amp-workspaces", amp_quotas.WORKSPACES_QUOTA, "service-quotas",
+                                amp_quotas.check_amp_workspaces))
     return p
 
 

@@ -1,4 +1,4 @@
-"""Service Quotas checks every cluster shares (EC2 On-Demand vCPUs, VPC/EIP, FSx) and the helpers the
+"""Service Quotas checks every cluster shares (EC2 On-Demand vCPUs, VPC/EIP; FSx in fsx_quotas.py) and the helpers the
 orchestrator kinds' own quota checks use (fmcluster/orchestrators/<kind>/preflight.py).
 
 Codes are used only where they are well known (EC2 vCPU buckets, VPCs per Region, Elastic IPs);
@@ -28,8 +28,17 @@ EC2_VCPU_QUOTAS: Dict[str, Tuple[str, str, str]] = {
 }
 VPCS_PER_REGION = ("vpc", "L-F678F1CE", "VPCs per Region")
 ELASTIC_IPS = ("ec2", "L-0263D0A3", "EC2-VPC Elastic IPs")
-# Instances that do not draw on the On-Demand quota.
-NOT_ON_DEMAND_LIFECYCLES = {"spot", "scheduled", "capacity-block"}
+# EC2 Instance.InstanceLifecycle (InstanceLifecycleType; absent for On-Demand instances) -> whether the instance
+# draws on the On-Demand vCPU quota. Spot instances have Spot quotas and Capacity Blocks do not count (EC2 user
+# guide); no AWS document exempts instances in an interruptible Capacity Reservation, so they are counted and named
+# (docs/preflight.md). A value this table lacks is counted and named too.
+ON_DEMAND_QUOTA_BY_LIFECYCLE: Dict[Optional[str], bool] = {
+    None: True,
+    "spot": False,
+    "scheduled": False,
+    "capacity-block": False,
+    "interruptible-capacity-reservation": True,
+}
 # Capacity types whose instances count against the On-Demand vCPU quota (ODCR instances do;
 # Capacity Blocks and training plans do not).
 ON_DEMAND_CAPACITY = ("on-demand", "odcr")
@@ -60,11 +69,21 @@ def quota_value(ctx: Context, service: str, code: str) -> Optional[float]:
 
 
 def service_quotas(ctx: Context, service: str) -> List[Dict[str, Any]]:
-    """Every quota of a service with its applied value, defaults filling in unapplied ones (cached)."""
+    """Every quota of a service with its applied value, defaults filling in unapplied ones (cached).
+
+    A service code Service Quotas does not know in this region (NoSuchResourceException) has no quotas:
+    `unknown_service` then says so, and the checks that need it skip."""
     key = f"quotas:{service}"
     if key not in ctx.cache:
         sq = ctx.client("service-quotas")
-        applied = paginate(sq, "list_service_quotas", "Quotas", ServiceCode=service)
+        try:
+            applied = paginate(sq, "list_service_quotas", "Quotas", ServiceCode=service)
+        except ClientError as e:
+            if not has_code(e, "NoSuchResourceException"):
+                raise
+            ctx.cache[key] = []
+            ctx.cache[f"unknown-service:{service}"] = True
+            return []
         names = {q.get("QuotaName") for q in applied}
         try:
             defaults = paginate(sq, "list_aws_default_service_quotas", "Quotas", ServiceCode=service)
@@ -74,6 +93,22 @@ def service_quotas(ctx: Context, service: str) -> List[Dict[str, Any]]:
             defaults = []
         ctx.cache[key] = applied + [q for q in defaults if q.get("QuotaName") not in names]
     return list(ctx.cache[key])
+
+
+def unknown_service(ctx: Context, service: str, what: str) -> Optional[Outcome]:
+    """A skip for a check of `what` when Service Quotas has no service code `service` here, else None."""
+    service_quotas(ctx, service)
+    if not ctx.cache.get(f"unknown-service:{service}"):
+        return None
+    return Outcome(SKIP, f"Service Quotas knows no service code '{service}' in {ctx.region}", what,
+                   f"check {what} in the {service} console or documentation")
+
+
+def named(name: str) -> Callable[[str], bool]:
+    """A quota-name matcher for exactly `name` (case and surrounding blanks aside): substring matchers picked
+    neighbouring quotas (the Spot total for the on-demand one, per-file-system caps for capacity)."""
+    want = " ".join(name.split()).lower()
+    return lambda found: " ".join(found.split()).lower() == want
 
 
 def find_quota(ctx: Context, service: str, match: Callable[[str], bool]) -> Optional[Dict[str, Any]]:
@@ -116,14 +151,36 @@ def ec2_vcpu_demand(spec: Any) -> Dict[str, int]:
     return dict(demand)
 
 
+def ec2_unmapped_types(spec: Any) -> List[str]:
+    """Instance types the spec runs On-Demand whose family no entry of `EC2_VCPU_QUOTAS` covers."""
+    kind = spec.orchestrator_kind
+    if not kind.instances_in_account:
+        return []
+    types = {g.instance_type for g in spec.node_groups if g.capacity.type in ON_DEMAND_CAPACITY}
+    types |= {e.instance_type for e in kind.extra_instances(spec)}
+    return sorted(t for t in types if ec2_quota_bucket(t) is None)
+
+
+def check_ec2_unmapped(ctx: Context, instance_type: str) -> Outcome:
+    family = ec2_type(instance_type).split(".")[0]
+    return Outcome(WARN, f"fmcluster maps no EC2 On-Demand vCPU quota to the {family} family ({instance_type}): "
+                   "not checked", f"the On-Demand vCPU quota of {family} instances checked",
+                   f"find the 'Running On-Demand ... instances' quota that covers {family} in the Service Quotas "
+                   "console (EC2) and compare it with the vCPUs of the groups")
+
+
 def _running_vcpus(ctx: Context) -> Dict[str, int]:
+    """vCPUs of this region's pending and running instances per quota bucket, On-Demand ones only
+    (`ON_DEMAND_QUOTA_BY_LIFECYCLE`); ``ctx.cache["counted_lifecycles"]`` names the other lifecycles counted."""
     if "running_vcpus" not in ctx.cache:
         used: Dict[str, int] = defaultdict(int)
+        named_lifecycles: Dict[str, Dict[str, int]] = defaultdict(lambda: defaultdict(int))
         ec2 = ctx.client("ec2")
         filters = [{"Name": "instance-state-name", "Values": ["pending", "running"]}]
         for r in paginate(ec2, "describe_instances", "Reservations", Filters=filters):
             for inst in r.get("Instances", []):
-                if inst.get("InstanceLifecycle") in NOT_ON_DEMAND_LIFECYCLES:
+                lifecycle = inst.get("InstanceLifecycle")
+                if not ON_DEMAND_QUOTA_BY_LIFECYCLE.get(lifecycle, True):
                     continue
                 itype = inst.get("InstanceType", "")
                 bucket = ec2_quota_bucket(itype)
@@ -131,8 +188,12 @@ def _running_vcpus(ctx: Context) -> Dict[str, int]:
                     continue
                 known = catalog.all_types().get(itype)
                 cpu = inst.get("CpuOptions") or {}
-                used[bucket] += known.vcpus if known else cpu.get("CoreCount", 0) * cpu.get("ThreadsPerCore", 1)
+                vcpus = known.vcpus if known else cpu.get("CoreCount", 0) * cpu.get("ThreadsPerCore", 1)
+                used[bucket] += vcpus
+                if lifecycle is not None:
+                    named_lifecycles[bucket][str(lifecycle)] += vcpus
         ctx.cache["running_vcpus"] = dict(used)
+        ctx.cache["counted_lifecycles"] = {b: dict(v) for b, v in named_lifecycles.items()}
     return dict(ctx.cache["running_vcpus"])
 
 
@@ -144,8 +205,11 @@ def check_ec2_vcpus(ctx: Context, bucket: str) -> Outcome:
         return Outcome(WARN, f"quota {code} not found in {ctx.region}", f"'{name}' >= {need} vCPUs",
                        "check the quota in the Service Quotas console")
     in_use = _running_vcpus(ctx).get(bucket, 0)
+    counted = ctx.cache.get("counted_lifecycles", {}).get(bucket, {})
+    note = "".join(f"; in use includes {n} vCPUs of {lc} instances (counted: docs/preflight.md)"
+                   for lc, n in sorted(counted.items()))
     return judge(need, in_use, limit, "Capacity Blocks do not count against it", "vCPUs", f"{name}",
-                  f" ({code}; on-demand and ODCR groups)")
+                  f" ({code}; on-demand and ODCR groups){note}")
 
 
 # --- network quotas -------------------------------------------------------------------------
@@ -169,46 +233,3 @@ def check_eip_quota(ctx: Context) -> Outcome:
         return Outcome(WARN, f"{in_use} Elastic IPs; quota {code} not found", "room for the NAT gateway's EIP",
                        "check 'EC2-VPC Elastic IPs' in the Service Quotas console")
     return judge(1, in_use, limit, "the NAT gateway needs one", "Elastic IPs", name, f" ({code})")
-
-
-# --- FSx for Lustre -------------------------------------------------------------------------
-
-
-def fsx_storage_gib(spec: Any) -> Optional[int]:
-    """The Lustre capacity the spec asks for (storage.fsx.storage_capacity_gib), if it has a file system."""
-    fsx = spec.storage.fsx
-    return None if fsx is None else int(fsx.storage_capacity_gib)
-
-
-def check_fsx_quota(ctx: Context) -> Outcome:
-    need = fsx_storage_gib(ctx.spec)
-    if need is None:
-        return Outcome(SKIP, "the spec has no FSx for Lustre file system", "")
-    lustre = [fs for fs in paginate(ctx.client("fsx"), "describe_file_systems", "FileSystems")
-              if fs.get("FileSystemType") == "LUSTRE"]
-    used_gib = sum(int(fs.get("StorageCapacity", 0)) for fs in lustre)
-    quotas = [q for q in service_quotas(ctx, "fsx") if "lustre" in str(q.get("QuotaName", "")).lower()]
-    if not quotas:
-        return Outcome(SKIP, "no FSx for Lustre quotas found by name", f"{need} GiB of Lustre storage",
-                       "confirm FSx quotas in the Service Quotas console")
-    worst, parts = PASS, []
-    for q in quotas:
-        qname, limit = str(q["QuotaName"]), float(q["Value"])
-        low = qname.lower()
-        if "capacity" in low and "per file system" not in low:
-            want, have = need, used_gib
-        elif "capacity" in low:
-            want, have = need, 0
-        elif "file systems" in low:
-            want, have = 1, len(lustre)
-        else:
-            continue
-        parts.append(f"'{qname}' {limit:g} ({have} used, +{want})")
-        if want > limit:
-            worst = FAIL
-        elif want + have > limit and worst == PASS:
-            worst = WARN
-    if not parts:
-        return Outcome(SKIP, "no comparable FSx for Lustre quota found by name", f"{need} GiB")
-    return Outcome(worst, "; ".join(parts) + " (looked up by name)", f"{need} GiB and one more file system fit",
-                   "" if worst == PASS else "request an FSx for Lustre quota increase in Service Quotas")

@@ -39,10 +39,13 @@ class NodeRuntime(Construct):
         )
 
 
-def collectors_step(*, cluster: str, region: str, remote_write_url: str, node_group: str, gpu: bool) -> str:
+def collectors_step(
+    *, cluster: str, region: str, remote_write_url: str, node_group: str, gpu: bool, slurm: bool = False
+) -> str:
     """Shell lines that install the node collectors (node_exporter, dcgm-exporter, Prometheus
-    agent remote-writing to AMP). A failure is logged, never blocks validation."""
-    flags = "" if gpu else " --no-dcgm"
+    agent remote-writing to AMP), and with `slurm` the Slurm node-state collector. A failure is logged,
+    never blocks validation."""
+    flags = ("" if gpu else " --no-dcgm") + (" --slurm-collector" if slurm else "")
     return (
         "bash /opt/fmcluster/pkg/fmcluster/runtime/observability/install.sh "
         f'--cluster {cluster} --region {region} --remote-write-url "{remote_write_url}" '
@@ -103,11 +106,12 @@ FMCLUSTER_PROFILE
 """
 
 
-def login_script(*, runtime_s3_url: str, region: str, mount: str) -> str:
-    """A login node's user data: no GPU to validate, but the shared file system users expect."""
+def login_script(*, runtime_s3_url: str, region: str, mount: str, collectors: str = "") -> str:
+    """A login node's user data: no GPU to validate, but the shared file system users expect, and the
+    collectors when given (the login node is where a managed Slurm's node states can be read)."""
     return f"""#!/bin/bash
 set -euo pipefail
-{_fetch_runtime(runtime_s3_url, region)}{mount}echo 'fmcluster login node' >/etc/motd.d/fmcluster 2>/dev/null || true
+{_fetch_runtime(runtime_s3_url, region)}{mount}{collectors}echo 'fmcluster login node' >/etc/motd.d/fmcluster 2>/dev/null || true
 """
 
 

@@ -4,7 +4,8 @@ The files beside this module are package data, read relative to this file:
 
 - ``rules.yaml``: recording and alerting rules (the AMP rule groups namespace).
 - ``alertmanager.yaml``: the Alertmanager configuration, routed to the alert SNS topic.
-- ``../runtime/observability/dcgm-counters.csv`` (shipped to the nodes): the DCGM fields dcgm-exporter collects.
+- ``../runtime/observability/dcgm-counters.csv`` (shipped to the nodes): the DCGM fields dcgm-exporter collects on
+  every GPU, and ``dcgm-counters-<gpu_arch>.csv`` those of one GPU architecture (NVLink error counters).
 - ``dashboards/*.json``: Grafana dashboards (import them into Amazon Managed Grafana; docs/observability.md).
 
 `metrics` is the catalog of every metric those files use and which exporter produces it.
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from fmcluster.observability.inventory import ExpectedNodes, inventory_group, render_group
 
 HERE = Path(__file__).parent
 RULES_FILE = HERE / "rules.yaml"
@@ -26,9 +29,20 @@ _TOPIC = "__TOPIC_ARN__"
 _REGION = "__REGION__"
 
 
-def rules_text() -> str:
-    """The rules file as AMP takes it (the Data of AWS::APS::RuleGroupsNamespace)."""
-    return RULES_FILE.read_text(encoding="utf-8")
+def rules_text(
+    cluster: Optional[str] = None, expected: Sequence[ExpectedNodes] = (), *, slurm: bool = False
+) -> str:
+    """The rules file as AMP takes it (the Data of AWS::APS::RuleGroupsNamespace).
+
+    With `cluster`, the ``fmcluster.inventory`` group rendered from the expected nodes follows the static groups
+    (fmcluster/observability/inventory.py); without it, rules.yaml verbatim."""
+    text = RULES_FILE.read_text(encoding="utf-8")
+    if cluster is None:
+        return text
+    if not text.endswith("\n"):
+        text += "\n"
+    header = "\n  # rendered at synth from the spec's node groups (fmcluster/observability/inventory.py)\n"
+    return text + header + render_group(inventory_group(cluster, expected, slurm=slurm))
 
 
 def load_rules() -> Dict[str, Any]:
@@ -70,10 +84,22 @@ def alertmanager_definition(topic_arn: str, region: str) -> str:
     return "alertmanager_config: |\n" + indented
 
 
-def dcgm_fields() -> List[str]:
-    """The DCGM field names enabled in dcgm-counters.csv (comment lines and label fields left out)."""
+def dcgm_arch_files() -> Dict[str, Path]:
+    """GPU architecture (the catalog's gpu_arch) -> its dcgm-counters-<gpu_arch>.csv."""
+    prefix = DCGM_COUNTERS_FILE.stem + "-"
+    return {p.stem[len(prefix):]: p for p in sorted(DCGM_COUNTERS_FILE.parent.glob(f"{prefix}*.csv"))}
+
+
+def dcgm_fields(gpu_arch: Optional[str] = None) -> List[str]:
+    """The DCGM field names enabled in dcgm-counters.csv, plus those of `gpu_arch`'s file when given (comment
+    lines and label fields left out)."""
+    files = [DCGM_COUNTERS_FILE] + ([dcgm_arch_files()[gpu_arch]] if gpu_arch else [])
+    return [name for path in files for name in _csv_fields(path)]
+
+
+def _csv_fields(path: Path) -> List[str]:
     fields = []
-    for line in DCGM_COUNTERS_FILE.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue

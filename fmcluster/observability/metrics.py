@@ -13,8 +13,8 @@ Producers, all deployed by fmcluster on every node (fmcluster/runtime/observabil
   a textfile read by node_exporter. Its names are the contract in `VALIDATOR_METRICS`.
 - ``fmcluster-efa``: ``fmcluster/runtime/observability/efa_textfile.py`` (EFA port state and hw counters
   from sysfs), a textfile read by node_exporter.
-- ``fmcluster-slurm``: ``fmcluster/runtime/observability/slurm_textfile.py`` on the Slurm controller
-  (``sinfo``), a textfile read by node_exporter.
+- ``fmcluster-slurm``: ``fmcluster/runtime/observability/slurm_textfile.py`` (``sinfo``) on one Slurm client node
+  per cluster (HyperPod controller, AWS PCS login node), a textfile read by node_exporter.
 - ``prometheus``: series every scrape produces (``up``) and the AMP ruler writes (``ALERTS``).
 
 Standard library only: the runtime side may read the same names from its own copy.
@@ -64,14 +64,19 @@ CATALOG: Tuple[Metric, ...] = (
     # --- dcgm-exporter (fields enabled in dcgm-counters.csv) ---------------------------------------
     _m("DCGM_FI_DEV_GPU_TEMP", DCGM_EXPORTER, "gauge", "GPU temperature (C).", *_DCGM_LABELS),
     _m("DCGM_FI_DEV_MEMORY_TEMP", DCGM_EXPORTER, "gauge", "HBM temperature (C).", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_MEM_MAX_OP_TEMP", DCGM_EXPORTER, "gauge",
+       "HBM maximum operating temperature (C); above it the GPU slows down.", *_DCGM_LABELS),
     _m("DCGM_FI_DEV_SM_CLOCK", DCGM_EXPORTER, "gauge", "SM clock (MHz).", *_DCGM_LABELS),
     _m("DCGM_FI_DEV_MEM_CLOCK", DCGM_EXPORTER, "gauge", "Memory clock (MHz).", *_DCGM_LABELS),
     _m("DCGM_FI_DEV_POWER_USAGE", DCGM_EXPORTER, "gauge", "Power draw (W).", *_DCGM_LABELS),
     _m("DCGM_FI_DEV_GPU_UTIL", DCGM_EXPORTER, "gauge", "GPU utilization (%).", *_DCGM_LABELS),
     _m("DCGM_FI_DEV_FB_USED", DCGM_EXPORTER, "gauge", "Framebuffer used (MiB).", *_DCGM_LABELS),
     _m("DCGM_FI_DEV_FB_FREE", DCGM_EXPORTER, "gauge", "Framebuffer free (MiB).", *_DCGM_LABELS),
-    _m("DCGM_FI_DEV_XID_ERRORS", DCGM_EXPORTER, "gauge", "Value of the last Xid error.", *_DCGM_LABELS),
-    _m("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", DCGM_EXPORTER, "counter", "Volatile single-bit ECC errors.", *_DCGM_LABELS),
+    _m("DCGM_EXP_XID_ERRORS_COUNT", DCGM_EXPORTER, "gauge",
+       "Xid events per code within the exporter's window (--xid-count-window-size); 0 without xid label when none.",
+       *_DCGM_LABELS, "xid", "window_size_in_ms"),
+    _m("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", DCGM_EXPORTER, "counter", "Volatile single-bit ECC errors (not on Blackwell).",
+       *_DCGM_LABELS),
     _m("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", DCGM_EXPORTER, "counter", "Volatile double-bit (uncorrectable) ECC errors.",
        *_DCGM_LABELS),
     _m("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", DCGM_EXPORTER, "counter", "Rows remapped for uncorrectable errors.",
@@ -81,18 +86,20 @@ CATALOG: Tuple[Metric, ...] = (
     _m("DCGM_FI_DEV_ROW_REMAP_FAILURE", DCGM_EXPORTER, "gauge", "1 when row remapping failed.", *_DCGM_LABELS),
     _m("DCGM_FI_DEV_ROW_REMAP_PENDING", DCGM_EXPORTER, "gauge", "1 when a row remap waits for a GPU reset.",
        *_DCGM_LABELS),
-    _m("DCGM_FI_DEV_THERMAL_VIOLATION", DCGM_EXPORTER, "counter", "Time clocks were held down by thermal limits.",
+    _m("DCGM_FI_DEV_THERMAL_VIOLATION", DCGM_EXPORTER, "counter", "Nanoseconds the clocks were held down by thermal limits.",
        *_DCGM_LABELS),
-    _m("DCGM_FI_DEV_POWER_VIOLATION", DCGM_EXPORTER, "counter", "Time clocks were held down by power limits.",
+    _m("DCGM_FI_DEV_POWER_VIOLATION", DCGM_EXPORTER, "counter", "Nanoseconds the clocks were held down by power limits.",
        *_DCGM_LABELS),
     _m("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", DCGM_EXPORTER, "counter", "PCIe replays.", *_DCGM_LABELS),
-    _m("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", DCGM_EXPORTER, "counter", "NVLink flow-control CRC errors.",
+    # NVLink error counters per GPU architecture (dcgm-counters-<gpu_arch>.csv): Hopper's totals, Blackwell's COUNT_*
+    _m("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", DCGM_EXPORTER, "counter", "NVLink replays (Hopper).",
        *_DCGM_LABELS),
-    _m("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", DCGM_EXPORTER, "counter", "NVLink data CRC errors.",
+    _m("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", DCGM_EXPORTER, "counter", "NVLink recoveries (Hopper).",
        *_DCGM_LABELS),
-    _m("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", DCGM_EXPORTER, "counter", "NVLink replays.", *_DCGM_LABELS),
-    _m("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", DCGM_EXPORTER, "counter", "NVLink recoveries.",
-       *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS", DCGM_EXPORTER, "counter",
+       "Times a link went from up to recovery failed and down, all links (NVLink5: Blackwell).", *_DCGM_LABELS),
+    _m("DCGM_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS", DCGM_EXPORTER, "counter",
+       "NVLink effective errors, all links (NVLink5: Blackwell).", *_DCGM_LABELS),
     _m("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", DCGM_EXPORTER, "counter", "NVLink bandwidth counter, all links.",
        *_DCGM_LABELS),
     # --- node_exporter --------------------------------------------------------------------------------
@@ -128,7 +135,7 @@ CATALOG: Tuple[Metric, ...] = (
     _m("fmcluster_efa_port_active", EFA_COLLECTOR, "gauge", "1 when the port state is ACTIVE.", "device", "port"),
     _m("fmcluster_efa_hw_stat_total", EFA_COLLECTOR, "counter",
        "EFA hardware counter from ports/<port>/hw_counters/<counter>.", "device", "port", "counter"),
-    # --- Slurm (fmcluster/runtime/observability/slurm_textfile.py, controller only) -------------------
+    # --- Slurm (fmcluster/runtime/observability/slurm_textfile.py: HyperPod controller, PCS login node) ----
     _m("fmcluster_slurm_nodes", SLURM_COLLECTOR, "gauge", "Slurm nodes per base state.", "state"),
     _m("fmcluster_slurm_node_state", SLURM_COLLECTOR, "gauge", "1 for the node's current base state.",
        "slurm_node", "state"),

@@ -26,6 +26,10 @@ from fmcluster.profiles import node_profile_json
 from fmcluster.spec import ClusterSpec, NodeGroup
 
 
+# the node_group label (and fmcluster:node-group tag) of a login node
+LOGIN_NODE_GROUP = "login"
+
+
 def construct_id(name: str) -> str:
     """`gpu-large` -> `GpuLarge`: stable construct ids (and logical ids) derived from the group name."""
     return "".join(part.capitalize() for part in name.split("-"))
@@ -125,6 +129,15 @@ class Ec2NodeGroups:
             tags={**self.instance_tags, "fmcluster:node-group": group.name},
         )
 
+    def login_collectors(self, scope: Construct) -> str:
+        """The login node's collectors: node metrics, and Slurm's node states where the kind runs Slurm, since a
+        managed controller (AWS PCS) cannot run a collector and the login node has Slurm's client commands."""
+        if self.remote_write_url is None:
+            return ""
+        return collectors_step(cluster=self.spec.name, region=Stack.of(scope).region,
+                               remote_write_url=self.remote_write_url, node_group=LOGIN_NODE_GROUP, gpu=False,
+                               slurm=self.spec.orchestrator_kind.node_agent == "slurm")
+
     def login_node(self, scope: Construct, id: str, *, instance: InstanceType, image_id: str,
                    root_device_name: str) -> NodeLaunchTemplate:
         """A login node's launch template: no EFA, no GPU to validate, the shared file system mounted."""
@@ -139,8 +152,9 @@ class Ec2NodeGroups:
             root_device_name=root_device_name,
             user_data=mime_user_data(
                 login_script(runtime_s3_url=self.runtime(scope).s3_url, region=Stack.of(scope).region,
-                             mount=self._mount_step(efa_client=False, validated=False))
+                             mount=self._mount_step(efa_client=False, validated=False),
+                             collectors=self.login_collectors(scope))
             ),
             root_volume_gib=100,
-            tags={**self.instance_tags, "fmcluster:node-group": "login"},
+            tags={**self.instance_tags, "fmcluster:node-group": LOGIN_NODE_GROUP},
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -16,6 +16,7 @@ from fmcluster import observability
 from fmcluster.constructs.grafana import GrafanaWorkspace
 from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
 from fmcluster.constructs.prometheus import PrometheusWorkspace
+from fmcluster.observability.inventory import ExpectedNodes
 from fmcluster.spec import ClusterSpec
 
 RULE_NAMESPACE = "fmcluster"
@@ -81,7 +82,9 @@ class ObservabilityStack(Stack):
             "Prometheus",
             alias=f"fmcluster-{spec.name}",
             encryption_key=metrics_key.key,
-            rules=observability.rules_text(),
+            # rules.yaml plus the expected nodes and GPUs per node group, rendered from the spec
+            rules=observability.rules_text(spec.name, expected_nodes(spec),
+                                           slurm=spec.orchestrator_kind.node_agent == "slurm"),
             rule_namespace=RULE_NAMESPACE,
             alert_manager_definition=observability.alertmanager_definition(self.alert_topic.topic_arn, region),
         )
@@ -180,6 +183,25 @@ class ObservabilityStack(Stack):
         alarm.add_alarm_action(cw_actions.SnsAction(self.alert_topic))
         alarm.add_ok_action(cw_actions.SnsAction(self.alert_topic))
         return alarm
+
+
+def expected_nodes(spec: ClusterSpec) -> List[ExpectedNodes]:
+    """Per ``node_group`` label, the nodes that should report and the GPUs each should have: the spec's node groups
+    (catalog GPUs) and the orchestrator's extra instances (controller, login), whose collectors carry their role as
+    node_group. Node groups of one name add up."""
+    found: Dict[str, ExpectedNodes] = {}
+
+    def add(name: str, nodes: int, gpus: int) -> None:
+        seen = found.get(name)
+        if seen is not None:
+            nodes, gpus = seen.nodes + nodes, max(seen.gpus_per_node, gpus)
+        found[name] = ExpectedNodes(name, nodes, gpus)
+
+    for group in spec.node_groups:
+        add(group.name, group.count, group.instance.gpus)
+    for extra in spec.orchestrator_kind.extra_instances(spec):
+        add(extra.role, extra.count, 0)
+    return list(found.values())
 
 
 def _service_conditions(account: str, source_arn_pattern: str) -> Dict[str, Any]:

@@ -169,7 +169,8 @@ def test_training_plan_active_passes() -> None:
 
 def test_training_plan_problems() -> None:
     out = run_plan(plan_ctx(count=3), training_plan())
-    assert out.status == "fail" and "2 x ml.p5.48xlarge reserved, the groups need 3" in out.observed
+    assert out.status == "fail" and "2 x ml.p5.48xlarge reserved at once" in out.observed
+    assert "the groups need 3" in out.observed
     summary = dict(training_plan()["ReservedCapacitySummaries"][0], AvailabilityZone="us-east-1c")
     out = run_plan(plan_ctx(), training_plan(ReservedCapacitySummaries=[summary]))
     assert out.status == "fail" and "capacity is in us-east-1c" in out.observed
@@ -187,3 +188,46 @@ def test_training_plan_not_found() -> None:
     stub.add_client_error("describe_training_plan", "ResourceNotFound", "no plan")
     out = check_training_plan(ctx, PLAN_ARN)
     assert out.status == "fail" and "training plan big-run not found" in out.observed
+
+
+# --- training-plan capacity in time (issue 18, preflight 3) --------------------------------------------
+
+
+def segment(count: int, start: Any, end: Any, status: str = "Active", n: int = 1) -> Dict[str, Any]:
+    return {"ReservedCapacityArn": f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:reserved-capacity/rc-{n}",
+            "InstanceType": "ml.p5.48xlarge", "TotalInstanceCount": count, "Status": status, "AvailabilityZone": AZ,
+            "StartTime": start, "EndTime": end}
+
+
+def test_sequential_segments_are_not_concurrent_capacity() -> None:
+    day = timedelta(days=1)
+    plan = training_plan(TotalInstanceCount=4, ReservedCapacitySummaries=[
+        segment(2, NOW - day, NOW + 6 * day, n=1), segment(2, NOW + 6 * day, NOW + 13 * day, "Scheduled", n=2)])
+    out = run_plan(plan_ctx(count=4), plan)
+    assert out.status == "fail", out
+    assert "2 x ml.p5.48xlarge reserved at once" in out.observed and "the groups need 4" in out.observed
+
+
+def test_expired_failed_and_pending_summaries_hold_nothing() -> None:
+    day = timedelta(days=1)
+    plan = training_plan(ReservedCapacitySummaries=[
+        segment(4, NOW - 9 * day, NOW - 2 * day, "Expired", n=1), segment(4, NOW, NOW + day, "Failed", n=2),
+        segment(4, NOW, NOW + day, "Pending", n=3), segment(2, NOW - day, NOW + 13 * day, n=4)])
+    out = run_plan(plan_ctx(count=4), plan)
+    assert out.status == "fail" and "2 x ml.p5.48xlarge reserved at once" in out.observed, out
+
+
+def test_an_active_summary_past_its_end_time_holds_nothing() -> None:
+    day = timedelta(days=1)
+    plan = training_plan(ReservedCapacitySummaries=[segment(2, NOW - 3 * day, NOW - day)])
+    out = run_plan(plan_ctx(count=2), plan)
+    assert out.status == "fail" and "0 x ml.p5.48xlarge reserved at once" in out.observed, out
+
+
+def test_overlapping_segments_add_up_and_a_later_peak_warns() -> None:
+    day = timedelta(days=1)
+    plan = training_plan(ReservedCapacitySummaries=[
+        segment(2, NOW - day, NOW + 13 * day, n=1), segment(2, NOW + 2 * day, NOW + 13 * day, "Scheduled", n=2)])
+    out = run_plan(plan_ctx(count=4), plan)
+    assert out.status == "warn", out
+    assert "2 x ml.p5.48xlarge held at first, 4 only from 2026-12-01 12:00 UTC" in out.observed

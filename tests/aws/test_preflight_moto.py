@@ -18,8 +18,13 @@ def by_id(report: Any) -> Dict[str, Any]:
     return {c.id: c for c in report.checks}
 
 
+# the real names of the quotas these tests answer by code (docs/preflight.md)
+QUOTA_NAMES = {"L-417A185B": "Running On-Demand P instances", "L-F678F1CE": "VPCs per Region",
+               "L-0263D0A3": "EC2-VPC Elastic IPs"}
+
+
 def quota(code: str, value: float, service: str = "ec2") -> Dict[str, Any]:
-    return {"Quota": {"ServiceCode": service, "QuotaCode": code, "QuotaName": code, "Value": value}}
+    return {"Quota": {"ServiceCode": service, "QuotaCode": code, "QuotaName": QUOTA_NAMES[code], "Value": value}}
 
 
 def stub_default_quotas(ctx: Any, p_vcpus: float = 384.0) -> Any:
@@ -28,6 +33,11 @@ def stub_default_quotas(ctx: Any, p_vcpus: float = 384.0) -> Any:
                     {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"})
     sq.add_response("get_service_quota", quota("L-F678F1CE", 5, "vpc"), {"ServiceCode": "vpc", "QuotaCode": "L-F678F1CE"})
     sq.add_response("get_service_quota", quota("L-0263D0A3", 5), {"ServiceCode": "ec2", "QuotaCode": "L-0263D0A3"})
+    # AMP's workspace quota, by its name (no public code: docs/preflight.md)
+    sq.add_response("list_service_quotas", {"Quotas": [{"ServiceCode": "aps", "QuotaCode": "L-APSWORKSPC",
+                                                        "QuotaName": "Workspaces per region", "Value": 25}]},
+                    {"ServiceCode": "aps"})
+    sq.add_response("list_aws_default_service_quotas", {"Quotas": []}, {"ServiceCode": "aps"})
     return sq
 
 
@@ -51,7 +61,8 @@ def test_default_spec_all_pass() -> None:
     report = run_preflight(ctx.spec, ctx.aws, ctx=ctx)
     checks = by_id(report)
     assert list(checks) == ["credentials", "availability-zone", "offering:p5.48xlarge", "image:dlami-ubuntu-22.04:x86_64",
-                            "quota:ec2-p-vcpus", "quota:vpcs", "quota:elastic-ips", "cdk-bootstrap", "stacks"]
+                            "quota:ec2-p-vcpus", "quota:vpcs", "quota:elastic-ips", "quota:amp-workspaces", "cdk-bootstrap",
+                            "stacks"]
     assert {c.status for c in report.checks} == {"pass"}, report.render_text()
     assert report.account == ACCOUNT and report.exit_code == 0
     assert "quota 384 vCPUs, 0 in use, spec needs 384" in checks["quota:ec2-p-vcpus"].observed
@@ -194,7 +205,8 @@ def test_skip_by_prefix() -> None:
     ctx = make_ctx(make_spec())
     report = run_preflight(ctx.spec, ctx.aws, ctx=ctx, skip=["quota", "image"])
     skipped = [c.id for c in report.checks if c.status == "skip"]
-    assert skipped == ["image:dlami-ubuntu-22.04:x86_64", "quota:ec2-p-vcpus", "quota:vpcs", "quota:elastic-ips"]
+    assert skipped == ["image:dlami-ubuntu-22.04:x86_64", "quota:ec2-p-vcpus", "quota:vpcs", "quota:elastic-ips",
+                       "quota:amp-workspaces"]
     assert report.exit_code == 0
 
 

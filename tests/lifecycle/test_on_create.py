@@ -137,7 +137,7 @@ def test_controller_mounts_configures_and_installs_collectors_but_does_not_valid
     assert "hold lustre-client-utils" in n.log("apt-mark.log")
     install = n.log("install.log")
     assert "--cluster demo --region us-east-1" in install and "--node-group controller" in install
-    assert "--slurm-controller" in install and "--no-dcgm" in install and "--scrape-interval 30" in install
+    assert "--slurm-collector" in install and "--no-dcgm" in install and "--scrape-interval 30" in install
     assert n.log("validate.log") == ""
     assert "boot validator not run" in out
     daemon = json.loads((n.root / "etc/docker/daemon.json").read_text())
@@ -161,7 +161,7 @@ def test_gpu_worker_runs_the_validator_with_its_group_profile_level_and_policy(t
     validate = n.log("validate.log")
     assert f"--profile {n.root}/opt/fmcluster/profiles/gpu-a.json" in validate and "--level fast" in validate
     install = n.log("install.log")
-    assert "--node-group gpu-a" in install and "--no-dcgm" not in install and "--slurm-controller" not in install
+    assert "--node-group gpu-a" in install and "--no-dcgm" not in install and "--slurm-collector" not in install
     assert "node validation passed" in (n.root / "var/log/fmcluster/bootstrap.log").read_text()
 
 
@@ -186,7 +186,7 @@ def test_nodes_without_gpus_skip_the_validator_and_dcgm(tmp_path, ip):
     n = Node(tmp_path, ip=ip)
     ok(n.run())
     assert n.log("validate.log") == ""
-    assert "--no-dcgm" in n.log("install.log") and "--slurm-controller" not in n.log("install.log")
+    assert "--no-dcgm" in n.log("install.log") and "--slurm-collector" not in n.log("install.log")
 
 
 def test_a_gpu_worker_whose_mount_fails_leaves_the_verdict_to_the_boot_validator(tmp_path):

@@ -48,11 +48,13 @@ def test_every_catalog_metric_is_used_somewhere():
 
 
 def test_every_dcgm_metric_is_enabled_in_the_dcgm_exporter_field_list():
-    fields = obs.dcgm_fields()
-    assert len(fields) == len(set(fields))
+    for arch in obs.dcgm_arch_files():
+        per_node = obs.dcgm_fields(arch)
+        assert len(per_node) == len(set(per_node)), arch
+    fields = obs.dcgm_fields() + [f for arch in obs.dcgm_arch_files() for f in obs.dcgm_fields(arch)]
     dcgm = {m.name for m in metrics.CATALOG if m.exporter == metrics.DCGM_EXPORTER}
     assert dcgm <= set(fields), f"not collected by dcgm-exporter: {sorted(dcgm - set(fields))}"
-    assert all(n.startswith("DCGM_FI_") for n in dcgm)
+    assert all(n.startswith(("DCGM_FI_", "DCGM_EXP_")) for n in dcgm)
 
 
 def test_every_catalog_metric_names_a_known_exporter():

@@ -67,6 +67,15 @@ def test_exporters_listen_on_loopback_only():
     assert f'TEXTFILE_DIR="{metrics.TEXTFILE_DIR}"' in text
 
 
+def test_dcgm_exporter_counts_xids_over_the_window_the_rules_assume():
+    text = INSTALL.read_text()
+    assert re.search(r"^XID_COUNT_WINDOW_MS=600000$", text, re.M)
+    assert "--xid-count-window-size $XID_COUNT_WINDOW_MS" in text
+    counters = (RUNTIME_DIR / "dcgm-counters.csv").read_text()
+    assert re.search(r"^DCGM_EXP_XID_ERRORS_COUNT, gauge,", counters, re.M)  # a windowed count, not a counter
+    assert not re.search(r"^DCGM_FI_DEV_XID_ERRORS\b", counters, re.M)  # the latched last value is not collected
+
+
 @pytest.mark.parametrize(
     "pinned, ok, message",
     [("good", True, "ok"), ("0" * 64, False, "checksum mismatch"), ("", False, "refusing")],

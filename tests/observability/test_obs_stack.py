@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from fmcluster import observability as obs
+from fmcluster.observability.inventory import ExpectedNodes
 
 Resources = Dict[str, Dict[str, Any]]
 
@@ -79,8 +80,18 @@ def test_rule_groups_namespace_holds_the_rules(synthesized):
     _, ns = one(t, "AWS::APS::RuleGroupsNamespace")
     ws_id, _ = one(t, "AWS::APS::Workspace")
     assert ns["Properties"]["Workspace"] == {"Fn::GetAtt": [ws_id, "Arn"]}
-    assert ns["Properties"]["Data"] == obs.rules_text()
+    data = ns["Properties"]["Data"]
+    assert data.startswith(obs.rules_text())  # rules.yaml verbatim, then the group rendered from the spec
+    assert data == obs.rules_text("obs-test", [ExpectedNodes("gpu", 2, 8)], slurm=False)
     assert ns["Properties"]["Name"] == "fmcluster"
+
+
+def test_synthesized_rules_pass_promtool(synthesized, tmp_path, promtool):
+    _, ns = one(synthesized.json, "AWS::APS::RuleGroupsNamespace")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(ns["Properties"]["Data"])
+    out = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_synthesized_alert_manager_definition_passes_amtool(synthesized, tmp_path, amtool):

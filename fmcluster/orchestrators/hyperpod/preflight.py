@@ -1,16 +1,30 @@
-"""Preflight checks of SageMaker HyperPod: instance quotas per ml. type and in total."""
+"""Preflight checks of SageMaker HyperPod: instance quotas per ml. type and in total.
+
+Quota names are the SageMaker HyperPod prerequisites page's, matched exactly (docs/preflight.md): the
+account-wide on-demand total "Total number of instances allowed across SageMaker HyperPod clusters"
+(L-3308CCC7) has a Spot sibling (L-97A2C724) that a substring match also picked.
+
+Training-plan instance groups are counted too. No AWS document says whether instances that run on a training
+plan's reserved capacity count against these quotas (the plans have quotas of their own), so a shortfall that
+only the training-plan instances cause is a warning that says so, not a failure.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from functools import partial
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from fmcluster.aws.context import Context, PreflightCheck, paginate
-from fmcluster.aws.quotas import find_quota, judge
+from fmcluster.aws.quotas import find_quota, judge, named, unknown_service
 from fmcluster.aws.results import FAIL, PASS, SKIP, WARN, Outcome
 from fmcluster.orchestrators.hyperpod.settings import extra_instances
 from fmcluster.runtime.contract import ml_type as contract_ml_type
+
+PER_CLUSTER_QUOTA = "Maximum number instances allowed per SageMaker HyperPod cluster"  # L-2CE978FC
+ACROSS_CLUSTERS_QUOTA = "Total number of instances allowed across SageMaker HyperPod clusters"  # L-3308CCC7
+TRAINING_PLAN_NOTE = ("no AWS document says whether training-plan instances count against it (docs/preflight.md); "
+                      "they are counted")
 
 
 def checks(spec: Any) -> List[PreflightCheck]:
@@ -22,15 +36,19 @@ def checks(spec: Any) -> List[PreflightCheck]:
     return found
 
 
-def hyperpod_demand(spec: Any) -> Dict[str, int]:
-    """ml.* instance counts the HyperPod cluster draws from the 'for cluster usage' quotas
-    (training-plan groups use the plan's reserved capacity instead)."""
+def hyperpod_demand(spec: Any, *, training_plans: Optional[bool] = None) -> Dict[str, int]:
+    """ml.* instance counts of the HyperPod cluster: every node group plus the controller and login groups.
+
+    `training_plans` True counts only the node groups on a training plan, False only the others, None all.
+    """
     out: Dict[str, int] = defaultdict(int)
     for g in spec.node_groups:
-        if g.capacity.type != "training-plan":
+        on_plan = g.capacity.type == "training-plan"
+        if training_plans is None or training_plans == on_plan:
             out[contract_ml_type(g.instance_type)] += g.count
-    for extra in extra_instances(spec):  # the controller and login groups count too
-        out[extra.instance_type] += extra.count
+    if not training_plans:
+        for extra in extra_instances(spec):  # the controller and login groups count too
+            out[extra.instance_type] += extra.count
     return dict(out)
 
 
@@ -49,38 +67,53 @@ def _hyperpod_in_use(ctx: Context) -> Dict[str, int]:
     return dict(ctx.cache["hyperpod_in_use"])
 
 
+def judge_with_plans(need: int, on_plans: int, in_use: float, limit: float, name: str, extra: str) -> Outcome:
+    """`judge`, except that a shortfall only the `on_plans` training-plan instances cause is a warning."""
+    out = judge(need, in_use, limit, "", "instances", name, extra)
+    if on_plans:
+        out.observed += f" ({on_plans} on training plans: {TRAINING_PLAN_NOTE})"
+        if out.status == FAIL and need - on_plans <= limit:
+            out.status = WARN
+    return out
+
+
 def check_hyperpod_type(ctx: Context, ml_type: str) -> Outcome:
     name = f"{ml_type} for cluster usage"
     need = hyperpod_demand(ctx.spec).get(ml_type, 0)
-    q = find_quota(ctx, "sagemaker", lambda n: n.strip().lower() == name.lower())
+    on_plans = hyperpod_demand(ctx.spec, training_plans=True).get(ml_type, 0)
+    skip = unknown_service(ctx, "sagemaker", f"'{name}'")
+    if skip is not None:
+        return skip
+    q = find_quota(ctx, "sagemaker", named(name))
     if q is None:
-        return Outcome(FAIL, f"no SageMaker quota named '{name}' in {ctx.region} (looked up by name)",
+        status = WARN if need == on_plans else FAIL
+        return Outcome(status, f"no SageMaker quota named '{name}' in {ctx.region} (looked up by name)",
                        f"'{name}' >= {need}",
                        f"request '{name}' in Service Quotas (SageMaker); HyperPod may not offer {ml_type} here")
     in_use = _hyperpod_in_use(ctx).get(ml_type, 0)
-    return judge(need, in_use, float(q["Value"]), "", "instances", name,
-                  f" ({q.get('QuotaCode', '?')}, looked up by name)")
+    return judge_with_plans(need, on_plans, in_use, float(q["Value"]), name,
+                            f" ({q.get('QuotaCode', '?')}, looked up by name)")
 
 
 def check_hyperpod_totals(ctx: Context) -> Outcome:
     total = sum(hyperpod_demand(ctx.spec).values())
-    per_cluster = find_quota(ctx, "sagemaker", lambda n: "instances" in n.lower() and "per sagemaker hyperpod cluster"
-                             in n.lower())
-    across = find_quota(ctx, "sagemaker", lambda n: "instances" in n.lower() and "across sagemaker hyperpod clusters"
-                        in n.lower())
-    if per_cluster is None and across is None:
-        return Outcome(SKIP, "no HyperPod instance-count quotas found by name", f">= {total} instances",
-                       "confirm HyperPod quotas in the Service Quotas console")
-    parts, worst = [], PASS
-    for q in (per_cluster, across):
-        if q is None:
-            continue
-        limit = float(q["Value"])
-        in_use = sum(_hyperpod_in_use(ctx).values()) if q is across else 0
-        parts.append(f"'{q['QuotaName']}' {limit:g} ({in_use} in use)")
-        if total > limit:
-            worst = FAIL
-        elif total + in_use > limit and worst == PASS:
-            worst = WARN
-    return Outcome(worst, "; ".join(parts) + f"; spec needs {total}", f"{total} instances within each",
-                   "" if worst == PASS else "request an increase of the HyperPod instance quota(s) above")
+    on_plans = sum(hyperpod_demand(ctx.spec, training_plans=True).values())
+    skip = unknown_service(ctx, "sagemaker", "the HyperPod instance totals")
+    if skip is not None:
+        return skip
+    found = [(q, in_use) for q, in_use in (
+        (find_quota(ctx, "sagemaker", named(PER_CLUSTER_QUOTA)), 0),  # this cluster alone
+        (find_quota(ctx, "sagemaker", named(ACROSS_CLUSTERS_QUOTA)), None),  # + every other cluster
+    ) if q is not None]
+    if not found:
+        return Outcome(SKIP, f"no quota named '{PER_CLUSTER_QUOTA}' or '{ACROSS_CLUSTERS_QUOTA}'",
+                       f">= {total} instances", "confirm HyperPod quotas in the Service Quotas console")
+    verdicts = []
+    for q, in_use in found:
+        used = sum(_hyperpod_in_use(ctx).values()) if in_use is None else in_use
+        verdicts.append(judge_with_plans(total, on_plans, used, float(q["Value"]), str(q["QuotaName"]),
+                                         f" ({q.get('QuotaCode', '?')})"))
+    rank = {PASS: 0, WARN: 1, FAIL: 2}
+    worst = max(verdicts, key=lambda o: rank[o.status])
+    return Outcome(worst.status, "; ".join(f"'{q['QuotaName']}': {o.observed}" for (q, _), o in zip(found, verdicts)),
+                   f"{total} instances within each", "; ".join(o.remedy for o in verdicts if o.remedy))

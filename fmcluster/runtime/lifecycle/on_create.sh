@@ -288,7 +288,7 @@ step_collectors() {
   local args=(--cluster "${PLAN[cluster]}" --region "${PLAN[region]}" --remote-write-url "${PLAN[remote_write_url]}"
     --scrape-interval "${PLAN[scrape_interval]}" --node-group "${PLAN[group]}")
   if [[ "${PLAN[role]}" == controller ]]; then
-    args+=(--slurm-controller)
+    args+=(--slurm-collector)  # Slurm node states: one collector per cluster, on the controller
   fi
   if [[ "${PLAN[gpu]}" != 1 ]]; then
     args+=(--no-dcgm)

@@ -7,7 +7,7 @@ Runs on the nodes with the node's own python3 (3.9+), standard library only; imp
   pinned below and every download is checked against the SHA-256 pinned here before it is unpacked.
 - ``collector_config``: writes the agent's configuration (scrape jobs and remote_write).
 - ``efa_textfile``: EFA port state and hardware counters from sysfs → a textfile.
-- ``slurm_textfile``: Slurm node states from ``sinfo`` → a textfile (controller only).
+- ``slurm_textfile``: Slurm node states from ``sinfo`` → a textfile (one Slurm client node per cluster).
 
 The validator writes its textfile into `TEXTFILE_DIR` too: ``--prom {VALIDATOR_PROM_FILE}``.
 """

@@ -5,8 +5,11 @@
 #
 # Usage (as root, from the HyperPod lifecycle script or launch-template user data):
 #   install.sh --cluster NAME --region REGION --remote-write-url URL
-#              [--scrape-interval 30] [--node-group NAME] [--slurm-controller] [--no-dcgm]
+#              [--scrape-interval 30] [--node-group NAME] [--slurm-collector] [--no-dcgm]
 #   install.sh verify FILE SHA256      # check a file against a pinned checksum (used by the tests)
+#
+# --slurm-collector: also report Slurm node states (sinfo) from this node; any node with Slurm's client commands
+# (HyperPod controller, PCS login node, ParallelCluster head node). --slurm-controller is its older name.
 #
 # Every download is pinned to a version and checked against the SHA-256 below before it is unpacked; a
 # component without a pinned checksum for this architecture is refused, never installed unchecked.
@@ -30,17 +33,21 @@ PROMETHEUS_SHA256_arm64="ec7236ecea7154d0bfe142921708b1ae7b5e921e100e0ee85ab92b7
 # other content). DCGM 4.4.1 inside; the host needs only the NVIDIA driver and the container toolkit.
 DCGM_EXPORTER_IMAGE="nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.6.0-ubuntu22.04"
 DCGM_EXPORTER_DIGEST="sha256:b7a4241c608253aa829041cc3575ea57082491251a4a626bcdddc68eaf9a3101"
+# DCGM_EXP_XID_ERRORS_COUNT counts Xid events over this window (dcgm-exporter --xid-count-window-size, ms;
+# default 5 min): 10 min spans a missed scrape or two, and the Xid alerts in rules.yaml are written for it.
+XID_COUNT_WINDOW_MS=600000
 
 PREFIX="/opt/fmcluster/observability"
 ETC="/etc/fmcluster"
 TEXTFILE_DIR="/var/lib/node_exporter/textfile_collector"
 UNIT_DIR="/etc/systemd/system"
+# the Slurm collector unit's PATH: Slurm's own prefix first, then systemd's default
+SLURM_PATH="/opt/slurm/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SERVICE_USER="fmcluster-metrics"
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # the directory holding the fmcluster package (…/fmcluster/runtime/observability → …)
 PKG_ROOT="$(cd "$HERE/../../.." && pwd)"
-COUNTERS_CSV="$HERE/dcgm-counters.csv"
 
 log() { echo "fmcluster-observability: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -105,12 +112,12 @@ write_unit() {
 }
 
 usage() {
-  sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 main() {
-  local cluster="" region="" url="" interval=30 group="" slurm_controller=0 dcgm=1
+  local cluster="" region="" url="" interval=30 group="" slurm_collector=0 dcgm=1
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --cluster) cluster="${2:-}"; shift 2 ;;
@@ -118,7 +125,7 @@ main() {
       --remote-write-url) url="${2:-}"; shift 2 ;;
       --scrape-interval) interval="${2:-}"; shift 2 ;;
       --node-group) group="${2:-}"; shift 2 ;;
-      --slurm-controller) slurm_controller=1; shift ;;
+      --slurm-collector|--slurm-controller) slurm_collector=1; shift ;;
       --no-dcgm) dcgm=0; shift ;;
       -h|--help) usage ;;
       *) log "unknown argument: $1"; usage ;;
@@ -213,7 +220,9 @@ EOF
 
   local units=(fmcluster-node-exporter.service fmcluster-collector.service fmcluster-efa-textfile.timer)
 
-  if [[ "$slurm_controller" -eq 1 ]]; then
+  if [[ "$slurm_collector" -eq 1 ]]; then
+    # systemd's default PATH has none of Slurm's prefixes: the collector looks for sinfo in them itself, and the
+    # unit's PATH names them too (HyperPod and ParallelCluster: /opt/slurm/bin)
     write_unit fmcluster-slurm-textfile.service <<EOF
 [Unit]
 Description=fmcluster Slurm node states to $TEXTFILE_DIR
@@ -222,6 +231,7 @@ Description=fmcluster Slurm node states to $TEXTFILE_DIR
 Type=oneshot
 User=$SERVICE_USER
 Environment=PYTHONPATH=$PKG_ROOT
+Environment=PATH=$SLURM_PATH
 ExecStart=/usr/bin/env python3 -m fmcluster.runtime.observability.slurm_textfile
 TimeoutStartSec=60
 EOF
@@ -241,7 +251,8 @@ EOF
 
   if [[ "$dcgm" -eq 1 && -e /dev/nvidia0 ]]; then
     command -v docker >/dev/null || die "dcgm-exporter needs docker with the NVIDIA container toolkit (DLAMI has both)"
-    install -m 0644 "$COUNTERS_CSV" "$ETC/dcgm-counters.csv"
+    # the shared fields plus the GPU architecture's (NVLink error counters differ between Hopper and Blackwell)
+    PYTHONPATH="$PKG_ROOT" python3 -m fmcluster.runtime.observability.dcgm_fields --out "$ETC/dcgm-counters.csv"
     local image="$DCGM_EXPORTER_IMAGE@$DCGM_EXPORTER_DIGEST"
     [[ "$DCGM_EXPORTER_DIGEST" =~ ^sha256:[0-9a-f]{64}$ ]] || die "no pinned dcgm-exporter digest; refusing to run an unverified image"
     # pulled by digest: docker verifies the content against it
@@ -256,7 +267,7 @@ Requires=docker.service
 ExecStartPre=-/usr/bin/docker rm -f fmcluster-dcgm-exporter
 ExecStart=/usr/bin/docker run --rm --name fmcluster-dcgm-exporter --gpus all --cap-add SYS_ADMIN \\
   -p 127.0.0.1:9400:9400 -v $ETC/dcgm-counters.csv:/etc/dcgm-exporter/fmcluster.csv:ro \\
-  $image -f /etc/dcgm-exporter/fmcluster.csv
+  $image -f /etc/dcgm-exporter/fmcluster.csv --xid-count-window-size $XID_COUNT_WINDOW_MS
 ExecStop=/usr/bin/docker stop fmcluster-dcgm-exporter
 Restart=always
 RestartSec=10

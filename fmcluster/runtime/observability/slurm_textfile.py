@@ -1,6 +1,13 @@
-"""Slurm node states for node_exporter's textfile collector (run on the Slurm controller).
+"""Slurm node states for node_exporter's textfile collector, on any node that runs Slurm's client commands.
 
     python3 -m fmcluster.runtime.observability.slurm_textfile [--sinfo PATH] [--timeout 20] [--out FILE]
+
+Where it runs: the HyperPod controller, the AWS PCS login node (the PCS controller is AWS's), a ParallelCluster
+head node. One node per cluster is enough (every sinfo is an RPC to slurmctld); the alert rules group by Slurm
+node, so a second collector does not duplicate alerts.
+
+``sinfo`` is found explicitly (`find_sinfo`), not from the caller's PATH: a systemd unit's default PATH has none
+of Slurm's install prefixes.
 
 Runs ``sinfo --noheader --Node --format=%N|%T`` under a timeout (one row per node and partition; a node is
 counted once) and writes ``fmcluster_slurm_node_state{slurm_node,state}`` (1 for the node's base state),
@@ -12,6 +19,9 @@ success 0 and no states: never a hang. Exit 0 written (even when sinfo failed), 
 from __future__ import annotations
 
 import argparse
+import glob
+import os
+import shutil
 import subprocess
 import sys
 from typing import Dict, List, Optional, Tuple
@@ -23,6 +33,32 @@ from fmcluster.runtime.observability.textfile import emit, family
 # # powering up, ! pending power down, % powering down, $ maintenance reservation, @ pending reboot,
 # ^ reboot issued, - planned for a job.
 STATE_SUFFIXES = "*~#!%$@^-"
+
+# Where Slurm installs its commands, most specific first: SageMaker HyperPod and AWS ParallelCluster use /opt/slurm;
+# AWS PCS's Slurm installer uses /opt/aws/pcs/scheduler/slurm-<version> (PCS user guide). The newest PCS version
+# wins when several are installed.
+SINFO_FIXED = ("/opt/slurm/bin/sinfo",)
+SINFO_PCS_GLOB = "/opt/aws/pcs/scheduler/slurm-*/bin/sinfo"
+
+
+def _version_key(path: str) -> Tuple[int, ...]:
+    version = path.split("/slurm-")[-1].split("/")[0]
+    return tuple(int(part) if part.isdigit() else -1 for part in version.split("."))
+
+
+def find_sinfo(root: str = "/") -> Optional[str]:
+    """The sinfo to run: a fixed Slurm prefix, else the newest PCS install, else one on PATH; None when none.
+
+    `root` prefixes the fixed paths (tests); the returned path is the real one, under `root`."""
+    for path in SINFO_FIXED:
+        candidate = os.path.join(root, path.lstrip("/"))
+        if os.access(candidate, os.X_OK):
+            return candidate
+    pcs = sorted(glob.glob(os.path.join(root, SINFO_PCS_GLOB.lstrip("/"))), key=_version_key)
+    pcs = [p for p in pcs if os.access(p, os.X_OK)]
+    if pcs:
+        return pcs[-1]
+    return shutil.which("sinfo")
 
 
 def parse_sinfo(text: str) -> Dict[str, Tuple[str, bool]]:
@@ -73,11 +109,17 @@ def run_sinfo(sinfo: str, timeout: float) -> Optional[Dict[str, Tuple[str, bool]
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="slurm_textfile", description=__doc__.splitlines()[0])
-    ap.add_argument("--sinfo", default="sinfo")
+    ap.add_argument("--sinfo", help="sinfo to run; default: found by find_sinfo")
+    ap.add_argument("--root", default="/", help="prefix for the Slurm install paths searched (tests)")
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--out", default=SLURM_PROM_FILE, help="textfile to write ('-' for stdout)")
     args = ap.parse_args(argv)
-    return emit(render(run_sinfo(args.sinfo, args.timeout)), args.out, "slurm_textfile")
+    sinfo = args.sinfo or find_sinfo(args.root)
+    if sinfo is None:
+        print("slurm_textfile: no sinfo in /opt/slurm/bin, /opt/aws/pcs/scheduler/slurm-*/bin or PATH",
+              file=sys.stderr)
+    nodes = run_sinfo(sinfo, args.timeout) if sinfo else None
+    return emit(render(nodes), args.out, "slurm_textfile")
 
 
 if __name__ == "__main__":
