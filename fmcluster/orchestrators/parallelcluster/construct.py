@@ -21,8 +21,10 @@ from fmcluster.orchestrators.parallelcluster.node_policy import NodePolicy
 from fmcluster.orchestrators.parallelcluster.node_script import OnNodeConfiguredScript
 from fmcluster.orchestrators.parallelcluster.provider import ParallelClusterProvider
 from fmcluster.orchestrators.parallelcluster.settings import (
+    CLUSTER_NAME_OUTPUT,
     HEAD_NODE_GROUP,
     PCLUSTER_VERSION,
+    VALIDATION_MESSAGES_OUTPUT,
     cluster_name,
     reservation_placement_group,
     settings_of,
@@ -30,10 +32,6 @@ from fmcluster.orchestrators.parallelcluster.settings import (
 from fmcluster.profiles import node_profile
 from fmcluster.runtime.profile import DEFAULT_MIN_VERSIONS
 from fmcluster.spec import ClusterSpec, NodeGroup
-
-# Output keys `fmcluster status` reads back.
-VALIDATION_MESSAGES_OUTPUT = "ParallelClusterValidationMessages"
-CLUSTER_NAME_OUTPUT = "ParallelClusterName"
 
 # Minimum versions for nodes on ParallelCluster's official AMIs: the bundle ParallelCluster 3.13.0 shipped (NVIDIA
 # driver 570.86.15 and CUDA 12.8.0: aws-parallelcluster-cookbook pull request 2887; EFA installer 1.38.1 with

@@ -11,18 +11,9 @@ from typing import Optional, Sequence
 from aws_cdk import CfnStack, Fn, Token
 from constructs import Construct
 
+from fmcluster.orchestrators.parallelcluster.settings import provider_template
+
 VERSION = re.compile(r"^3\.\d+\.\d+$")
-# Where AWS publishes the provider template of each version, in every region ParallelCluster supports.
-TEMPLATE_BUCKET = "${AWS::Region}-aws-parallelcluster"
-TEMPLATE_KEY = "parallelcluster/{version}/templates/custom_resource/cluster.yaml"
-
-
-def template_key(version: str) -> str:
-    return TEMPLATE_KEY.format(version=version)
-
-
-def template_bucket(region: str) -> str:
-    return TEMPLATE_BUCKET.replace("${AWS::Region}", region)
 
 
 class ParallelClusterProvider(Construct):
@@ -61,11 +52,11 @@ class ParallelClusterProvider(Construct):
             parameters["CustomLambdaRole"] = custom_lambda_role_arn
         if additional_iam_policy_arns:
             parameters["AdditionalIamPolicies"] = Fn.join(",", list(additional_iam_policy_arns))
+        bucket, key = provider_template("${AWS::Region}", version)
         self.stack = CfnStack(
             self,
             "Resource",
-            template_url=Fn.sub(f"https://{TEMPLATE_BUCKET}.s3.${{AWS::Region}}.${{AWS::URLSuffix}}/"
-                                f"{template_key(version)}"),
+            template_url=Fn.sub(f"https://{bucket}.s3.${{AWS::Region}}.${{AWS::URLSuffix}}/{key}"),
             parameters=parameters or None,
         )
 

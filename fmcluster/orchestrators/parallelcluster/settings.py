@@ -4,7 +4,7 @@ cluster-wide settings. Facts and their sources: docs/parallelcluster.md."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Literal, Optional
+from typing import TYPE_CHECKING, Dict, List, Literal, Optional, Tuple
 
 from pydantic import Field, field_validator
 
@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 # The one place the ParallelCluster version is pinned: the provider template, the official AMIs and the node
 # software minimums follow it (requirements-pcluster.lock pins the same version; a test holds them equal).
 PCLUSTER_VERSION = "3.16.1"
+# Where AWS publishes each version's CloudFormation provider template, in every region ParallelCluster supports
+# (https://docs.aws.amazon.com/parallelcluster/latest/ug/cfn-provider-stack.html).
+PROVIDER_BUCKET = "{region}-aws-parallelcluster"
+PROVIDER_KEY = "parallelcluster/{version}/templates/custom_resource/cluster.yaml"
 
 # Image.Os values of ParallelCluster 3.16 (cluster configuration schema, Image section).
 OPERATING_SYSTEMS = ("alinux2023", "ubuntu2204", "ubuntu2404", "rhel8", "rocky8", "rhel9", "rocky9")
@@ -41,6 +45,9 @@ RESERVED_TAG_PREFIX = "parallelcluster:"
 # Head node types by architecture: the head node must match the compute nodes' architecture.
 DEFAULT_HEAD_NODE = {"x86_64": "m7i.2xlarge", "arm64": "m7g.2xlarge"}
 HEAD_NODE_GROUP = "head-node"
+# Outputs of the cluster stack that `fmcluster status` reads back.
+CLUSTER_NAME_OUTPUT = "ParallelClusterName"
+VALIDATION_MESSAGES_OUTPUT = "ParallelClusterValidationMessages"
 
 
 class QueueSettings(SpecModel):
@@ -116,6 +123,11 @@ class ParallelClusterSettings(SpecModel):
 class ParallelClusterOrchestrator(OrchestratorSettings):
     type: Literal["parallelcluster"] = "parallelcluster"
     parallelcluster: ParallelClusterSettings = Field(default_factory=ParallelClusterSettings)
+
+
+def provider_template(region: str, version: str = PCLUSTER_VERSION) -> Tuple[str, str]:
+    """(bucket, key) of the provider template of `version` in `region`."""
+    return PROVIDER_BUCKET.format(region=region), PROVIDER_KEY.format(version=version)
 
 
 def settings_of(spec: ClusterSpec) -> ParallelClusterSettings:
