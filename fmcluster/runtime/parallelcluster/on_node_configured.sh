@@ -13,7 +13,8 @@
 #       [--cluster NAME --remote-write-url URL --scrape-interval S --node-group NAME]        node collectors
 # Environment (tests): FMCLUSTER_HOME, FMCLUSTER_LOG_DIR, FMCLUSTER_TEXTFILE_DIR, FMCLUSTER_SYSTEMD_DIR,
 #   FMCLUSTER_SLURM_BIN (/opt/slurm/bin), FMCLUSTER_PCLUSTER_DIR (/opt/parallelcluster), FMCLUSTER_ETC
-#   (/etc/fmcluster), FMCLUSTER_NODENAME_FILE, FMCLUSTER_ROOT (prefix of /proc, /etc/docker and /etc/enroot).
+#   (/etc/fmcluster), FMCLUSTER_NODENAME_FILE, FMCLUSTER_ROOT (prefix of /proc, /dev/nvidia0, /etc/docker and
+#   /etc/enroot), FMCLUSTER_RETRY_DELAY (10: seconds between fetch attempts, times the attempt).
 # Exit: 0 done (a failure handled by drain or report included), 1 unhealthy under policy fail, 2 usage.
 set -uo pipefail
 
@@ -26,6 +27,7 @@ slurm_bin=${FMCLUSTER_SLURM_BIN:-/opt/slurm/bin}
 pcluster_dir=${FMCLUSTER_PCLUSTER_DIR:-/opt/parallelcluster}
 nodename_file=${FMCLUSTER_NODENAME_FILE:-/etc/parallelcluster/slurm_plugin/slurm_nodename}
 root=${FMCLUSTER_ROOT:-}
+retry_delay=${FMCLUSTER_RETRY_DELAY:-10}
 
 role="" runtime="" region="" profile_b64="" level=standard policy=drain
 cluster="" remote_write_url="" scrape_interval=30 node_group=""
@@ -69,7 +71,7 @@ fetch_runtime() {
   for attempt in 1 2 3 4 5 6; do
     aws s3 cp --only-show-errors --region "$region" "$runtime" "$home/runtime.zip" && break
     [[ "$attempt" -eq 6 ]] && return 1
-    sleep $((attempt * 10))
+    sleep $((attempt * retry_delay))
   done
   rm -rf "$home/pkg/fmcluster/runtime"
   "$python" -m zipfile -e "$home/runtime.zip" "$home/pkg/fmcluster/runtime" && touch "$home/pkg/fmcluster/__init__.py"
