@@ -30,6 +30,8 @@ OPERATING_SYSTEMS = ("alinux2023", "ubuntu2204", "ubuntu2404", "rhel8", "rocky8"
 OperatingSystem = Literal["alinux2023", "ubuntu2204", "ubuntu2404", "rhel8", "rocky8", "rhel9", "rocky9"]
 # Rocky Linux has no public official ParallelCluster AMI: a custom one (pcluster build-image) is required.
 NO_OFFICIAL_AMI = ("rocky8", "rocky9")
+# fmcluster's node runtime needs Python 3.9+; the system python3 of RHEL 8 is 3.6 (RHEL 8 documentation).
+OLD_SYSTEM_PYTHON = ("rhel8",)
 # ParallelCluster refuses these OSes for P6e-GB200 (InstanceTypeOSCompatibleValidator).
 UNSUPPORTED_OS_BY_FAMILY = {"p6e-gb200": ("rhel8", "rocky8", "rhel9")}
 
@@ -232,6 +234,9 @@ def _os_problems(spec: ClusterSpec) -> List[Problem]:
     if settings.os in NO_OFFICIAL_AMI and settings.custom_ami is None:
         found.append((f"{at}.custom_ami", f"required for {settings.os}: ParallelCluster publishes no official "
                       f"{settings.os} AMI; build one with pcluster build-image"))
+    if settings.os in OLD_SYSTEM_PYTHON and settings.custom_ami is None and any(not g.ami_id for g in spec.node_groups):
+        found.append((f"{at}.os", f"{settings.os}'s system python3 is 3.6 and fmcluster's node runtime needs 3.9+: "
+                      "use a custom AMI with python3.9 or newer (custom_ami, or every group's ami_id), or another os"))
     arches = {g.instance.architecture for g in spec.node_groups}
     if len(arches) > 1:
         found.append(("node_groups", f"ParallelCluster runs one architecture per cluster; the groups mix "

@@ -65,6 +65,12 @@ exec >>"$log_dir/on-node-configured.log" 2>&1
 log() { echo "$(date -Is) fmcluster: $*"; }
 log "ParallelCluster OnNodeConfigured: role=$role level=$level policy=$policy"
 
+# The Slurm node name: ParallelCluster sets the short host name to it (and writes it to slurm_nodename).
+node_name=$(cat "$nodename_file" 2>/dev/null) || node_name=""
+[[ -n "$node_name" ]] || node_name=$(hostname -s)
+# Slurm's commands (scontrol, sinfo) and fi_info are not on the default PATH of a unit or of this script.
+unit_path="$slurm_bin:/opt/amazon/efa/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 # The runtime asset (retrying with backoff: the network can still be settling), unpacked as a package.
 fetch_runtime() {
   local attempt
@@ -90,31 +96,58 @@ pick_python() {
   return 1
 }
 
-# What this node failed to do before the validator could run counts as a failed validation.
+# A oneshot unit that acts on this node once the bootstrap is over: after slurmd AND after cloud-final, which runs
+# the whole ParallelCluster bootstrap (and its resume of static nodes). $1: what it runs.
+install_drain_unit() {
+  cat >"$unit_dir/fmcluster-validate.service" <<UNIT
+[Unit]
+Description=fmcluster: drain this node in Slurm when its software stack fails validation
+After=slurmd.service cloud-final.service network-online.target
+Wants=network-online.target
+
+[Service]
+Type=oneshot
+Environment=PYTHONPATH=$home/pkg
+Environment=PATH=$unit_path
+ExecStartPre=/bin/sleep 30
+ExecStart=$1
+StandardOutput=append:$log_dir/validate-drain.json
+StandardError=append:$log_dir/on-node-configured.log
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+  systemctl daemon-reload
+  systemctl enable fmcluster-validate.service
+  systemctl start --no-block fmcluster-validate.service
+}
+
+# What fails before the validator can run is a failed validation too. $1: a word for the drain reason.
 unhealthy() {
+  local what="$1"
+  shift
   log "node not healthy: $*"
   case "$policy" in
     fail) exit 1 ;;
+    drain)
+      install_drain_unit "$slurm_bin/scontrol update nodename=$node_name state=drain \"reason=fmcluster validate: boot.$what\""
+      log "policy drain: $node_name is drained (boot.$what) once the bootstrap is over"
+      exit 0
+      ;;
     *) exit 0 ;;
   esac
 }
 
 python=$(pick_python) || {
-  [[ "$role" == compute ]] && unhealthy "no Python 3.9+ for the fmcluster runtime"
+  [[ "$role" == compute ]] && unhealthy python "no Python 3.9+ for the fmcluster runtime"
   log "no Python 3.9+ for the fmcluster runtime: no collectors on the head node"
   exit 0
 }
 fetch_runtime || {
-  [[ "$role" == compute ]] && unhealthy "cannot fetch the fmcluster runtime from $runtime"
+  [[ "$role" == compute ]] && unhealthy runtime "cannot fetch the fmcluster runtime from $runtime"
   log "cannot fetch the fmcluster runtime from $runtime: no collectors on the head node"
   exit 0
 }
-
-# The Slurm node name: ParallelCluster sets the short host name to it (and writes it to slurm_nodename).
-node_name=$(cat "$nodename_file" 2>/dev/null) || node_name=""
-[[ -n "$node_name" ]] || node_name=$(hostname -s)
-# Slurm's commands (scontrol, sinfo) and fi_info are not on the default PATH of a unit or of this script.
-unit_path="$slurm_bin:/opt/amazon/efa/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 install_collectors() {
   local args=(--cluster "$cluster" --region "$region" --remote-write-url "$remote_write_url"
@@ -187,7 +220,7 @@ if [[ "$role" == head ]]; then
 fi
 
 profile="$etc/profile.json"
-printf '%s' "$profile_b64" | base64 -d >"$profile" || unhealthy "the NodeProfile argument is not base64"
+printf '%s' "$profile_b64" | base64 -d >"$profile" || unhealthy profile "the NodeProfile argument is not base64"
 
 validate() {
   # $1: policy; the Slurm checks look the node up by its Slurm name with ParallelCluster's scontrol
@@ -217,28 +250,8 @@ case "$policy" in
     exit 0
     ;;
   drain)
-    # After slurmd AND after cloud-final: the bootstrap (and ParallelCluster's resume of static nodes) is over.
-    cat >"$unit_dir/fmcluster-validate.service" <<UNIT
-[Unit]
-Description=fmcluster: drain this node in Slurm when its software stack fails validation
-After=slurmd.service cloud-final.service network-online.target
-Wants=network-online.target
-
-[Service]
-Type=oneshot
-Environment=PYTHONPATH=$home/pkg
-Environment=PATH=$unit_path
-ExecStartPre=/bin/sleep 30
-ExecStart=/usr/bin/timeout --kill-after=10 1900 $python -m fmcluster.runtime.validate --profile $profile --level $level --format json --prom $textfile_dir/fmcluster_node_validation.prom --policy drain --node-name $node_name
-StandardOutput=append:$log_dir/validate-drain.json
-StandardError=append:$log_dir/on-node-configured.log
-
-[Install]
-WantedBy=multi-user.target
-UNIT
-    systemctl daemon-reload
-    systemctl enable fmcluster-validate.service
-    systemctl start --no-block fmcluster-validate.service
+    install_drain_unit "/usr/bin/timeout --kill-after=10 1900 $python -m fmcluster.runtime.validate --profile $profile \
+--level $level --format json --prom $textfile_dir/fmcluster_node_validation.prom --policy drain --node-name $node_name"
     log "policy drain: fmcluster-validate.service drains $node_name once the bootstrap is over"
     exit 0
     ;;

@@ -168,12 +168,18 @@ def test_drain_waits_for_the_end_of_the_bootstrap_then_drains_with_parallelclust
     assert "enable fmcluster-validate.service" in calls and "start --no-block fmcluster-validate.service" in calls
 
 
-@pytest.mark.parametrize("policy, code", [("fail", 1), ("drain", 0)])
+@pytest.mark.parametrize("policy, code", [("fail", 1), ("drain", 0), ("report", 0)])
 def test_a_runtime_that_cannot_be_fetched_is_an_unhealthy_node(tmp_path, runtime_zip, policy, code):
     node = Node(tmp_path, runtime_zip, fetch_ok=False)
     assert node.run(*compute_args(policy)).returncode == code
     assert len(node.calls("aws")) == 6 and node.calls("validate") == []
     assert "cannot fetch the fmcluster runtime" in node.file("log/on-node-configured.log")
+    unit = tmp_path / "units" / "fmcluster-validate.service"
+    assert unit.exists() == (policy == "drain")
+    if policy == "drain":  # no runtime, no validator: Slurm's own scontrol drains, with a reason the validator knows
+        assert (f'ExecStart={tmp_path}/slurm/scontrol update nodename={NODE} state=drain '
+                '"reason=fmcluster validate: boot.runtime"') in unit.read_text()
+        assert "After=slurmd.service cloud-final.service" in unit.read_text()
 
 
 @pytest.mark.parametrize("args", [

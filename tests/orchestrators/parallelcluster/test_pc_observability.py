@@ -81,3 +81,12 @@ def test_alert_rules_fire_for_parallelcluster_node_names(tmp_path: Path):
     spec.write_text(yaml.safe_dump({"rule_files": [str(obs.RULES_FILE)], "evaluation_interval": "1m", "tests": tests}))
     out = subprocess.run([promtool, "test", "rules", str(spec)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_no_rule_or_dashboard_assumes_a_node_name_pattern():
+    """ParallelCluster names nodes <queue>-st|dy-<resource>-<n>: any hard-coded node matcher would miss them."""
+    texts = [obs.RULES_FILE.read_text()] + [p.read_text() for p in (obs.RULES_FILE.parent / "dashboards").glob("*.json")]
+    matchers = set()
+    for text in texts:
+        matchers |= set(re.findall(r'\b(?:slurm_)?node\s*(?:=~|!~|!=|=)\s*\\?"([^"\\]*)', text))
+    assert "$node" in matchers and matchers <= {"$node"}, matchers  # found, and only the variable

@@ -106,6 +106,14 @@ def test_rocky_without_a_custom_ami_exits_2(tmp_path, capsys):
     make_spec({"os": "rocky9", "custom_ami": "ami-0123456789abcdef0"})
 
 
+def test_rhel8_without_a_custom_ami_exits_2(tmp_path, capsys):
+    err = problems_of(spec_data(orchestrator=settings(os="rhel8")), tmp_path, capsys)
+    assert "orchestrator.parallelcluster.os" in err and "python3" in err
+    make_spec({"os": "rhel8", "custom_ami": "ami-0123456789abcdef0"})
+    make_spec({"os": "rhel8"}, node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2,
+                                              "ami_id": "ami-0123456789abcdef0"}])
+
+
 def test_an_unknown_os_exits_2_naming_the_allowed(tmp_path, capsys):
     err = problems_of(spec_data(orchestrator=settings(os="centos7")), tmp_path, capsys)
     assert "orchestrator.parallelcluster.os" in err and "ubuntu2204" in err
