@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pchelpers import ROOT, configuration, pcluster_validate, references, with_placeholders
@@ -42,6 +43,27 @@ def test_every_example_passes_parallelclusters_own_schema(example, synth_example
     # nothing to warn about either: every ParallelCluster recommendation is followed
     assert [f for f in report["findings"] if f["level"] != "INFO"] == [], report["findings"]
     assert set(report["blocked_aws_calls"]) <= {"ec2.DescribeCapacityReservations"}
+
+
+def as_cloudformation_delivers(value: Any) -> Any:
+    """CloudFormation hands a custom resource's properties to its function with every scalar as a string."""
+    if isinstance(value, dict):
+        return {k: as_cloudformation_delivers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_cloudformation_delivers(v) for v in value]
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, (int, float)) else value
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_the_configuration_as_the_provider_receives_it_passes_too(example, synth_example, pcluster_python, tmp_path):
+    spec = load_spec(ROOT / "examples" / f"{example}.yaml")
+    config = with_placeholders(configuration(synth_example(example)[spec.stack_name("cluster")]))
+    delivered = as_cloudformation_delivers(config)
+    assert delivered["HeadNode"]["Networking"]["ElasticIp"] == "false"
+    code, report = pcluster_validate(pcluster_python, delivered, cluster_name(spec), tmp_path)
+    assert code == 0 and report["valid"], report["errors"]
 
 
 def _placeholder_inputs() -> ClusterInputs:
