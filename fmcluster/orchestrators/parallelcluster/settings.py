@@ -197,6 +197,10 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
         if queue.reservation_placement_group is not None and g.capacity.type != "odcr":
             found.append((f"{at}.queues.{key}.reservation_placement_group", "applies to odcr groups only (a Capacity "
                           "Block is placed by AWS; on-demand groups get a placement group of their own)"))
+        elif queue.reservation_placement_group is not None and g.placement is not None \
+                and g.placement.strategy == "none":
+            found.append((f"{at}.queues.{key}.reservation_placement_group", f"node_groups[{i}].placement.strategy is "
+                          "none; the queue cannot also launch into the reservation's placement group"))
     reserved = [k for k in spec.tags if k.startswith(RESERVED_TAG_PREFIX)]
     if reserved:
         found.append(("tags", f"{', '.join(reserved)}: ParallelCluster reserves the prefix {RESERVED_TAG_PREFIX}"))

@@ -163,6 +163,10 @@ def test_a_reservation_placement_group_is_for_odcr_groups_only(tmp_path, capsys)
     assert "orchestrator.parallelcluster.queues.gpu.reservation_placement_group" in err
     make_spec({"queues": {"gpu": {"reservation_placement_group": "odcr-pg"}}},
               node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": ODCR}])
+    data = spec_data(orchestrator=settings(queues={"gpu": {"reservation_placement_group": "odcr-pg"}}),
+                     node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": ODCR,
+                                   "placement": {"strategy": "none"}}])
+    assert "placement.strategy is none" in problems_of(data, tmp_path, capsys)
 
 
 def test_queue_names_parallelcluster_refuses_exit_2(tmp_path, capsys):
