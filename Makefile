@@ -3,6 +3,8 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# ParallelCluster's schema (offline gate of the parallelcluster examples) in its own venv: it pins CDK v1
+PCLUSTER_VENV := .venv-pcluster
 CONFIG ?= examples/default.yaml
 export CDK_HOME := $(CURDIR)/.cdk
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -13,12 +15,18 @@ export PYTHONDONTWRITEBYTECODE := 1
 .PHONY: setup synth test lint templates bench clean lock
 
 # Idempotent bootstrap: re-runs only when the inputs change.
-setup: $(VENV)/.installed node_modules/.installed
+setup: $(VENV)/.installed node_modules/.installed $(PCLUSTER_VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml requirements.lock scripts/install-tools.sh
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev]'
 	bash scripts/install-tools.sh
+	@touch $@
+
+# --no-deps: the lock lists every package the schema imports; the CDK v1 and jsii pins stay out
+$(PCLUSTER_VENV)/.installed: requirements-pcluster.lock
+	@test -x $(PCLUSTER_VENV)/bin/python || $(PY) -m venv $(PCLUSTER_VENV)
+	$(PCLUSTER_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-pcluster.lock
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json

@@ -17,9 +17,6 @@ from typing import Dict, Iterator, Set, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fmcluster"
 
-ORCHESTRATION_MODULES = ("construct", "cluster", "instance_role", "lifecycle")
-
-
 def layer_of(module: str) -> str:
     parts = module.split(".")[1:]
     head = parts[0] if parts else ""
@@ -35,11 +32,13 @@ def layer_of(module: str) -> str:
         return "tools"
     if head == "orchestrators":
         leaf = parts[-1]
+        if len(parts) <= 2:  # the seam itself: kind.py, registry.py are data; context.py, ec2_nodes.py build
+            return "orchestration" if leaf in ("context", "ec2_nodes") else "spec"
         if leaf in ("preflight", "status"):
             return "aws"
-        if leaf in ("context", "ec2_nodes") or leaf in ORCHESTRATION_MODULES:
-            return "orchestration"
-        return "spec"  # kind.py, registry.py, each kind's __init__ and settings
+        if leaf in ("settings", parts[1]):  # a kind's settings and its __init__ (the package itself)
+            return "spec"
+        return "orchestration"  # the kind's construct and its own building blocks
     return "top"  # fmcluster/__init__.py, __main__.py
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -17,12 +17,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class SharedFileSystem:
-    """The storage stack's FSx for Lustre file system, as nodes mount it."""
+    """The storage stack's FSx for Lustre file system, as nodes mount it (``file_system_id`` for orchestrators that
+    mount it themselves, by id)."""
 
     dns_name: str
     mount_name: str
     mount_point: str
     efa: bool
+    file_system_id: Optional[str] = None
 
     def parameters(self) -> Dict[str, Any]:
         return {"dns_name": self.dns_name, "mount_name": self.mount_name, "mount_point": self.mount_point,
@@ -40,6 +42,8 @@ class OrchestrationContext:
     :param file_system: the shared file system, or None.
     :param remote_write_url: the AMP remote-write URL, or None without observability.
     :param node_groups: builds EC2 node groups (placement group + EFA launch template + user data).
+    :param grant_remote_write: grants AMP remote write to a principal the kind builds beside its ``grantee`` (a
+        head node or controller that runs collectors); None without observability.
     """
 
     spec: ClusterSpec
@@ -50,6 +54,7 @@ class OrchestrationContext:
     file_system: Optional[SharedFileSystem] = None
     remote_write_url: Optional[str] = None
     instance_tags: Dict[str, str] = field(default_factory=dict)
+    grant_remote_write: Optional[Callable[[iam.IGrantable], iam.Grant]] = None
 
     @property
     def subnet_ids(self) -> List[str]:

@@ -25,7 +25,6 @@ from fmcluster.orchestrators.context import SharedFileSystem
 from fmcluster.profiles import node_profile_json
 from fmcluster.spec import ClusterSpec, NodeGroup
 
-
 # the node_group label (and fmcluster:node-group tag) of a login node
 LOGIN_NODE_GROUP = "login"
 

@@ -64,6 +64,8 @@ class OrchestratorKind:
         ``Default`` keeps the construct out of them.
     :param instances_in_account: its instances run in this account, so EC2 On-Demand quotas apply (HyperPod's run
         in a SageMaker service account and use SageMaker quotas instead).
+    :param uses_image_family: node groups boot from fmcluster's launch templates, so ``image_family`` decides their
+        root device and default image (False where the service picks the image: HyperPod, ParallelCluster).
     :param spec_rules: problems a spec has with this kind, as (field path, message).
     :param extra_instances: instances it runs beside the node groups (quotas, ``plan``).
     :param preflight: ``module:function`` returning its preflight checks for a spec, or None.
@@ -78,6 +80,7 @@ class OrchestratorKind:
     construct: str
     construct_id: str = "Default"
     instances_in_account: bool = True
+    uses_image_family: bool = True
     spec_rules: Callable[[ClusterSpec], List[Problem]] = no_rules
     extra_instances: Callable[[ClusterSpec], List[ExtraInstance]] = no_extra_instances
     preflight: Optional[str] = None

@@ -102,6 +102,8 @@ class ClusterSpec(SpecModel):
         kind = self.orchestrator_kind
         found: List[Problem] = []
         for i, g in enumerate(self.node_groups):
+            if kind.uses_image_family:
+                found += [(f"node_groups[{i}].{path}", msg) for path, msg in g.image_problems()]
             if g.capacity.type not in kind.capacity_types:
                 hint = " (training plans are SageMaker HyperPod capacity)" if g.capacity.type == "training-plan" else ""
                 found.append((f"node_groups[{i}].capacity.type", f"orchestrator {kind.name} takes "

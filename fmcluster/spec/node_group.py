@@ -4,7 +4,7 @@ plan) and placement of each group of nodes."""
 from __future__ import annotations
 
 import re
-from typing import Literal, Optional, get_args
+from typing import List, Literal, Optional, Tuple, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -107,6 +107,16 @@ class NodeGroup(SpecModel):
             raise ValueError(f"{v!r} is not an image family; allowed: {', '.join(images.FAMILIES)}")
         return v
 
+    def image_problems(self) -> List[Tuple[str, str]]:
+        """For orchestrators that boot the group from fmcluster's launch templates: the family must be declared with
+        an ami_id (it decides the root device), and must publish an image for the type's architecture without one."""
+        if self.ami_id and "image_family" not in self.model_fields_set:
+            return [("image_family", "required with ami_id: the family decides the root device the launch template "
+                     f"sizes (/dev/sda1 on Ubuntu, /dev/xvda on Amazon Linux); one of {', '.join(images.FAMILIES)}")]
+        if not self.ami_id and self.image.default_parameter(self.instance.architecture) is None:
+            return [("image_family", f"{self.image_family} publishes no {self.instance.architecture} image; give ami_id")]
+        return []
+
     @property
     def image(self) -> images.ImageFamily:
         return images.family(self.image_family)
@@ -143,12 +153,6 @@ class NodeGroup(SpecModel):
         if self.capacity.type == "capacity-block" and self.placement and self.placement.strategy != "none":
             found.append(("placement.strategy", "a Capacity Block cannot be combined with a placement group "
                           "(AWS places Capacity Block instances itself); use none or leave placement out"))
-        if self.ami_id and "image_family" not in self.model_fields_set:
-            found.append(("image_family", "required with ami_id: the family decides the root device the launch "
-                          f"template sizes (/dev/sda1 on Ubuntu, /dev/xvda on Amazon Linux); one of "
-                          f"{', '.join(images.FAMILIES)}"))
-        if not self.ami_id and self.image.default_parameter(t.architecture) is None:
-            found.append(("image_family", f"{self.image_family} publishes no {t.architecture} image; give ami_id"))
         if self.capacity.size is not None and self.count > self.capacity.size:
             found.append(("count", f"{self.count} exceeds capacity.size {self.capacity.size} of the reservation"))
         raise_problems(found)

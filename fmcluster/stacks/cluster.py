@@ -52,6 +52,7 @@ class ClusterStack(Stack):
             file_system=file_system,
             remote_write_url=remote_write_url,
             instance_tags=instance_tags,
+            grant_remote_write=observability.grant_remote_write if observability is not None else None,
             node_groups=Ec2NodeGroups(
                 spec=spec,
                 subnet_id=network.node_subnets[0].subnet_id,
@@ -79,4 +80,4 @@ def _shared_file_system(spec: ClusterSpec, storage: Optional[StorageStack]) -> O
         return None
     fs = storage.file_system
     return SharedFileSystem(dns_name=fs.dns_name, mount_name=fs.mount_name, mount_point=spec.storage.fsx.mount_point,
-                            efa=spec.storage.fsx.efa)
+                            efa=spec.storage.fsx.efa, file_system_id=fs.file_system_id)

@@ -16,6 +16,7 @@ SLURM = OrchestratorKind(
     construct="fmcluster.orchestrators.hyperpod.construct:HyperPodSlurmOrchestration",
     construct_id="HyperPod",
     instances_in_account=False,
+    uses_image_family=False,
     spec_rules=settings.spec_rules,
     extra_instances=settings.extra_instances,
     preflight="fmcluster.orchestrators.hyperpod.preflight:checks",

@@ -1,0 +1,168 @@
+"""The ParallelCluster cluster configuration a spec renders, as the mapping `Custom::PclusterCluster` takes.
+
+Pure: references (subnet, security group, file system, policies, placement groups, scripts) come in as
+`ClusterInputs` (CDK tokens or plain ids alike), so the same function feeds the custom resource and the offline
+schema check. Keys and values follow ParallelCluster 3.16's configuration reference
+(https://docs.aws.amazon.com/parallelcluster/latest/ug/cluster-configuration-file-v3.html); the reasons for each
+choice are in docs/parallelcluster.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional
+
+from fmcluster.orchestrators.parallelcluster.settings import (
+    compute_resource_name,
+    head_node_instance_type,
+    min_count,
+    reservation_placement_group,
+    settings_of,
+)
+from fmcluster.runtime.contract import INSTANCE_NVME_ROOT
+from fmcluster.spec import ClusterSpec, NodeGroup
+
+# ParallelCluster's node bootstrap timeout (seconds) covers the custom actions; a deep validation needs more.
+BOOTSTRAP_TIMEOUT = 2100
+DEEP_VALIDATION_S = 1800
+SHARED_STORAGE_NAME = "fsx"
+
+
+@dataclass(frozen=True)
+class ClusterInputs:
+    """What the configuration references, resolved by CloudFormation at deploy time.
+
+    :param placement_groups: node group name -> the placement group its queue launches into (only the groups
+        that get one of fmcluster's; a reservation's own group comes from the spec).
+    :param head_node_actions, compute_actions: ``CustomActions`` sections (compute: by node group name).
+    """
+
+    subnet_id: str
+    security_group_id: str
+    head_node_policy_arn: str
+    compute_policy_arn: str
+    placement_groups: Mapping[str, str] = field(default_factory=dict)
+    file_system_id: Optional[str] = None
+    mount_point: Optional[str] = None
+    head_node_actions: Optional[Mapping[str, Any]] = None
+    compute_actions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def cluster_configuration(spec: ClusterSpec, inputs: ClusterInputs) -> Dict[str, Any]:
+    settings = settings_of(spec)
+    image: Dict[str, Any] = {"Os": settings.os}
+    if settings.custom_ami:
+        image["CustomAmi"] = settings.custom_ami
+    config: Dict[str, Any] = {
+        "Image": image,
+        "Imds": {"ImdsSupport": "v2.0"},
+        "HeadNode": head_node(spec, inputs),
+        "Scheduling": {
+            "Scheduler": "slurm",
+            "SlurmSettings": {
+                "ScaledownIdletime": settings.scaledown_idle_minutes,
+                "QueueUpdateStrategy": settings.queue_update_strategy,
+            },
+            "SlurmQueues": [queue(spec, g, inputs) for g in spec.node_groups],
+        },
+        "Monitoring": {
+            "DetailedMonitoring": False,
+            "Logs": {"CloudWatch": {"Enabled": True, "RetentionInDays": settings.log_retention_days,
+                                    "DeletionPolicy": "Retain"}},
+            "Dashboards": {"CloudWatch": {"Enabled": True}},
+        },
+    }
+    if inputs.file_system_id is not None:
+        if inputs.mount_point is None:
+            raise ValueError("inputs.mount_point: required with a file system")
+        config["SharedStorage"] = [{
+            "MountDir": inputs.mount_point,
+            "Name": SHARED_STORAGE_NAME,
+            "StorageType": "FsxLustre",
+            "FsxLustreSettings": {"FileSystemId": inputs.file_system_id},
+        }]
+    if inputs.tags:
+        config["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(inputs.tags.items())]
+    if spec.validation.level == "deep":
+        # the custom action runs inside the bootstrap timeout; the head node waits for every static node
+        timeout = BOOTSTRAP_TIMEOUT + DEEP_VALIDATION_S
+        config["DevSettings"] = {"Timeouts": {"HeadNodeBootstrapTimeout": timeout + BOOTSTRAP_TIMEOUT,
+                                              "ComputeNodeBootstrapTimeout": timeout}}
+    return config
+
+
+def head_node(spec: ClusterSpec, inputs: ClusterInputs) -> Dict[str, Any]:
+    settings = settings_of(spec)
+    node: Dict[str, Any] = {
+        "InstanceType": head_node_instance_type(spec),
+        # our node security group replaces ParallelCluster's: all traffic within it, nothing from outside
+        "Networking": {"SubnetId": inputs.subnet_id, "SecurityGroups": [inputs.security_group_id], "ElasticIp": False},
+        "LocalStorage": {"RootVolume": {"Size": settings.head_node_root_volume_gib, "Encrypted": True,
+                                        "VolumeType": "gp3", "DeleteOnTermination": True}},
+        "Iam": {"AdditionalIamPolicies": [{"Policy": inputs.head_node_policy_arn}]},
+        "Imds": {"Secured": True},
+    }
+    if settings.ssh_key_name:
+        node["Ssh"] = {"KeyName": settings.ssh_key_name}
+    if inputs.head_node_actions:
+        node["CustomActions"] = dict(inputs.head_node_actions)
+    return node
+
+
+def placement_group(spec: ClusterSpec, group: NodeGroup, inputs: ClusterInputs) -> Optional[Dict[str, Any]]:
+    """The queue's PlacementGroup section: a Capacity Block never gets one (AWS places its instances), an ODCR made
+    in a placement group launches into that one, otherwise fmcluster's own group when the spec's placement asks for
+    one. EFA queues always say which (ParallelCluster requires an explicit choice for EFA)."""
+    if group.capacity.type == "capacity-block":
+        return {"Enabled": False}
+    reserved = reservation_placement_group(spec, group)
+    if reserved is not None:
+        return {"Enabled": True, "Name": reserved}
+    name = inputs.placement_groups.get(group.name)
+    if name is not None:
+        return {"Enabled": True, "Name": name}
+    return {"Enabled": False} if group.efa_enabled else None
+
+
+def queue(spec: ClusterSpec, group: NodeGroup, inputs: ClusterInputs) -> Dict[str, Any]:
+    networking: Dict[str, Any] = {"SubnetIds": [inputs.subnet_id], "SecurityGroups": [inputs.security_group_id]}
+    pg = placement_group(spec, group, inputs)
+    if pg is not None:
+        networking["PlacementGroup"] = pg
+    storage: Dict[str, Any] = {"RootVolume": {"Size": group.root_volume_gib, "Encrypted": True, "VolumeType": "gp3"}}
+    if group.instance.nvme_disks:
+        # ParallelCluster mounts the instance store (RAID 0 across disks) where the node contract expects it
+        storage["EphemeralVolume"] = {"MountDir": INSTANCE_NVME_ROOT}
+    section: Dict[str, Any] = {
+        "Name": group.name,
+        "CapacityType": "CAPACITY_BLOCK" if group.capacity.type == "capacity-block" else "ONDEMAND",
+        "Networking": networking,
+        "ComputeSettings": {"LocalStorage": storage},
+        "Iam": {"AdditionalIamPolicies": [{"Policy": inputs.compute_policy_arn}]},
+        "ComputeResources": [compute_resource(spec, group)],
+    }
+    if group.ami_id:
+        section["Image"] = {"CustomAmi": group.ami_id}
+    actions = inputs.compute_actions.get(group.name)
+    if actions:
+        section["CustomActions"] = dict(actions)
+    return section
+
+
+def compute_resource(spec: ClusterSpec, group: NodeGroup) -> Dict[str, Any]:
+    resource: Dict[str, Any] = {
+        "Name": compute_resource_name(group),
+        "InstanceType": group.instance_type,
+        "MinCount": min_count(spec, group),
+        "MaxCount": group.count,
+    }
+    if group.efa_enabled:
+        # GPUDirect RDMA is on wherever the type and OS have it; GdrSupport records the intent
+        resource["Efa"] = {"Enabled": True, "GdrSupport": group.instance.is_gpu}
+    if group.capacity.reservation_id:
+        resource["CapacityReservationTarget"] = {"CapacityReservationId": group.capacity.reservation_id}
+    return resource
+
+
+def queue_names(config: Mapping[str, Any]) -> List[str]:
+    return [q["Name"] for q in config["Scheduling"]["SlurmQueues"]]

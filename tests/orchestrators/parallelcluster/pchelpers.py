@@ -1,0 +1,106 @@
+"""Helpers for the ParallelCluster tests: spec builders, the rendered configuration of a synthesized template,
+placeholder ids for its CloudFormation references, and ParallelCluster's own schema gate."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+from fmcluster.spec import ClusterSpec, parse_spec
+
+ROOT = Path(__file__).resolve().parents[3]
+VALIDATOR = ROOT / "scripts" / "pcluster_validate.py"
+
+BASE: Dict[str, Any] = {
+    "name": "pc-test",
+    "region": "us-east-1",
+    "availability_zone": "us-east-1a",
+    "network": {"new_vpc": {"cidr": "10.0.0.0/16"}},
+    "orchestrator": {"type": "parallelcluster"},
+    "node_groups": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}],
+}
+
+# Ids of the right shape for what each key holds (ParallelCluster's id patterns: 8 or 17 lower-case characters,
+# FSx for Lustre exactly 17); the schema cannot read CloudFormation intrinsics, CloudFormation resolves them first.
+PLACEHOLDERS: Dict[str, str] = {
+    "SubnetId": "subnet-0123456789abcdef0",
+    "SubnetIds": "subnet-0123456789abcdef0",
+    "SecurityGroups": "sg-0123456789abcdef0",
+    "FileSystemId": "fs-0123456789abcdef0",
+    "Policy": "arn:aws:iam::123456789012:policy/parallelcluster-placeholder",
+    "Script": "s3://cdk-assets-123456789012-us-east-1/on_node_configured.sh",
+    "Args": "placeholder-argument",
+    "Name": "fmcluster-placement-group",
+}
+
+
+def spec_data(**changes: Any) -> Dict[str, Any]:
+    data = copy.deepcopy(BASE)
+    data.update(changes)
+    return data
+
+
+def make_spec(settings: Any = None, **changes: Any) -> ClusterSpec:
+    """The base spec with top-level keys replaced; `settings` becomes orchestrator.parallelcluster."""
+    data = spec_data(**changes)
+    if settings is not None:
+        data["orchestrator"] = {"type": "parallelcluster", "parallelcluster": settings}
+    return parse_spec(data)
+
+
+def is_intrinsic(value: Any) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in (
+        "Ref", "Fn::GetAtt", "Fn::ImportValue", "Fn::Join", "Fn::Sub", "Fn::Select")
+
+
+def cluster_resource(template: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
+    (found,) = [(k, v) for k, v in template["Resources"].items() if v["Type"] == "Custom::PclusterCluster"]
+    return found
+
+
+def configuration(template: Dict[str, Any]) -> Dict[str, Any]:
+    return cluster_resource(template)[1]["Properties"]["ClusterConfiguration"]
+
+
+def references(config: Any, path: str = "") -> List[Tuple[str, Any]]:
+    """(path, intrinsic) for every CloudFormation reference in the configuration."""
+    found: List[Tuple[str, Any]] = []
+    if is_intrinsic(config):
+        return [(path, config)]
+    if isinstance(config, dict):
+        for k, v in config.items():
+            found += references(v, f"{path}.{k}" if path else k)
+    elif isinstance(config, list):
+        for i, v in enumerate(config):
+            found += references(v, f"{path}[{i}]")
+    return found
+
+
+def with_placeholders(config: Any, key: str = "") -> Any:
+    """The configuration with every CloudFormation reference replaced by an id of the shape its key takes; an
+    intrinsic under a key without a placeholder is an error (the gate would otherwise see nothing there)."""
+    if is_intrinsic(config):
+        if key not in PLACEHOLDERS:
+            raise KeyError(f"no placeholder for a reference under {key!r}: {config}")
+        return PLACEHOLDERS[key]
+    if isinstance(config, dict):
+        return {k: with_placeholders(v, k) for k, v in config.items()}
+    if isinstance(config, list):
+        return [with_placeholders(v, key) for v in config]
+    return config
+
+
+def pcluster_validate(python: Path, config: Dict[str, Any], cluster_name: str, tmp_path: Path) -> Tuple[int, Dict[str, Any]]:
+    """ParallelCluster's schema and offline validators on `config`: (exit code, JSON report)."""
+    path = tmp_path / f"{cluster_name}.json"
+    path.write_text(json.dumps(config))
+    r = subprocess.run([str(python), str(VALIDATOR), str(path), "--cluster-name", cluster_name],
+                       capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+    try:
+        report = json.loads(r.stdout)
+    except ValueError:
+        raise AssertionError(f"pcluster_validate.py printed no JSON (exit {r.returncode}): {r.stderr[-2000:]}") from None
+    return r.returncode, report

@@ -1,0 +1,109 @@
+"""The schema gate: every ParallelCluster example's rendered configuration, as the template carries it, passes
+ParallelCluster's own schema and offline validators (aws-parallelcluster in .venv-pcluster); a configuration that
+breaks ParallelCluster's rules fails the same gate."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pchelpers import ROOT, configuration, pcluster_validate, references, with_placeholders
+
+from fmcluster.orchestrators.parallelcluster.config import ClusterInputs, cluster_configuration
+from fmcluster.orchestrators.parallelcluster.settings import PCLUSTER_VERSION, cluster_name
+from fmcluster.spec import load_spec
+
+EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml")
+                  if load_spec(p).orchestrator.type == "parallelcluster")
+
+
+def test_there_are_parallelcluster_examples_with_and_without_a_capacity_block():
+    assert "parallelcluster-p5" in EXAMPLES and "parallelcluster-p5en-capacity-block" in EXAMPLES
+
+
+def test_the_gate_runs_the_pinned_parallelcluster(pcluster_python):
+    lock = (ROOT / "requirements-pcluster.lock").read_text()
+    assert f"aws-parallelcluster=={PCLUSTER_VERSION}\n" in lock
+    import subprocess
+
+    out = subprocess.run([str(pcluster_python), "-c", "import importlib.metadata as m; "
+                          "print(m.version('aws-parallelcluster'))"], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == PCLUSTER_VERSION, out.stderr
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_example_passes_parallelclusters_own_schema(example, synth_example, pcluster_python, tmp_path):
+    spec = load_spec(ROOT / "examples" / f"{example}.yaml")
+    config = configuration(synth_example(example)[spec.stack_name("cluster")])
+    assert references(config), "the configuration carries CloudFormation references, not copied ids"
+    code, report = pcluster_validate(pcluster_python, with_placeholders(config), cluster_name(spec), tmp_path)
+    assert code == 0 and report["valid"], report["errors"]
+    # nothing to warn about either: every ParallelCluster recommendation is followed
+    assert [f for f in report["findings"] if f["level"] != "INFO"] == [], report["findings"]
+    assert set(report["blocked_aws_calls"]) <= {"ec2.DescribeCapacityReservations"}
+
+
+def as_cloudformation_delivers(value: Any) -> Any:
+    """CloudFormation hands a custom resource's properties to its function with every scalar as a string."""
+    if isinstance(value, dict):
+        return {k: as_cloudformation_delivers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_cloudformation_delivers(v) for v in value]
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, (int, float)) else value
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_the_configuration_as_the_provider_receives_it_passes_too(example, synth_example, pcluster_python, tmp_path):
+    spec = load_spec(ROOT / "examples" / f"{example}.yaml")
+    config = with_placeholders(configuration(synth_example(example)[spec.stack_name("cluster")]))
+    delivered = as_cloudformation_delivers(config)
+    assert delivered["HeadNode"]["Networking"]["ElasticIp"] == "false"
+    code, report = pcluster_validate(pcluster_python, delivered, cluster_name(spec), tmp_path)
+    assert code == 0 and report["valid"], report["errors"]
+
+
+def _placeholder_inputs() -> ClusterInputs:
+    return ClusterInputs(subnet_id="subnet-0123456789abcdef0", security_group_id="sg-0123456789abcdef0",
+                         head_node_policy_arn="arn:aws:iam::123456789012:policy/parallelcluster-h",
+                         compute_policy_arn="arn:aws:iam::123456789012:policy/parallelcluster-c",
+                         placement_groups={"gpu": "pg-gpu"})
+
+
+def test_the_gate_fails_a_capacity_block_with_fewer_static_nodes(pcluster_python, tmp_path):
+    """ParallelCluster's ComputeResourceSizeValidator, not our own rule, refuses MinCount < MaxCount here."""
+    spec = load_spec(ROOT / "examples" / "parallelcluster-p5en-capacity-block.yaml")
+    config = cluster_configuration(spec, _placeholder_inputs())
+    broken = copy.deepcopy(config)
+    broken["Scheduling"]["SlurmQueues"][0]["ComputeResources"][0]["MinCount"] = 2
+    code, report = pcluster_validate(pcluster_python, broken, "pc-p5en", tmp_path)
+    assert code == 1 and not report["valid"]
+    assert any("ComputeResourceSizeValidator" in e for e in report["errors"]["_validators"]), report["errors"]
+
+
+def test_the_gate_fails_an_efa_queue_without_a_placement_choice(pcluster_python, tmp_path):
+    spec = load_spec(ROOT / "examples" / "parallelcluster-p5.yaml")
+    config = cluster_configuration(spec, _placeholder_inputs())
+    del config["Scheduling"]["SlurmQueues"][0]["Networking"]["PlacementGroup"]
+    code, report = pcluster_validate(pcluster_python, config, "pc-p5", tmp_path)
+    assert code == 1
+    assert any("EfaPlacementGroupValidator" in e for e in report["errors"]["_validators"]), report["errors"]
+
+
+def test_the_gate_fails_a_reference_left_in_place(pcluster_python, synth_example, tmp_path):
+    """Why the placeholders: ParallelCluster's schema reads ids, not CloudFormation intrinsics."""
+    spec = load_spec(ROOT / "examples" / "parallelcluster-p5.yaml")
+    config = with_placeholders(configuration(synth_example("parallelcluster-p5")[spec.stack_name("cluster")]))
+    config["HeadNode"]["Networking"]["SubnetId"] = {"Fn::ImportValue": "pc-p5-network:Subnet"}
+    code, report = pcluster_validate(pcluster_python, config, "pc-p5", tmp_path)
+    assert code == 1 and "HeadNode" in report["errors"], report["errors"]
+
+
+def test_the_gate_fails_an_invalid_cluster_name(pcluster_python, tmp_path: Path):
+    spec = load_spec(ROOT / "examples" / "parallelcluster-p5.yaml")
+    code, report = pcluster_validate(pcluster_python, cluster_configuration(spec, _placeholder_inputs()),
+                                     "9-starts-with-a-digit", tmp_path)
+    assert code == 1 and any("ClusterNameValidator" in e for e in report["errors"]["_validators"])
