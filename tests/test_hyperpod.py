@@ -55,8 +55,10 @@ def test_gpu_groups_get_deep_health_checks_and_efa_only_interfaces(p5):
 def test_every_group_has_threads_storage_lifecycle_and_the_role(p5):
     for g in groups_of(p5).values():
         assert g["ThreadsPerCore"] == 1
-        assert g["InstanceStorageConfigs"] == [{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}]
-        assert g["LifeCycleConfig"]["OnCreate"] == "on_create.sh"
+        ebs, fsx = g["InstanceStorageConfigs"]
+        assert ebs == {"EbsVolumeConfig": {"VolumeSizeInGB": 500}}
+        assert fsx["FsxLustreConfig"]["MountPath"] == "/fsx" and "Fn::ImportValue" in str(fsx["FsxLustreConfig"]["DnsName"])
+        assert g["LifeCycleConfig"]["OnInitComplete"] == "on_init_complete.sh"
         uri = g["LifeCycleConfig"]["SourceS3Uri"]["Fn::Join"][1]
         assert uri[0] == "s3://sagemaker-hp-p5-" and uri[-1] == "-us-east-1/lifecycle/"
         assert g["ExecutionRole"]["Fn::GetAtt"][0].startswith("HyperPodInstanceRole")
@@ -133,10 +135,13 @@ def test_lifecycle_parameters_carry_groups_fsx_validation_and_collectors():
     assert node.validate_params(json.loads(json.dumps(params)))["controller_group"] == "controller"
 
 
-def test_deployed_parameters_take_fsx_names_from_the_storage_stack(p5):
-    (scripts,) = [r for k, r in resources_of(p5, "Custom::CDKBucketDeployment").items() if "Scripts" in k]
-    markers = json.dumps(scripts["Properties"].get("SourceMarkers", []))
-    assert "hp-p5-storage" in markers and "FileSystem" in markers
+def test_the_lifecycle_parameters_name_the_file_system_only_when_the_lifecycle_mounts_it(p5, b200):
+    def markers(template):
+        (scripts,) = [r for k, r in resources_of(template, "Custom::CDKBucketDeployment").items() if "Scripts" in k]
+        return json.dumps(scripts["Properties"].get("SourceMarkers", []))
+
+    assert "hp-p5-storage" not in markers(p5)  # HyperPod mounts it (FsxLustreConfig)
+    assert "hp-b200-storage" in markers(b200) and "FileSystem" in markers(b200)  # EFA-enabled: the lifecycle does
 
 
 def _resolve(value: Any) -> Any:
@@ -253,3 +258,32 @@ def test_training_plan_capacity_is_accepted_with_hyperpod_only():
     with pytest.raises(SpecError) as e:
         parse_spec(pcs)
     assert any(p.startswith("node_groups[0].capacity.type:") for p in e.value.problems)
+
+
+def test_hyperpod_starts_slurm_and_mounts_fsx_before_our_script_runs(p5):
+    """With OnCreate, "HyperPod does not run AMI-based configuration and does not start Slurm" and leaves FSx to the
+    scripts (AWS, "Getting started with the AWS CLI (Slurm)"): every group must use OnInitComplete, and exactly one
+    side mounts the file system."""
+    groups = groups_of(p5)
+    assert all("OnCreate" not in g["LifeCycleConfig"] for g in groups.values())
+    assert all(any("FsxLustreConfig" in c for c in g["InstanceStorageConfigs"]) for g in groups.values())
+
+
+def test_an_efa_file_system_is_mounted_by_the_lifecycle_not_by_hyperpod():
+    from fmcluster.orchestrators.context import SharedFileSystem
+    from fmcluster.orchestrators.hyperpod.construct import instance_groups, lifecycle_parameters
+    from fmcluster.spec import load_spec
+
+    spec = load_spec("examples/hyperpod-p6-b200-training-plan.yaml")
+    assert spec.storage.fsx is not None and spec.storage.fsx.efa
+    fsx = SharedFileSystem(dns_name="fs-1.fsx.us-west-2.amazonaws.com", mount_name="abc", mount_point="/fsx", efa=True)
+    # the construct passes HyperPod no file system when it is EFA-enabled, and the lifecycle parameters carry it
+    assert all(g.fsx_lustre is None for g in instance_groups(spec, None))
+    assert lifecycle_parameters(spec, "us-west-2", fsx, None)["fsx"]["efa"] is True
+
+
+def test_the_efa_example_template_gives_hyperpod_no_file_system(synth_example):
+    cluster = next(t for n, t in synth_example("hyperpod-p6-b200-training-plan").items() if n.endswith("-cluster"))
+    (hp,) = [r for r in cluster["Resources"].values() if r["Type"] == "AWS::SageMaker::Cluster"]
+    for g in hp["Properties"]["InstanceGroups"]:
+        assert not any("FsxLustreConfig" in c for c in g.get("InstanceStorageConfigs", []))

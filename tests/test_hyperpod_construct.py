@@ -155,7 +155,8 @@ def test_lifecycle_config_points_at_the_sagemaker_bucket(template):
     _, cluster = the(template, "AWS::SageMaker::Cluster")
     bucket_name = f"sagemaker-demo-{ACCOUNT}-{REGION}"
     for group in cluster["Properties"]["InstanceGroups"]:
-        assert group["LifeCycleConfig"] == {"SourceS3Uri": f"s3://{bucket_name}/lifecycle/", "OnCreate": "on_create.sh"}
+        assert group["LifeCycleConfig"] == {"SourceS3Uri": f"s3://{bucket_name}/lifecycle/",
+                                          "OnInitComplete": "on_init_complete.sh"}
     buckets = {b["Properties"].get("BucketName") for b in resources_of(template, "AWS::S3::Bucket").values()}
     assert bucket_name in buckets and len(bucket_name) <= 63
 
@@ -176,7 +177,7 @@ def test_deployments_write_the_layout_without_pruning_each_other(template):
     assert set(by_prefix) == {"lifecycle/", "lifecycle/pkg/fmcluster/runtime/"}
     scripts = by_prefix["lifecycle/"]
     assert scripts["Exclude"] == ["pkg/*"], "the scripts deployment must not prune the runtime"
-    assert len(scripts["SourceObjectKeys"]) == 4  # on_create.sh, fmcluster_parameters.json, 2 profiles
+    assert len(scripts["SourceObjectKeys"]) == 4  # on_init_complete.sh, fmcluster_parameters.json, 2 profiles
     assert len(by_prefix["lifecycle/pkg/fmcluster/runtime/"]["SourceObjectKeys"]) == 1
     # the FSx DNS token from another stack is substituted at deploy time
     assert any("Fn::ImportValue" in json.dumps(m) for m in scripts.get("SourceMarkers", []))
@@ -204,9 +205,9 @@ def test_lifecycle_files_have_the_contents_asked_for(built):
                 for fn in files:
                     rel = os.path.relpath(os.path.join(root, fn), d)
                     names.setdefault(rel, open(os.path.join(root, fn), "rb").read())
-    stub = names["on_create.sh"].decode()
+    stub = names["on_init_complete.sh"].decode()
     assert stub.startswith("#!/bin/bash\n")
-    assert 'exec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create.sh" "$@"' in stub
+    assert 'exec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh" "$@"' in stub
     assert json.loads(names["profiles/gpu.json"]) == {"gpus": 8}
     params = names["fmcluster_parameters.json"].decode()
     assert '"controller_group":"controller"' in params.replace(" ", "") and "<<marker:" in params
@@ -258,38 +259,40 @@ def test_no_wildcard_actions_in_allow_statements(template):
                 assert "*" not in action, f"wildcard action {action}: {st}"
 
 
-def test_instance_role_is_least_privilege(template):
+def test_instance_role_has_the_managed_policy_hyperpod_requires_and_inline_only_what_it_lacks(template):
     roles = resources_of(template, "AWS::IAM::Role")
     role_name, role = next(
         (k, v)
         for k, v in roles.items()
         if v["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "sagemaker.amazonaws.com"}
     )
-    assert "ManagedPolicyArns" not in role["Properties"]
+    # attached, not copied: an inline copy falls behind when AWS updates the policy for new HyperPod agents
+    (managed,) = role["Properties"]["ManagedPolicyArns"]
+    assert managed["Fn::Join"][1][-1] == ":iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"
     policies = resources_of(template, "AWS::IAM::Policy").values()
     policy = next(p for p in policies if {"Ref": role_name} in p["Properties"]["Roles"])
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
     text = json.dumps(statements)
     assert f"subnet/{SUBNET}" in text and f"security-group/{SG}" in text
-    assert "/aws/sagemaker/Clusters/demo/*" in text
+    inline = {a for s in statements for a in actions_of(s)}
+    assert not inline & {"logs:CreateLogGroup", "logs:PutLogEvents", "cloudwatch:PutMetricData",
+                         "ssmmessages:CreateControlChannel"}, "the managed policy grants these"
     star = {a for s in statements if s["Resource"] == "*" for a in actions_of(s)}
     assert star <= {
-        "cloudwatch:PutMetricData",
         "ec2:DeleteNetworkInterfacePermission",
         "ec2:DescribeDhcpOptions",
         "ec2:DescribeNetworkInterfaces",
         "ec2:DescribeSecurityGroups",
         "ec2:DescribeSubnets",
         "ec2:DescribeVpcs",
-        "ssmmessages:CreateControlChannel",
-        "ssmmessages:CreateDataChannel",
-        "ssmmessages:OpenControlChannel",
-        "ssmmessages:OpenDataChannel",
     }, star
-    metrics = next(s for s in statements if "cloudwatch:PutMetricData" in actions_of(s))
-    assert metrics["Condition"] == {"StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/Clusters"}}
     lists = [s for s in statements if "s3:ListBucket" in actions_of(s)]
     assert lists and all(s["Condition"]["StringLike"]["s3:prefix"] == ["lifecycle/", "lifecycle/*"] for s in lists)
+
+
+def test_every_log_group_is_encrypted_with_a_customer_managed_key(template):
+    groups = resources_of(template, "AWS::Logs::LogGroup")
+    assert groups and all("KmsKeyId" in g["Properties"] for g in groups.values()), groups
 
 
 def test_ssm_target_output(template):

@@ -115,3 +115,10 @@ def test_cdk_cli_synth_matches_fmcluster_synth(tmp_path, synth_example):
     for stack, template in synth_example("default").items():
         cli = json.loads((tmp_path / "out" / f"{stack}.template.json").read_text())
         assert cli == template, f"{stack} differs between cdk synth and fmcluster synth"
+
+
+def test_every_log_group_is_encrypted_with_a_customer_managed_key(every_example):
+    for name, stacks in every_example.items():
+        for stack, template in stacks.items():
+            for lid, group in resources_of(template, "AWS::Logs::LogGroup").items():
+                assert "KmsKeyId" in group["Properties"], f"{name}/{stack}: {lid} is not KMS-encrypted"

@@ -56,7 +56,7 @@ def moto_resources() -> Dict[str, str]:
         InstanceGroups=[{
             "InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge", "InstanceCount": 2, "ThreadsPerCore": 1,
             "ExecutionRole": f"arn:aws:iam::{ACCOUNT}:role/hp",
-            "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lifecycle/x/", "OnCreate": "on_create.sh"},
+            "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lifecycle/x/", "OnInitComplete": "on_init_complete.sh"},
         }],
         VpcConfig={"SecurityGroupIds": ["sg-0123456789abcdef0"], "Subnets": ["subnet-0123456789abcdef0"]},
     )["ClusterArn"]

@@ -41,6 +41,15 @@ from fmcluster.orchestrators.hyperpod.instance_role import (
 from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
 
 NODE_TYPES = ("Controller", "Login", "Compute")
+
+
+@dataclass(frozen=True)
+class FsxLustreMount:
+    """An FSx for Lustre file system HyperPod mounts on every node of a group (InstanceStorageConfigs.FsxLustreConfig)."""
+
+    dns_name: str
+    mount_name: str
+    mount_path: str
 SLURM_CONFIG_STRATEGIES = ("Managed", "Overwrite", "Merge")
 NODE_RECOVERY = ("Automatic", "None")
 DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
@@ -63,6 +72,7 @@ class HyperPodInstanceGroup:
     :param training_plan_arn: SageMaker training plan whose reserved capacity the group uses.
     :param efa_only: EFA interfaces as ``efa-only`` (no IP address each; API ClusterNetworkInterface),
         as the EC2 launch templates lay them out; None leaves HyperPod's default.
+    :param fsx_lustre: a file system HyperPod mounts before the lifecycle script runs (OnInitComplete).
     """
 
     name: str
@@ -75,6 +85,7 @@ class HyperPodInstanceGroup:
     deep_health_checks: bool = False
     training_plan_arn: Optional[str] = None
     efa_only: Optional[bool] = None
+    fsx_lustre: Optional[FsxLustreMount] = None
 
     def check(self) -> None:
         """Raise ValueError naming the first prop HyperPod would refuse."""
@@ -101,13 +112,17 @@ class HyperPodInstanceGroup:
             raise ValueError(f"{where}.ebs_volume_gib: must be 1-16384")
 
     def render(self, *, role_arn: str, lifecycle: LifecycleScripts) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
-        storage = None
+        storage = []
         if self.ebs_volume_gib is not None:
-            storage = [
-                sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
-                    ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(volume_size_in_gb=self.ebs_volume_gib)
-                )
-            ]
+            storage.append(sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
+                ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(volume_size_in_gb=self.ebs_volume_gib)
+            ))
+        if self.fsx_lustre is not None:
+            storage.append(sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
+                fsx_lustre_config=sagemaker.CfnCluster.ClusterFsxLustreConfigProperty(
+                    dns_name=self.fsx_lustre.dns_name, mount_name=self.fsx_lustre.mount_name,
+                    mount_path=self.fsx_lustre.mount_path)
+            ))
         return sagemaker.CfnCluster.ClusterInstanceGroupProperty(
             instance_group_name=self.name,
             instance_type=self.instance_type,
@@ -115,12 +130,14 @@ class HyperPodInstanceGroup:
             execution_role=role_arn,
             threads_per_core=self.threads_per_core,
             life_cycle_config=sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
-                source_s3_uri=lifecycle.source_s3_uri, on_create=lifecycle.on_create
+                # OnInitComplete: HyperPod configures and starts Slurm and mounts FSx first, then runs our script
+                # (fmcluster/runtime/lifecycle/README.md); OnCreate would leave both to the script
+                source_s3_uri=lifecycle.source_s3_uri, on_init_complete=lifecycle.entry_script
             ),
             slurm_config=sagemaker.CfnCluster.ClusterSlurmConfigProperty(
                 node_type=self.node_type, partition_names=list(self.partitions) or None
             ),
-            instance_storage_configs=storage,
+            instance_storage_configs=storage or None,
             on_start_deep_health_checks=list(DEEP_HEALTH_CHECKS) if self.deep_health_checks else None,
             training_plan_arn=self.training_plan_arn,
             network_interface=None if self.efa_only is None else sagemaker.CfnCluster.ClusterNetworkInterfaceProperty(
@@ -193,7 +210,7 @@ class HyperPodSlurmCluster(Construct):
                 security_group_ids=[security_group_id(g) for g in security_groups],
             ),
         )
-        # Nodes run on_create.sh at boot: the scripts, the runtime and the role's policy must exist first.
+        # Nodes run on_init_complete.sh at boot: the scripts, the runtime and the role's policy must exist first.
         for deployment in lifecycle.deployments:
             self.cluster.node.add_dependency(deployment)
         policy = role.role.node.try_find_child("DefaultPolicy")

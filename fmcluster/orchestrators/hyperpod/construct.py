@@ -10,7 +10,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.orchestrators.context import OrchestrationContext, SharedFileSystem
-from fmcluster.orchestrators.hyperpod.cluster import HyperPodInstanceGroup, HyperPodSlurmCluster
+from fmcluster.orchestrators.hyperpod.cluster import FsxLustreMount, HyperPodInstanceGroup, HyperPodSlurmCluster
 from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole
 from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
 from fmcluster.orchestrators.hyperpod.settings import CONTROLLER_GROUP, LOGIN_GROUP, ml_type, settings_of
@@ -30,18 +30,22 @@ class HyperPodSlurmOrchestration(Construct):
         self.role = HyperPodInstanceRole(
             self, "InstanceRole", cluster_name=spec.name, subnets=subnets, security_groups=security_groups
         )
+        # One side mounts the file system, never both: HyperPod (InstanceStorageConfigs) unless it is EFA-enabled,
+        # which needs LNet over EFA that only our mount helper sets up (fmcluster/runtime/lifecycle/README.md).
+        hyperpod_mounts = fsx is not None and not fsx.efa
         self.lifecycle = LifecycleScripts(
             self,
             "Lifecycle",
             cluster_name=spec.name,
-            parameters=lifecycle_parameters(spec, Stack.of(self).region, fsx, remote_write_url),
+            parameters=lifecycle_parameters(spec, Stack.of(self).region, None if hyperpod_mounts else fsx,
+                                            remote_write_url),
             profiles={g.name: node_profile_json(spec, g) for g in spec.node_groups},
         )
         self.cluster = HyperPodSlurmCluster(
             self,
             "Cluster",
             cluster_name=spec.name,
-            instance_groups=instance_groups(spec),
+            instance_groups=instance_groups(spec, fsx if hyperpod_mounts else None),
             role=self.role,
             lifecycle=self.lifecycle,
             subnets=subnets,
@@ -64,14 +68,17 @@ class HyperPodSlurmOrchestration(Construct):
         return self.role
 
 
-def instance_groups(spec: ClusterSpec) -> List[HyperPodInstanceGroup]:
-    """The controller, the optional login group, and one Compute group (and partition) per node group."""
+def instance_groups(spec: ClusterSpec, mounted_fsx: Optional[SharedFileSystem] = None) -> List[HyperPodInstanceGroup]:
+    """The controller, the optional login group, and one Compute group (and partition) per node group; with
+    `mounted_fsx`, HyperPod mounts that file system on every node."""
     settings = settings_of(spec)
+    fsx = (FsxLustreMount(dns_name=mounted_fsx.dns_name, mount_name=mounted_fsx.mount_name,
+                          mount_path=mounted_fsx.mount_point) if mounted_fsx is not None else None)
 
     def group(name: str, instance_type: str, count: int, node_type: str, **extra: Any) -> HyperPodInstanceGroup:
         return HyperPodInstanceGroup(name=name, instance_type=instance_type, count=count, node_type=node_type,
                                      threads_per_core=settings.threads_per_core, ebs_volume_gib=settings.volume_gib,
-                                     **extra)
+                                     fsx_lustre=fsx, **extra)
 
     groups = [group(CONTROLLER_GROUP, settings.controller_instance_type, 1, "Controller")]
     if settings.login_instance_type:

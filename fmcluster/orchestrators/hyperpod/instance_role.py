@@ -1,12 +1,12 @@
 """The execution role HyperPod instance groups run with (assumed by sagemaker.amazonaws.com).
 
-Instead of attaching the AWS managed AmazonSageMakerClusterInstanceRolePolicy
+The role carries the AWS managed AmazonSageMakerClusterInstanceRolePolicy, which the HyperPod docs require
 (https://docs.aws.amazon.com/sagemaker/latest/dg/security-iam-awsmanpol-AmazonSageMakerClusterInstanceRolePolicy.html:
-logs on /aws/sagemaker/Clusters/*, cloudwatch:PutMetricData in the /aws/sagemaker/Clusters
-namespace, s3:GetObject/ListBucket on every ``sagemaker-*`` bucket, ssmmessages channels), the
-role names the same actions, scoped to this cluster's log group and lifecycle bucket. The docs
-say the role "has the managed policy attached" but no HyperPod API requires it (unverified:
-that HyperPod never checks for the attachment); ``attach_managed_policy=True`` is the fallback.
+logs on /aws/sagemaker/Clusters/*, cloudwatch:PutMetricData in the /aws/sagemaker/Clusters namespace,
+s3:GetObject/ListBucket on ``sagemaker-*`` buckets, ssmmessages channels). AWS updates it when HyperPod's agents need
+more; an inline copy would silently fall behind. Inline statements add only what it lacks: the ENI actions of a
+VpcConfig (the lifecycle bucket's read is granted explicitly too, so the construct does not rely on the managed
+policy's bucket-name pattern).
 
 With a VpcConfig HyperPod creates ENIs in our subnets through this role; the actions are those
 of the HyperPod prerequisites (aws-samples/awsome-distributed-training
@@ -40,13 +40,6 @@ ENI_DESCRIBE_ACTIONS = (
     "ec2:DescribeSubnets",
     "ec2:DescribeVpcs",
 )
-SSM_CHANNEL_ACTIONS = (
-    "ssmmessages:CreateControlChannel",
-    "ssmmessages:CreateDataChannel",
-    "ssmmessages:OpenControlChannel",
-    "ssmmessages:OpenDataChannel",
-)
-METRICS_NAMESPACE = "/aws/sagemaker/Clusters"
 
 
 def subnet_id(ref: SubnetRef) -> str:
@@ -65,7 +58,6 @@ class HyperPodInstanceRole(Construct):
     :param cluster_name: scopes the CloudWatch Logs permissions to ``/aws/sagemaker/Clusters/<cluster_name>/*``.
     :param subnets: the cluster's subnets (ENIs are created there).
     :param security_groups: the cluster's security groups (attached to those ENIs).
-    :param attach_managed_policy: also attach AmazonSageMakerClusterInstanceRolePolicy (default False).
     """
 
     def __init__(
@@ -76,7 +68,6 @@ class HyperPodInstanceRole(Construct):
         cluster_name: str,
         subnets: Sequence[SubnetRef],
         security_groups: Sequence[SecurityGroupRef],
-        attach_managed_policy: bool = False,
         description: Optional[str] = None,
     ) -> None:
         super().__init__(scope, id)
@@ -89,39 +80,19 @@ class HyperPodInstanceRole(Construct):
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
             description=description or f"fmcluster HyperPod nodes of {cluster_name}",
         )
-        if attach_managed_policy:
-            self.role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerClusterInstanceRolePolicy"))
-            acknowledge(
-                self.role,
-                "AwsSolutions-IAM4",
-                "AmazonSageMakerClusterInstanceRolePolicy is the policy the HyperPod docs attach to instance roles; "
-                "attached only on request (attach_managed_policy=True), the explicit statements below cover it.",
-            )
+        self.role.add_managed_policy(
+            iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerClusterInstanceRolePolicy"))
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy]",
+            "The SageMaker HyperPod docs require AmazonSageMakerClusterInstanceRolePolicy on the instance role; AWS "
+            "keeps it current with HyperPod's agents (logs, metrics, SSM sessions, lifecycle buckets), which an inline "
+            "copy would not.",
+        )
 
         def arn(service: str, resource: str, account: Optional[str] = None) -> str:
             acct = stack.account if account is None else account
             return f"arn:{stack.partition}:{service}:{stack.region}:{acct}:{resource}"
-
-        log_group = f"log-group:{METRICS_NAMESPACE}/{cluster_name}/*"
-        self.role.add_to_policy(
-            iam.PolicyStatement(sid="ClusterLogGroup", actions=["logs:CreateLogGroup"], resources=[arn("logs", log_group)])
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ClusterLogStreams",
-                actions=["logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
-                resources=[arn("logs", f"{log_group}:log-stream:*")],
-            )
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ClusterMetrics",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={"StringEquals": {"cloudwatch:namespace": METRICS_NAMESPACE}},
-            )
-        )
-        self.role.add_to_policy(iam.PolicyStatement(sid="SsmSessionChannels", actions=list(SSM_CHANNEL_ACTIONS), resources=["*"]))
 
         eni = arn("ec2", "network-interface/*")
         subnet_arns = [arn("ec2", f"subnet/{subnet_id(s)}") for s in subnets]
@@ -152,17 +123,12 @@ class HyperPodInstanceRole(Construct):
             )
         )
         findings = {
-            "*": "ec2:Describe* (VPCs, subnets, security groups, DHCP options, ENIs), ec2:DeleteNetworkInterfacePermission, "
-            "ssmmessages:*Channel (SSM sessions to nodes) and cloudwatch:PutMetricData (held to the /aws/sagemaker/Clusters "
-            "namespace by condition) support no resource-level permissions.",
+            "*": "ec2:Describe* (VPCs, subnets, security groups, DHCP options, ENIs) and "
+            "ec2:DeleteNetworkInterfacePermission support no resource-level permissions.",
             eni: "HyperPod creates, tags, shares and deletes the ENIs of cluster nodes in our subnets; their ids exist only "
             "at run time. Limited to this account and region (and, for creation, to the cluster's subnets and security groups).",
             arn("ec2", "instance/*", "*"): "ec2:DetachNetworkInterface also names the node's instance, which runs in a "
             "SageMaker-owned account whose id we do not know; the ENI resource is limited to this account.",
-            arn("logs", log_group): "CloudWatch Logs: HyperPod creates this cluster's log group "
-            "/aws/sagemaker/Clusters/<name>/<id>; the id is assigned at creation.",
-            arn("logs", f"{log_group}:log-stream:*"): "CloudWatch Logs: one stream per node and source, created at run time, "
-            "in this cluster's log groups only.",
         }
         for resource, reason in findings.items():
             rule = f"AwsSolutions-IAM5[Resource::{nag_resource(stack, resource)}]"

@@ -4,7 +4,7 @@ runtime, deployed with ``aws_s3_deployment.BucketDeployment``.
 
 Layout under ``s3://<bucket>/lifecycle/`` (HyperPod's ``SourceS3Uri``)::
 
-    on_create.sh                  stub that execs pkg/fmcluster/runtime/lifecycle/on_create.sh
+    on_init_complete.sh                  stub that execs pkg/fmcluster/runtime/lifecycle/on_init_complete.sh
     fmcluster_parameters.json  from the caller's dict (CDK tokens allowed)
     profiles/<group>.json         NodeProfile per instance group
     pkg/fmcluster/runtime/...     the fmcluster/runtime directory
@@ -26,13 +26,14 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
+from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
 from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
 from fmcluster.nag import acknowledge, cfn_lint_ignore
 
 PREFIX = "lifecycle/"
 RUNTIME_PREFIX = f"{PREFIX}pkg/fmcluster/runtime/"
-ON_CREATE = "on_create.sh"
-ON_CREATE_STUB = '#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create.sh" "$@"\n'
+ENTRY_SCRIPT = "on_init_complete.sh"
+ENTRY_STUB = '#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh" "$@"\n'
 # Cluster names the spec allows; the bucket name embeds one, so it must be a valid bucket label.
 CLUSTER_NAME = re.compile(r"^[a-z0-9](-*[a-z0-9])*$")
 MAX_CLUSTER_NAME = 25
@@ -188,7 +189,7 @@ class LifecycleScripts(Construct):
 
         role = _deployment_role(stack)
         files = [
-            s3deploy.Source.data(ON_CREATE, ON_CREATE_STUB),
+            s3deploy.Source.data(ENTRY_SCRIPT, ENTRY_STUB),
             s3deploy.Source.json_data("fmcluster_parameters.json", dict(parameters)),
             *(s3deploy.Source.data(f"profiles/{group}.json", text) for group, text in sorted(profiles.items())),
         ]
@@ -238,9 +239,9 @@ class LifecycleScripts(Construct):
         return f"s3://{self.bucket_name}/{PREFIX}"
 
     @property
-    def on_create(self) -> str:
-        """LifeCycleConfig.OnCreate: the entry script's name under ``source_s3_uri``."""
-        return ON_CREATE
+    def entry_script(self) -> str:
+        """LifeCycleConfig.OnInitComplete: the entry script's name under ``source_s3_uri``."""
+        return ENTRY_SCRIPT
 
     @property
     def deployments(self) -> List[s3deploy.BucketDeployment]:
@@ -272,11 +273,19 @@ DEPLOYMENT_LOGS_ID = "FmclusterLifecycleDeploymentLogs"
 
 
 def _deployment_log_group(stack: Stack) -> logs.LogGroup:
-    """One log group per stack for the BucketDeployment handler (a singleton function)."""
+    """One log group per stack for the BucketDeployment handler (a singleton function), encrypted with a customer
+    managed key like every other log group of the cluster."""
     existing = stack.node.try_find_child(DEPLOYMENT_LOGS_ID)
     if isinstance(existing, logs.LogGroup):
         return existing
-    return logs.LogGroup(stack, DEPLOYMENT_LOGS_ID, retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
+    key = ClusterKey(
+        stack,
+        f"{DEPLOYMENT_LOGS_ID}Key",
+        description=f"{stack.stack_name}: logs of the HyperPod lifecycle deployment",
+        service_principals={f"logs.{stack.region}.amazonaws.com": logs_key_conditions(stack.region, stack.account)},
+    )
+    return logs.LogGroup(stack, DEPLOYMENT_LOGS_ID, retention=logs.RetentionDays.ONE_MONTH, encryption_key=key.key,
+                         removal_policy=RemovalPolicy.DESTROY)
 
 
 def _deployment_role(stack: Stack) -> iam.Role:

@@ -1,6 +1,6 @@
-"""Decisions for the HyperPod lifecycle script (on_create.sh): which node this is, what it must do.
+"""Decisions for the HyperPod lifecycle script (on_init_complete.sh): which node this is, what it must do.
 
-Stdlib only (runs with the node's python3, 3.9+). on_create.sh does every side effect; this module reads
+Stdlib only (runs with the node's python3, 3.9+). on_init_complete.sh does every side effect; this module reads
 HyperPod's ``resource_config.json`` and our ``fmcluster_parameters.json`` and prints its answers as
 ``key<TAB>value`` lines, so the decision logic is unit-tested without a node.
 
@@ -229,7 +229,7 @@ def find_instance(resource_config: Dict[str, Any], addresses: Iterable[str],
 
 def plan(resource_config: Dict[str, Any], params: Dict[str, Any], addresses: Iterable[str],
          hostname: str = "") -> Dict[str, str]:
-    """Everything on_create.sh needs, as strings."""
+    """Everything on_init_complete.sh needs, as strings."""
     params = validate_params(params)
     group, instance = find_instance(resource_config, addresses, hostname)
     name = _clean(group.get("Name"), "InstanceGroups[].Name")

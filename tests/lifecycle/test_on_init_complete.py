@@ -1,4 +1,4 @@
-"""on_create.sh end to end in a tmp dir: the deployed S3 layout, fake system commands on PATH, fake lustre
+"""on_init_complete.sh end to end in a tmp dir: the deployed S3 layout, fake system commands on PATH, fake lustre
 helper / validator / collector installer, and FMCLUSTER_LIFECYCLE_ROOT standing in for the node's /."""
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ class Node:
 
     def _layout(self, parameters: Dict[str, Any]) -> None:
         """The deployed S3 layout: stub, parameters, profiles, and pkg/ with the real lifecycle code."""
-        stub = self.prefix / "on_create.sh"
-        stub.write_text('#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create.sh" "$@"\n')
+        stub = self.prefix / "on_init_complete.sh"
+        stub.write_text('#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh" "$@"\n')
         (self.prefix / "fmcluster_parameters.json").write_text(json.dumps(parameters))
         (self.prefix / "profiles").mkdir()
         for group in ("gpu-a", "cpu-b"):
@@ -101,7 +101,7 @@ class Node:
         full.update(env)
         full.pop("PYTHONPATH", None)
         full.pop("SAGEMAKER_RESOURCE_CONFIG_PATH", None)
-        return subprocess.run(["bash", str(self.prefix / "on_create.sh")], cwd=self.prefix, env=full,
+        return subprocess.run(["bash", str(self.prefix / "on_init_complete.sh")], cwd=self.prefix, env=full,
                               capture_output=True, text=True, timeout=120)
 
     def log(self, name: str) -> str:

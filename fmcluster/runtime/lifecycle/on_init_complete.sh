@@ -1,9 +1,11 @@
 #!/bin/bash
-# fmcluster: SageMaker HyperPod (Slurm) OnCreate lifecycle script. README.md beside this file says what HyperPod
-# does itself, what this script does, and why; node.py makes every decision, this script does the side effects.
+# fmcluster: SageMaker HyperPod (Slurm) OnInitComplete lifecycle script. HyperPod runs it after its own setup: Slurm
+# is configured and running, and a file system given in InstanceStorageConfigs is mounted. README.md beside this file
+# says what HyperPod does itself, what this script does, and why; node.py makes every decision, this script does the
+# side effects.
 #
 # Deployed layout (the S3 prefix that LifeCycleConfig.SourceS3Uri points at, downloaded to the node):
-#   on_create.sh                       stub: exec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create.sh"
+#   on_init_complete.sh                stub: exec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh"
 #   fmcluster_parameters.json       rendered at synth
 #   profiles/<instance group>.json     NodeProfile per group
 #   pkg/fmcluster/runtime/...          this runtime package
@@ -12,8 +14,9 @@
 #   runtime     copy the runtime, profiles and parameters to /opt/fmcluster (stable; units refer to it)
 #   apt-locks   wait for apt/dpkg locks (boot-time unattended upgrades) up to a deadline
 #   role        find this node in resource_config.json: controller | login | compute, group, partition
-#   fsx         mount FSx for Lustre with the lustre helper; hold the Lustre client packages. A failed mount is
-#               judged by validation.policy (the boot validator on GPU workers, this step elsewhere)
+#   fsx         only for an EFA-enabled FSx for Lustre (HyperPod mounts the others itself, over TCP): mount it with
+#               the lustre helper (LNet over EFA), hold the Lustre client packages. A failed mount is judged by
+#               validation.policy (the boot validator on GPU workers, this step elsewhere)
 #   containers  docker data-root and enroot paths on the instance NVMe (fallback: /opt/sagemaker; never /)
 #   users       create the users from the parameters with fixed uids (idempotent)
 #   collectors  node_exporter / dcgm-exporter / Prometheus agent via observability/install.sh (never fatal)
@@ -337,7 +340,7 @@ step_validate() {
 
 # --- main -------------------------------------------------------------------------------------------------------
 
-log "fmcluster lifecycle on_create from $SRC_PREFIX (log $LOG_DIR/lifecycle.log)"
+log "fmcluster lifecycle on_init_complete from $SRC_PREFIX (log $LOG_DIR/lifecycle.log)"
 STEP=runtime
 step_runtime
 STEP=apt-locks
