@@ -26,7 +26,7 @@ class Ec2NodeGroup(Construct):
     :param partitions: partition count (partition strategy only).
     :param capacity_type: ``on-demand`` | ``odcr`` | ``capacity-block``; ``reservation_id`` for the latter two.
     :param image_id, user_data, security_group_ids, subnet_id, instance_type, instance_profile_arn,
-        root_volume_gib, tags: passed to `NodeLaunchTemplate`.
+        root_volume_gib, root_device_name, tags: passed to `NodeLaunchTemplate`.
     """
 
     def __init__(
@@ -36,7 +36,7 @@ class Ec2NodeGroup(Construct):
         *,
         instance: InstanceType,
         efa: bool,
-        image_id: str,
+        image_id: Optional[str],
         user_data: str,
         security_group_ids: Sequence[str],
         subnet_id: Optional[str],
@@ -47,6 +47,7 @@ class Ec2NodeGroup(Construct):
         instance_type: Optional[str] = None,
         instance_profile_arn: Optional[str] = None,
         root_volume_gib: int = 200,
+        root_device_name: str = "/dev/sda1",
         tags: Optional[Dict[str, str]] = None,
     ) -> None:
         super().__init__(scope, id)
@@ -73,6 +74,7 @@ class Ec2NodeGroup(Construct):
             instance_type=instance_type,
             instance_profile_arn=instance_profile_arn,
             root_volume_gib=root_volume_gib,
+            root_device_name=root_device_name,
             tags=tags,
         )
         self.launch_template.resource.override_logical_id(logical_id(*prefix, f"{id}LaunchTemplate", "Resource"))

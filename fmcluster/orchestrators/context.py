@@ -23,6 +23,7 @@ class SharedFileSystem:
     mount_name: str
     mount_point: str
     efa: bool
+    file_system_id: Optional[str] = None  # what a Kubernetes PersistentVolume names (volumeHandle)
 
     def parameters(self) -> Dict[str, Any]:
         return {"dns_name": self.dns_name, "mount_name": self.mount_name, "mount_point": self.mount_point,
@@ -35,11 +36,13 @@ class OrchestrationContext:
 
     :param spec: the validated spec.
     :param kind: the kind being built.
-    :param subnets: the node subnet(s), in the GPU AZ.
+    :param subnets: the node subnet(s), in the GPU AZ (kinds that launch into one take the first).
     :param security_groups: the EFA security group (the only group on every node interface).
     :param file_system: the shared file system, or None.
     :param remote_write_url: the AMP remote-write URL, or None without observability.
     :param node_groups: builds EC2 node groups (placement group + EFA launch template + user data).
+    :param extra_subnets: private subnets in the other AZs the kind asked for (`OrchestratorKind.extra_availability_zones`).
+    :param vpc: the VPC (for constructs that take one, such as an EKS cluster).
     """
 
     spec: ClusterSpec
@@ -50,6 +53,8 @@ class OrchestrationContext:
     file_system: Optional[SharedFileSystem] = None
     remote_write_url: Optional[str] = None
     instance_tags: Dict[str, str] = field(default_factory=dict)
+    extra_subnets: List[ec2.ISubnet] = field(default_factory=list)
+    vpc: Optional[ec2.IVpc] = None
 
     @property
     def subnet_ids(self) -> List[str]:

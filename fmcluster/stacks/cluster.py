@@ -47,7 +47,9 @@ class ClusterStack(Stack):
         self.context = OrchestrationContext(
             spec=spec,
             kind=kind,
-            subnets=network.node_subnets[:1],
+            subnets=list(network.node_subnets),
+            extra_subnets=list(network.extra_subnets),
+            vpc=network.vpc,
             security_groups=[security_group],
             file_system=file_system,
             remote_write_url=remote_write_url,
@@ -79,4 +81,4 @@ def _shared_file_system(spec: ClusterSpec, storage: Optional[StorageStack]) -> O
         return None
     fs = storage.file_system
     return SharedFileSystem(dns_name=fs.dns_name, mount_name=fs.mount_name, mount_point=spec.storage.fsx.mount_point,
-                            efa=spec.storage.fsx.efa)
+                            efa=spec.storage.fsx.efa, file_system_id=fs.file_system_id)
