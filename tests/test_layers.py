@@ -17,7 +17,8 @@ from typing import Dict, Iterator, Set, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fmcluster"
 
-ORCHESTRATION_MODULES = ("construct", "cluster", "instance_role", "lifecycle")
+# a kind's own CDK modules (construct.py and the constructs it composes)
+ORCHESTRATION_MODULES = ("construct", "cluster", "instance_role", "lifecycle", "node_groups", "charts", "scraper")
 
 
 def layer_of(module: str) -> str:
