@@ -43,6 +43,7 @@ class OrchestrationContext:
     :param node_groups: builds EC2 node groups (placement group + EFA launch template + user data).
     :param extra_subnets: private subnets in the other AZs the kind asked for (`OrchestratorKind.extra_availability_zones`).
     :param vpc: the VPC (for constructs that take one, such as an EKS cluster).
+    :param metrics_workspace_arn: the AMP workspace's ARN, or None without observability (for a managed scraper).
     """
 
     spec: ClusterSpec
@@ -55,6 +56,7 @@ class OrchestrationContext:
     instance_tags: Dict[str, str] = field(default_factory=dict)
     extra_subnets: List[ec2.ISubnet] = field(default_factory=list)
     vpc: Optional[ec2.IVpc] = None
+    metrics_workspace_arn: Optional[str] = None
 
     @property
     def subnet_ids(self) -> List[str]:

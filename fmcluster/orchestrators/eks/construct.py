@@ -12,10 +12,11 @@ from constructs import Construct
 
 from fmcluster.constructs.node_group import Ec2NodeGroup
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.eks import devices, gate, kueue, labels, volumes
+from fmcluster.orchestrators.eks import devices, gate, kueue, labels, metrics, volumes
 from fmcluster.orchestrators.eks.charts import ClusterObjects
 from fmcluster.orchestrators.eks.cluster import VPC_CNI_ENV, EksControlPlane
 from fmcluster.orchestrators.eks.node_groups import EksNodeGroups
+from fmcluster.orchestrators.eks.scraper import ManagedScraper
 from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, node_policy, settings_of
 
 # EKS user guide, "Amazon VPC CNI": the add-on's service account and the managed policy it documents for it.
@@ -67,7 +68,17 @@ class EksOrchestration(Construct):
         settings = settings_of(spec)
         objects = self.objects
         system = self.nodes.managed[SYSTEM_GROUP]
-        objects.manifest("NodeGate", gate.objects(groups=[g.name for g in spec.node_groups], policy=node_policy(spec)))
+        node_gate = objects.manifest("NodeGate", gate.objects(groups=[g.name for g in spec.node_groups],
+                                                              policy=node_policy(spec)))
+        if context.metrics_workspace_arn is not None:
+            objects.manifest("Exporters", metrics.exporter_objects(
+                system_selector={labels.GROUP: SYSTEM_GROUP}, gpus=any(g.instance.is_gpu for g in spec.node_groups)),
+                after=[node_gate])
+            self.scraper = ManagedScraper(
+                self, "Scraper", alias=f"fmcluster-{spec.name}", cluster_arn=self.cluster.cluster_arn,
+                subnets=context.subnets[:1] + context.extra_subnets, security_groups=context.security_groups[:1],
+                workspace_arn=context.metrics_workspace_arn,
+                config=metrics.scrape_config(cluster=spec.name, interval_s=spec.observability.scrape_interval_seconds))
         objects.chart("nvidia-device-plugin", namespace="kube-system", values=devices.nvidia_device_plugin())
         if any(g.efa_enabled for g in spec.node_groups):
             if settings.efa_device == "dra":

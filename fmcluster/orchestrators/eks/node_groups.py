@@ -77,10 +77,42 @@ def node_config(group: NodeGroup) -> str:
     return json.dumps({"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}, indent=1)
 
 
+# The EFA counters textfile (runtime/observability/efa_textfile.py) on a timer, as install.sh sets it up on the other
+# kinds' nodes; the node-exporter pods read the textfile directory (metrics.py). No host agent: AMP's managed scraper
+# collects.
+EFA_TEXTFILE_UNITS = """cat >/etc/systemd/system/fmcluster-efa-textfile.service <<'UNIT'
+[Unit]
+Description=fmcluster EFA counters to the node_exporter textfile directory
+
+[Service]
+Type=oneshot
+Environment=PYTHONPATH=/opt/fmcluster/pkg
+ExecStart=/usr/bin/python3 -m fmcluster.runtime.observability.efa_textfile
+TimeoutStartSec=30
+UNIT
+cat >/etc/systemd/system/fmcluster-efa-textfile.timer <<'UNIT'
+[Unit]
+Description=fmcluster EFA counters every 30s
+
+[Timer]
+OnBootSec=30s
+OnUnitActiveSec=30s
+AccuracySec=1s
+
+[Install]
+WantedBy=timers.target
+UNIT
+systemctl daemon-reload && systemctl enable --now fmcluster-efa-textfile.timer || echo 'fmcluster: EFA textfile timer not started'
+"""
+
+
 def pre_validation_steps(spec: ClusterSpec, group: NodeGroup) -> str:
     """Shell lines before the mount and the validator: wait for nodeadm's RAID0 mount, install the Lustre client
-    (the EKS AMI has none; FSx user guide, "Installing the Lustre client", Amazon Linux 2023)."""
+    (the EKS AMI has none; FSx user guide, "Installing the Lustre client", Amazon Linux 2023), and with observability
+    the EFA counters' textfile timer."""
     lines = ""
+    if spec.observability.enabled and group.efa_enabled:
+        lines += EFA_TEXTFILE_UNITS
     if group.instance.nvme_disks:
         lines += (f"for i in $(seq 60); do mountpoint -q {K8S_DISKS} && break; sleep 5; done\n"
                   f"mountpoint -q {K8S_DISKS} || echo 'fmcluster: {K8S_DISKS} not mounted after 5 min'\n")

@@ -102,3 +102,13 @@ GATE_IMAGE = "public.ecr.aws/docker/library/python:3.13-alpine"
 def minor(version: str) -> Tuple[int, int]:
     major, _, rest = version.partition(".")
     return int(major), int(rest.split(".")[0])
+
+# In-cluster exporters the AMP managed scraper collects from (docs/eks.md, "Observability"). node_exporter and
+# dcgm-exporter are the versions the other orchestrators' nodes run (fmcluster/runtime/observability/install.sh pins
+# them; a test keeps the two equal); dcgm-exporter is pulled by digest.
+NODE_EXPORTER_IMAGE = "quay.io/prometheus/node-exporter:v1.8.2"
+DCGM_EXPORTER_IMAGE = ("nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.6.0-ubuntu22.04"
+                       "@sha256:b7a4241c608253aa829041cc3575ea57082491251a4a626bcdddc68eaf9a3101")
+# https://github.com/kubernetes/kube-state-metrics/releases/tag/v2.13.0 (newer 2.x releases exist; its
+# compatibility matrix covers the Kubernetes versions above through client-go's stable APIs)
+KUBE_STATE_METRICS_IMAGE = "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.13.0"
