@@ -12,7 +12,7 @@ from constructs import Construct
 
 from fmcluster.constructs.node_group import Ec2NodeGroup
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.eks import devices, gate, kueue, labels, metrics, volumes
+from fmcluster.orchestrators.eks import devices, gangs, gate, kueue, labels, metrics, volumes
 from fmcluster.orchestrators.eks.charts import ClusterObjects
 from fmcluster.orchestrators.eks.cluster import VPC_CNI_ENV, EksControlPlane
 from fmcluster.orchestrators.eks.node_groups import EksNodeGroups
@@ -87,16 +87,28 @@ class EksOrchestration(Construct):
                 objects.chart("aws-efa-k8s-device-plugin", namespace="kube-system",
                               values=devices.efa_device_plugin())
         namespace = objects.manifest("TrainingNamespace", [volumes.namespace(settings.training_namespace)])
+        if settings.efa_device == "dra" and any(g.efa_enabled for g in spec.node_groups):
+            objects.manifest("EfaClaimTemplate", [devices.efa_claim_template(settings.training_namespace)],
+                             after=[namespace])
         fs = context.file_system
         if fs is not None and spec.storage.fsx is not None and fs.file_system_id is not None:
             objects.manifest("SharedFileSystem", volumes.fsx_volume(
                 cluster=spec.name, namespace=settings.training_namespace, file_system_id=fs.file_system_id,
                 dns_name=fs.dns_name, mount_name=fs.mount_name, capacity_gib=spec.storage.fsx.storage_capacity_gib,
             ), after=[namespace, self.control_plane.addons["aws-fsx-csi-driver"]])
+        on_system = {labels.GROUP: SYSTEM_GROUP}
         if settings.scheduler == "kueue":
             chart = objects.chart("kueue", namespace=kueue.NAMESPACE, wait=True, after=[system],
-                                  values=kueue.chart_values(settings, system_selector={labels.GROUP: SYSTEM_GROUP}))
+                                  values=kueue.chart_values(settings, system_selector=on_system))
             objects.manifest("KueueQueues", kueue.queue_objects(spec.node_groups, settings), after=[chart, namespace])
+        elif settings.scheduler == "volcano":
+            chart = objects.chart("volcano", namespace=gangs.VOLCANO_NAMESPACE, wait=True, after=[system],
+                                  values=gangs.volcano_values(spec.node_groups, system_selector=on_system))
+            objects.manifest("VolcanoQueues", gangs.volcano_objects(spec.node_groups), after=[chart])
+        else:
+            chart = objects.chart("kai-scheduler", namespace=gangs.KAI_NAMESPACE, wait=True, after=[system],
+                                  values=gangs.kai_values(system_selector=on_system))
+            objects.manifest("KaiQueues", gangs.kai_objects(spec.node_groups), after=[chart])
 
     @property
     def node_groups(self) -> Dict[str, Ec2NodeGroup]:

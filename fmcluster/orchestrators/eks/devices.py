@@ -41,3 +41,20 @@ def efa_device_plugin() -> Dict[str, Any]:
 def efa_dra_driver() -> Dict[str, Any]:
     """aws-dranet (DeviceClass efa.networking.k8s.aws) on nodes labelled for DRA only."""
     return {"nodeSelector": {labels.EFA_DEVICE: "dra"}, "tolerations": node_tolerations()}
+
+
+EFA_DEVICE_CLASS = "efa.networking.k8s.aws"  # the aws-dranet chart's DeviceClass (deviceClass.name)
+EFA_CLAIM_TEMPLATE = "efa"
+
+
+def efa_claim_template(namespace: str) -> Dict[str, Any]:
+    """With the DRA driver, what a pod claims instead of vpc.amazonaws.com/efa: every EFA device of its node
+    (allocationMode All), as a ResourceClaimTemplate in the training namespace (resource.k8s.io/v1, Kubernetes >= 1.34).
+    A pod lists it under spec.resourceClaims and each container under resources.claims."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": EFA_CLAIM_TEMPLATE, "namespace": namespace},
+        "spec": {"spec": {"devices": {"requests": [
+            {"name": "efa", "exactly": {"deviceClassName": EFA_DEVICE_CLASS, "allocationMode": "All"}}]}}},
+    }

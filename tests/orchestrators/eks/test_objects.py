@@ -154,6 +154,16 @@ def test_the_file_system_is_a_static_read_write_many_volume(synth_example):
     assert "Fn::ImportValue" in json.dumps(cfn["Properties"]["Manifest"]), "the real file system's id and names"
 
 
+def test_dra_jobs_claim_every_efa_device_of_a_node(synth_example):
+    objects = applied_objects(synth_example("eks-p6-b200-capacity-block")["eks-b200-cluster"])
+    (claim,) = next(v for k, v in objects.items() if k.startswith("EksObjectsEfaClaimTemplate"))
+    (request,) = claim["spec"]["spec"]["devices"]["requests"]
+    assert request["exactly"] == {"deviceClassName": "efa.networking.k8s.aws", "allocationMode": "All"}
+    assert claim["metadata"]["namespace"] == "training"
+    assert not any(k.startswith("EksObjectsEfaClaimTemplate") for k in applied_objects(
+        synth_example("eks-p5")["eks-p5-cluster"])), "the device plugin needs no claim"
+
+
 def test_device_plugins_never_share_a_node(synth_example):
     p5 = helm_values(synth_example("eks-p5")["eks-p5-cluster"])
     b200 = helm_values(synth_example("eks-p6-b200-capacity-block")["eks-b200-cluster"])
