@@ -93,6 +93,20 @@ def test_cluster_quota_counts_other_clusters() -> None:
     assert out.status == "warn" and "2 in use" in out.observed
 
 
+def test_node_group_quotas() -> None:
+    ctx = make_ctx(eks_spec(node_groups=[group(count=500)]))
+    sq = stubbed(ctx, "service-quotas")
+    quotas = [{"ServiceCode": "eks", "QuotaCode": "L-6D54EA21", "QuotaName": "Managed node groups per cluster",
+               "Value": 30.0},
+              {"ServiceCode": "eks", "QuotaCode": "L-BD136A63", "QuotaName": "Nodes per managed node group",
+               "Value": 450.0}]
+    sq.add_response("list_service_quotas", {"Quotas": quotas}, {"ServiceCode": "eks"})
+    sq.add_response("list_aws_default_service_quotas", {"Quotas": []}, {"ServiceCode": "eks"})
+    out = preflight.check_node_group_quotas(ctx)
+    assert out.status == "fail" and "'Nodes per managed node group' 450, spec needs 500" in out.observed
+    assert "'Managed node groups per cluster' 30, spec needs 2" in out.observed
+
+
 def test_second_az_must_exist() -> None:
     ctx = make_ctx(eks_spec())
     assert preflight.check_second_az(ctx).status == "pass"  # moto knows us-east-1b

@@ -27,6 +27,8 @@ def checks(spec: Any) -> List[PreflightCheck]:
     version = settings_of(spec).kubernetes_version
     found = [
         PreflightCheck("quota:eks-clusters", "EKS clusters per Region", "service-quotas", check_cluster_quota),
+        PreflightCheck("quota:eks-node-groups", "EKS managed node groups and their nodes", "service-quotas",
+                       check_node_group_quotas),
         PreflightCheck(f"eks:version:{version}", f"Kubernetes {version} on EKS", "eks", check_version),
         PreflightCheck("eks:addons", f"add-on versions for Kubernetes {version}", "eks", check_addons),
         PreflightCheck("eks:control-plane-az", f"second AZ {control_plane_zone(spec)}", "ec2", check_second_az),
@@ -46,6 +48,25 @@ def check_cluster_quota(ctx: Context) -> Outcome:
     if q is None:
         return Outcome(PASS, f"{len(others)} other cluster(s); no 'Clusters' quota found by name", "1 more cluster")
     return judge(1, len(others), float(q["Value"]), "", "clusters", q["QuotaName"], " (looked up by name)")
+
+
+def check_node_group_quotas(ctx: Context) -> Outcome:
+    """'Managed node groups per cluster' (the spec's groups and the system group) and 'Nodes per managed node group'
+    (the largest group); both by name, as Service Quotas lists them for EKS."""
+    groups = len(ctx.spec.node_groups) + 1
+    largest = max(max(g.count for g in ctx.spec.node_groups), settings_of(ctx.spec).system_nodes.count)
+    per_cluster = find_quota(ctx, "eks", lambda n: n.strip().lower() == "managed node groups per cluster")
+    per_group = find_quota(ctx, "eks", lambda n: n.strip().lower() == "nodes per managed node group")
+    parts, worst = [], PASS
+    for q, need, what in ((per_cluster, groups, "node groups"), (per_group, largest, "nodes in one group")):
+        if q is None:
+            parts.append(f"no quota '{what}' found by name")
+            continue
+        parts.append(f"'{q['QuotaName']}' {float(q['Value']):g}, spec needs {need}")
+        if need > float(q["Value"]):
+            worst = FAIL
+    return Outcome(worst, "; ".join(parts), f"{groups} node groups, {largest} nodes in the largest",
+                   "" if worst == PASS else "request an increase in Service Quotas (Amazon EKS)")
 
 
 def check_version(ctx: Context) -> Outcome:
