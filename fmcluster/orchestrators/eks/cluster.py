@@ -29,6 +29,15 @@ CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 VPC_CNI_ENV = {"WARM_IP_TARGET": "4", "MINIMUM_IP_TARGET": "16"}
 
 
+def known_zones(subnets: Sequence[ec2.ISubnet]) -> Optional[set]:
+    """The subnets' AZs, or None when one was imported by id alone (existing VPCs' extra subnets): then EKS itself
+    checks the two-AZ rule at deploy time."""
+    try:
+        return {s.availability_zone for s in subnets}
+    except RuntimeError:
+        return None
+
+
 def kubectl_layer(scope: Construct, kubernetes_version: str) -> object:
     """The kubectl/Helm Lambda layer from the PyPI package of the cluster's Kubernetes version."""
     if kubernetes_version not in KUBECTL_LAYERS:
@@ -67,7 +76,8 @@ class EksControlPlane(Construct):
         log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
     ) -> None:
         super().__init__(scope, id)
-        if len({s.availability_zone for s in subnets}) < 2:
+        zones = known_zones(subnets)
+        if len(subnets) < 2 or (zones is not None and len(zones) < 2):
             raise ValueError("subnets: EKS needs control-plane subnets in at least two availability zones")
         if not admins:
             raise ValueError("admins: at least one principal, or nobody can use the cluster")

@@ -20,6 +20,8 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from fmcluster.orchestrators.eks.cluster import known_zones
+
 SCRAPER_SERVICE = "scraper.aps.amazonaws.com"
 
 
@@ -39,7 +41,8 @@ class ManagedScraper(Construct):
     def __init__(self, scope: Construct, id: str, *, alias: str, cluster_arn: str, subnets: Sequence[ec2.ISubnet],
                  security_groups: Sequence[ec2.ISecurityGroup], workspace_arn: str, config: Dict[str, Any]) -> None:
         super().__init__(scope, id)
-        if len({s.availability_zone for s in subnets}) < 2:
+        zones = known_zones(subnets)
+        if len(subnets) < 2 or (zones is not None and len(zones) < 2):
             raise ValueError("subnets: a managed scraper needs subnets in at least two availability zones")
         if any("static_configs" in job for job in config.get("scrape_configs", [])):
             raise ValueError("config: a managed scraper discovers targets with kubernetes_sd_configs only")

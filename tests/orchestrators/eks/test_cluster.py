@@ -181,3 +181,47 @@ def test_pod_addresses_size_the_node_subnet(p5):
 
     spec = load_spec("examples/eks-p5.yaml")
     assert spec.node_ip_addresses == 4 * (1 + 24)
+
+
+def test_existing_vpc_uses_its_extra_subnets_and_every_node_subnet():
+    """An existing VPC names the second AZ's subnet(s); on-demand groups spread over every node subnet."""
+    import copy
+    from pathlib import Path
+
+    import yaml
+
+    from fmcluster.app import synthesize
+    from fmcluster.spec import parse_spec
+
+    data = yaml.safe_load((Path(__file__).resolve().parents[3] / "examples" / "eks-p5.yaml").read_text())
+    data = copy.deepcopy(data)
+    data["network"] = {"existing_vpc": {
+        "vpc_id": "vpc-0123456789abcdef0", "subnet_ids": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+        "extra_subnet_ids": ["subnet-0123456789abcdef2"]}}
+    data.pop("storage")
+    data["observability"] = {"enabled": False}
+    template = synthesize(parse_spec(data))["eks-p5-cluster"]
+    vpc = one(template, "AWS::EKS::Cluster")["ResourcesVpcConfig"]
+    assert vpc["SubnetIds"] == ["subnet-0123456789abcdef0", "subnet-0123456789abcdef2"]
+    assert node_groups(template)["h100"]["Subnets"] == ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
+    assert not resources_of(template, "AWS::APS::Scraper"), "no scraper without observability"
+
+
+def test_constructs_refuse_one_az_naming_the_prop():
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    from fmcluster.app import new_app
+    from fmcluster.orchestrators.eks.cluster import EksControlPlane
+    from fmcluster.orchestrators.eks.scraper import ManagedScraper
+
+    stack = cdk.Stack(new_app(nag=False), "S", env=cdk.Environment(account="123456789012", region="us-east-1"))
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-east-1a"], nat_gateways=0)
+    one_az = vpc.isolated_subnets[:1] + vpc.isolated_subnets[:1]
+    group = ec2.SecurityGroup(stack, "Sg", vpc=vpc)
+    with pytest.raises(ValueError, match="^subnets: EKS needs"):
+        EksControlPlane(stack, "Cp", cluster_name="c", kubernetes_version="1.35", vpc=vpc, subnets=one_az,
+                        security_group=group, admins=["arn:aws:iam::123456789012:role/a"])
+    with pytest.raises(ValueError, match="^subnets: a managed scraper"):
+        ManagedScraper(stack, "Sc", alias="a", cluster_arn="arn", subnets=one_az, security_groups=[group],
+                       workspace_arn="arn", config={"scrape_configs": []})
