@@ -36,7 +36,7 @@ def layer_of(module: str) -> str:
             return "orchestration" if leaf in ("context", "ec2_nodes") else "spec"
         if leaf in ("preflight", "status"):
             return "aws"
-        if leaf in ("settings", parts[1]):  # a kind's settings and its __init__ (the package itself)
+        if leaf in ("settings", "versions", parts[1]):  # its settings, pinned versions (data) and __init__
             return "spec"
         return "orchestration"  # the kind's construct and its own building blocks
     return "top"  # fmcluster/__init__.py, __main__.py

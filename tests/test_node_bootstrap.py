@@ -24,16 +24,20 @@ def test_bash_syntax_and_shellcheck():
     assert r.returncode == 0, r.stdout
 
 
-def run_bootstrap(tmp_path: Path, *, healthy: bool, policy: str, agent: Optional[str] = None) -> subprocess.CompletedProcess:
-    """Run the script with a fake python3 standing in for the validator."""
+def run_bootstrap(tmp_path: Path, *, healthy: bool, policy: str, agent: Optional[str] = None,
+                  report: Optional[str] = None) -> subprocess.CompletedProcess:
+    """Run the script with a fake python3 standing in for the validator (printing `report`, default a verdict)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "python3"
-    # the contract module answers for real (it reads the profile); everything else is the fake validator
-    fake.write_text(f"#!/bin/sh\ncase \"$*\" in *fmcluster.runtime.contract*) "
+    # the contract module and `python3 -c` (the publish step's JSON check) answer for real; everything else is the
+    # fake validator
+    text = report if report is not None else json.dumps({"verdict": "pass" if healthy else "fail"})
+    (tmp_path / "report.txt").write_text(text)
+    fake.write_text(f"#!/bin/sh\ncase \"$*\" in *fmcluster.runtime.contract*|-c*) "
                     f"PYTHONPATH={ROOT} exec {sys.executable} \"$@\";; esac\n"
                     f"echo \"$@\" >> {tmp_path}/validator-args.log\n"
-                    f"echo '{{\"verdict\": \"{'pass' if healthy else 'fail'}\"}}'\nexit {0 if healthy else 1}\n")
+                    f"cat {tmp_path}/report.txt\nexit {0 if healthy else 1}\n")
     fake.chmod(0o755)
     systemctl = bin_dir / "systemctl"
     systemctl.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path}/systemctl.log\n")
@@ -41,7 +45,8 @@ def run_bootstrap(tmp_path: Path, *, healthy: bool, policy: str, agent: Optional
     (tmp_path / "profile.json").write_text(json.dumps({"instance_type": "p5.48xlarge", "orchestrator": agent}))
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", FMCLUSTER_POLICY=policy,
                FMCLUSTER_LOG_DIR=str(tmp_path / "log"), FMCLUSTER_TEXTFILE_DIR=str(tmp_path / "textfile"),
-               FMCLUSTER_SYSTEMD_DIR=str(tmp_path), FMCLUSTER_PROFILE=str(tmp_path / "profile.json"))
+               FMCLUSTER_SYSTEMD_DIR=str(tmp_path), FMCLUSTER_PROFILE=str(tmp_path / "profile.json"),
+               FMCLUSTER_STATE_DIR=str(tmp_path / "state"))
     return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -78,3 +83,20 @@ def test_boot_run_skips_the_agent_check_until_the_agent_runs(tmp_path):
 def test_without_an_agent_nothing_is_skipped(tmp_path):
     assert run_bootstrap(tmp_path, healthy=True, policy="report").returncode == 0
     assert "--skip" not in (tmp_path / "validator-args.log").read_text()
+
+
+@pytest.mark.parametrize("healthy", [True, False])
+def test_the_report_is_published_whole_for_a_gate(tmp_path, healthy):
+    """The node gate (runtime/kube_gate.py) reads state/validation.json: the report as the validator wrote it."""
+    assert run_bootstrap(tmp_path, healthy=healthy, policy="report").returncode == 0
+    published = json.loads((tmp_path / "state" / "validation.json").read_text())
+    assert published == {"verdict": "pass" if healthy else "fail"}
+    assert not list((tmp_path / "state").glob(".*.tmp")), "the temporary file is renamed into place"
+
+
+def test_a_validator_without_a_report_is_published_as_a_failure(tmp_path):
+    """A crashed or timed-out validator leaves no JSON; a gate must not wait for a result that never comes."""
+    assert run_bootstrap(tmp_path, healthy=False, policy="report", report="Traceback (most recent call last)").returncode == 0
+    published = json.loads((tmp_path / "state" / "validation.json").read_text())
+    assert published["verdict"] == "fail" and published["failing"] == ["validator"]
+    assert "exited 1" in published["error"]

@@ -24,9 +24,8 @@ class NodeLaunchTemplate(Construct):
     :param efa: attach EFA interfaces (``efa-only`` on every EFA card).
     :param security_group_ids: on every interface (the EFA group must be among them).
     :param subnet_id: the node subnet (one AZ); None when the launching service sets it (EKS).
-    :param image_id: AMI id or a deploy-time token (SSM parameter).
-    :param root_device_name: the image's root device (``/dev/sda1`` on Ubuntu AMIs, ``/dev/xvda`` on Amazon Linux);
-        a wrong name adds a second disk instead of sizing the root (fmcluster.images).
+    :param image_id: AMI id or a deploy-time token (SSM parameter); None leaves the AMI to the launching service
+        (an EKS managed node group picks it from its AMI type, and merges its own user data only then).
     :param user_data: MIME multi-part text; base64-encoded here.
     :param placement_group_name: cluster/partition placement group, or None.
     :param capacity_type: ``on-demand`` | ``odcr`` | ``capacity-block``.
@@ -34,6 +33,7 @@ class NodeLaunchTemplate(Construct):
     :param instance_type: set it for plain EC2 use; orchestrators such as PCS set their own.
     :param instance_profile_arn: likewise; PCS passes its own.
     :param root_volume_gib: encrypted gp3 root volume (container images live on instance NVMe).
+    :param root_device_name: the AMI's root device (``/dev/sda1`` on Ubuntu DLAMIs, ``/dev/xvda`` on Amazon Linux).
     """
 
     def __init__(
@@ -45,7 +45,7 @@ class NodeLaunchTemplate(Construct):
         efa: bool,
         security_group_ids: Sequence[str],
         subnet_id: Optional[str],
-        image_id: str,
+        image_id: Optional[str],
         root_device_name: str,
         user_data: str,
         placement_group_name: Optional[str] = None,

@@ -5,6 +5,7 @@ shared bootstrap in fmcluster/runtime/node_bootstrap.sh."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence, Tuple
 
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
@@ -115,12 +116,16 @@ set -euo pipefail
 """
 
 
-def mime_user_data(shell_script: str) -> str:
-    """MIME multi-part user data: PCS merges its own parts with ours (PCS user guide)."""
+def mime_user_data(shell_script: str, parts_before: Sequence[Tuple[str, str]] = ()) -> str:
+    """MIME multi-part user data: PCS and EKS merge their own parts with ours (PCS user guide; EKS user guide,
+    "Customizing managed nodes with launch templates"). `parts_before`: (content type, body) parts ahead of the
+    shell script, e.g. an ``application/node.eks.aws`` NodeConfig."""
+    head = "".join(f"--{BOUNDARY}\nContent-Type: {kind}\n\n{body}\n" for kind, body in parts_before)
     return (
         f'Content-Type: multipart/mixed; boundary="{BOUNDARY}"\n'
         "MIME-Version: 1.0\n"
         "\n"
+        f"{head}"
         f"--{BOUNDARY}\n"
         'Content-Type: text/x-shellscript; charset="us-ascii"\n'
         "\n"

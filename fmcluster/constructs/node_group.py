@@ -25,8 +25,8 @@ class Ec2NodeGroup(Construct):
     :param placement_strategy: ``cluster`` | ``partition`` | ``none``.
     :param partitions: partition count (partition strategy only).
     :param capacity_type: ``on-demand`` | ``odcr`` | ``capacity-block``; ``reservation_id`` for the latter two.
-    :param image_id, root_device_name, user_data, security_group_ids, subnet_id, instance_type, instance_profile_arn,
-        root_volume_gib, tags: passed to `NodeLaunchTemplate`.
+    :param image_id, user_data, security_group_ids, subnet_id, instance_type, instance_profile_arn,
+        root_volume_gib, root_device_name, tags: passed to `NodeLaunchTemplate`.
     """
 
     def __init__(
@@ -36,7 +36,7 @@ class Ec2NodeGroup(Construct):
         *,
         instance: InstanceType,
         efa: bool,
-        image_id: str,
+        image_id: Optional[str],
         root_device_name: str,
         user_data: str,
         security_group_ids: Sequence[str],

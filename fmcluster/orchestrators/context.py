@@ -24,7 +24,7 @@ class SharedFileSystem:
     mount_name: str
     mount_point: str
     efa: bool
-    file_system_id: Optional[str] = None
+    file_system_id: Optional[str] = None  # what a Kubernetes PersistentVolume names (volumeHandle)
 
     def parameters(self) -> Dict[str, Any]:
         return {"dns_name": self.dns_name, "mount_name": self.mount_name, "mount_point": self.mount_point,
@@ -37,13 +37,16 @@ class OrchestrationContext:
 
     :param spec: the validated spec.
     :param kind: the kind being built.
-    :param subnets: the node subnet(s), in the GPU AZ.
+    :param subnets: the node subnet(s), in the GPU AZ (kinds that launch into one take the first).
     :param security_groups: the EFA security group (the only group on every node interface).
     :param file_system: the shared file system, or None.
     :param remote_write_url: the AMP remote-write URL, or None without observability.
     :param node_groups: builds EC2 node groups (placement group + EFA launch template + user data).
     :param grant_remote_write: grants AMP remote write to a principal the kind builds beside its ``grantee`` (a
         head node or controller that runs collectors); None without observability.
+    :param extra_subnets: private subnets in the other AZs the kind asked for (`OrchestratorKind.extra_availability_zones`).
+    :param vpc: the VPC (for constructs that take one, such as an EKS cluster).
+    :param metrics_workspace_arn: the AMP workspace's ARN, or None without observability (for a managed scraper).
     """
 
     spec: ClusterSpec
@@ -55,6 +58,9 @@ class OrchestrationContext:
     remote_write_url: Optional[str] = None
     instance_tags: Dict[str, str] = field(default_factory=dict)
     grant_remote_write: Optional[Callable[[iam.IGrantable], iam.Grant]] = None
+    extra_subnets: List[ec2.ISubnet] = field(default_factory=list)
+    vpc: Optional[ec2.IVpc] = None
+    metrics_workspace_arn: Optional[str] = None
 
     @property
     def subnet_ids(self) -> List[str]:

@@ -1,9 +1,10 @@
-"""EC2 node groups as every kind that launches its own instances builds them (none, pcs; eks next): the
+"""EC2 node groups as every kind that launches its own instances builds them (none, pcs, eks): the
 node runtime asset, user data that mounts storage, installs collectors and runs the boot validator with the
 group's NodeProfile, the AMI, and one `Ec2NodeGroup` per spec node group."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Dict, Optional, Sequence
 
 from aws_cdk import Stack
@@ -27,6 +28,20 @@ from fmcluster.spec import ClusterSpec, NodeGroup
 
 # the node_group label (and fmcluster:node-group tag) of a login node
 LOGIN_NODE_GROUP = "login"
+
+
+@dataclass(frozen=True)
+class NodeImage:
+    """What a kind whose launching service picks the AMI passes instead of the DLAMI and its user data.
+
+    :param image_id: AMI id, or None to leave ImageId out of the launch template (EKS AMI types).
+    :param user_data: the whole MIME user data.
+    :param root_device_name: the image's root device (Amazon Linux 2023: ``/dev/xvda``).
+    """
+
+    image_id: Optional[str]
+    user_data: str
+    root_device_name: str
 
 
 def construct_id(name: str) -> str:
@@ -80,23 +95,37 @@ class Ec2NodeGroups:
         return mount_step(dns_name=fs.dns_name, mount_name=fs.mount_name, mount_point=fs.mount_point,
                           efa=fs.efa and efa_client, fatal=not validated and self.spec.validation.policy == "fail")
 
-    def user_data(self, scope: Construct, group: NodeGroup) -> str:
+    def bootstrap_shell(
+        self,
+        scope: Construct,
+        group: NodeGroup,
+        *,
+        profile_json: Optional[str] = None,
+        policy: Optional[str] = None,
+        collectors: bool = True,
+        before_mount: str = "",
+    ) -> str:
+        """The shell script every node runs: fetch the runtime, write the profile, mount the shared file system,
+        install collectors, run the boot validator. A kind may pass its own profile (JSON) and node-side policy,
+        leave the host collectors out (collectors: False), and add shell lines before the mount."""
         region = Stack.of(scope).region
-        collectors = ""
-        if self.remote_write_url is not None:
-            collectors = collectors_step(cluster=self.spec.name, region=region, remote_write_url=self.remote_write_url,
-                                         node_group=group.name, gpu=group.instance.is_gpu)
-        return mime_user_data(
-            bootstrap_script(
-                runtime_s3_url=self.runtime(scope).s3_url,
-                region=region,
-                profile_json=node_profile_json(self.spec, group),
-                level=self.spec.validation.level,
-                policy=self.spec.validation.policy,
-                collectors=collectors,
-                mount=self._mount_step(efa_client=group.efa_enabled),
-            )
+        collector_lines = ""
+        if collectors and self.remote_write_url is not None:
+            collector_lines = collectors_step(cluster=self.spec.name, region=region,
+                                              remote_write_url=self.remote_write_url, node_group=group.name,
+                                              gpu=group.instance.is_gpu)
+        return bootstrap_script(
+            runtime_s3_url=self.runtime(scope).s3_url,
+            region=region,
+            profile_json=profile_json if profile_json is not None else node_profile_json(self.spec, group),
+            level=self.spec.validation.level,
+            policy=policy or self.spec.validation.policy,
+            collectors=collector_lines,
+            mount=before_mount + self._mount_step(efa_client=group.efa_enabled),
         )
+
+    def user_data(self, scope: Construct, group: NodeGroup) -> str:
+        return mime_user_data(self.bootstrap_shell(scope, group))
 
     def build(
         self,
@@ -105,9 +134,13 @@ class Ec2NodeGroups:
         *,
         instance_profile_arn: Optional[str] = None,
         set_instance_type: bool = True,
+        in_subnet: bool = True,
+        image: Optional[NodeImage] = None,
     ) -> Ec2NodeGroup:
         """The node group's placement group and launch template. ``set_instance_type`` False leaves the
-        instance type (and the profile) to the service launching from the template (PCS)."""
+        instance type (and the profile) to the service launching from the template (PCS); ``in_subnet`` False
+        leaves the subnet out (EKS managed node groups take theirs from the node group and refuse one in the
+        template); ``image`` replaces the DLAMI and its user data."""
         return Ec2NodeGroup(
             scope,
             construct_id(group.name),
@@ -118,13 +151,13 @@ class Ec2NodeGroups:
             capacity_type=group.capacity.type,
             reservation_id=group.capacity.reservation_id,
             security_group_ids=self.security_group_ids,
-            subnet_id=self.subnet_id,
-            image_id=self.image_id(scope, group),
-            user_data=self.user_data(scope, group),
+            subnet_id=self.subnet_id if in_subnet else None,
+            image_id=image.image_id if image is not None else self.image_id(scope, group),
+            user_data=image.user_data if image is not None else self.user_data(scope, group),
             instance_type=group.instance_type if set_instance_type else None,
             instance_profile_arn=instance_profile_arn,
             root_volume_gib=group.root_volume_gib,
-            root_device_name=group.image.root_device,
+            root_device_name=image.root_device_name if image is not None else group.image.root_device,
             tags={**self.instance_tags, "fmcluster:node-group": group.name},
         )
 

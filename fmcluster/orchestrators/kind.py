@@ -49,6 +49,10 @@ def no_extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
     return []
 
 
+def no_extra_availability_zones(spec: ClusterSpec) -> List[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class OrchestratorKind:
     """One orchestrator kind.
@@ -68,6 +72,10 @@ class OrchestratorKind:
         root device and default image (False where the service picks the image: HyperPod, ParallelCluster).
     :param spec_rules: problems a spec has with this kind, as (field path, message).
     :param extra_instances: instances it runs beside the node groups (quotas, ``plan``).
+    :param extra_availability_zones: availability zones besides the GPU AZ where the network stack gives the kind a
+        small private subnet each (an EKS control plane and the AMP managed scraper need subnets in two AZs).
+    :param addresses_per_node: VPC addresses each node takes beyond its IP-consuming interfaces (pod addresses
+        under the VPC CNI); the spec sizes the node subnet with them.
     :param preflight: ``module:function`` returning its preflight checks for a spec, or None.
     :param status: ``module:MAPPING`` of CloudFormation resource type to status describer, or None.
     """
@@ -83,6 +91,8 @@ class OrchestratorKind:
     uses_image_family: bool = True
     spec_rules: Callable[[ClusterSpec], List[Problem]] = no_rules
     extra_instances: Callable[[ClusterSpec], List[ExtraInstance]] = no_extra_instances
+    extra_availability_zones: Callable[[ClusterSpec], List[str]] = no_extra_availability_zones
+    addresses_per_node: int = 0
     preflight: Optional[str] = None
     status: Optional[str] = None
 

@@ -8,6 +8,9 @@
 #   FMCLUSTER_PROFILE   NodeProfile JSON rendered at synth (default /etc/fmcluster/profile.json)
 #   FMCLUSTER_LEVEL     fast | standard | deep (default standard)
 #   FMCLUSTER_POLICY    fail | drain | taint | report (default drain)
+#   FMCLUSTER_STATE_DIR where the last report is published for whatever gates scheduling on it, renamed into place
+#                       so a reader never sees half a file (default /var/lib/fmcluster: validation.json; the EKS
+#                       node gate, fmcluster/runtime/kube_gate.py, reads it)
 # Exit status: 0 healthy (or a failure handled by drain/taint/report), 1 unhealthy under policy fail.
 set -uo pipefail
 
@@ -18,6 +21,7 @@ policy=${FMCLUSTER_POLICY:-drain}
 log_dir=${FMCLUSTER_LOG_DIR:-/var/log/fmcluster}
 textfile_dir=${FMCLUSTER_TEXTFILE_DIR:-/var/lib/node_exporter/textfile_collector}
 unit_dir=${FMCLUSTER_SYSTEMD_DIR:-/etc/systemd/system}
+state_dir=${FMCLUSTER_STATE_DIR:-/var/lib/fmcluster}
 
 mkdir -p "$log_dir" "$textfile_dir"
 exec >>"$log_dir/bootstrap.log" 2>&1
@@ -39,8 +43,24 @@ validate() {
     --policy "$1" "${skip[@]}" >"$log_dir/validate.json"
 }
 
+publish() {
+  # $1: the validator's exit status. A report that is not JSON (the validator crashed or timed out) is published as
+  # a failure, so a gate never waits for a result that will not come.
+  mkdir -p "$state_dir"
+  if python3 -c 'import json, sys; assert isinstance(json.load(open(sys.argv[1])), dict)' "$log_dir/validate.json" \
+      2>/dev/null; then
+    cp "$log_dir/validate.json" "$state_dir/.validation.json.tmp"
+  else
+    printf '{"verdict": "fail", "failing": ["validator"], "error": "the validator exited %s without a report"}\n' \
+      "$1" >"$state_dir/.validation.json.tmp"
+  fi
+  chmod 0644 "$state_dir/.validation.json.tmp"
+  mv -f "$state_dir/.validation.json.tmp" "$state_dir/validation.json"
+}
+
 validate report
 status=$?
+publish "$status"
 if [ "$status" -eq 0 ]; then
   echo "$(date -Is) node validation passed"
   exit 0

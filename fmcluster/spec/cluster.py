@@ -150,7 +150,8 @@ class ClusterSpec(SpecModel):
 
     @property
     def node_ip_addresses(self) -> int:
-        return sum(g.ip_addresses for g in self.node_groups)
+        per_node = self.orchestrator_kind.addresses_per_node  # e.g. pod addresses under the VPC CNI
+        return sum(g.ip_addresses + g.count * per_node for g in self.node_groups)
 
     @property
     def required_ips(self) -> int:

@@ -57,8 +57,13 @@ class ExistingVpc(SpecModel):
         default_factory=list,
         description="The subnets' CIDRs, optional: when given, the spec checks they hold the nodes' addresses.",
     )
+    extra_subnet_ids: List[str] = Field(
+        default_factory=list,
+        description="Private subnets in other availability zones, with egress, for orchestrators that need a second "
+        "AZ (an EKS control plane, the AMP managed scraper).",
+    )
 
-    @field_validator("subnet_ids")
+    @field_validator("subnet_ids", "extra_subnet_ids")
     @classmethod
     def _subnets(cls, v: List[str]) -> List[str]:
         bad = [s for s in v if not re.match(SUBNET_ID_PATTERN, s)]
@@ -88,8 +93,12 @@ class ExistingVpc(SpecModel):
 
     @model_validator(mode="after")
     def _cidrs_match_subnets(self) -> ExistingVpc:
+        found = []
         if self.subnet_cidrs and len(self.subnet_cidrs) != len(self.subnet_ids):
-            raise_problems([("subnet_cidrs", "when given, lists one CIDR per entry of subnet_ids")])
+            found.append(("subnet_cidrs", "when given, lists one CIDR per entry of subnet_ids"))
+        if set(self.extra_subnet_ids) & set(self.subnet_ids):
+            found.append(("extra_subnet_ids", "are subnets in other availability zones, never the node subnets"))
+        raise_problems(found)
         return self
 
 

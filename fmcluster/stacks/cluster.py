@@ -47,7 +47,10 @@ class ClusterStack(Stack):
         self.context = OrchestrationContext(
             spec=spec,
             kind=kind,
-            subnets=network.node_subnets[:1],
+            subnets=list(network.node_subnets),
+            extra_subnets=list(network.extra_subnets),
+            vpc=network.vpc,
+            metrics_workspace_arn=observability.workspace_arn if observability is not None else None,
             security_groups=[security_group],
             file_system=file_system,
             remote_write_url=remote_write_url,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import List
+import ipaddress
+from typing import List, Optional
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -18,6 +19,12 @@ PUBLIC_SUBNET_PREFIX = 26  # NAT gateway only; nothing else is public
 # FSx and other stateful endpoints live in their own subnet, allocated before the node subnet, so
 # resizing the node subnet for more nodes never moves (replaces) it.
 STORAGE_SUBNET_PREFIX = 26
+# Subnets in other AZs an orchestrator asks for (an EKS control plane and the AMP managed scraper need two AZs):
+# /27 each (EKS asks for at least 6 free addresses per control-plane subnet and recommends 16), from the second
+# quarter of the VPC's first /24: the public and storage /26s take the first half, and the node subnet (/24 or
+# larger) starts at the next /24 boundary at the earliest, so this range stays free whatever the node count.
+EXTRA_SUBNET_PREFIX = 27
+EXTRA_SUBNET_OFFSET = 128
 
 
 class NetworkStack(Stack):
@@ -26,37 +33,48 @@ class NetworkStack(Stack):
     logs) or an existing VPC imported by ids with no lookups. Either way it owns the EFA
     security group.
 
-    Exposes ``vpc``, ``node_subnets``, ``storage_subnet`` and ``node_security_group`` (the `EfaSecurityGroup`
-    on every node interface) for the other stacks.
+    Exposes ``vpc``, ``node_subnets``, ``storage_subnet``, ``extra_subnets`` (one per AZ the orchestrator kind asks
+    for; ``existing_vpc.extra_subnet_ids`` with an existing VPC) and ``node_security_group`` (the
+    `EfaSecurityGroup` on every node interface) for the other stacks.
     """
 
     def __init__(self, scope: Construct, id: str, *, spec: ClusterSpec, **kwargs: object) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
         self.spec = spec
-        if spec.network.existing_vpc is not None:
-            self.vpc = self._import_vpc(spec.network.existing_vpc)
+        self._nat: Optional[ec2.NatProvider] = None
+        existing = spec.network.existing_vpc
+        if existing is not None:
+            self.vpc = self._import_vpc(existing)
         else:
             self.vpc = self._new_vpc(spec.network.new_vpc or NewVpc())
-        if spec.network.existing_vpc is None:
+        if existing is None:
             self.node_subnets: List[ec2.ISubnet] = list(self.vpc.select_subnets(subnet_group_name="Nodes").subnets)
             self.storage_subnet = self.vpc.select_subnets(subnet_group_name="Storage").subnets[0]
+            self.extra_subnets: List[ec2.ISubnet] = self._extra_subnets(
+                spec.orchestrator_kind.extra_availability_zones(spec))
         else:
             self.node_subnets = list(self.vpc.private_subnets)
             self.storage_subnet = self.node_subnets[0]
+            self.extra_subnets = [ec2.Subnet.from_subnet_id(self, f"ExtraSubnet{i + 1}", sid)
+                                  for i, sid in enumerate(existing.extra_subnet_ids)]
         self.node_security_group = EfaSecurityGroup(self, "EfaSecurityGroup", vpc=self.vpc)
 
         CfnOutput(self, "VpcId", value=self.vpc.vpc_id)
         CfnOutput(self, "NodeSubnetIds", value=",".join(s.subnet_id for s in self.node_subnets))
         CfnOutput(self, "EfaSecurityGroupId", value=self.node_security_group.security_group_id)
         CfnOutput(self, "StorageSubnetId", value=self.storage_subnet.subnet_id)
+        if self.extra_subnets:
+            CfnOutput(self, "ExtraSubnetIds", value=",".join(s.subnet_id for s in self.extra_subnets))
 
     def _new_vpc(self, new: NewVpc) -> ec2.Vpc:
+        self._nat = ec2.NatProvider.gateway() if new.nat_gateway else None
         vpc = ec2.Vpc(
             self,
             "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(new.cidr),
             availability_zones=[self.spec.availability_zone],
             nat_gateways=1 if new.nat_gateway else 0,
+            nat_gateway_provider=self._nat,
             restrict_default_security_group=True,
             subnet_configuration=[
                 ec2.SubnetConfiguration(
@@ -101,6 +119,29 @@ class NetworkStack(Stack):
             max_aggregation_interval=ec2.FlowLogMaxAggregationInterval.ONE_MINUTE,
         )
         return vpc
+
+    def _extra_subnets(self, zones: List[str]) -> List[ec2.ISubnet]:
+        """A private /27 per AZ in `zones`, routed through the GPU AZ's NAT gateway (the EKS kubectl handler runs
+        in every control-plane subnet and pulls Helm charts from the internet)."""
+        if len(zones) > 4:
+            raise ValueError(f"extra availability zones: at most 4, got {len(zones)}")
+        base = ipaddress.IPv4Network((self.spec.network.new_vpc or NewVpc()).cidr)
+        found: List[ec2.ISubnet] = []
+        for i, zone in enumerate(zones):
+            start = base.network_address + EXTRA_SUBNET_OFFSET + i * 2 ** (32 - EXTRA_SUBNET_PREFIX)
+            subnet = ec2.PrivateSubnet(
+                self,
+                f"Extra{zone[-1].upper()}Subnet",
+                vpc_id=self.vpc.vpc_id,
+                availability_zone=zone,
+                cidr_block=f"{start}/{EXTRA_SUBNET_PREFIX}",
+                map_public_ip_on_launch=False,
+            )
+            if self._nat is not None:
+                subnet.add_default_nat_route(self._nat.configured_gateways[0].gateway_id)
+            cfn_lint_ignore(subnet, ["W3010"], "the orchestrator's second AZ, named in the spec (or its default)")
+            found.append(subnet)
+        return found
 
     def _import_vpc(self, existing: ExistingVpc) -> ec2.IVpc:
         vpc = ec2.Vpc.from_vpc_attributes(

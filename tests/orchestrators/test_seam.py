@@ -79,9 +79,7 @@ def toy_kind():
 def test_an_unregistered_kind_is_refused_with_the_kinds_there_are():
     with pytest.raises(SpecError) as e:
         parse_spec(SPEC)
-    allowed = ", ".join(registry.names())
-    assert allowed.startswith("none, pcs, hyperpod-slurm")
-    assert e.value.problems == [f"orchestrator.type: 'toy' is not allowed; allowed: {allowed}"]
+    assert e.value.problems == [f"orchestrator.type: 'toy' is not allowed; allowed: {', '.join(registry.names())}"]
 
 
 def test_a_registered_kind_joins_the_spec_with_its_settings_rules_and_capacity(toy_kind):

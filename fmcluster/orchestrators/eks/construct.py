@@ -1,0 +1,143 @@
+"""Amazon EKS on the cluster's EFA node groups, composed from the spec: the control plane and its add-ons, the GPU
+managed node groups and the system group, then what runs in the cluster (device plugins, the scheduler and its queue
+objects, the shared file system's volume, the node gate) and the AMP managed scraper. docs/eks.md explains each."""
+
+from __future__ import annotations
+
+from typing import Dict
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from fmcluster.constructs.node_group import Ec2NodeGroup
+from fmcluster.orchestrators.context import OrchestrationContext
+from fmcluster.orchestrators.eks import devices, gangs, gate, kueue, labels, metrics, volumes
+from fmcluster.orchestrators.eks.charts import ClusterObjects
+from fmcluster.orchestrators.eks.cluster import VPC_CNI_ENV, EksControlPlane
+from fmcluster.orchestrators.eks.node_groups import EksNodeGroups
+from fmcluster.orchestrators.eks.scraper import ManagedScraper
+from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, node_policy, settings_of
+
+# EKS user guide, "Amazon VPC CNI": the add-on's service account and the managed policy it documents for it.
+VPC_CNI_SERVICE_ACCOUNT, VPC_CNI_POLICY = "aws-node", "AmazonEKS_CNI_Policy"
+FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
+
+
+class EksOrchestration(Construct):
+    """Exposes ``control_plane`` (`EksControlPlane`), ``cluster``, ``nodes`` (`EksNodeGroups`), ``node_groups`` (spec
+    group name -> `Ec2NodeGroup`, which the cluster stack outputs) and ``grantee`` (the node role)."""
+
+    def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
+        super().__init__(scope, id)
+        spec = context.spec
+        settings = settings_of(spec)
+        if context.vpc is None:
+            raise ValueError("context: an EKS cluster needs the VPC (context.vpc)")
+        if not context.extra_subnets:
+            raise ValueError("context: an EKS control plane needs a subnet in a second AZ (context.extra_subnets)")
+        version = settings.kubernetes_version
+        self.control_plane = EksControlPlane(
+            self,
+            "ControlPlane",
+            cluster_name=spec.name,
+            kubernetes_version=version,
+            vpc=context.vpc,
+            subnets=context.subnets[:1] + context.extra_subnets,
+            security_group=context.security_groups[0],
+            admins=settings.admins,
+            public_access_cidrs=settings.endpoint.public_access_cidrs,
+        )
+        self.cluster = self.control_plane.cluster
+        self._addons(context)
+        self.nodes = EksNodeGroups(self, "Nodes", context=context, cluster=self.control_plane.icluster)
+        for managed in self.nodes.managed.values():
+            # nodes join once the CNI, kube-proxy and Pod Identity run
+            for name in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent"):
+                managed.node.add_dependency(self.control_plane.addons[name])
+        self.objects = ClusterObjects(self, "Objects", cluster=self.control_plane.icluster)
+        self._install(context)
+        stack = Stack.of(self)
+        CfnOutput(self, "ClusterName", value=self.cluster.cluster_name)
+        CfnOutput(self, "KubeconfigCommand", value=f"aws eks update-kubeconfig --region {stack.region} "
+                  f"--name {spec.name}")
+
+    def _install(self, context: OrchestrationContext) -> None:
+        """Device plugins, the training namespace (and the file system's claim in it), the scheduler and its queue."""
+        spec = context.spec
+        settings = settings_of(spec)
+        objects = self.objects
+        system = self.nodes.managed[SYSTEM_GROUP]
+        node_gate = objects.manifest("NodeGate", gate.objects(groups=[g.name for g in spec.node_groups],
+                                                              policy=node_policy(spec)))
+        if context.metrics_workspace_arn is not None:
+            objects.manifest("Exporters", metrics.exporter_objects(
+                system_selector={labels.GROUP: SYSTEM_GROUP}, gpus=any(g.instance.is_gpu for g in spec.node_groups)),
+                after=[node_gate])
+            self.scraper = ManagedScraper(
+                self, "Scraper", alias=f"fmcluster-{spec.name}", cluster_arn=self.cluster.cluster_arn,
+                subnets=context.subnets[:1] + context.extra_subnets, security_groups=context.security_groups[:1],
+                workspace_arn=context.metrics_workspace_arn,
+                config=metrics.scrape_config(cluster=spec.name, interval_s=spec.observability.scrape_interval_seconds))
+        objects.chart("nvidia-device-plugin", namespace="kube-system", values=devices.nvidia_device_plugin())
+        if any(g.efa_enabled for g in spec.node_groups):
+            if settings.efa_device == "dra":
+                objects.chart("aws-dranet", namespace="kube-system", values=devices.efa_dra_driver())
+            else:
+                objects.chart("aws-efa-k8s-device-plugin", namespace="kube-system",
+                              values=devices.efa_device_plugin())
+        namespace = objects.manifest("TrainingNamespace", [volumes.namespace(settings.training_namespace)])
+        if settings.efa_device == "dra" and any(g.efa_enabled for g in spec.node_groups):
+            objects.manifest("EfaClaimTemplate", [devices.efa_claim_template(settings.training_namespace)],
+                             after=[namespace])
+        fs = context.file_system
+        if fs is not None and spec.storage.fsx is not None and fs.file_system_id is not None:
+            objects.manifest("SharedFileSystem", volumes.fsx_volume(
+                cluster=spec.name, namespace=settings.training_namespace, file_system_id=fs.file_system_id,
+                dns_name=fs.dns_name, mount_name=fs.mount_name, capacity_gib=spec.storage.fsx.storage_capacity_gib,
+            ), after=[namespace, self.control_plane.addons["aws-fsx-csi-driver"]])
+        on_system = {labels.GROUP: SYSTEM_GROUP}
+        if settings.scheduler == "kueue":
+            chart = objects.chart("kueue", namespace=kueue.NAMESPACE, wait=True, after=[system],
+                                  values=kueue.chart_values(settings, system_selector=on_system))
+            objects.manifest("KueueQueues", kueue.queue_objects(spec.node_groups, settings), after=[chart, namespace])
+        elif settings.scheduler == "volcano":
+            chart = objects.chart("volcano", namespace=gangs.VOLCANO_NAMESPACE, wait=True, after=[system],
+                                  values=gangs.volcano_values(spec.node_groups, system_selector=on_system))
+            objects.manifest("VolcanoQueues", gangs.volcano_objects(spec.node_groups), after=[chart])
+        else:
+            chart = objects.chart("kai-scheduler", namespace=gangs.KAI_NAMESPACE, wait=True, after=[system],
+                                  values=gangs.kai_values(system_selector=on_system))
+            objects.manifest("KaiQueues", gangs.kai_objects(spec.node_groups), after=[chart])
+
+    @property
+    def node_groups(self) -> Dict[str, Ec2NodeGroup]:
+        return self.nodes.node_groups
+
+    @property
+    def grantee(self) -> iam.IGrantable:
+        return self.nodes.grantee
+
+    def _addons(self, context: OrchestrationContext) -> None:
+        version = settings_of(context.spec).kubernetes_version
+        cp = self.control_plane
+        cp.add_addon("eks-pod-identity-agent", kubernetes_version=version)
+        cp.add_addon("vpc-cni", kubernetes_version=version, configuration={"env": VPC_CNI_ENV},
+                     service_account=VPC_CNI_SERVICE_ACCOUNT, managed_policies=[VPC_CNI_POLICY],
+                     after=["eks-pod-identity-agent"])
+        cp.add_addon("kube-proxy", kubernetes_version=version)
+        cp.add_addon("coredns", kubernetes_version=version)
+        cp.add_addon("eks-node-monitoring-agent", kubernetes_version=version)
+        fs = context.file_system
+        # static volumes only (the storage stack owns the file system): the controller provisions nothing, so its
+        # role may only describe the file system (dynamic provisioning would need the driver's documented policy)
+        statements = []
+        if fs is not None and fs.file_system_id is not None:
+            stack = Stack.of(self)
+            statements.append(iam.PolicyStatement(
+                sid="DescribeTheClusterFileSystem", actions=["fsx:DescribeFileSystems"],
+                resources=[f"arn:{stack.partition}:fsx:{stack.region}:{stack.account}:file-system/"
+                           f"{fs.file_system_id}"]))
+        cp.add_addon("aws-fsx-csi-driver", kubernetes_version=version,
+                     service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT, policies=statements,
+                     after=["eks-pod-identity-agent"])

@@ -1,0 +1,125 @@
+"""Kueue, rendered from the spec: the controller's configuration (all-or-nothing admission with waitForPodsReady),
+and the queue objects (a Topology per network-topology depth, a ResourceFlavor per node group, one ClusterQueue with
+GPU/EFA/CPU/memory quotas from the node counts, a LocalQueue in the training namespace). API kueue.x-k8s.io/v1beta2
+(Kueue >= 0.16). https://kueue.sigs.k8s.io/docs/concepts/ ; .../topology_aware_scheduling/ ; .../tasks/manage/
+setup_wait_for_pods_ready/"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+import yaml
+
+from fmcluster.orchestrators.eks import labels
+from fmcluster.orchestrators.eks.settings import EksSettings
+from fmcluster.spec import NodeGroup
+
+API = "kueue.x-k8s.io/v1beta2"
+QUEUE = "training"  # the ClusterQueue's and the LocalQueue's name
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+NAMESPACE = "kueue-system"
+# Jobs fmcluster's examples use (batch/v1 Job) and what common training stacks submit; pods and deployments are left
+# out so that nothing outside a queue is gated by Kueue.
+FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob", "kubeflow.org/pytorchjob",
+              "trainer.kubeflow.org/trainjob", "ray.io/rayjob", "ray.io/raycluster")
+# EFA's hugepages (the EFA sample jobs request hugepages-2Mi) are not quota: Kueue would refuse a workload asking for
+# a resource its ClusterQueue does not cover.
+EXCLUDED_RESOURCE_PREFIXES = ("hugepages-",)
+
+
+def topology_name(instance_type: str) -> str:
+    """One Topology per depth of EC2's network topology: aws-3-layers, aws-4-layers."""
+    return f"aws-{len(labels.topology_levels(instance_type)) - 1}-layers"
+
+
+def configuration(settings: EksSettings) -> Dict[str, Any]:
+    """The controller manager's Configuration (config.kueue.x-k8s.io/v1beta2): the chart's defaults plus
+    waitForPodsReady. blockAdmission admits one workload at a time until its pods are ready, so two gangs never hold
+    half the cluster each; a workload not ready in time is evicted and requeued with backoff."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "manageJobsWithoutQueueName": False,
+        "waitForPodsReady": {
+            "timeout": f"{settings.kueue.wait_for_pods_ready_seconds}s",
+            "blockAdmission": True,
+            "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
+        },
+        "integrations": {"frameworks": list(FRAMEWORKS)},
+        "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},
+    }
+
+
+def chart_values(settings: EksSettings, *, system_selector: Dict[str, str]) -> Dict[str, Any]:
+    """Helm values of the kueue chart: our Configuration, the controller on the system nodes."""
+    return {
+        "controllerManager": {"nodeSelector": dict(system_selector)},
+        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(configuration(settings), sort_keys=False)},
+    }
+
+
+def _topologies(groups: List[NodeGroup]) -> List[Dict[str, Any]]:
+    found: Dict[str, List[str]] = {}
+    for g in groups:
+        levels = labels.topology_levels(g.instance_type)
+        if levels:
+            found[topology_name(g.instance_type)] = levels
+    return [{"apiVersion": API, "kind": "Topology", "metadata": {"name": name},
+             "spec": {"levels": [{"nodeLabel": level} for level in levels]}} for name, levels in sorted(found.items())]
+
+
+def flavor(group: NodeGroup, *, topology_aware: bool) -> Dict[str, Any]:
+    """A ResourceFlavor per node group: its nodes by label; Kueue adds the GPU toleration to admitted pods (never the
+    validation gate's)."""
+    spec: Dict[str, Any] = {"nodeLabels": {labels.GROUP: group.name}}
+    if group.instance.is_gpu:
+        spec["tolerations"] = labels.tolerate(labels.GPU_TAINT)
+    if topology_aware and labels.topology_levels(group.instance_type):
+        spec["topologyName"] = topology_name(group.instance_type)
+    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": group.name}, "spec": spec}
+
+
+def covered_resources(efa_device: str) -> List[str]:
+    found = ["cpu", "memory", labels.GPU_RESOURCE]
+    if efa_device == "plugin":
+        found.append(labels.EFA_RESOURCE)  # with the DRA driver, EFA devices are claims, not extended resources
+    return found
+
+
+def quotas(group: NodeGroup, efa_device: str) -> List[Dict[str, Any]]:
+    """Nominal quota of a flavor: the group's whole capacity (the scheduler still places against allocatable)."""
+    t = group.instance
+    amounts = {
+        "cpu": t.vcpus * group.count,
+        "memory": f"{t.memory_mib * group.count}Mi",
+        labels.GPU_RESOURCE: (t.gpus or 0) * group.count,
+        labels.EFA_RESOURCE: (t.efa_interfaces if group.efa_enabled else 0) * group.count,
+    }
+    return [{"name": r, "nominalQuota": amounts[r]} for r in covered_resources(efa_device)]
+
+
+def queue_objects(groups: List[NodeGroup], settings: EksSettings) -> List[Dict[str, Any]]:
+    """Topologies, flavors, the ClusterQueue and the LocalQueue, in the order they must be applied."""
+    topology_aware = settings.kueue.topology_aware
+    objects = _topologies(groups) if topology_aware else []
+    objects += [flavor(g, topology_aware=topology_aware) for g in groups]
+    objects.append({
+        "apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": QUEUE},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [{
+                "coveredResources": covered_resources(settings.efa_device),
+                "flavors": [{"name": g.name, "resources": quotas(g, settings.efa_device)} for g in groups],
+            }],
+        },
+    })
+    objects.append({"apiVersion": API, "kind": "LocalQueue",
+                    "metadata": {"name": QUEUE, "namespace": settings.training_namespace},
+                    "spec": {"clusterQueue": QUEUE}})
+    return objects

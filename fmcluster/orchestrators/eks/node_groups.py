@@ -1,0 +1,244 @@
+"""EKS managed node groups: one per spec node group, launched from the same EFA launch template the other kinds use
+(card layout, efa-only interfaces, IMDSv2 hop limit 2, encrypted root, placement group, capacity targeting), adjusted
+to the launch-template rules of managed node groups, plus a small system node group for cluster services.
+
+EKS user guide, "Customize managed nodes with launch templates": no SubnetId and no instance profile in the template,
+security groups on the interfaces (then EKS adds no cluster security group: the EFA group is also the control plane's
+additional group, so nodes and control plane share it), no ImageId so EKS picks the AMI of the AMI type and merges its
+own bootstrap part into our MIME user data. https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, Optional, Sequence
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from fmcluster import catalog
+from fmcluster.constructs.launch_template import NodeLaunchTemplate
+from fmcluster.constructs.node_bootstrap import mime_user_data
+from fmcluster.constructs.node_group import Ec2NodeGroup
+from fmcluster.constructs.node_role import NodeRole
+from fmcluster.nag import acknowledge
+from fmcluster.orchestrators.context import OrchestrationContext
+from fmcluster.orchestrators.ec2_nodes import NodeImage, construct_id
+from fmcluster.orchestrators.eks import labels
+from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
+from fmcluster.profiles import mounts
+from fmcluster.runtime.profile import NodeProfile
+from fmcluster.spec import ClusterSpec, NodeGroup
+
+# Amazon Linux 2023 boots from /dev/xvda (the DLAMI's Ubuntu from /dev/sda1).
+AL2023_ROOT_DEVICE = "/dev/xvda"
+# nodeadm's localStorage RAID0 strategy assembles the instance NVMe into one xfs array mounted here and bind-mounts
+# kubelet, containerd and pod logs onto it (amazon-eks-ami, nodeadm API "LocalStorageOptions").
+K8S_DISKS = "/mnt/k8s-disks/0"
+NODE_CONFIG = "application/node.eks.aws"
+
+# What the boot validator checks on the EKS AL2023 NVIDIA AMI. The AMI carries the driver (580 branch), the EFA
+# kernel module and rdma-core (aws-efa-installer --minimal), the container toolkit and containerd; CUDA, NCCL,
+# libfabric, aws-ofi-nccl and PyTorch come with each job's container, so their host checks do not apply (nor the
+# installer's version: the EFA devices, ports and verbs checks prove the kernel side). The version
+# floors are this AMI's (amazon-eks-ami CHANGELOG: kmod-nvidia-latest-dkms 580.159.03); the per-image-family floors
+# of the runtime's version tables will replace these overrides.
+EKS_DISABLED_CHECKS = ("acc.cuda", "efa.installer", "efa.libfabric", "efa.domains", "ofi.plugin", "dist.nccl",
+                       "dist.compat", "fw.torch", "efa.memlock", "orch.slurm_node")
+EKS_MIN_VERSIONS: Dict[str, Optional[str]] = {"driver": "580.65.06", "cuda": None, "efa_installer": None,
+                                              "libfabric": None, "aws_ofi_nccl": None, "dcgm": None}
+EKS_OPTIONAL = ["torch", "gdrcopy", "dcgm", "nccl"]
+# The newest EKS AL2023 NVIDIA AMI fmcluster knows (amazon-eks-ami CHANGELOG, release v20260714): a node behind it
+# warns. CUDA, libfabric, aws-ofi-nccl and NCCL come with the job's container, not the AMI.
+EKS_KNOWN_GOOD: Dict[str, str] = {"driver": "580.159.03"}
+
+
+def eks_node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
+    """The group's NodeProfile as EKS nodes check it: the AL2023 NVIDIA AMI's stack, instance NVMe where nodeadm
+    mounts it, kubelet as the agent, the report left to the node gate (policy report on the node)."""
+    has_nvme = bool(group.instance.nvme_disks)
+    return NodeProfile.from_catalog(
+        group.instance_type,
+        mounts=mounts(spec, group),
+        exporters=[],  # the exporters run as pods (observability), after the node joins
+        group=group.name,
+        orchestrator=spec.orchestrator_kind.node_agent,
+        policy="report",
+        level=spec.validation.level,
+        instance_store=K8S_DISKS if has_nvme else None,
+        min_versions={**EKS_MIN_VERSIONS, **spec.validation.min_versions},
+        known_good=dict(EKS_KNOWN_GOOD),
+        pinned_versions=dict(spec.validation.pinned_versions),
+        optional=list(EKS_OPTIONAL),
+        disabled_checks=sorted(set(EKS_DISABLED_CHECKS) | set(spec.validation.skip_checks)),
+    )
+
+
+def node_config(group: NodeGroup) -> str:
+    """nodeadm NodeConfig merged with the one EKS injects: instance NVMe as RAID0 for kubelet and containerd."""
+    spec = {"instance": {"localStorage": {"strategy": "RAID0"}}} if group.instance.nvme_disks else {}
+    return json.dumps({"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}, indent=1)
+
+
+# The EFA counters textfile (runtime/observability/efa_textfile.py) on a timer, as install.sh sets it up on the other
+# kinds' nodes; the node-exporter pods read the textfile directory (metrics.py). No host agent: AMP's managed scraper
+# collects.
+EFA_TEXTFILE_UNITS = """cat >/etc/systemd/system/fmcluster-efa-textfile.service <<'UNIT'
+[Unit]
+Description=fmcluster EFA counters to the node_exporter textfile directory
+
+[Service]
+Type=oneshot
+Environment=PYTHONPATH=/opt/fmcluster/pkg
+ExecStart=/usr/bin/python3 -m fmcluster.runtime.observability.efa_textfile
+TimeoutStartSec=30
+UNIT
+cat >/etc/systemd/system/fmcluster-efa-textfile.timer <<'UNIT'
+[Unit]
+Description=fmcluster EFA counters every 30s
+
+[Timer]
+OnBootSec=30s
+OnUnitActiveSec=30s
+AccuracySec=1s
+
+[Install]
+WantedBy=timers.target
+UNIT
+systemctl daemon-reload && systemctl enable --now fmcluster-efa-textfile.timer || echo 'fmcluster: EFA textfile timer not started'
+"""
+
+
+def pre_validation_steps(spec: ClusterSpec, group: NodeGroup) -> str:
+    """Shell lines before the mount and the validator: wait for nodeadm's RAID0 mount, install the Lustre client
+    (the EKS AMI has none; FSx user guide, "Installing the Lustre client", Amazon Linux 2023), and with observability
+    the EFA counters' textfile timer."""
+    lines = ""
+    if spec.observability.enabled and group.efa_enabled:
+        lines += EFA_TEXTFILE_UNITS
+    if group.instance.nvme_disks:
+        lines += (f"for i in $(seq 60); do mountpoint -q {K8S_DISKS} && break; sleep 5; done\n"
+                  f"mountpoint -q {K8S_DISKS} || echo 'fmcluster: {K8S_DISKS} not mounted after 5 min'\n")
+    if spec.storage.fsx is not None:
+        lines += ("for i in 1 2 3 4 5; do dnf install -y -q lustre-client && break; sleep $((i * 10)); done "
+                  "|| echo 'fmcluster: lustre-client install failed'\n")
+    return lines
+
+
+class EksNodeGroups(Construct):
+    """The node role (EKS worker policies named below, SSM agent, runtime asset), and per spec node group an
+    `Ec2NodeGroup` (placement group + EFA launch template) and an EKS managed node group; plus the system group.
+
+    Exposes ``node_role``, ``node_groups`` (spec group name -> `Ec2NodeGroup`, as the cluster stack outputs them),
+    ``managed`` (name -> eks.Nodegroup, the system group included) and ``grantee``.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext, cluster: eks.ICluster) -> None:
+        super().__init__(scope, id)
+        spec = context.spec
+        settings = settings_of(spec)
+        self.node_role = NodeRole(self, "NodeRole", description=f"fmcluster {spec.name} EKS nodes")
+        # EKS user guide, "Amazon EKS node IAM role": a managed node group's role needs AmazonEKSWorkerNodePolicy and
+        # AmazonEC2ContainerRegistryPullOnly (the CNI's policy goes to the vpc-cni add-on's own pod identity role).
+        for name in ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly"):
+            self.node_role.role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(name))
+        acknowledge(self.node_role, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+                    "AmazonEKSWorkerNodePolicy]", "EKS requires it on a managed node group's role (EKS user guide, "
+                    "'Amazon EKS node IAM role'): kubelet's cluster and EC2 reads, Pod Identity credentials.")
+        acknowledge(self.node_role, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+                    "AmazonEC2ContainerRegistryPullOnly]", "EKS requires image pulls from ECR on a managed node "
+                    "group's role (EKS user guide, 'Amazon EKS node IAM role'); pull only, no push.")
+        self.runtime = context.node_groups.runtime(self)
+        self.runtime.grant_read(self.node_role.role)
+        subnets = context.subnets
+        self.node_groups: Dict[str, Ec2NodeGroup] = {}
+        self.managed: Dict[str, eks.Nodegroup] = {}
+        for group in spec.node_groups:
+            self.node_groups[group.name] = self._launch_template(context, group)
+            # a Capacity Block launches in its reservation's AZ: one subnet (EKS user guide, "Capacity Blocks for ML")
+            self.managed[group.name] = self._managed(
+                cluster, group, subnets[:1] if group.capacity.type == "capacity-block" else subnets,
+                settings.efa_device)
+        self.managed[SYSTEM_GROUP] = self._system(context, cluster, subnets)
+
+    @property
+    def grantee(self) -> iam.IGrantable:
+        return self.node_role.role
+
+    def _launch_template(self, context: OrchestrationContext, group: NodeGroup) -> Ec2NodeGroup:
+        spec = context.spec
+        profile = eks_node_profile(spec, group)
+        shell = context.node_groups.bootstrap_shell(
+            self, group, profile_json=profile.to_json(indent=None), policy="report", collectors=False,
+            before_mount=pre_validation_steps(spec, group))
+        image = NodeImage(image_id=None, user_data=mime_user_data(shell, [(NODE_CONFIG, node_config(group))]),
+                          root_device_name=AL2023_ROOT_DEVICE)
+        # the instance type goes in the template (Capacity Blocks require it there, EKS user guide "Capacity Blocks
+        # for ML"), so the node group names none
+        return context.node_groups.build(self, group, in_subnet=False, image=image)
+
+    def _managed(self, cluster: eks.ICluster, group: NodeGroup, subnets: Sequence[ec2.ISubnet],
+                 efa_device: str) -> eks.Nodegroup:
+        lt = self.node_groups[group.name].launch_template
+        block = group.capacity.type == "capacity-block"
+        ng = eks.Nodegroup(
+            self,
+            f"{construct_id(group.name)}NodeGroup",
+            cluster=cluster,
+            nodegroup_name=group.name,
+            ami_type=(eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA if group.instance.architecture == "arm64"
+                      else eks.NodegroupAmiType.AL2023_X86_64_NVIDIA) if group.instance.is_gpu else
+            (eks.NodegroupAmiType.AL2023_ARM_64_STANDARD if group.instance.architecture == "arm64"
+             else eks.NodegroupAmiType.AL2023_X86_64_STANDARD),
+            capacity_type=eks.CapacityType.CAPACITY_BLOCK if block else eks.CapacityType.ON_DEMAND,
+            launch_template_spec=eks.LaunchTemplateSpec(id=lt.launch_template_id, version=lt.latest_version),
+            # static like the other kinds; a Capacity Block group may sit at 0 (EKS scales it to 0 before the block ends)
+            min_size=0 if block else group.count,
+            desired_size=group.count,
+            max_size=group.count,
+            subnets=ec2.SubnetSelection(subnets=list(subnets)),
+            node_role=self.node_role.role,
+            labels=labels.node_labels(group, efa_device=efa_device),
+            taints=[eks.TaintSpec(key=t["key"], value=t["value"], effect=eks.TaintEffect.NO_SCHEDULE)
+                    for t in labels.node_taints(group)],
+            enable_node_auto_repair=True,
+        )
+        return ng
+
+    def _system(self, context: OrchestrationContext, cluster: eks.ICluster, subnets: Sequence[ec2.ISubnet]
+                ) -> eks.Nodegroup:
+        system = settings_of(context.spec).system_nodes
+        instance = catalog.get(system.instance_type)
+        lt = NodeLaunchTemplate(
+            self,
+            "SystemLaunchTemplate",
+            instance=instance,
+            efa=False,
+            security_group_ids=context.security_group_ids,
+            subnet_id=None,
+            image_id=None,
+            user_data=mime_user_data("#!/bin/bash\necho 'fmcluster system node'\n"),
+            instance_type=system.instance_type,
+            root_volume_gib=100,
+            root_device_name=AL2023_ROOT_DEVICE,
+            tags={**context.instance_tags, "fmcluster:node-group": SYSTEM_GROUP},
+        )
+        return eks.Nodegroup(
+            self,
+            "SystemNodeGroup",
+            cluster=cluster,
+            nodegroup_name=SYSTEM_GROUP,
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+            capacity_type=eks.CapacityType.ON_DEMAND,
+            launch_template_spec=eks.LaunchTemplateSpec(id=lt.launch_template_id, version=lt.latest_version),
+            min_size=system.count,
+            desired_size=system.count,
+            max_size=system.count,
+            subnets=ec2.SubnetSelection(subnets=list(subnets)),
+            node_role=self.node_role.role,
+            labels={labels.GROUP: SYSTEM_GROUP},
+            enable_node_auto_repair=True,
+        )
+

@@ -1,0 +1,195 @@
+"""Every Kubernetes object fmcluster applies to an EKS cluster is valid for the cluster's Kubernetes version (built-in
+kinds) or its CRD (Kueue), read back from the synthesized templates; the Helm values' Kubernetes fragments are valid
+inside the pods they end up in; and the scheduling and storage objects say what the spec says."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List
+
+import jsonschema
+import kubernetes_validate
+import pytest
+from helpers import resources_of
+
+from fmcluster.orchestrators.eks import devices, gate, kueue, labels, volumes
+from fmcluster.spec import load_spec
+
+from .schemas import validate
+
+EXAMPLES = {"eks-p5": "eks-p5-cluster", "eks-p6-b200-capacity-block": "eks-b200-cluster"}
+
+
+def _resolve(value: Any) -> str:
+    """A manifest string with its CloudFormation references replaced by plausible values."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        sep, parts = value["Fn::Join"]
+        return sep.join(_resolve(p) for p in parts)
+    text = json.dumps(value)
+    if "FileSystem" in text and ("Ref" in text or "ImportValue" in text) and "Dns" not in text and "Mount" not in text:
+        return "fs-0123456789abcdef0"
+    if "Mount" in text:
+        return "abcdef12"
+    if "Dns" in text:
+        return "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com"
+    return "resolved"
+
+
+def applied_objects(template: Dict[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
+    """Logical id -> the objects a Custom::AWSCDK-EKS-KubernetesResource applies."""
+    return {lid: json.loads(_resolve(r["Properties"]["Manifest"]))
+            for lid, r in resources_of(template, "Custom::AWSCDK-EKS-KubernetesResource").items()}
+
+
+def helm_values(template: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    return {r["Properties"]["Chart"]: json.loads(r["Properties"].get("Values", "{}"))
+            for r in resources_of(template, "Custom::AWSCDK-EKS-HelmChart").values()}
+
+
+@pytest.fixture(scope="module", params=sorted(EXAMPLES))
+def example(request, synth_example):
+    spec = load_spec(f"examples/{request.param}.yaml")
+    return spec, synth_example(request.param)[EXAMPLES[request.param]]
+
+
+def test_every_applied_object_is_valid_for_the_cluster_version(example):
+    spec, template = example
+    version = spec.orchestrator.eks.kubernetes_version
+    kinds = set()
+    for lid, objects in applied_objects(template).items():
+        for obj in objects:
+            obj = {**obj, "metadata": {k: v for k, v in obj["metadata"].items()}}
+            validate(obj, version)
+            kinds.add(obj["kind"])
+    assert {"Namespace", "PersistentVolume", "PersistentVolumeClaim", "DaemonSet", "ClusterRole", "ConfigMap",
+            "ClusterQueue", "LocalQueue", "ResourceFlavor", "Topology"} <= kinds
+
+
+def test_helm_values_fragments_are_valid_in_a_pod(example):
+    spec, template = example
+    version = spec.orchestrator.eks.kubernetes_version
+    values = helm_values(template)
+    for chart, v in values.items():
+        pod_spec: Dict[str, Any] = {"containers": [{"name": "c", "image": "i"}]}
+        for key in ("tolerations", "nodeSelector", "affinity", "priorityClassName"):
+            if key in v:
+                pod_spec[key] = v[key]
+        validate({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": chart}, "spec": pod_spec}, version)
+    if "kueue" in values:
+        manager = values["kueue"]["controllerManager"]
+        validate({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "kueue"},
+                  "spec": {"containers": [{"name": "c", "image": "i"}], "nodeSelector": manager["nodeSelector"]}},
+                 version)
+
+
+def test_the_validator_refuses_what_an_api_server_would():
+    """The checks are real: fields of another API version, unknown fields and bad quantities are refused."""
+    cq = {"apiVersion": kueue.API, "kind": "ClusterQueue", "metadata": {"name": "q"},
+          "spec": {"cohort": "team", "resourceGroups": []}}  # v1beta1's cohort is v1beta2's cohortName
+    with pytest.raises(jsonschema.ValidationError, match="cohort"):
+        validate(cq, "1.35")
+    ds = gate.daemonset(groups=["a"], policy="taint")
+    ds["spec"]["template"]["spec"]["tolerations"][0]["effect"] = "NoSchedule"
+    ds["spec"]["template"]["spec"]["nodeSelectr"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError, match="nodeSelectr"):
+        validate(ds, "1.35")
+    pv = volumes.fsx_volume(cluster="c", namespace="n", file_system_id="fs-1", dns_name="d", mount_name="m",
+                            capacity_gib=1200)[0]
+    pv["spec"]["capacity"]["storage"] = {"gi": 1200}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        validate(pv, "1.35")
+
+
+def test_kueue_flavors_quotas_and_topology_follow_the_node_groups(synth_example):
+    objects = applied_objects(synth_example("eks-p5")["eks-p5-cluster"])
+    queue = {o["kind"]: o for o in next(v for k, v in objects.items() if k.startswith("EksObjectsKueueQueues"))}
+    assert queue["Topology"]["spec"]["levels"] == [
+        {"nodeLabel": "topology.k8s.aws/network-node-layer-1"}, {"nodeLabel": "topology.k8s.aws/network-node-layer-2"},
+        {"nodeLabel": "topology.k8s.aws/network-node-layer-3"}, {"nodeLabel": "kubernetes.io/hostname"}]
+    flavor = queue["ResourceFlavor"]["spec"]
+    assert flavor["nodeLabels"] == {labels.GROUP: "h100"} and flavor["topologyName"] == "aws-3-layers"
+    assert flavor["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    (group,) = queue["ClusterQueue"]["spec"]["resourceGroups"]
+    quota = {r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]}
+    assert quota == {"cpu": 768, "memory": "8388608Mi", "nvidia.com/gpu": 32, "vpc.amazonaws.com/efa": 128}
+    assert queue["LocalQueue"]["metadata"]["namespace"] == "training"
+    assert queue["LocalQueue"]["spec"] == {"clusterQueue": "training"}
+
+
+def test_four_layer_topology_and_dra_quotas_on_p6(synth_example):
+    objects = applied_objects(synth_example("eks-p6-b200-capacity-block")["eks-b200-cluster"])
+    queue = {o["kind"]: o for o in next(v for k, v in objects.items() if k.startswith("EksObjectsKueueQueues"))}
+    assert [level["nodeLabel"] for level in queue["Topology"]["spec"]["levels"]][-2:] == [
+        "topology.k8s.aws/network-node-layer-4", "kubernetes.io/hostname"]
+    (group,) = queue["ClusterQueue"]["spec"]["resourceGroups"]
+    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"], "DRA: EFA devices are claims, not quota"
+
+
+def test_all_or_nothing_admission_is_configured(synth_example):
+    values = helm_values(synth_example("eks-p6-b200-capacity-block")["eks-b200-cluster"])["kueue"]
+    import yaml
+
+    config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert config["waitForPodsReady"]["timeout"] == "900s" and config["waitForPodsReady"]["blockAdmission"] is True
+    assert "enable" not in config["waitForPodsReady"], "v1beta2 has no enable field: presence enables it"
+    assert config["manageJobsWithoutQueueName"] is False and "batch/job" in config["integrations"]["frameworks"]
+    assert values["controllerManager"]["nodeSelector"] == {labels.GROUP: "system"}
+
+
+def test_the_file_system_is_a_static_read_write_many_volume(synth_example):
+    objects = applied_objects(synth_example("eks-p5")["eks-p5-cluster"])
+    pv, pvc = next(v for k, v in objects.items() if k.startswith("EksObjectsSharedFileSystem"))
+    assert pv["spec"]["csi"]["driver"] == "fsx.csi.aws.com"
+    assert pv["spec"]["csi"]["volumeHandle"] == "fs-0123456789abcdef0"
+    assert set(pv["spec"]["csi"]["volumeAttributes"]) == {"dnsname", "mountname"}
+    assert pv["spec"]["accessModes"] == pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain" and pv["spec"]["capacity"]["storage"] == "4800Gi"
+    assert pvc["metadata"] == {"name": "fsx", "namespace": "training", "labels": pvc["metadata"]["labels"]}
+    assert pvc["spec"]["volumeName"] == pv["metadata"]["name"] and pvc["spec"]["storageClassName"] == ""
+    cfn = next(r for k, r in synth_example("eks-p5")["eks-p5-cluster"]["Resources"].items()
+               if k.startswith("EksObjectsSharedFileSystem"))
+    assert "Fn::ImportValue" in json.dumps(cfn["Properties"]["Manifest"]), "the real file system's id and names"
+
+
+def test_dra_jobs_claim_every_efa_device_of_a_node(synth_example):
+    objects = applied_objects(synth_example("eks-p6-b200-capacity-block")["eks-b200-cluster"])
+    (claim,) = next(v for k, v in objects.items() if k.startswith("EksObjectsEfaClaimTemplate"))
+    (request,) = claim["spec"]["spec"]["devices"]["requests"]
+    assert request["exactly"] == {"deviceClassName": "efa.networking.k8s.aws", "allocationMode": "All"}
+    assert claim["metadata"]["namespace"] == "training"
+    assert not any(k.startswith("EksObjectsEfaClaimTemplate") for k in applied_objects(
+        synth_example("eks-p5")["eks-p5-cluster"])), "the device plugin needs no claim"
+
+
+def test_device_plugins_never_share_a_node(synth_example):
+    p5 = helm_values(synth_example("eks-p5")["eks-p5-cluster"])
+    b200 = helm_values(synth_example("eks-p6-b200-capacity-block")["eks-b200-cluster"])
+    assert "aws-efa-k8s-device-plugin" in p5 and "aws-dranet" not in p5
+    assert "aws-dranet" in b200 and "aws-efa-k8s-device-plugin" not in b200
+    assert p5["aws-efa-k8s-device-plugin"]["nodeSelector"] == {labels.EFA_DEVICE: "plugin"}
+    assert b200["aws-dranet"]["nodeSelector"] == {labels.EFA_DEVICE: "dra"}
+    nvidia = p5["nvidia-device-plugin"]
+    assert nvidia["mofedEnabled"] is False
+    for values in (nvidia, p5["aws-efa-k8s-device-plugin"], b200["aws-dranet"]):
+        keys = {t.get("key") for t in values["tolerations"]}
+        assert {"nvidia.com/gpu", labels.VALIDATION_TAINT_KEY} <= keys
+
+
+def test_charts_are_pinned(example):
+    _, template = example
+    from fmcluster.orchestrators.eks.versions import CHARTS
+
+    for chart in resources_of(template, "Custom::AWSCDK-EKS-HelmChart").values():
+        p = chart["Properties"]
+        pin = CHARTS[p["Chart"]]
+        assert (p["Repository"], p["Version"]) == (pin.repository, pin.version)
+
+
+def test_renderers_are_plain_functions_of_the_spec():
+    spec = load_spec("examples/eks-p5.yaml")
+    objects = kueue.queue_objects(spec.node_groups, spec.orchestrator.eks)
+    assert objects == kueue.queue_objects(spec.node_groups, spec.orchestrator.eks)
+    assert devices.efa_device_plugin()["nodeSelector"] == {labels.EFA_DEVICE: "plugin"}
