@@ -78,8 +78,8 @@ def test_imdsv2_and_encrypted_root_volume(matrix, group):
 def test_placement_groups_follow_strategy_and_capacity(matrix):
     pgs = resources_of(matrix, "AWS::EC2::PlacementGroup")
     strategies = {k.split("Placement")[0]: v["Properties"]["Strategy"] for k, v in pgs.items()}
-    assert strategies == {"B200": "cluster", "B200Odcr": "cluster", "Gb200": "cluster", "P5": "cluster",
-                          "P5e": "cluster", "P5en": "partition", "P5Small": "cluster"}
+    # ODCR groups (b200-odcr, gb200) get none of ours: the reservation is open or has its own
+    assert strategies == {"B200": "cluster", "P5": "cluster", "P5e": "cluster", "P5en": "partition", "P5Small": "cluster"}
     assert pgs[next(k for k in pgs if k.startswith("P5en"))]["Properties"]["PartitionCount"] == 2
     b300 = launch_template_data(matrix, "b300")
     assert "Placement" not in b300, "Capacity Blocks never get a placement group"
@@ -171,3 +171,29 @@ def test_an_ami_without_a_declared_family_is_refused():
                     "node_groups": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 1,
                                      "ami_id": "ami-0123456789abcdef0"}]})
     assert e.value.problems[0].startswith("node_groups[0].image_family: required with ami_id")
+
+
+def test_odcr_groups_get_no_placement_group_of_ours_but_can_name_the_reservations():
+    """An ODCR is open (a new placement group only narrows where instances fit) or made in a placement group of its
+    own (the launch must name that one): fmcluster never creates one for an ODCR group."""
+    from fmcluster.app import synthesize
+    from fmcluster.spec import SpecError, parse_spec
+
+    odcr = {"type": "odcr", "reservation_id": "cr-0123456789abcdef0"}
+    base = {"name": "odcr", "region": "us-east-1", "availability_zone": "us-east-1a"}
+    spec = parse_spec({**base, "node_groups": [
+        {"name": "open", "instance_type": "p5.48xlarge", "count": 1, "capacity": odcr},
+        {"name": "bound", "instance_type": "p5.48xlarge", "count": 1, "capacity": odcr,
+         "placement": {"existing_group": "odcr-pg"}}]})
+    cluster = synthesize(spec)["odcr-cluster"]
+    assert not resources_of(cluster, "AWS::EC2::PlacementGroup")
+    placements = {}
+    for lt in resources_of(cluster, "AWS::EC2::LaunchTemplate").values():
+        data = lt["Properties"]["LaunchTemplateData"]
+        group = next(t["Value"] for t in data["TagSpecifications"][0]["Tags"] if t["Key"] == "fmcluster:node-group")
+        placements[group] = data.get("Placement")
+    assert placements == {"open": None, "bound": {"GroupName": "odcr-pg"}}
+    with pytest.raises(SpecError) as e:
+        parse_spec({**base, "node_groups": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 1, "capacity": odcr,
+                                             "placement": {"strategy": "cluster"}}]})
+    assert e.value.problems[0].startswith("node_groups[0].placement.strategy: an On-Demand Capacity Reservation")

@@ -102,11 +102,17 @@ def check_reservation(ctx: Context, reservation_id: str) -> Outcome:
     if sizes and sizes != {total}:
         warnings.append(f"spec capacity.size {', '.join(map(str, sorted(sizes)))} != reservation size {total}")
         fix.append(f"set capacity.size to {total}")
-    pg = cr.get("PlacementGroupArn")
-    if pg and any(g.placement_strategy != "none" for g in groups):
-        warnings.append(f"the reservation is bound to placement group {pg.split('/')[-1]}, the cluster stack "
-                        "creates its own")
-        fix.append("launch into the reservation's placement group, or use a reservation without one")
+    bound = (cr.get("PlacementGroupArn") or "").split("/")[-1] or None
+    named = {g.existing_placement_group for g in groups}
+    if bound and named != {bound}:
+        # instances of a reservation made in a cluster placement group must launch into that group
+        problems.append(f"the reservation is bound to placement group {bound}; the groups name "
+                        f"{', '.join(sorted(str(n) for n in named))}")
+        fix.append(f"set placement: {{existing_group: {bound}}} on the groups using it")
+    elif not bound and named != {None}:
+        warnings.append(f"the reservation is open (no placement group); the groups launch into "
+                        f"{', '.join(sorted(str(n) for n in named if n))}, which can only narrow where they fit")
+        fix.append("leave placement out for an open reservation")
     if cr.get("InstanceMatchCriteria") == "targeted":
         observed += ", targeted"
     return _verdict(problems, warnings, observed, expected, fix)

@@ -24,6 +24,7 @@ class Ec2NodeGroup(Construct):
     :param efa: attach EFA interfaces.
     :param placement_strategy: ``cluster`` | ``partition`` | ``none``.
     :param partitions: partition count (partition strategy only).
+    :param existing_placement_group: launch into this placement group (strategy ``none``: nothing is created).
     :param capacity_type: ``on-demand`` | ``odcr`` | ``capacity-block``; ``reservation_id`` for the latter two.
     :param image_id, user_data, security_group_ids, subnet_id, instance_type, instance_profile_arn,
         root_volume_gib, root_device_name, tags: passed to `NodeLaunchTemplate`.
@@ -43,6 +44,7 @@ class Ec2NodeGroup(Construct):
         subnet_id: Optional[str],
         placement_strategy: str = "cluster",
         partitions: Optional[int] = None,
+        existing_placement_group: Optional[str] = None,
         capacity_type: str = "on-demand",
         reservation_id: Optional[str] = None,
         instance_type: Optional[str] = None,
@@ -53,6 +55,8 @@ class Ec2NodeGroup(Construct):
         super().__init__(scope, id)
         if placement_strategy not in ("cluster", "partition", "none"):
             raise ValueError(f"placement_strategy: {placement_strategy!r} is not cluster, partition or none")
+        if existing_placement_group and placement_strategy != "none":
+            raise ValueError("existing_placement_group: give it with placement_strategy none (nothing to create)")
         prefix = [c.node.id for c in self.node.scopes[1:] if not isinstance(c, Stack)][:-1]
         self.placement: Optional[UltraClusterPlacementGroup] = None
         if placement_strategy != "none":
@@ -69,7 +73,7 @@ class Ec2NodeGroup(Construct):
             image_id=image_id,
             root_device_name=root_device_name,
             user_data=user_data,
-            placement_group_name=self.placement.group_name if self.placement else None,
+            placement_group_name=self.placement.group_name if self.placement else existing_placement_group,
             capacity_type=capacity_type,
             reservation_id=reservation_id,
             instance_type=instance_type,
@@ -85,4 +89,5 @@ class Ec2NodeGroup(Construct):
 
     @property
     def placement_group_name(self) -> Optional[str]:
+        """The group fmcluster created (None when it created none, also when launching into an existing one)."""
         return self.placement.group_name if self.placement else None

@@ -148,6 +148,7 @@ class Ec2NodeGroups:
             efa=group.efa_enabled,
             placement_strategy=group.placement_strategy,
             partitions=group.placement.partitions if group.placement else None,
+            existing_placement_group=group.existing_placement_group,
             capacity_type=group.capacity.type,
             reservation_id=group.capacity.reservation_id,
             security_group_ids=self.security_group_ids,

@@ -54,16 +54,26 @@ class Capacity(SpecModel):
         return self
 
 
+PLACEMENT_GROUP_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$"
+
+
 class Placement(SpecModel):
     strategy: Literal["cluster", "partition", "none"] = Field(
         "cluster", description="cluster: one UltraCluster placement group; partition for very large fleets."
     )
     partitions: Optional[int] = Field(None, ge=1, le=7, description="Partition count (partition strategy only).")
+    existing_group: Optional[str] = Field(
+        None, pattern=PLACEMENT_GROUP_NAME_PATTERN,
+        description="Launch into this placement group of yours (e.g. the one an ODCR was made in) instead of one "
+        "fmcluster creates.",
+    )
 
     @model_validator(mode="after")
     def _partitions(self) -> Placement:
         if self.partitions is not None and self.strategy != "partition":
             raise_problems([("partitions", "applies to strategy partition only")])
+        if self.existing_group is not None and ("strategy" in self.model_fields_set or self.partitions is not None):
+            raise_problems([("existing_group", "the group's own strategy applies; give existing_group alone")])
         return self
 
 
@@ -131,11 +141,18 @@ class NodeGroup(SpecModel):
 
     @property
     def placement_strategy(self) -> str:
+        """The placement group fmcluster creates for the group: cluster, partition, or none. None for a Capacity
+        Block (AWS places it), an ODCR (open, or made in a placement group of its own: see existing_placement_group),
+        a group launched into an existing group, and groups without EFA."""
         if self.placement is not None:
-            return self.placement.strategy
-        if self.capacity.type == "capacity-block" or not self.efa_enabled:
+            return "none" if self.placement.existing_group else self.placement.strategy
+        if self.capacity.type in ("capacity-block", "odcr") or not self.efa_enabled:
             return "none"
         return "cluster"
+
+    @property
+    def existing_placement_group(self) -> Optional[str]:
+        return self.placement.existing_group if self.placement is not None else None
 
     @property
     def ip_addresses(self) -> int:
@@ -150,9 +167,15 @@ class NodeGroup(SpecModel):
                           f"(allowed: {', '.join(catalog.gpu_types())}; or set role: cpu)"))
         if self.efa and not t.efa_supported:
             found.append(("efa", f"{self.instance_type} has no EFA; set efa: false or use an EFA instance type"))
-        if self.capacity.type == "capacity-block" and self.placement and self.placement.strategy != "none":
+        if self.capacity.type == "capacity-block" and self.placement and (
+                self.placement.strategy != "none" or self.placement.existing_group):
             found.append(("placement.strategy", "a Capacity Block cannot be combined with a placement group "
                           "(AWS places Capacity Block instances itself); use none or leave placement out"))
+        if self.capacity.type == "odcr" and self.placement and not self.placement.existing_group \
+                and self.placement.strategy != "none":
+            found.append(("placement.strategy", "an On-Demand Capacity Reservation is either open (a new placement "
+                          "group can only hurt the fit) or made in a placement group of its own: name that one with "
+                          "placement.existing_group, or leave placement out"))
         if self.capacity.size is not None and self.count > self.capacity.size:
             found.append(("count", f"{self.count} exceeds capacity.size {self.capacity.size} of the reservation"))
         raise_problems(found)

@@ -72,10 +72,26 @@ def test_partly_used_or_size_mismatch_warns() -> None:
     assert out.status == "warn" and "spec capacity.size 2 != reservation size 4" in out.observed
 
 
-def test_reservation_bound_to_other_placement_group_warns() -> None:
+def test_a_reservation_made_in_a_placement_group_must_be_named_by_the_groups_using_it() -> None:
+    """Instances of an ODCR created in a cluster placement group launch only into that group."""
     pg = f"arn:aws:ec2:us-east-1:{ACCOUNT}:placement-group/theirs"
     out = run_reservation(ctx_for(), reservation(PlacementGroupArn=pg))
-    assert out.status == "warn" and "bound to placement group theirs" in out.observed
+    assert out.status == "fail" and "bound to placement group theirs" in out.observed
+    assert "placement: {existing_group: theirs}" in out.remedy
+    spec = make_spec(node_groups=[group(capacity={"type": "odcr", "reservation_id": CR},
+                                        placement={"existing_group": "theirs"})])
+    ctx = make_ctx(spec)
+    ctx.now = lambda: NOW
+    assert run_reservation(ctx, reservation(PlacementGroupArn=pg)).status == "pass"
+
+
+def test_an_open_reservation_with_a_named_placement_group_warns() -> None:
+    spec = make_spec(node_groups=[group(capacity={"type": "odcr", "reservation_id": CR},
+                                        placement={"existing_group": "mine"})])
+    ctx = make_ctx(spec)
+    ctx.now = lambda: NOW
+    out = run_reservation(ctx, reservation())
+    assert out.status == "warn" and "the reservation is open" in out.observed
 
 
 def capacity_block(**over: Any) -> Dict[str, Any]:
