@@ -129,14 +129,28 @@ def test_user_data_runs_the_node_bootstrap_with_the_group_profile(matrix):
     assert profile["orchestrator"] is None  # no agent: drain and taint have nothing to wait for
 
 
-def test_node_role_reads_only_the_runtime_asset(matrix):
-    (policy,) = resources_of(matrix, "AWS::IAM::Policy").values()
+def test_nodes_read_only_their_runtime_from_the_clusters_own_bucket(matrix):
+    """Not the CDK bootstrap bucket: `cdk gc` would delete a runtime that launch templates still name, and a
+    bootstrap key the node role cannot use would fail every boot."""
+    (policy,) = [p for p in resources_of(matrix, "AWS::IAM::Policy").values()
+                 if p["Properties"]["Roles"] == [{"Ref": "NodeRole52753DAC"}]]
     s3 = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Action"] == "s3:GetObject"]
     assert len(s3) == 1
-    resource = json.dumps(s3[0]["Resource"])
-    assert ".zip" in resource and "*" not in resource.replace("${AWS::AccountId}", "")
+    bucket, key = s3[0]["Resource"]["Fn::Join"][1]
+    assert resources_of(matrix, "AWS::S3::Bucket")[bucket["Fn::GetAtt"][0]]  # a bucket of this stack
+    assert key.startswith("/runtime/") and key.endswith(".zip") and "*" not in key
+    for lt in resources_of(matrix, "AWS::EC2::LaunchTemplate").values():
+        user_data = json.dumps(lt["Properties"]["LaunchTemplateData"]["UserData"])
+        assert "cdk-hnb659fds" not in user_data and key[1:] in user_data
+        assert "NodeRuntimeDeployCustomResourceB0C19F44" in lt["DependsOn"]  # the copy lands before any node boots
 
 
+def test_the_runtime_bucket_keeps_older_runtimes_for_older_launch_template_versions(matrix):
+    (deploy,) = resources_of(matrix, "Custom::CDKBucketDeployment").values()
+    assert deploy["Properties"]["Prune"] is False and deploy["Properties"]["Extract"] is False
+    assert deploy["Properties"]["DestinationBucketKeyPrefix"] == "runtime/"
+    (bucket,) = [b for k, b in resources_of(matrix, "AWS::S3::Bucket").items() if k.startswith("NodeRuntime")]
+    assert bucket["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
 
 
 def test_the_root_device_follows_the_image_family():

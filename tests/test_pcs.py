@@ -3,6 +3,8 @@ template and a queue per node group, a login node, and a least-privilege instanc
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers import resources_of
 
@@ -77,12 +79,14 @@ def test_capacity_block_and_odcr_purchase_options(p5en, b200):
 
 
 def test_instance_role_meets_pcs_naming_and_least_privilege(p5):
-    (role,) = resources_of(p5, "AWS::IAM::Role").values()
+    (role_id, role), = [(k, r) for k, r in resources_of(p5, "AWS::IAM::Role").items()
+                        if "ec2.amazonaws.com" in json.dumps(r["Properties"]["AssumeRolePolicyDocument"])]
     assert role["Properties"]["Path"] == "/aws-pcs/"
     assert "ManagedPolicyArns" not in role["Properties"]
     (profile,) = resources_of(p5, "AWS::IAM::InstanceProfile").values()
     assert profile["Properties"]["Path"] == "/aws-pcs/"
-    (policy,) = resources_of(p5, "AWS::IAM::Policy").values()
+    (policy,) = [p for p in resources_of(p5, "AWS::IAM::Policy").values()
+                 if p["Properties"]["Roles"] == [{"Ref": role_id}]]
     actions = set()
     for st in policy["Properties"]["PolicyDocument"]["Statement"]:
         actions.update([st["Action"]] if isinstance(st["Action"], str) else st["Action"])

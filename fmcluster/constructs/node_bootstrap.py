@@ -1,43 +1,105 @@
-"""What every node runs at boot: the fmcluster runtime shipped as an S3 asset, the node
-group's NodeProfile, and user data (MIME multi-part, as PCS requires) that runs the
-shared bootstrap in fmcluster/runtime/node_bootstrap.sh."""
+"""What every node runs at boot: the fmcluster runtime in a bucket the cluster stack owns, the node group's
+NodeProfile, and user data (MIME multi-part, as PCS requires) that runs the shared bootstrap in
+fmcluster/runtime/node_bootstrap.sh."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence, Tuple
+from typing import Sequence, Tuple, cast
 
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
+
+from fmcluster.constructs.node_files import (
+    DEPLOY_DESTINATION_BUCKET_ACTIONS,
+    DEPLOY_DESTINATION_OBJECT_ACTIONS,
+    ExplicitActions,
+    acknowledge_deployment_handler,
+    deployment_log_group,
+    deployment_role,
+    nag_resource,
+    secure_bucket,
+)
+from fmcluster.nag import acknowledge
 
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
 BOUNDARY = "==FMCLUSTER=="
 
 
+RUNTIME_PREFIX = "runtime/"
+
+
 class NodeRuntime(Construct):
-    """The node-side package (standard-library Python and scripts) as one S3 asset."""
+    """The node-side package (standard-library Python and scripts) as one zip in a bucket of the cluster stack, keyed
+    by its content hash (``runtime/<hash>.zip``).
+
+    Not the CDK bootstrap bucket: on accounts bootstrapped with a customer managed key the nodes could not decrypt
+    it, and ``cdk gc`` removes assets that nodes launched months later from the launch template still fetch. Here
+    keys are never pruned while the stack lives (a new runtime adds a key; the old one stays for instances launched
+    from older template versions), the bucket is versioned, TLS-only, and goes with the stack, as the launch
+    templates that name it do. Exposes ``bucket``, ``object_key``, ``s3_url``, ``deployment`` (what node launches
+    must wait for) and ``grant_read``.
+    """
 
     def __init__(self, scope: Construct, id: str) -> None:
         super().__init__(scope, id)
+        stack = Stack.of(self)
         self.asset = s3_assets.Asset(
             self,
             "Asset",
             path=str(RUNTIME_DIR),
             exclude=["__pycache__", "**/__pycache__", "*.pyc"],
         )
+        self.bucket = secure_bucket(self, "Bucket", versioned=True, removal_policy=RemovalPolicy.DESTROY,
+                                    auto_delete_objects=True)
+        policy = self.bucket.policy
+        if policy is None:  # enforce_ssl gives every secure_bucket a policy
+            raise TypeError("the runtime bucket has no bucket policy")
+        cast(s3.CfnBucketPolicy, policy.node.default_child).add_property_override(
+            "PolicyDocument", ExplicitActions(stack, policy.document))
+        acknowledge(self.bucket, "AwsSolutions-S1", "The bucket holds only the synthesized fmcluster runtime, which node "
+                    "roles read by exact key; CloudTrail data events cover its access if an audit needs them.")
+        self.object_key = f"{RUNTIME_PREFIX}{self.asset.s3_object_key}"
+        role = deployment_role(stack)
+        self.deployment = s3deploy.BucketDeployment(
+            self,
+            "Deploy",
+            sources=[s3deploy.Source.bucket(self.asset.bucket, self.asset.s3_object_key)],
+            destination_bucket=self.bucket,
+            destination_key_prefix=RUNTIME_PREFIX,
+            extract=False,
+            prune=False,  # older runtimes stay for instances launched from older launch-template versions
+            role=role.without_policy_updates(),
+            log_group=deployment_log_group(stack),
+        )
+        objects = self.bucket.arn_for_objects(f"{RUNTIME_PREFIX}*")
+        role.add_to_policy(iam.PolicyStatement(actions=list(DEPLOY_DESTINATION_OBJECT_ACTIONS), resources=[objects]))
+        role.add_to_policy(iam.PolicyStatement(actions=list(DEPLOY_DESTINATION_BUCKET_ACTIONS),
+                                               resources=[self.bucket.bucket_arn]))
+        acknowledge_deployment_handler(stack)
+        acknowledge(role, f"AwsSolutions-IAM5[Resource::{nag_resource(stack, objects)}]",
+                    "CDK BucketDeployment handler copies the runtime zip under runtime/ of the cluster's runtime bucket; "
+                    "its key is the content hash. Actions are named: GetObject, PutObject, DeleteObject, "
+                    "AbortMultipartUpload.")
+
+    def required_by(self, *dependents: Construct) -> None:
+        """Make `dependents` (launch templates, clusters) wait for the runtime's copy: a node launched before it
+        would find no runtime to fetch."""
+        for dependent in dependents:
+            dependent.node.add_dependency(self.deployment)
 
     @property
     def s3_url(self) -> str:
-        return self.asset.s3_object_url
+        return f"s3://{self.bucket.bucket_name}/{self.object_key}"
 
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
-        """s3:GetObject on the asset object only."""
+        """s3:GetObject on this runtime's object only."""
         return iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["s3:GetObject"],
-            resource_arns=[f"{self.asset.bucket.bucket_arn}/{self.asset.s3_object_key}"],
-        )
+            grantee=grantee, actions=["s3:GetObject"], resource_arns=[self.bucket.arn_for_objects(self.object_key)])
 
 
 def collectors_step(

@@ -141,7 +141,7 @@ class Ec2NodeGroups:
         instance type (and the profile) to the service launching from the template (PCS); ``in_subnet`` False
         leaves the subnet out (EKS managed node groups take theirs from the node group and refuse one in the
         template); ``image`` replaces the DLAMI and its user data."""
-        return Ec2NodeGroup(
+        built = Ec2NodeGroup(
             scope,
             construct_id(group.name),
             instance=group.instance,
@@ -161,6 +161,9 @@ class Ec2NodeGroups:
             root_device_name=image.root_device_name if image is not None else group.image.root_device,
             tags={**self.instance_tags, "fmcluster:node-group": group.name},
         )
+        if self._runtime is not None:  # an image of the kind's own may not fetch the runtime
+            self._runtime.required_by(built)
+        return built
 
     def login_collectors(self, scope: Construct) -> str:
         """The login node's collectors: node metrics, and Slurm's node states where the kind runs Slurm, since a
@@ -174,7 +177,7 @@ class Ec2NodeGroups:
     def login_node(self, scope: Construct, id: str, *, instance: InstanceType, image_id: str,
                    root_device_name: str) -> NodeLaunchTemplate:
         """A login node's launch template: no EFA, no GPU to validate, the shared file system mounted."""
-        return NodeLaunchTemplate(
+        template = NodeLaunchTemplate(
             scope,
             id,
             instance=instance,
@@ -191,3 +194,5 @@ class Ec2NodeGroups:
             root_volume_gib=100,
             tags={**self.instance_tags, "fmcluster:node-group": LOGIN_NODE_GROUP},
         )
+        self.runtime(scope).required_by(template)
+        return template

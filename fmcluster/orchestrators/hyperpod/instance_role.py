@@ -26,8 +26,8 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from fmcluster.constructs.node_files import nag_resource
 from fmcluster.nag import acknowledge
-from fmcluster.orchestrators.hyperpod.lifecycle import nag_resource
 
 SubnetRef = Union[str, ec2.ISubnet]
 SecurityGroupRef = Union[str, ec2.ISecurityGroup]

@@ -115,6 +115,7 @@ class ParallelClusterOrchestration(Construct):
             configuration=self.configuration,
             deletion_policy=settings.deletion_policy,
         )
+        runtime.required_by(self.cluster)  # the cluster's nodes fetch the runtime as they configure
         CfnOutput(scope, CLUSTER_NAME_OUTPUT, value=name,
                   description="ParallelCluster cluster (and its CloudFormation stack): pcluster describe-cluster -n NAME")
         CfnOutput(scope, VALIDATION_MESSAGES_OUTPUT, value=self.cluster.validation_messages,

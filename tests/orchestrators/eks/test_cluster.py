@@ -48,7 +48,8 @@ def test_control_plane_is_private_encrypted_logged_in_two_azs(p5):
     assert {t["Type"] for t in cluster["Logging"]["ClusterLogging"]["EnabledTypes"]} == {
         "api", "audit", "authenticator", "controllerManager", "scheduler"}
     assert cluster["ComputeConfig"] == {"Enabled": False} and cluster["BootstrapSelfManagedAddons"] is False
-    log = one(p5["eks-p5-cluster"], "AWS::Logs::LogGroup")
+    (log,) = [g["Properties"] for g in resources_of(p5["eks-p5-cluster"], "AWS::Logs::LogGroup").values()
+              if g["Properties"].get("LogGroupName") == "/aws/eks/eks-p5/cluster"]
     assert log["LogGroupName"] == "/aws/eks/eks-p5/cluster" and "KmsKeyId" in log
 
 

@@ -54,13 +54,16 @@ def statements(props: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def s3_url_of(value: Any) -> str:
-    """`s3://bucket/key` of an asset URL as the template writes it (Fn::Sub with the account)."""
-    return value["Fn::Sub"]
+    """`s3://bucket/key` as the template writes it: Fn::Sub (a CDK asset, account substituted) or Fn::Join (a bucket
+    of this stack, whose name is `<bucket>`)."""
+    if "Fn::Sub" in value:
+        return value["Fn::Sub"]
+    return "".join(p if isinstance(p, str) else "<bucket>" for p in value["Fn::Join"][1])
 
 
 def object_arn_key(resource: Any) -> str:
-    """The object key of an asset object ARN (Fn::Join [..., bucket, "/<key>"])."""
-    return resource["Fn::Join"][1][-1].lstrip("/")
+    """The object's file name of an object ARN (Fn::Join [..., bucket, "/<key>"])."""
+    return resource["Fn::Join"][1][-1].rsplit("/", 1)[1]
 
 
 # --- provider and cluster resource ------------------------------------------------------------------------------
@@ -128,7 +131,11 @@ def test_capacity_block_example_has_no_placement_group_and_only_static_nodes(syn
 
 def test_parallelcluster_launches_its_own_instances(synth_example):
     t = cluster_template(synth_example, P5)
-    assert resources_of(t, "AWS::EC2::LaunchTemplate") == {} and resources_of(t, "AWS::IAM::Role") == {}
+    assert resources_of(t, "AWS::EC2::LaunchTemplate") == {}
+    # roles here are CDK's deployment handlers' (Lambda), none for an instance
+    principals = {st["Principal"]["Service"] for role in resources_of(t, "AWS::IAM::Role").values()
+                  for st in role["Properties"]["AssumeRolePolicyDocument"]["Statement"]}
+    assert principals == {"lambda.amazonaws.com"}
 
 
 # --- what the nodes may read -----------------------------------------------------------------------------------

@@ -1,0 +1,169 @@
+"""What nodes fetch at boot lives in a bucket the cluster stack owns: scripts, parameters and the fmcluster runtime,
+written by CDK's BucketDeployment through a least-privilege handler role (CDK's own grants use wildcard actions,
+which fmcluster allows nowhere). Used by the HyperPod lifecycle bucket and by `NodeRuntime` for EC2 nodes."""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+import jsii
+from aws_cdk import IResolvable, IResolveContext, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
+from fmcluster.nag import acknowledge, cfn_lint_ignore
+
+# What CDK's auto-delete-objects handler calls (custom-resource-handlers/.../auto-delete-objects-handler
+# in aws-cdk-lib 2.275: GetBucketTagging, GetBucketPolicy, PutBucketPolicy, ListObjectVersions,
+# DeleteObjects with version ids). CDK grants them as s3:GetBucket*, s3:List*, s3:DeleteObject*;
+# the project allows no wildcard actions, so the bucket policy names them.
+AUTO_DELETE_EXPLICIT = {
+    "s3:GetBucket*": ("s3:GetBucketPolicy", "s3:GetBucketTagging"),
+    "s3:List*": ("s3:ListBucket", "s3:ListBucketVersions"),
+    "s3:DeleteObject*": ("s3:DeleteObject", "s3:DeleteObjectVersion"),
+}
+
+# What the BucketDeployment handler (aws s3 sync --delete into the prefix) needs on the
+# destination, and on the CDK asset bucket (download of the source zips).
+DEPLOY_DESTINATION_OBJECT_ACTIONS = ("s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject")
+DEPLOY_DESTINATION_BUCKET_ACTIONS = ("s3:GetBucketLocation", "s3:ListBucket")
+
+
+@jsii.implements(IResolvable)
+class ExplicitActions:
+    """Renders a bucket policy document with CDK's wildcard actions replaced by the explicit
+    actions they stand for (see AUTO_DELETE_EXPLICIT)."""
+
+    def __init__(self, stack: Stack, document: iam.PolicyDocument) -> None:
+        self._stack = stack
+        self._document = document
+
+    @property
+    def creation_stack(self) -> List[str]:
+        return []
+
+    def to_string(self) -> str:
+        return "${Token[fmcluster.ExplicitActions]}"
+
+    def resolve(self, context: IResolveContext) -> Any:
+        doc = self._stack.resolve(self._document)
+        for statement in doc.get("Statement", []):
+            actions = statement.get("Action")
+            listed = [actions] if isinstance(actions, str) else list(actions or [])
+            if any(a in AUTO_DELETE_EXPLICIT for a in listed):
+                explicit: List[str] = []
+                for a in listed:
+                    explicit.extend(AUTO_DELETE_EXPLICIT.get(a, (a,)))
+                statement["Action"] = sorted(set(explicit))
+        return doc
+
+
+def secure_bucket(scope: Construct, id: str, **kwargs: Any) -> s3.Bucket:
+    return s3.Bucket(
+        scope,
+        id,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        enforce_ssl=True,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        **kwargs,
+    )
+
+
+# Stack-level singletons (CDK's BucketDeployment handler is one Lambda per stack); the ids predate EC2 nodes using
+# them and stay, so deployed HyperPod clusters keep their resources.
+DEPLOYMENT_ROLE_ID = "FmclusterLifecycleDeploymentRole"
+DEPLOYMENT_LOGS_ID = "FmclusterLifecycleDeploymentLogs"
+
+
+def deployment_log_group(stack: Stack) -> logs.LogGroup:
+    """One log group per stack for the BucketDeployment handler (a singleton function), encrypted with a customer
+    managed key like every other log group of the cluster."""
+    existing = stack.node.try_find_child(DEPLOYMENT_LOGS_ID)
+    if isinstance(existing, logs.LogGroup):
+        return existing
+    key = ClusterKey(
+        stack,
+        f"{DEPLOYMENT_LOGS_ID}Key",
+        description=f"{stack.stack_name}: logs of the node files deployment (runtime, lifecycle scripts)",
+        service_principals={f"logs.{stack.region}.amazonaws.com": logs_key_conditions(stack.region, stack.account)},
+    )
+    return logs.LogGroup(stack, DEPLOYMENT_LOGS_ID, retention=logs.RetentionDays.ONE_MONTH, encryption_key=key.key,
+                         removal_policy=RemovalPolicy.DESTROY)
+
+
+def deployment_role(stack: Stack) -> iam.Role:
+    """The role of CDK's BucketDeployment handler. The handler is one singleton Lambda per
+    stack, so its role is one per stack too, and every bucket it writes (runtime, lifecycle scripts) adds its own grant."""
+    existing = stack.node.try_find_child(DEPLOYMENT_ROLE_ID)
+    if isinstance(existing, iam.Role):
+        return existing
+    role = iam.Role(
+        stack,
+        DEPLOYMENT_ROLE_ID,
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description="fmcluster: CDK BucketDeployment handler that copies node files (runtime, lifecycle scripts)",
+    )
+    log_group = deployment_log_group(stack)
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[f"{log_group.log_group_arn}:log-stream:*"]
+        )
+    )
+    role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[f"{asset_bucket_arn(stack)}/*"]))
+    acknowledge(
+        role,
+        f"AwsSolutions-IAM5[Resource::{nag_resource(stack, asset_bucket_arn(stack))}/*]",
+        "CDK BucketDeployment handler reads the source zips (content-addressed keys) from the CDK bootstrap asset bucket; "
+        "only s3:GetObject, only that bucket.",
+    )
+    acknowledge(
+        role,
+        f"AwsSolutions-IAM5[Resource::{nag_resource(stack, log_group.log_group_arn)}:log-stream:*]",
+        "CDK BucketDeployment handler writes log streams (created per Lambda instance) in its own log group only.",
+    )
+    return role
+
+
+def acknowledge_deployment_handler(stack: Stack) -> None:
+    for child in stack.node.children:
+        if child.node.id.startswith("Custom::CDKBucketDeployment"):
+            acknowledge(
+                child,
+                "AwsSolutions-L1",
+                "CDK's BucketDeployment handler: aws-cdk-lib pins its Python runtime (it bundles the AWS CLI layer for that "
+                "runtime); it runs only during deployments and moves forward with aws-cdk-lib upgrades.",
+            )
+            cfn_lint_ignore(
+                child,
+                ["W3005"],
+                "CDK's BucketDeployment handler declares DependsOn on its role (and policy) as well as a GetAtt; harmless",
+            )
+
+
+def nag_resource(stack: Stack, value: str) -> str:
+    """`value` as cdk-nag prints it in a finding id: Ref → <X>, GetAtt → <X.Attr>, joins concatenated."""
+
+    def render(v: Any) -> str:
+        if isinstance(v, str):
+            return v
+        if isinstance(v, dict) and "Ref" in v:
+            return f"<{v['Ref']}>"
+        if isinstance(v, dict) and "Fn::GetAtt" in v:
+            return f"<{'.'.join(v['Fn::GetAtt'])}>"
+        if isinstance(v, dict) and "Fn::Join" in v:
+            sep, parts = v["Fn::Join"]
+            return str(sep).join(render(p) for p in parts)
+        raise ValueError(f"cannot render {v!r} for a cdk-nag acknowledgment")
+
+    return render(stack.resolve(value))
+
+
+def asset_bucket_arn(stack: Stack) -> str:
+    bucket_name = getattr(stack.synthesizer, "bucket_name", None)
+    if not isinstance(bucket_name, str):
+        bucket_name = f"cdk-*-assets-{stack.account}-{stack.region}"
+    return f"arn:{stack.partition}:s3:::{bucket_name}"
