@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Union
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
+from fmcluster.feature_flags import FLAGS
 from fmcluster.nag import cdk_provider_handlers, cfn_lint_ignore
 from fmcluster.spec import ClusterSpec, load_spec
 from fmcluster.stacks.cluster import ClusterStack
@@ -79,11 +80,8 @@ def app_context(spec: Optional[ClusterSpec] = None, extra: Optional[Dict[str, An
     """
     ctx: Dict[str, Any] = {
         "aws:cdk:disable-version-reporting": True,
-        # feature flags live here, not in cdk.json, so `cdk synth` and `fmcluster synth` agree
-        "@aws-cdk/aws-iam:minimizePolicies": True,
-        "@aws-cdk/core:enablePartitionLiterals": True,
-        # access-log delivery through a bucket policy, so log buckets can disable ACLs
-        "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": True,
+        # feature flags live in one module, not in cdk.json, so `cdk synth` and `fmcluster synth` agree
+        **FLAGS,
     }
     if spec is not None and spec.account:
         ctx[f"availability-zones:account={spec.account}:region={spec.region}"] = [spec.availability_zone]

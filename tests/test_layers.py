@@ -22,6 +22,8 @@ def layer_of(module: str) -> str:
     head = parts[0] if parts else ""
     if head in ("runtime", "catalog", "spec", "constructs", "stacks", "app", "aws", "cli"):
         return head
+    if head == "feature_flags":
+        return "app"  # the CDK context every app gets
     if head == "images":
         return "catalog"  # data, like the instance catalog
     if head in ("nag", "observability"):

@@ -112,6 +112,8 @@ def test_cdk_cli_synth_matches_fmcluster_synth(tmp_path, synth_example):
                         "-c", "config=examples/default.yaml", "--output", str(tmp_path / "out")],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
+    # a newcomer's first synth is quiet: reference strength and every feature flag decided (fmcluster/feature_flags.py)
+    assert "WARNING" not in r.stderr and "feature flags are not configured" not in r.stdout + r.stderr, r.stderr
     for stack, template in synth_example("default").items():
         cli = json.loads((tmp_path / "out" / f"{stack}.template.json").read_text())
         assert cli == template, f"{stack} differs between cdk synth and fmcluster synth"
