@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DNS = "fs-0123.fsx.us-east-1.amazonaws.com"
 SOURCE = f"{DNS}@tcp:/abcdefgh"
-# Real /proc/mounts lines: node-samples/proc-mounts-fsx-lustre.txt (A), a ParallelCluster compute node.
+# Real /proc/mounts lines of a ParallelCluster compute node, as published in aws-parallelcluster-cookbook PRs #3245/#3251.
 BASE_MOUNTS = (
     "/dev/nvme0n1p1 / ext4 rw,relatime,discard,errors=remount-ro 0 0\n"
     "proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n"
@@ -27,7 +27,7 @@ FSX_LINE = ("192.168.10.246@tcp:/6cz4zbev /fsx lustre rw,noatime,checksum,flock,
 ROUTE = ("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
          "enp71s0\t00000000\t010A0A0A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
          "enp71s0\t000A0A0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n")
-# p5.48xlarge EFA names: node-samples/efa-device-names.p5.txt (C); p6-b200: 8 rdmap + 2 ibp*s0f0 (mlx5, NVLink).
+# p5.48xlarge EFA names from the EFA device plugin's log (aws/eks-charts#1110); p6-b200: 8 rdmap + 2 ibp*s0f0 (mlx5, NVLink).
 P5_EFA = [f"rdmap{b}s0" for g in (79, 96, 113, 130, 147, 164, 181, 198) for b in range(g, g + 4)]
 P6_EFA = ["rdmap79s0", "rdmap80s0", "rdmap81s0", "rdmap82s0", "rdmap96s0", "rdmap97s0", "rdmap98s0", "rdmap99s0"]
 LOGGER = '#!/bin/sh\necho "$(basename "$0") $*" >> "$FAKE_LOG"\n'

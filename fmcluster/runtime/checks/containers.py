@@ -11,7 +11,7 @@ from ..probes import ProbeError
 from ..probes.mounts import mount_of, mounts, resolve
 from .registry import Ctx, Result, bad, check, has_instance_store, ok, skip, warn
 
-# ---- container data on the instance NVMe (reference/pain-points.md #9) -------------------------------------------
+# ---- container data on the instance NVMe (images filling a small root volume: awslabs/awsome-distributed-ai #427, #187)
 # Docker keeps images, layers and container writable layers under its data-root, default /var/lib/docker (dockerd
 # --data-root / daemon.json "data-root"); with the containerd image store (features.containerd-snapshotter, the
 # default of fresh Docker Engine >= 29 installs) image layers live under containerd's root instead (default

@@ -8,7 +8,7 @@ from typing import Dict, Tuple
 
 from ..checks.registry import Ctx
 
-# never readlink on these (a hung server hangs the validator); see "Hang avoidance" in reference/runtime-checks.md
+# never readlink or stat these: on a hung server the call sleeps uninterruptibly (D state) and no timeout frees it
 NETWORK_FS = ("nfs", "nfs4", "lustre", "cifs", "smb3", "ceph", "glusterfs", "9p", "beegfs", "gpfs", "efs")
 
 
