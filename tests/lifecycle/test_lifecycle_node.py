@@ -18,43 +18,43 @@ from fmcluster.runtime.lifecycle.node import LifecycleError
     (CPU_IP, "compute", "cpu-b", "cpu-b", "0"),
 ])
 def test_role_comes_from_the_instance_group_holding_this_address(ip, role, group, partition, gpu):
-    p = node.plan(resource_config(), params(), ["192.168.9.9", ip])
+    p = node.whoami(resource_config(), params(), ["192.168.9.9", ip])
     assert (p["role"], p["group"], p["partition"], p["gpu"]) == (role, group, partition, gpu)
     assert p["node_ip"] == ip
     assert p["controller_ips"] == CONTROLLER_IP
 
 
 def test_plan_carries_every_setting_the_steps_need():
-    p = node.plan(resource_config(), params(), [GPU_IP])
+    p = node.whoami(resource_config(), params(), [GPU_IP])
     assert p["instance_type"] == "ml.p5.48xlarge" and p["instance_name"] == "gpu-a-2"
     assert (p["fsx"], p["fsx_dns_name"], p["fsx_mount_name"], p["fsx_mount_point"], p["fsx_efa"]) == (
         "1", "fs-0abc.fsx.us-east-1.amazonaws.com", "abcdefgh", "/fsx", "0")
     got = (p["level"], p["policy"], p["observability"], p["scrape_interval"], p["users"])
     assert got == ("standard", "drain", "1", "30", "1")
-    bare = node.plan(resource_config(), params(fsx=None, observability=None, users=[], validation=None), [GPU_IP])
+    bare = node.whoami(resource_config(), params(fsx=None, observability=None, users=[], validation=None), [GPU_IP])
     assert (bare["fsx"], bare["observability"], bare["users"], bare["policy"]) == ("0", "0", "0", "drain")
 
 
 def test_hostname_is_the_fallback_when_no_address_matches():
-    assert node.plan(resource_config(), params(), ["192.168.9.9"], "ip-10-1-2-21")["group"] == "cpu-b"
-    assert node.plan(resource_config(), params(), [], "login-1.ec2.internal")["role"] == "login"
+    assert node.whoami(resource_config(), params(), ["192.168.9.9"], "ip-10-1-2-21")["group"] == "cpu-b"
+    assert node.whoami(resource_config(), params(), [], "login-1.ec2.internal")["role"] == "login"
 
 
 def test_a_node_missing_from_resource_config_is_a_clear_error():
     with pytest.raises(LifecycleError, match="192.168.9.9.*not in resource_config.json"):
-        node.plan(resource_config(), params(), ["192.168.9.9"], "somehost")
+        node.whoami(resource_config(), params(), ["192.168.9.9"], "somehost")
 
 
 def test_a_group_missing_from_the_parameters_is_a_clear_error():
     with pytest.raises(LifecycleError, match="'login' is neither"):
-        node.plan(resource_config(), params(login_group=None), [LOGIN_IP])
+        node.whoami(resource_config(), params(login_group=None), [LOGIN_IP])
 
 
 def test_duplicate_address_is_refused():
     rc = resource_config()
     rc["InstanceGroups"][3]["Instances"][0]["CustomerIpAddress"] = GPU_IP
     with pytest.raises(LifecycleError, match="appears 2 times"):
-        node.plan(rc, params(), [GPU_IP])
+        node.whoami(rc, params(), [GPU_IP])
 
 
 @pytest.mark.parametrize("change, message", [
@@ -141,10 +141,10 @@ def test_cli_prints_key_tab_value_and_fails_with_one_line(tmp_path, capsys):
     rc_file, p_file = tmp_path / "rc.json", tmp_path / "pp.json"
     rc_file.write_text(json.dumps(resource_config()))
     p_file.write_text(json.dumps(params()))
-    assert node.main(["plan", "--resource-config", str(rc_file), "--params", str(p_file), "--node-ip", GPU_IP]) == 0
+    assert node.main(["whoami", "--resource-config", str(rc_file), "--params", str(p_file), "--node-ip", GPU_IP]) == 0
     lines = dict(line.split("\t", 1) for line in capsys.readouterr().out.splitlines())
     assert lines["role"] == "compute" and lines["group"] == "gpu-a"
-    assert node.main(["plan", "--resource-config", str(tmp_path / "missing.json"), "--params", str(p_file)]) == 1
+    assert node.main(["whoami", "--resource-config", str(tmp_path / "missing.json"), "--params", str(p_file)]) == 1
     assert "resource_config.json not found" in capsys.readouterr().err
     assert node.main(["users", "--params", str(p_file)]) == 0
     assert capsys.readouterr().out == "alice\t2001\t/home/alice\t/bin/bash\tdocker\n"

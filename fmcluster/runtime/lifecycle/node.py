@@ -6,7 +6,7 @@ HyperPod's ``resource_config.json`` and our ``fmcluster_parameters.json`` and pr
 
 Subcommands (exit 0 ok, 1 a clear one-line reason on stderr, 2 usage):
 
-- ``plan --resource-config F --params F [--root R] [--node-ip IP]...``: this node's role (controller | login |
+- ``whoami --resource-config F --params F [--root R] [--node-ip IP]...``: this node's role (controller | login |
   compute), instance group, partition, GPU or not, and the settings every later step needs.
 - ``users --params F``: validated users, one ``name uid home shell groups`` line each.
 - ``user-keys --params F --name N``: that user's SSH public keys, one a line.
@@ -227,7 +227,7 @@ def find_instance(resource_config: Dict[str, Any], addresses: Iterable[str],
                          "is not in resource_config.json (no CustomerIpAddress or InstanceName matches)")
 
 
-def plan(resource_config: Dict[str, Any], params: Dict[str, Any], addresses: Iterable[str],
+def whoami(resource_config: Dict[str, Any], params: Dict[str, Any], addresses: Iterable[str],
          hostname: str = "") -> Dict[str, str]:
     """Everything on_init_complete.sh needs, as strings."""
     params = validate_params(params)
@@ -380,7 +380,7 @@ def _emit(values: Dict[str, str]) -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m fmcluster.runtime.lifecycle.node")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("plan")
+    p = sub.add_parser("whoami")
     p.add_argument("--resource-config", required=True)
     p.add_argument("--params", required=True)
     p.add_argument("--root", default="/")
@@ -401,9 +401,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     e.add_argument("--base", required=True)
     args = ap.parse_args(argv)
     try:
-        if args.cmd == "plan":
+        if args.cmd == "whoami":
             addresses = args.node_ip or local_addresses(args.root)
-            _emit(plan(_load_json(args.resource_config, "resource_config.json"),
+            _emit(whoami(_load_json(args.resource_config, "resource_config.json"),
                        _load_json(args.params, "fmcluster_parameters.json"),
                        addresses, args.hostname or socket.gethostname()))
         elif args.cmd in ("users", "user-keys"):

@@ -53,7 +53,7 @@ TEE_PID=$!
 
 STEP=start
 STEP_MARK=1
-declare -A PLAN=()
+declare -A NODE=()
 
 log() { printf '%s fmcluster-lifecycle [%s] %s\n' "$(date -Is)" "$STEP" "$*"; }
 fail() {
@@ -155,7 +155,7 @@ step_apt_locks() {
 
 step_role() {
   [[ -f "$RESOURCE_CONFIG" ]] || fail "HyperPod resource config not found at $RESOURCE_CONFIG"
-  local args=(plan --resource-config "$RESOURCE_CONFIG" --params "$PARAMS" --root "${ROOT:-/}") out key value
+  local args=(whoami --resource-config "$RESOURCE_CONFIG" --params "$PARAMS" --root "${ROOT:-/}") out key value
   if [[ -n "${FMCLUSTER_NODE_IP:-}" ]]; then
     args+=(--node-ip "$FMCLUSTER_NODE_IP")
   fi
@@ -163,20 +163,20 @@ step_role() {
     fail "$out"
   fi
   while IFS=$'\t' read -r key value; do
-    PLAN[$key]="$value"
+    NODE[$key]="$value"
   done <<<"$out"
   printf '%s\n' "$out" >"$ETC_DIR/node.tsv"
-  log "role=${PLAN[role]} group=${PLAN[group]} partition=${PLAN[partition]:-none} gpu=${PLAN[gpu]} ip=${PLAN[node_ip]}"
+  log "role=${NODE[role]} group=${NODE[group]} partition=${NODE[partition]:-none} gpu=${NODE[gpu]} ip=${NODE[node_ip]}"
 }
 
 step_fsx() {
-  if [[ "${PLAN[fsx]}" != 1 ]]; then
+  if [[ "${NODE[fsx]}" != 1 ]]; then
     log "no FSx for Lustre in the parameters; nothing to mount"
     return 0
   fi
-  local mp="${PLAN[fsx_mount_point]}" args
-  args=(mount --dns-name "${PLAN[fsx_dns_name]}" --mount-name "${PLAN[fsx_mount_name]}" --mount-point "$mp" --fstab)
-  if [[ "${PLAN[fsx_efa]}" == 1 ]]; then
+  local mp="${NODE[fsx_mount_point]}" args
+  args=(mount --dns-name "${NODE[fsx_dns_name]}" --mount-name "${NODE[fsx_mount_name]}" --mount-point "$mp" --fstab)
+  if [[ "${NODE[fsx_efa]}" == 1 ]]; then
     args+=(--efa)
   fi
   # the helper retries with backoff itself, is idempotent and proves the mount answers; one call is enough
@@ -184,14 +184,14 @@ step_fsx() {
     # One policy on every orchestrator (docs/node-contract.md): a node without its shared file system is
     # unhealthy and validation.policy decides. GPU workers run the boot validator, whose required
     # storage.mounts check applies it; other nodes apply it here.
-    local what="cannot mount FSx for Lustre ${PLAN[fsx_dns_name]}@tcp:/${PLAN[fsx_mount_name]} at $mp (lustre helper failed; see the lines above)"
+    local what="cannot mount FSx for Lustre ${NODE[fsx_dns_name]}@tcp:/${NODE[fsx_mount_name]} at $mp (lustre helper failed; see the lines above)"
     STEP_MARK=0
-    if [[ "${PLAN[role]}" == compute && "${PLAN[gpu]}" == 1 ]]; then
-      log "$what; the boot validator reports it under policy ${PLAN[policy]}"
-    elif [[ "${PLAN[policy]}" == fail ]]; then
+    if [[ "${NODE[role]}" == compute && "${NODE[gpu]}" == 1 ]]; then
+      log "$what; the boot validator reports it under policy ${NODE[policy]}"
+    elif [[ "${NODE[policy]}" == fail ]]; then
       fail "$what; policy fail"
     else
-      log "WARNING: $what; policy ${PLAN[policy]}: this ${PLAN[role]} node continues without it"
+      log "WARNING: $what; policy ${NODE[policy]}: this ${NODE[role]} node continues without it"
     fi
     return 0
   fi
@@ -225,10 +225,10 @@ step_containers() {
     sleep 5
   done
   if [[ -z "$base" ]]; then
-    if [[ "${PLAN[gpu]}" == 1 ]]; then
+    if [[ "${NODE[gpu]}" == 1 ]]; then
       fail "no instance NVMe (/opt/dlami/nvme) and no /opt/sagemaker volume: container images would fill the root volume"
     fi
-    log "$why: container data roots left unconfigured on this ${PLAN[role]} node (no containers expected here)"
+    log "$why: container data roots left unconfigured on this ${NODE[role]} node (no containers expected here)"
     return 0
   fi
   log "container data under $base ($why)"
@@ -251,7 +251,7 @@ step_containers() {
 
 step_users() {
   local name uid home shell groups out g
-  if [[ "${PLAN[users]}" == 0 ]]; then
+  if [[ "${NODE[users]}" == 0 ]]; then
     log "no users in the parameters"
     return 0
   fi
@@ -284,16 +284,16 @@ step_users() {
 }
 
 step_collectors() {
-  if [[ "${PLAN[observability]}" != 1 ]]; then
+  if [[ "${NODE[observability]}" != 1 ]]; then
     log "no observability in the parameters"
     return 0
   fi
-  local args=(--cluster "${PLAN[cluster]}" --region "${PLAN[region]}" --remote-write-url "${PLAN[remote_write_url]}"
-    --scrape-interval "${PLAN[scrape_interval]}" --node-group "${PLAN[group]}")
-  if [[ "${PLAN[role]}" == controller ]]; then
+  local args=(--cluster "${NODE[cluster]}" --region "${NODE[region]}" --remote-write-url "${NODE[remote_write_url]}"
+    --scrape-interval "${NODE[scrape_interval]}" --node-group "${NODE[group]}")
+  if [[ "${NODE[role]}" == controller ]]; then
     args+=(--slurm-collector)  # Slurm node states: one collector per cluster, on the controller
   fi
-  if [[ "${PLAN[gpu]}" != 1 ]]; then
+  if [[ "${NODE[gpu]}" != 1 ]]; then
     args+=(--no-dcgm)
   fi
   local rc=0
@@ -312,28 +312,28 @@ step_slurm() {
     log "$conf not present (yet): HyperPod configures Slurm; nothing for this script to do"
     return 0
   fi
-  if [[ "${PLAN[role]}" == compute ]] && ! grep -Eq "PartitionName=${PLAN[partition]}([[:space:]]|$)" "$conf"; then
-    log "WARNING: partition ${PLAN[partition]} (from the parameters) is not in $conf; check the instance group's SlurmConfig.PartitionNames"
+  if [[ "${NODE[role]}" == compute ]] && ! grep -Eq "PartitionName=${NODE[partition]}([[:space:]]|$)" "$conf"; then
+    log "WARNING: partition ${NODE[partition]} (from the parameters) is not in $conf; check the instance group's SlurmConfig.PartitionNames"
   else
     log "slurm.conf present; configuration left to HyperPod"
   fi
 }
 
 step_validate() {
-  if [[ "${PLAN[role]}" != compute || "${PLAN[gpu]}" != 1 ]]; then
-    log "not a GPU worker (${PLAN[role]}, gpu=${PLAN[gpu]}): boot validator not run"
+  if [[ "${NODE[role]}" != compute || "${NODE[gpu]}" != 1 ]]; then
+    log "not a GPU worker (${NODE[role]}, gpu=${NODE[gpu]}): boot validator not run"
     return 0
   fi
-  local profile="$FMCLUSTER_HOME/profiles/${PLAN[group]}.json"
-  [[ -f "$profile" ]] || fail "no node profile for group ${PLAN[group]} at $profile"
+  local profile="$FMCLUSTER_HOME/profiles/${NODE[group]}.json"
+  [[ -f "$profile" ]] || fail "no node profile for group ${NODE[group]} at $profile"
   local bootstrap="$FMCLUSTER_HOME/pkg/fmcluster/runtime/node_bootstrap.sh"
-  log "validating with $profile (level ${PLAN[level]}, policy ${PLAN[policy]})"
-  if ! FMCLUSTER_HOME="$FMCLUSTER_HOME" FMCLUSTER_PROFILE="$profile" FMCLUSTER_LEVEL="${PLAN[level]}" \
-    FMCLUSTER_POLICY="${PLAN[policy]}" FMCLUSTER_LOG_DIR="$LOG_DIR" \
+  log "validating with $profile (level ${NODE[level]}, policy ${NODE[policy]})"
+  if ! FMCLUSTER_HOME="$FMCLUSTER_HOME" FMCLUSTER_PROFILE="$profile" FMCLUSTER_LEVEL="${NODE[level]}" \
+    FMCLUSTER_POLICY="${NODE[policy]}" FMCLUSTER_LOG_DIR="$LOG_DIR" \
     FMCLUSTER_TEXTFILE_DIR="$ROOT/var/lib/node_exporter/textfile_collector" \
     FMCLUSTER_SYSTEMD_DIR="$ROOT/etc/systemd/system" \
     bash "$bootstrap"; then
-    fail "node validation failed under policy ${PLAN[policy]}; report in $LOG_DIR/validate.json"
+    fail "node validation failed under policy ${NODE[policy]}; report in $LOG_DIR/validate.json"
   fi
   log "boot validator done (see $LOG_DIR/bootstrap.log)"
 }
@@ -354,4 +354,4 @@ run_step collectors step_collectors
 run_step slurm step_slurm
 run_step validate step_validate
 STEP=end
-log "all steps done (role ${PLAN[role]}, group ${PLAN[group]})"
+log "all steps done (role ${NODE[role]}, group ${NODE[group]})"
