@@ -5,6 +5,7 @@ current."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -124,3 +125,11 @@ def test_every_log_group_is_encrypted_with_a_customer_managed_key(every_example)
         for stack, template in stacks.items():
             for lid, group in resources_of(template, "AWS::Logs::LogGroup").items():
                 assert "KmsKeyId" in group["Properties"], f"{name}/{stack}: {lid} is not KMS-encrypted"
+
+
+def test_tests_build_apps_through_the_context_build_app_uses():
+    """A bare `cdk.App()` in a test would synthesize without fmcluster's feature flags and offline context, so it
+    could pass where `make synth` fails."""
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("*.py")
+                 if re.search(r"\b(cdk\.)?App\(\s*\)", p.read_text()) and p.name != "test_quality.py"]
+    assert offenders == []

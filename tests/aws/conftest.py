@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from helpers.aws import REGION
 from moto import mock_aws
-
-# The test modules import their helpers by module name, whatever pytest's import mode.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from awshelpers import REGION  # noqa: E402, I001
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Dict
 
 import pytest
-from awshelpers import ACCOUNT, AZ, group, make_ctx, make_spec, stubbed
+from helpers.aws import ACCOUNT, AZ, group, make_ctx, make_spec, stubbed
 
 from fmcluster.aws.capacity import check_reservation, check_training_plan
 from fmcluster.aws.context import run_checks

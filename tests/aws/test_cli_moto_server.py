@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterator, Tuple
 import boto3
 import pytest
 import yaml
-from awshelpers import BASE_SPEC, REGION
+from helpers.aws import BASE_SPEC, REGION
 
 from fmcluster.aws.preflight import CDK_BOOTSTRAP_PARAMETER
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 import pytest
-from awshelpers import group, make_ctx, make_spec, stubbed
+from helpers.aws import group, make_ctx, make_spec, stubbed
 
 from fmcluster.aws.preflight import checks_for
 from fmcluster.aws.status import describers

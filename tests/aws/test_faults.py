@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any, Iterator, List
 
 import pytest
-from awshelpers import BASE_SPEC, make_ctx, make_spec
 from botocore.awsrequest import AWSResponse
+from helpers.aws import BASE_SPEC, make_ctx, make_spec
 
 from fmcluster.aws.context import run_checks
 from fmcluster.aws.preflight import checks_for

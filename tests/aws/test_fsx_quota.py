@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 
 import boto3
 import pytest
-from awshelpers import REGION, make_ctx, make_spec, stubbed
+from helpers.aws import REGION, make_ctx, make_spec, stubbed
 
 from fmcluster.aws.preflight import checks_for
 

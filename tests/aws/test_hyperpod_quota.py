@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 import pytest
-from awshelpers import ACCOUNT, group, make_ctx, make_spec, stubbed
+from helpers.aws import ACCOUNT, group, make_ctx, make_spec, stubbed
 
 from fmcluster.orchestrators.hyperpod import preflight as hyperpod_preflight
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from awshelpers import ACCOUNT, group, make_ctx, make_spec, stubbed
+from helpers.aws import ACCOUNT, group, make_ctx, make_spec, stubbed
 
 from fmcluster.aws.ownership import CLUSTER_TAG, STACK_NAME_TAG
 from fmcluster.orchestrators.pcs import preflight as pcs_preflight

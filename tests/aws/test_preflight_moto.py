@@ -6,7 +6,7 @@ from typing import Any, Dict
 
 import boto3
 import pytest
-from awshelpers import ACCOUNT, AZ, REGION, group, make_ctx, make_spec, stub_operation, stubbed
+from helpers.aws import ACCOUNT, AZ, REGION, group, make_ctx, make_spec, stub_operation, stubbed
 
 from fmcluster.aws.context import run_checks
 from fmcluster.aws.preflight import CDK_BOOTSTRAP_PARAMETER, checks_for, run_preflight

@@ -6,7 +6,7 @@ from typing import Any, Dict, List
 
 import boto3
 import pytest
-from awshelpers import REGION, group, make_ctx, make_spec, stub_operation, stubbed
+from helpers.aws import REGION, group, make_ctx, make_spec, stub_operation, stubbed
 
 from fmcluster.aws import quotas
 from fmcluster.aws.context import run_checks

@@ -7,7 +7,7 @@ from typing import Any, Dict, List
 
 import boto3
 import pytest
-from awshelpers import ACCOUNT, REGION, make_ctx, make_spec, stub_operation, stubbed
+from helpers.aws import ACCOUNT, REGION, make_ctx, make_spec, stub_operation, stubbed
 
 from fmcluster.aws.status import collect_status
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from lifecycle_inputs import CONTROLLER_IP, CPU_IP, GPU_IP, LOGIN_IP, params, resource_config
+from helpers.lifecycle import CONTROLLER_IP, CPU_IP, GPU_IP, LOGIN_IP, params, resource_config
 
 from fmcluster.runtime.lifecycle import node
 from fmcluster.runtime.lifecycle.node import LifecycleError

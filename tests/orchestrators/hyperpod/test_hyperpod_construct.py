@@ -354,11 +354,12 @@ def test_sagemaker_accepts_the_synthesized_cluster(template):
 def test_invariants_fail_with_clear_messages():
     import aws_cdk as cdk
 
+    from fmcluster.app import new_app
     from fmcluster.orchestrators.hyperpod.cluster import HyperPodInstanceGroup, HyperPodSlurmCluster
     from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole
     from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
 
-    stack = cdk.Stack(cdk.App(), "s", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    stack = cdk.Stack(new_app(nag=False), "s", env=cdk.Environment(account=ACCOUNT, region=REGION))
     life = LifecycleScripts(stack, "L", cluster_name="x", parameters={}, profiles={})
     role = HyperPodInstanceRole(stack, "R", cluster_name="x", subnets=[SUBNET], security_groups=[SG])
     compute = HyperPodInstanceGroup(name="gpu", instance_type="ml.p5.48xlarge", count=1)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any, Dict
 
 import pytest
+from helpers import ROOT
 
 from fmcluster.spec import SpecError, load_spec, parse_spec, private_subnet_prefix
 
@@ -166,7 +166,7 @@ def test_node_subnet_is_sized_for_ip_consuming_interfaces():
 
 def test_every_example_is_valid(example_names):
     for name in example_names:
-        load_spec(Path(__file__).resolve().parent.parent / "examples" / f"{name}.yaml")
+        load_spec(ROOT / "examples" / f"{name}.yaml")
 
 
 @pytest.mark.parametrize(

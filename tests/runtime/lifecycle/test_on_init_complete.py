@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 import pytest
-from lifecycle_inputs import CONTROLLER_IP, CPU_IP, GPU_IP, LOGIN_IP, params, resource_config
+from helpers.lifecycle import CONTROLLER_IP, CPU_IP, GPU_IP, LOGIN_IP, params, resource_config
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 RUNTIME = REPO / "fmcluster" / "runtime"
 LIFECYCLE = RUNTIME / "lifecycle"
 

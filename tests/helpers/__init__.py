@@ -1,8 +1,12 @@
-"""Small helpers shared by tests (importable as `helpers`: pytest's pythonpath is tests/)."""
+"""Helpers shared by tests (importable as `helpers`: pytest's pythonpath is tests/): template readers here,
+`helpers.aws` (specs, contexts and stubs for the boto3 paths), `helpers.lifecycle` (HyperPod lifecycle inputs)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Dict, Iterator, List
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def resources_of(template: Dict[str, Any], type_: str) -> Dict[str, Dict[str, Any]]:

@@ -12,7 +12,7 @@ from typing import Optional
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "fmcluster" / "runtime" / "node_bootstrap.sh"
 
 

@@ -1,4 +1,4 @@
-"""Helpers for tests/aws: spec builders, Stubber and single-operation stubs (fixtures live in conftest)."""
+"""Helpers for the boto3 tests (tests/aws): spec builders, Stubber and single-operation stubs (fixtures live in conftest)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from helpers import policy_statements, resources_of
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STATEFUL = ("AWS::KMS::Key", "AWS::S3::Bucket", "AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation")
 
 
