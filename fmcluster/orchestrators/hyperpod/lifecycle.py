@@ -18,17 +18,24 @@ from __future__ import annotations
 import re
 from typing import Any, List, Mapping, Optional, cast
 
-import jsii
-from aws_cdk import Duration, IResolvable, IResolveContext, RemovalPolicy, Stack, Token
+from aws_cdk import Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
+from fmcluster.constructs.bucket_deployment import (
+    acknowledge_deployment_handler,
+    deployment_log_group,
+    deployment_role,
+    explicit_bucket_policy,
+    grant_destination,
+    nag_resource,
+    secure_bucket,
+)
 from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
-from fmcluster.nag import acknowledge, cfn_lint_ignore
+from fmcluster.nag import acknowledge
 
 PREFIX = "lifecycle/"
 RUNTIME_PREFIX = f"{PREFIX}pkg/fmcluster/runtime/"
@@ -37,63 +44,6 @@ ENTRY_STUB = '#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/life
 # Cluster names the spec allows; the bucket name embeds one, so it must be a valid bucket label.
 CLUSTER_NAME = re.compile(r"^[a-z0-9](-*[a-z0-9])*$")
 MAX_CLUSTER_NAME = 25
-
-# What CDK's auto-delete-objects handler calls (custom-resource-handlers/.../auto-delete-objects-handler
-# in aws-cdk-lib 2.275: GetBucketTagging, GetBucketPolicy, PutBucketPolicy, ListObjectVersions,
-# DeleteObjects with version ids). CDK grants them as s3:GetBucket*, s3:List*, s3:DeleteObject*;
-# the project allows no wildcard actions, so the bucket policy names them.
-AUTO_DELETE_EXPLICIT = {
-    "s3:GetBucket*": ("s3:GetBucketPolicy", "s3:GetBucketTagging"),
-    "s3:List*": ("s3:ListBucket", "s3:ListBucketVersions"),
-    "s3:DeleteObject*": ("s3:DeleteObject", "s3:DeleteObjectVersion"),
-}
-
-# What the BucketDeployment handler (aws s3 sync --delete into the prefix) needs on the
-# destination, and on the CDK asset bucket (download of the source zips).
-DEPLOY_DESTINATION_OBJECT_ACTIONS = ("s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject")
-DEPLOY_DESTINATION_BUCKET_ACTIONS = ("s3:GetBucketLocation", "s3:ListBucket")
-
-
-@jsii.implements(IResolvable)
-class _ExplicitActions:
-    """Renders a bucket policy document with CDK's wildcard actions replaced by the explicit
-    actions they stand for (see AUTO_DELETE_EXPLICIT)."""
-
-    def __init__(self, stack: Stack, document: iam.PolicyDocument) -> None:
-        self._stack = stack
-        self._document = document
-
-    @property
-    def creation_stack(self) -> List[str]:
-        return []
-
-    def to_string(self) -> str:
-        return "${Token[fmcluster.ExplicitActions]}"
-
-    def resolve(self, context: IResolveContext) -> Any:
-        doc = self._stack.resolve(self._document)
-        for statement in doc.get("Statement", []):
-            actions = statement.get("Action")
-            listed = [actions] if isinstance(actions, str) else list(actions or [])
-            if any(a in AUTO_DELETE_EXPLICIT for a in listed):
-                explicit: List[str] = []
-                for a in listed:
-                    explicit.extend(AUTO_DELETE_EXPLICIT.get(a, (a,)))
-                statement["Action"] = sorted(set(explicit))
-        return doc
-
-
-def _secure_bucket(scope: Construct, id: str, **kwargs: Any) -> s3.Bucket:
-    return s3.Bucket(
-        scope,
-        id,
-        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-        encryption=s3.BucketEncryption.S3_MANAGED,
-        enforce_ssl=True,
-        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-        **kwargs,
-    )
-
 
 class LifecycleScripts(Construct):
     """Lifecycle bucket + deployed scripts for one HyperPod cluster.
@@ -138,7 +88,7 @@ class LifecycleScripts(Construct):
                 raise ValueError(f"cluster_name: the lifecycle bucket name would be {length} chars (S3 allows 63); "
                                  "shorten it")
         if access_logs_bucket is None:
-            access_logs_bucket = _secure_bucket(
+            access_logs_bucket = secure_bucket(
                 self,
                 "AccessLogs",
                 removal_policy=RemovalPolicy.RETAIN,
@@ -151,7 +101,7 @@ class LifecycleScripts(Construct):
             )
         bucket_name = f"sagemaker-{cluster_name}-{stack.account}-{stack.region}"
         self.bucket_name = bucket_name
-        self.bucket = _secure_bucket(
+        self.bucket = secure_bucket(
             self,
             "Bucket",
             bucket_name=bucket_name,
@@ -181,11 +131,7 @@ class LifecycleScripts(Construct):
         )
         if granted.policy_dependable is not None:
             cfn_bucket.node.add_dependency(granted.policy_dependable)
-        policy = self.bucket.policy
-        if policy is None:  # enforce_ssl gives every _secure_bucket a policy
-            raise TypeError("the lifecycle bucket has no bucket policy")
-        cfn_policy = cast(s3.CfnBucketPolicy, policy.node.default_child)
-        cfn_policy.add_property_override("PolicyDocument", _ExplicitActions(stack, policy.document))
+        explicit_bucket_policy(self.bucket)
 
         role = _deployment_role(stack)
         files = [
@@ -215,22 +161,8 @@ class LifecycleScripts(Construct):
         )
         # The handler role is immutable for the deployments (CDK's grants use wildcard
         # actions); it gets these explicit ones instead.
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=list(DEPLOY_DESTINATION_OBJECT_ACTIONS), resources=[self.bucket.arn_for_objects(f"{PREFIX}*")]
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(actions=list(DEPLOY_DESTINATION_BUCKET_ACTIONS), resources=[self.bucket.bucket_arn])
-        )
-        _acknowledge_deployment_handler(stack)
-        acknowledge(
-            role,
-            f"AwsSolutions-IAM5[Resource::{nag_resource(stack, self.bucket.arn_for_objects(f'{PREFIX}*'))}]",
-            "CDK BucketDeployment handler syncs (put/delete) the synthesized files under this bucket's lifecycle/ prefix; "
-            "their keys are only known at deploy time. Actions are named: GetObject, PutObject, DeleteObject, "
-            "AbortMultipartUpload.",
-        )
+        grant_destination(role, self.bucket, PREFIX)
+        acknowledge_deployment_handler(stack)
 
     @property
     def source_s3_uri(self) -> str:
@@ -273,90 +205,13 @@ DEPLOYMENT_LOGS_ID = "FmclusterLifecycleDeploymentLogs"
 
 
 def _deployment_log_group(stack: Stack) -> logs.LogGroup:
-    """One log group per stack for the BucketDeployment handler (a singleton function), encrypted with a customer
-    managed key like every other log group of the cluster."""
-    existing = stack.node.try_find_child(DEPLOYMENT_LOGS_ID)
-    if isinstance(existing, logs.LogGroup):
-        return existing
-    key = ClusterKey(
-        stack,
-        f"{DEPLOYMENT_LOGS_ID}Key",
-        description=f"{stack.stack_name}: logs of the HyperPod lifecycle deployment",
-        service_principals={f"logs.{stack.region}.amazonaws.com": logs_key_conditions(stack.region, stack.account)},
-    )
-    return logs.LogGroup(stack, DEPLOYMENT_LOGS_ID, retention=logs.RetentionDays.ONE_MONTH, encryption_key=key.key,
-                         removal_policy=RemovalPolicy.DESTROY)
+    return deployment_log_group(stack, DEPLOYMENT_LOGS_ID,
+                                description=f"{stack.stack_name}: logs of the HyperPod lifecycle deployment")
 
 
 def _deployment_role(stack: Stack) -> iam.Role:
-    """The role of CDK's BucketDeployment handler. The handler is one singleton Lambda per
-    stack, so its role is one per stack too, and every LifecycleScripts adds its own bucket."""
-    existing = stack.node.try_find_child(DEPLOYMENT_ROLE_ID)
-    if isinstance(existing, iam.Role):
-        return existing
-    role = iam.Role(
-        stack,
-        DEPLOYMENT_ROLE_ID,
-        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+    return deployment_role(
+        stack, DEPLOYMENT_ROLE_ID,
         description="fmcluster: CDK BucketDeployment handler that writes the HyperPod lifecycle scripts",
+        log_group=_deployment_log_group(stack),
     )
-    log_group = _deployment_log_group(stack)
-    role.add_to_policy(
-        iam.PolicyStatement(
-            actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[f"{log_group.log_group_arn}:log-stream:*"]
-        )
-    )
-    role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[f"{_asset_bucket_arn(stack)}/*"]))
-    acknowledge(
-        role,
-        f"AwsSolutions-IAM5[Resource::{nag_resource(stack, _asset_bucket_arn(stack))}/*]",
-        "CDK BucketDeployment handler reads the source zips (content-addressed keys) from the CDK bootstrap asset bucket; "
-        "only s3:GetObject, only that bucket.",
-    )
-    acknowledge(
-        role,
-        f"AwsSolutions-IAM5[Resource::{nag_resource(stack, log_group.log_group_arn)}:log-stream:*]",
-        "CDK BucketDeployment handler writes log streams (created per Lambda instance) in its own log group only.",
-    )
-    return role
-
-
-def _acknowledge_deployment_handler(stack: Stack) -> None:
-    for child in stack.node.children:
-        if child.node.id.startswith("Custom::CDKBucketDeployment"):
-            acknowledge(
-                child,
-                "AwsSolutions-L1",
-                "CDK's BucketDeployment handler: aws-cdk-lib pins its Python runtime (it bundles the AWS CLI layer for that "
-                "runtime); it runs only during deployments and moves forward with aws-cdk-lib upgrades.",
-            )
-            cfn_lint_ignore(
-                child,
-                ["W3005"],
-                "CDK's BucketDeployment handler declares DependsOn on its role (and policy) as well as a GetAtt; harmless",
-            )
-
-
-def nag_resource(stack: Stack, value: str) -> str:
-    """`value` as cdk-nag prints it in a finding id: Ref → <X>, GetAtt → <X.Attr>, joins concatenated."""
-
-    def render(v: Any) -> str:
-        if isinstance(v, str):
-            return v
-        if isinstance(v, dict) and "Ref" in v:
-            return f"<{v['Ref']}>"
-        if isinstance(v, dict) and "Fn::GetAtt" in v:
-            return f"<{'.'.join(v['Fn::GetAtt'])}>"
-        if isinstance(v, dict) and "Fn::Join" in v:
-            sep, parts = v["Fn::Join"]
-            return str(sep).join(render(p) for p in parts)
-        raise ValueError(f"cannot render {v!r} for a cdk-nag acknowledgment")
-
-    return render(stack.resolve(value))
-
-
-def _asset_bucket_arn(stack: Stack) -> str:
-    bucket_name = getattr(stack.synthesizer, "bucket_name", None)
-    if not isinstance(bucket_name, str):
-        bucket_name = f"cdk-*-assets-{stack.account}-{stack.region}"
-    return f"arn:{stack.partition}:s3:::{bucket_name}"

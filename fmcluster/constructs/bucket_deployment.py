@@ -1,0 +1,189 @@
+"""Building blocks for a bucket a stack owns and fills at deploy time with CDK's ``aws_s3_deployment``
+(`BucketDeployment`): the secure bucket, the explicit-action bucket policy that CDK's auto-delete needs here, the
+deployment handler's role and log group (one per stack, as the handler is one singleton function per stack), and
+the cdk-nag helpers the deploying constructs acknowledge their findings with.
+
+Used by the SageMaker HyperPod lifecycle bucket and the ParallelCluster node assets bucket."""
+
+from __future__ import annotations
+
+from typing import Any, List, cast
+
+import jsii
+from aws_cdk import IResolvable, IResolveContext, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
+from fmcluster.nag import acknowledge, cfn_lint_ignore
+
+# What CDK's auto-delete-objects handler calls (custom-resource-handlers/.../auto-delete-objects-handler
+# in aws-cdk-lib 2.275: GetBucketTagging, GetBucketPolicy, PutBucketPolicy, ListObjectVersions,
+# DeleteObjects with version ids). CDK grants them as s3:GetBucket*, s3:List*, s3:DeleteObject*;
+# the project allows no wildcard actions, so the bucket policy names them.
+AUTO_DELETE_EXPLICIT = {
+    "s3:GetBucket*": ("s3:GetBucketPolicy", "s3:GetBucketTagging"),
+    "s3:List*": ("s3:ListBucket", "s3:ListBucketVersions"),
+    "s3:DeleteObject*": ("s3:DeleteObject", "s3:DeleteObjectVersion"),
+}
+
+# What the BucketDeployment handler (aws s3 sync --delete into the prefix) needs on the
+# destination, and on the CDK asset bucket (download of the source zips).
+DEPLOY_DESTINATION_OBJECT_ACTIONS = ("s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject")
+DEPLOY_DESTINATION_BUCKET_ACTIONS = ("s3:GetBucketLocation", "s3:ListBucket")
+
+
+@jsii.implements(IResolvable)
+class ExplicitActions:
+    """Renders a bucket policy document with CDK's wildcard actions replaced by the explicit
+    actions they stand for (see AUTO_DELETE_EXPLICIT)."""
+
+    def __init__(self, stack: Stack, document: iam.PolicyDocument) -> None:
+        self._stack = stack
+        self._document = document
+
+    @property
+    def creation_stack(self) -> List[str]:
+        return []
+
+    def to_string(self) -> str:
+        return "${Token[fmcluster.ExplicitActions]}"
+
+    def resolve(self, context: IResolveContext) -> Any:
+        doc = self._stack.resolve(self._document)
+        for statement in doc.get("Statement", []):
+            actions = statement.get("Action")
+            listed = [actions] if isinstance(actions, str) else list(actions or [])
+            if any(a in AUTO_DELETE_EXPLICIT for a in listed):
+                explicit: List[str] = []
+                for a in listed:
+                    explicit.extend(AUTO_DELETE_EXPLICIT.get(a, (a,)))
+                statement["Action"] = sorted(set(explicit))
+        return doc
+
+
+def secure_bucket(scope: Construct, id: str, **kwargs: Any) -> s3.Bucket:
+    """Public access blocked, SSE-S3, TLS-only bucket policy, ACLs disabled; `kwargs` add to that."""
+    return s3.Bucket(
+        scope,
+        id,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        enforce_ssl=True,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        **kwargs,
+    )
+
+
+def explicit_bucket_policy(bucket: s3.Bucket) -> None:
+    """Render `bucket`'s policy with named actions instead of the wildcards CDK's auto-delete grants."""
+    policy = bucket.policy
+    if policy is None:  # enforce_ssl gives every secure_bucket a policy
+        raise TypeError(f"{bucket.node.path} has no bucket policy")
+    cfn_policy = cast(s3.CfnBucketPolicy, policy.node.default_child)
+    cfn_policy.add_property_override("PolicyDocument", ExplicitActions(Stack.of(bucket), policy.document))
+
+
+def deployment_log_group(stack: Stack, id: str, *, description: str,
+                         key_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN) -> logs.LogGroup:
+    """One log group per stack for the BucketDeployment handler (a singleton function), encrypted with a customer
+    managed key like every other log group of the cluster."""
+    existing = stack.node.try_find_child(id)
+    if isinstance(existing, logs.LogGroup):
+        return existing
+    key = ClusterKey(
+        stack,
+        f"{id}Key",
+        description=description,
+        service_principals={f"logs.{stack.region}.amazonaws.com": logs_key_conditions(stack.region, stack.account)},
+        removal_policy=key_removal_policy,
+    )
+    return logs.LogGroup(stack, id, retention=logs.RetentionDays.ONE_MONTH, encryption_key=key.key,
+                         removal_policy=RemovalPolicy.DESTROY)
+
+
+def deployment_role(stack: Stack, id: str, *, description: str, log_group: logs.LogGroup) -> iam.Role:
+    """The role of CDK's BucketDeployment handler. The handler is one singleton Lambda per stack, so its role is one
+    per stack too; each deploying construct adds its own destination (`grant_destination`)."""
+    existing = stack.node.try_find_child(id)
+    if isinstance(existing, iam.Role):
+        return existing
+    role = iam.Role(stack, id, assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=description)
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[f"{log_group.log_group_arn}:log-stream:*"]
+        )
+    )
+    role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[f"{asset_bucket_arn(stack)}/*"]))
+    acknowledge(
+        role,
+        f"AwsSolutions-IAM5[Resource::{nag_resource(stack, asset_bucket_arn(stack))}/*]",
+        "CDK BucketDeployment handler reads the source zips (content-addressed keys) from the CDK bootstrap asset bucket; "
+        "only s3:GetObject, only that bucket.",
+    )
+    acknowledge(
+        role,
+        f"AwsSolutions-IAM5[Resource::{nag_resource(stack, log_group.log_group_arn)}:log-stream:*]",
+        "CDK BucketDeployment handler writes log streams (created per Lambda instance) in its own log group only.",
+    )
+    return role
+
+
+def grant_destination(role: iam.Role, bucket: s3.IBucket, prefix: str) -> None:
+    """What the handler needs to sync into `prefix` of `bucket`: named object actions under the prefix, location
+    and listing on the bucket (the deployment itself gets the role without policy updates)."""
+    stack = Stack.of(bucket)
+    role.add_to_policy(
+        iam.PolicyStatement(actions=list(DEPLOY_DESTINATION_OBJECT_ACTIONS), resources=[bucket.arn_for_objects(f"{prefix}*")])
+    )
+    role.add_to_policy(iam.PolicyStatement(actions=list(DEPLOY_DESTINATION_BUCKET_ACTIONS), resources=[bucket.bucket_arn]))
+    acknowledge(
+        role,
+        f"AwsSolutions-IAM5[Resource::{nag_resource(stack, bucket.arn_for_objects(f'{prefix}*'))}]",
+        f"CDK BucketDeployment handler syncs (put/delete) the synthesized files under this bucket's {prefix} prefix; "
+        "their keys are only known at deploy time. Actions are named: GetObject, PutObject, DeleteObject, "
+        "AbortMultipartUpload.",
+    )
+
+
+def acknowledge_deployment_handler(stack: Stack) -> None:
+    for child in stack.node.children:
+        if child.node.id.startswith("Custom::CDKBucketDeployment"):
+            acknowledge(
+                child,
+                "AwsSolutions-L1",
+                "CDK's BucketDeployment handler: aws-cdk-lib pins its Python runtime (it bundles the AWS CLI layer for that "
+                "runtime); it runs only during deployments and moves forward with aws-cdk-lib upgrades.",
+            )
+            cfn_lint_ignore(
+                child,
+                ["W3005"],
+                "CDK's BucketDeployment handler declares DependsOn on its role (and policy) as well as a GetAtt; harmless",
+            )
+
+
+def nag_resource(stack: Stack, value: str) -> str:
+    """`value` as cdk-nag prints it in a finding id: Ref → <X>, GetAtt → <X.Attr>, joins concatenated."""
+
+    def render(v: Any) -> str:
+        if isinstance(v, str):
+            return v
+        if isinstance(v, dict) and "Ref" in v:
+            return f"<{v['Ref']}>"
+        if isinstance(v, dict) and "Fn::GetAtt" in v:
+            return f"<{'.'.join(v['Fn::GetAtt'])}>"
+        if isinstance(v, dict) and "Fn::Join" in v:
+            sep, parts = v["Fn::Join"]
+            return str(sep).join(render(p) for p in parts)
+        raise ValueError(f"cannot render {v!r} for a cdk-nag acknowledgment")
+
+    return render(stack.resolve(value))
+
+
+def asset_bucket_arn(stack: Stack) -> str:
+    bucket_name = getattr(stack.synthesizer, "bucket_name", None)
+    if not isinstance(bucket_name, str):
+        bucket_name = f"cdk-*-assets-{stack.account}-{stack.region}"
+    return f"arn:{stack.partition}:s3:::{bucket_name}"
