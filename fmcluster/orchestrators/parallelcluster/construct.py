@@ -25,6 +25,7 @@ from fmcluster.orchestrators.parallelcluster.settings import (
     PCLUSTER_VERSION,
     VALIDATION_MESSAGES_OUTPUT,
     cluster_name,
+    node_policy,
     reservation_placement_group,
     settings_of,
 )
@@ -36,9 +37,11 @@ def node_profile_json(spec: ClusterSpec, group: NodeGroup) -> str:
     """The group's NodeProfile, compact and without the catalog facts, which the node reads from the catalog shipped
     in the same runtime asset. Its minimum versions are the instance type's compatibility floors, which
     ParallelCluster's official AMIs meet (3.13.0 shipped driver 570.86.15, CUDA 12.8, EFA installer 1.38.1:
-    aws-parallelcluster-cookbook pull request 2887); being behind the newest known-good bundle only warns."""
+    aws-parallelcluster-cookbook pull request 2887); being behind the newest known-good bundle only warns. Its
+    policy is the one ParallelCluster nodes apply (`node_policy`)."""
     profile = node_profile(spec, group)
     data = {k: v for k, v in profile.to_dict().items() if k != "facts"}
+    data["policy"] = node_policy(spec)
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
@@ -101,7 +104,7 @@ class ParallelClusterOrchestration(Construct):
             head_node_actions=head_node_actions,
             compute_actions={
                 g.name: self.script.action(role="compute", node_group=g.name, profile_json=node_profile_json(spec, g),
-                                           level=spec.validation.level, policy=spec.validation.policy)
+                                           level=spec.validation.level, policy=node_policy(spec))
                 for g in spec.node_groups
             },
             tags=context.instance_tags,

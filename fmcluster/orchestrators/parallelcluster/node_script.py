@@ -17,7 +17,7 @@ from fmcluster.constructs.node_bootstrap import RUNTIME_DIR, NodeRuntime
 
 SCRIPT = RUNTIME_DIR / "parallelcluster" / "on_node_configured.sh"
 ROLES = ("head", "compute")
-POLICIES = ("fail", "drain", "report")
+POLICIES = ("fail", "report")  # settings.POLICIES: drain is refused on ParallelCluster
 LEVELS = ("fast", "standard", "deep")
 # ParallelCluster passes Args to the script as words: every literal value must be one word.
 WORD = re.compile(r"^\S+$")
@@ -72,7 +72,7 @@ class OnNodeConfiguredScript(Construct):
         )
 
     def action(self, *, role: str, node_group: str, profile_json: Optional[str] = None, level: str = "standard",
-               policy: str = "drain") -> Dict[str, Any]:
+               policy: str = "fail") -> Dict[str, Any]:
         """A ``CustomActions`` section running the script on a node of `role` (head | compute)."""
         if role not in ROLES:
             raise ValueError(f"role: {role!r} is not one of {', '.join(ROLES)}")

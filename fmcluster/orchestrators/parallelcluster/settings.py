@@ -47,6 +47,11 @@ RESERVED_TAG_PREFIX = "parallelcluster:"
 # Head node types by architecture: the head node must match the compute nodes' architecture.
 DEFAULT_HEAD_NODE = {"x86_64": "m7i.2xlarge", "arm64": "m7g.2xlarge"}
 HEAD_NODE_GROUP = "head-node"
+# What a failed boot validation may do on ParallelCluster (validation.policy), and the policy it takes when the
+# spec leaves it unset. drain is refused: ParallelCluster's clustermgtd terminates a drained static node and
+# launches a replacement (docs/parallelcluster.md), so drain would only loop.
+POLICIES = ("fail", "report")
+DEFAULT_POLICY = "fail"
 # Outputs of the cluster stack that `fmcluster status` reads back.
 CLUSTER_NAME_OUTPUT = "ParallelClusterName"
 VALIDATION_MESSAGES_OUTPUT = "ParallelClusterValidationMessages"
@@ -166,6 +171,14 @@ def reservation_placement_group(spec: ClusterSpec, group: NodeGroup) -> Optional
     return queue.reservation_placement_group if queue is not None else None
 
 
+def node_policy(spec: ClusterSpec) -> str:
+    """validation.policy as ParallelCluster nodes apply it: the spec's fail or report; fail when the spec leaves it
+    unset (the spec's default, drain, is Slurm's elsewhere and a replacement loop here)."""
+    if "policy" in spec.validation.model_fields_set:
+        return spec.validation.policy
+    return DEFAULT_POLICY
+
+
 def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
     return [ExtraInstance(HEAD_NODE_GROUP, head_node_instance_type(spec))]
 
@@ -201,6 +214,13 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
                 and g.placement.strategy == "none":
             found.append((f"{at}.queues.{key}.reservation_placement_group", f"node_groups[{i}].placement.strategy is "
                           "none; the queue cannot also launch into the reservation's placement group"))
+    if "policy" in spec.validation.model_fields_set and spec.validation.policy == "drain":
+        found.append(("validation.policy", "drain does not apply to ParallelCluster: its clustermgtd terminates a "
+                      "drained static node and launches a replacement, which fails validation and drains again, "
+                      "without end (the bootstrap succeeded, so protected mode never stops it); use fail (the "
+                      "bootstrap fails and ParallelCluster replaces the node, until protected mode stops a queue "
+                      "whose nodes keep failing) or report (the node joins Slurm; the report and metrics say why it "
+                      "failed)"))
     reserved = [k for k in spec.tags if k.startswith(RESERVED_TAG_PREFIX)]
     if reserved:
         found.append(("tags", f"{', '.join(reserved)}: ParallelCluster reserves the prefix {RESERVED_TAG_PREFIX}"))

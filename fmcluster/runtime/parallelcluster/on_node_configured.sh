@@ -2,20 +2,19 @@
 # fmcluster on AWS ParallelCluster: the OnNodeConfigured custom action of the head node and of every queue.
 #
 # ParallelCluster runs it as root once the node is configured (shared storage mounted) and BEFORE slurmd starts;
-# a non-zero exit fails the node's bootstrap: the instance shuts down and ParallelCluster replaces it. After
-# slurmd starts, ParallelCluster sets static nodes back to resume, so a drain has to come later: under policy
-# drain a oneshot unit ordered after slurmd and after cloud-final (the user data that runs the whole bootstrap)
-# validates again and drains with a reason. docs/parallelcluster.md has the sources.
+# a non-zero exit fails the node's bootstrap: the instance shuts down and ParallelCluster replaces it (policy
+# fail). There is no drain: ParallelCluster's clustermgtd replaces a drained static node, so a drain would loop.
+# docs/parallelcluster.md has the sources.
 #
 # Usage (the cluster configuration's Args; every value is free of spaces):
 #   on_node_configured.sh --role head|compute --runtime S3_URL --region REGION
-#       [--profile-b64 BASE64 --level fast|standard|deep --policy fail|drain|report]       compute nodes
+#       [--profile-b64 BASE64 --level fast|standard|deep --policy fail|report]       compute nodes
 #       [--cluster NAME --remote-write-url URL --scrape-interval S --node-group NAME]        node collectors
 # Environment (tests): FMCLUSTER_HOME, FMCLUSTER_LOG_DIR, FMCLUSTER_TEXTFILE_DIR, FMCLUSTER_SYSTEMD_DIR,
 #   FMCLUSTER_SLURM_BIN (/opt/slurm/bin), FMCLUSTER_PCLUSTER_DIR (/opt/parallelcluster), FMCLUSTER_ETC
 #   (/etc/fmcluster), FMCLUSTER_NODENAME_FILE, FMCLUSTER_ROOT (prefix of /proc, /dev/nvidia0, /etc/docker and
 #   /etc/enroot), FMCLUSTER_RETRY_DELAY (10: seconds between fetch attempts, times the attempt).
-# Exit: 0 done (a failure handled by drain or report included), 1 unhealthy under policy fail, 2 usage.
+# Exit: 0 done (a failure under policy report included), 1 unhealthy under policy fail, 2 usage.
 set -uo pipefail
 
 home=${FMCLUSTER_HOME:-/opt/fmcluster}
@@ -29,7 +28,7 @@ nodename_file=${FMCLUSTER_NODENAME_FILE:-/etc/parallelcluster/slurm_plugin/slurm
 root=${FMCLUSTER_ROOT:-}
 retry_delay=${FMCLUSTER_RETRY_DELAY:-10}
 
-role="" runtime="" region="" profile_b64="" level=standard policy=drain
+role="" runtime="" region="" profile_b64="" level=standard policy=fail
 cluster="" remote_write_url="" scrape_interval=30 node_group=""
 
 usage() {
@@ -57,7 +56,7 @@ done
 if [[ "$role" == compute ]]; then
   [[ -n "$profile_b64" ]] || usage
   case "$level" in fast | standard | deep) ;; *) usage ;; esac
-  case "$policy" in fail | drain | report) ;; *) usage ;; esac
+  case "$policy" in fail | report) ;; *) usage ;; esac
 fi
 
 install -d -m 0755 "$etc" "$home/pkg/fmcluster" "$log_dir" "$textfile_dir"
@@ -96,46 +95,13 @@ pick_python() {
   return 1
 }
 
-# A oneshot unit that acts on this node once the bootstrap is over: after slurmd AND after cloud-final, which runs
-# the whole ParallelCluster bootstrap (and its resume of static nodes). $1: what it runs.
-install_drain_unit() {
-  cat >"$unit_dir/fmcluster-validate.service" <<UNIT
-[Unit]
-Description=fmcluster: drain this node in Slurm when its software stack fails validation
-After=slurmd.service cloud-final.service network-online.target
-Wants=network-online.target
-
-[Service]
-Type=oneshot
-Environment=PYTHONPATH=$home/pkg
-Environment=PATH=$unit_path
-ExecStartPre=/bin/sleep 30
-ExecStart=$1
-StandardOutput=append:$log_dir/validate-drain.json
-StandardError=append:$log_dir/on-node-configured.log
-
-[Install]
-WantedBy=multi-user.target
-UNIT
-  systemctl daemon-reload
-  systemctl enable fmcluster-validate.service
-  systemctl start --no-block fmcluster-validate.service
-}
-
-# What fails before the validator can run is a failed validation too. $1: a word for the drain reason.
+# What fails before the validator can run is a failed validation too. $1: a word naming what failed.
 unhealthy() {
   local what="$1"
   shift
-  log "node not healthy: $*"
-  case "$policy" in
-    fail) exit 1 ;;
-    drain)
-      install_drain_unit "$slurm_bin/scontrol update nodename=$node_name state=drain \"reason=fmcluster validate: boot.$what\""
-      log "policy drain: $node_name is drained (boot.$what) once the bootstrap is over"
-      exit 0
-      ;;
-    *) exit 0 ;;
-  esac
+  log "node not healthy (boot.$what): $*"
+  [[ "$policy" == fail ]] && exit 1
+  exit 0
 }
 
 python=$(pick_python) || {
@@ -232,7 +198,7 @@ validate() {
 }
 
 # slurmd is not running yet, and the node's Slurm state belongs to ParallelCluster until it resumes the node:
-# both checks wait for the run after slurmd (policy drain).
+# neither can be checked here.
 validate report --skip orch.agent --skip orch.slurm_node >"$log_dir/validate.json"
 status=$?
 if [[ "$status" -eq 0 ]]; then
@@ -241,18 +207,8 @@ if [[ "$status" -eq 0 ]]; then
 fi
 log "node validation failed (exit $status); see $log_dir/validate.json"
 
-case "$policy" in
-  fail)
-    log "policy fail: exit 1, ParallelCluster replaces the instance"
-    exit 1
-    ;;
-  report)
-    exit 0
-    ;;
-  drain)
-    install_drain_unit "/usr/bin/timeout --kill-after=10 1900 $python -m fmcluster.runtime.validate --profile $profile \
---level $level --format json --prom $textfile_dir/fmcluster_node_validation.prom --policy drain --node-name $node_name"
-    log "policy drain: fmcluster-validate.service drains $node_name once the bootstrap is over"
-    exit 0
-    ;;
-esac
+if [[ "$policy" == fail ]]; then
+  log "policy fail: exit 1, ParallelCluster replaces the instance"
+  exit 1
+fi
+exit 0

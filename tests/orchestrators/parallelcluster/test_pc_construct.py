@@ -198,7 +198,7 @@ def test_every_queue_runs_the_validator_with_its_own_profile_and_the_spec_level_
     for group, q in zip(spec.node_groups, config["Scheduling"]["SlurmQueues"]):
         args = q["CustomActions"]["OnNodeConfigured"]["Args"]
         opts = {a: args[i + 1] for i, a in enumerate(args) if isinstance(a, str) and a.startswith("--")}
-        assert opts["--role"] == "compute" and opts["--level"] == "standard" and opts["--policy"] == "drain"
+        assert opts["--role"] == "compute" and opts["--level"] == "standard" and opts["--policy"] == "fail"
         assert opts["--node-group"] == group.name and opts["--cluster"] == "pc-p5"
         profile = base64.b64decode(opts["--profile-b64"]).decode()
         assert profile == node_profile_json(spec, group)

@@ -20,7 +20,7 @@ from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
 from fmcluster.orchestrators.parallelcluster.node_script import SCRIPT
 
 NODE = "gpu-st-p5-48xlarge-1"  # <queue>-st-<compute resource>-<n>: ParallelCluster's static node name
-PROFILE = {"instance_type": "p5.48xlarge", "orchestrator": "slurm", "group": "gpu", "policy": "drain"}
+PROFILE = {"instance_type": "p5.48xlarge", "orchestrator": "slurm", "group": "gpu", "policy": "fail"}
 
 
 def test_bash_syntax_and_shellcheck():
@@ -100,7 +100,7 @@ class Node:
         return (self.tmp / rel).read_text()
 
 
-def compute_args(policy: str = "drain", level: str = "standard", collectors: bool = True) -> List[str]:
+def compute_args(policy: str = "fail", level: str = "standard", collectors: bool = True) -> List[str]:
     args = ["--role", "compute", "--runtime", "s3://assets/runtime.zip", "--region", "us-east-1",
             "--profile-b64", base64.b64encode(json.dumps(PROFILE).encode()).decode(), "--level", level, "--policy", policy]
     if collectors:
@@ -113,7 +113,7 @@ HEAD_ARGS = ["--role", "head", "--runtime", "s3://assets/runtime.zip", "--region
              "--remote-write-url", "https://aps/api/v1/remote_write", "--scrape-interval", "30", "--node-group", "head-node"]
 
 
-@pytest.mark.parametrize("policy", ["fail", "drain", "report"])
+@pytest.mark.parametrize("policy", ["fail", "report"])
 def test_a_healthy_node_passes_under_every_policy(tmp_path, runtime_zip, policy):
     node = Node(tmp_path, runtime_zip, healthy=True)
     r = node.run(*compute_args(policy))
@@ -154,32 +154,23 @@ def test_report_policy_only_reports(tmp_path, runtime_zip):
     assert not (tmp_path / "units" / "fmcluster-validate.service").exists()
 
 
-def test_drain_waits_for_the_end_of_the_bootstrap_then_drains_with_parallelclusters_scontrol(tmp_path, runtime_zip):
+def test_there_is_no_drain_on_parallelcluster(tmp_path, runtime_zip):
+    """clustermgtd replaces a drained static node: the script refuses drain (the spec does too) and installs no
+    unit that would drain the node on this or any later boot."""
     node = Node(tmp_path, runtime_zip, healthy=False)
-    assert node.run(*compute_args("drain")).returncode == 0
-    unit = node.file("units/fmcluster-validate.service")
-    assert "After=slurmd.service cloud-final.service" in unit
-    assert f"Environment=PATH={tmp_path}/slurm:/opt/amazon/efa/bin:" in unit
-    exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
-    assert "-m fmcluster.runtime.validate" in exec_start and "--policy drain" in exec_start
-    assert f"--node-name {NODE}" in exec_start and "--skip" not in exec_start
-    assert "fmcluster_node_validation.prom" in exec_start
-    calls = node.calls("systemctl")
-    assert "enable fmcluster-validate.service" in calls and "start --no-block fmcluster-validate.service" in calls
+    assert node.run(*compute_args("drain")).returncode == 2
+    assert node.run(*compute_args("fail")).returncode == 1
+    assert not any((tmp_path / "units").glob("fmcluster-validate*"))
+    assert not [c for c in node.calls("systemctl") if c.split()[0] in ("enable", "start")]
 
 
-@pytest.mark.parametrize("policy, code", [("fail", 1), ("drain", 0), ("report", 0)])
+@pytest.mark.parametrize("policy, code", [("fail", 1), ("report", 0)])
 def test_a_runtime_that_cannot_be_fetched_is_an_unhealthy_node(tmp_path, runtime_zip, policy, code):
     node = Node(tmp_path, runtime_zip, fetch_ok=False)
     assert node.run(*compute_args(policy)).returncode == code
     assert len(node.calls("aws")) == 6 and node.calls("validate") == []
     assert "cannot fetch the fmcluster runtime" in node.file("log/on-node-configured.log")
-    unit = tmp_path / "units" / "fmcluster-validate.service"
-    assert unit.exists() == (policy == "drain")
-    if policy == "drain":  # no runtime, no validator: Slurm's own scontrol drains, with a reason the validator knows
-        assert (f'ExecStart={tmp_path}/slurm/scontrol update nodename={NODE} state=drain '
-                '"reason=fmcluster validate: boot.runtime"') in unit.read_text()
-        assert "After=slurmd.service cloud-final.service" in unit.read_text()
+    assert not (tmp_path / "units" / "fmcluster-validate.service").exists()
 
 
 @pytest.mark.parametrize("args", [

@@ -15,6 +15,7 @@ from fmcluster.orchestrators.parallelcluster.settings import (
     extra_instances,
     head_node_instance_type,
     min_count,
+    node_policy,
 )
 from fmcluster.spec import SpecError
 
@@ -187,6 +188,21 @@ def test_an_efa_file_system_exits_2(tmp_path, capsys):
 def test_reserved_tags_and_taint_exit_2(tmp_path, capsys):
     err = problems_of(spec_data(tags={"parallelcluster:owner": "x"}, validation={"policy": "taint"}), tmp_path, capsys)
     assert "tags: parallelcluster:owner" in err and "validation.policy" in err
+
+
+def test_drain_exits_2_naming_what_parallelcluster_allows(tmp_path, capsys):
+    """Review of #15, M1: clustermgtd replaces drained static nodes, so drain would loop; fail and report remain."""
+    err = problems_of(spec_data(validation={"policy": "drain"}), tmp_path, capsys)
+    assert "validation.policy: drain does not apply to ParallelCluster" in err and "use fail" in err and "report" in err
+    for policy in ("fail", "report"):
+        assert node_policy(make_spec(validation={"policy": policy})) == policy
+
+
+def test_without_a_policy_parallelcluster_nodes_fail_their_bootstrap():
+    """The spec's default (drain, for Slurm elsewhere) becomes fail here: the node is replaced, bounded by
+    ParallelCluster's protected mode."""
+    spec = make_spec()
+    assert spec.validation.policy == "drain" and node_policy(spec) == "fail"
 
 
 def test_training_plans_are_not_parallelcluster_capacity(tmp_path, capsys):
