@@ -86,8 +86,7 @@ def explicit_bucket_policy(bucket: s3.Bucket) -> None:
     cfn_policy.add_property_override("PolicyDocument", ExplicitActions(Stack.of(bucket), policy.document))
 
 
-def deployment_log_group(stack: Stack, id: str, *, description: str,
-                         key_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN) -> logs.LogGroup:
+def deployment_log_group(stack: Stack, id: str, *, description: str) -> logs.LogGroup:
     """One log group per stack for the BucketDeployment handler (a singleton function), encrypted with a customer
     managed key like every other log group of the cluster."""
     existing = stack.node.try_find_child(id)
@@ -98,7 +97,6 @@ def deployment_log_group(stack: Stack, id: str, *, description: str,
         f"{id}Key",
         description=description,
         service_principals={f"logs.{stack.region}.amazonaws.com": logs_key_conditions(stack.region, stack.account)},
-        removal_policy=key_removal_policy,
     )
     return logs.LogGroup(stack, id, retention=logs.RetentionDays.ONE_MONTH, encryption_key=key.key,
                          removal_policy=RemovalPolicy.DESTROY)
