@@ -166,6 +166,12 @@ def min_count(spec: ClusterSpec, group: NodeGroup) -> int:
     return group.count if queue is None or queue.min_count is None else queue.min_count
 
 
+def static_nodes(spec: ClusterSpec) -> Dict[str, int]:
+    """The nodes of each queue that always run (MinCount): dynamic nodes power off when idle, so only static nodes
+    are expected to report."""
+    return {g.name: min_count(spec, g) for g in spec.node_groups}
+
+
 def reservation_placement_group(spec: ClusterSpec, group: NodeGroup) -> Optional[str]:
     queue = settings_of(spec).queues.get(group.name)
     return queue.reservation_placement_group if queue is not None else None
