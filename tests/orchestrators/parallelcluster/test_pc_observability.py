@@ -30,10 +30,12 @@ def test_the_collector_labels_a_node_with_its_slurm_name(monkeypatch, tmp_path, 
 def test_the_head_nodes_slurm_collector_reports_parallelclusters_nodes():
     sinfo = f"{STATIC}|drained\n{STATIC}|drained\n{DYNAMIC}|idle~\nh100-st-p5-48xlarge-2|down*\n"
     nodes = parse_sinfo(sinfo)
-    assert nodes == {STATIC: ("drained", True), DYNAMIC: ("idle", True), "h100-st-p5-48xlarge-2": ("down", False)}
+    assert nodes == {STATIC: ("drained", True, False), DYNAMIC: ("idle", True, True),
+                     "h100-st-p5-48xlarge-2": ("down", False, False)}
     text = render(nodes)
     assert f'fmcluster_slurm_node_state{{slurm_node="{STATIC}",state="drained"}} 1' in text
     assert f'fmcluster_slurm_node_state{{slurm_node="{DYNAMIC}",state="idle"}} 1' in text
+    assert f'fmcluster_slurm_node_powered_down{{slurm_node="{DYNAMIC}"}} 1' in text
 
 
 def _rule(name: str) -> Dict[str, Any]:
@@ -131,8 +133,9 @@ def _inventory_alert(name: str, labels: Dict[str, str], value: str) -> Dict[str,
 
 
 def test_idle_dynamic_nodes_page_nobody_and_a_missing_static_node_does(tmp_path: Path):
-    """The p5 example's rules (promtool): queue prep's dynamic node starts for a job and powers off again, and no
-    NodeGroupBelowExpected fires for prep; a static h100 node that stops reporting fires it for h100."""
+    """The p5 example's rules (promtool): queue prep's dynamic node starts for a job and powers off again, and
+    neither NodeGroupBelowExpected nor NodeStoppedReporting fires for it; a static h100 node that stops reporting
+    fires both."""
     from fmcluster.spec import load_spec
     from fmcluster.stacks.observability import expected_nodes
 
@@ -149,7 +152,12 @@ def test_idle_dynamic_nodes_page_nobody_and_a_missing_static_node_does(tmp_path:
     series += [up("h100-st-p5-48xlarge-4", "h100", "1x40 _x40"),  # stops reporting at 40m
                up(DYNAMIC, "prep", "_x5 1x15 _x60"),  # powered up for a job at 5m, off again at 20m
                up("ip-10-20-0-10", "head-node", "1x80"),
-               {"series": 'fmcluster_slurm_collector_success{cluster="pc-p5",node="ip-10-20-0-10"}', "values": "1x80"}]
+               {"series": 'fmcluster_slurm_collector_success{cluster="pc-p5",node="ip-10-20-0-10"}', "values": "1x80"},
+               # the head node's Slurm collector: prep's node powered down at 20m (idle~), h100-4 never was
+               {"series": f'fmcluster_slurm_node_powered_down{{cluster="pc-p5",node="ip-10-20-0-10",slurm_node="{DYNAMIC}"}}',
+                "values": "1x5 0x14 1x60"},
+               {"series": 'fmcluster_slurm_node_powered_down{cluster="pc-p5",node="ip-10-20-0-10",'
+                          'slurm_node="h100-st-p5-48xlarge-4"}', "values": "0x80"}]
     tests = [{
         "interval": "1m",
         "input_series": series,
@@ -159,6 +167,11 @@ def test_idle_dynamic_nodes_page_nobody_and_a_missing_static_node_does(tmp_path:
             {"eval_time": "38m", "alertname": "NodeGroupBelowExpected", "exp_alerts": []},
             {"eval_time": "65m", "alertname": "NodeGroupBelowExpected", "exp_alerts": [
                 _inventory_alert("NodeGroupBelowExpected", {"cluster": "pc-p5", "node_group": "h100"}, "1")]},
+            # review of #15, M6: the powered-down dynamic node is not "stopped reporting"; the silent static one is
+            {"eval_time": "35m", "alertname": "NodeStoppedReporting", "exp_alerts": []},
+            {"eval_time": "55m", "alertname": "NodeStoppedReporting", "exp_alerts": [_expected("NodeStoppedReporting", {
+                "cluster": "pc-p5", "node": "h100-st-p5-48xlarge-4", "node_group": "h100",
+                "instance_id": "i-h100-st-p5-48xlarge-4"})]},
         ],
     }]
     spec = tmp_path / "pc_inventory_test.yaml"
