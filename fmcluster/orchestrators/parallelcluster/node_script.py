@@ -23,7 +23,7 @@ SCRIPT = RUNTIME_DIR / SCRIPT_DIR / SCRIPT_NAME
 
 ROLES = ("head", "compute")
 POLICIES = ("fail", "report")  # settings.POLICIES: drain is refused on ParallelCluster
-LEVELS = ("fast", "standard", "deep")
+LEVELS = ("fast", "standard")  # settings.LEVELS: deep is refused on ParallelCluster
 # ParallelCluster passes Args to the script as words: every literal value must be one word.
 WORD = re.compile(r"^\S+$")
 

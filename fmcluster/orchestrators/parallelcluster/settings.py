@@ -52,6 +52,8 @@ HEAD_NODE_GROUP = "head-node"
 # launches a replacement (docs/parallelcluster.md), so drain would only loop.
 POLICIES = ("fail", "report")
 DEFAULT_POLICY = "fail"
+# validation.level values that fit a node's bootstrap and CloudFormation's one-hour wait (deep is refused).
+LEVELS = ("fast", "standard")
 # Outputs of the cluster stack that `fmcluster status` reads back.
 CLUSTER_NAME_OUTPUT = "ParallelClusterName"
 VALIDATION_MESSAGES_OUTPUT = "ParallelClusterValidationMessages"
@@ -227,6 +229,13 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
                       "bootstrap fails and ParallelCluster replaces the node, until protected mode stops a queue "
                       "whose nodes keep failing) or report (the node joins Slurm; the report and metrics say why it "
                       "failed)"))
+    if spec.validation.level not in LEVELS:
+        found.append(("validation.level", f"{spec.validation.level} does not fit ParallelCluster: the validator runs "
+                      "inside each node's bootstrap, and creating the cluster waits for every static node's bootstrap "
+                      "within CloudFormation's one-hour custom-resource wait (ServiceTimeout at most 3600 s), which a "
+                      "deep run of up to 30 minutes per node after the head node and the launches does not reliably "
+                      "fit; use standard or fast, and run the deep checks as a Slurm job once the nodes are up "
+                      "(docs/parallelcluster.md)"))
     reserved = [k for k in spec.tags if k.startswith(RESERVED_TAG_PREFIX)]
     if reserved:
         found.append(("tags", f"{', '.join(reserved)}: ParallelCluster reserves the prefix {RESERVED_TAG_PREFIX}"))

@@ -14,7 +14,7 @@
 #
 # Usage (the cluster configuration's Args; every value is one word):
 #   on_node_configured.sh --role head|compute --source S3_PREFIX --region REGION --node-group NAME
-#       [--level fast|standard|deep --policy fail|report]        compute nodes: validation.level and .policy
+#       [--level fast|standard --policy fail|report]             compute nodes: validation.level and .policy
 #       [--event configured|updated --revision R]                head node: OnNodeUpdated (R names the inputs)
 # Environment (tests): FMCLUSTER_HOME, FMCLUSTER_LOG_DIR, FMCLUSTER_TEXTFILE_DIR, FMCLUSTER_SYSTEMD_DIR,
 #   FMCLUSTER_SLURM_BIN (/opt/slurm/bin), FMCLUSTER_PCLUSTER_DIR (/opt/parallelcluster), FMCLUSTER_ETC
@@ -61,7 +61,7 @@ done
 case "$event" in configured | updated) ;; *) usage ;; esac
 if [[ "$role" == compute ]]; then
   [[ "$event" == configured ]] || usage
-  case "$level" in fast | standard | deep) ;; *) usage ;; esac
+  case "$level" in fast | standard) ;; *) usage ;; esac
   case "$policy" in fail | report) ;; *) usage ;; esac
 fi
 

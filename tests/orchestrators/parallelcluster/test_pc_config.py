@@ -147,12 +147,10 @@ def test_one_queue_per_node_group_named_after_it():
     assert config["Scheduling"]["SlurmSettings"] == {"ScaledownIdletime": 10, "QueueUpdateStrategy": "DRAIN"}
 
 
-def test_deep_validation_extends_the_bootstrap_timeouts():
-    assert "DevSettings" not in render()
-    timeouts = render(validation={"level": "deep"})["DevSettings"]["Timeouts"]
-    assert timeouts["ComputeNodeBootstrapTimeout"] == 2100 + 1800
-    assert timeouts["HeadNodeBootstrapTimeout"] > timeouts["ComputeNodeBootstrapTimeout"]
-
+def test_no_bootstrap_timeouts_are_changed():
+    """deep is refused (review of #15, M3), so ParallelCluster's default bootstrap timeouts hold for every level."""
+    for level in ("fast", "standard"):
+        assert "DevSettings" not in render(validation={"level": level})
 
 def test_logs_are_retained_and_tags_are_listed():
     inputs = ClusterInputs(**{**INPUTS.__dict__, "tags": {"team": "ml", "fmcluster:cluster": "pc-test"}})

@@ -222,6 +222,7 @@ def test_a_new_runtime_reaches_a_node_at_its_next_launch_under_the_same_argument
     ["--role", "compute", "--source", SOURCE, "--region", "r"],
     compute_args("taint"),
     compute_args("drain"),
+    compute_args(level="deep"),  # refused by the spec: it does not fit the bootstrap (review of #15, M3)
     compute_args() + ["--event", "updated"],
     ["--role", "head", "--bogus", "x"],
 ])

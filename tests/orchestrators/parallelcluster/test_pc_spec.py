@@ -198,6 +198,15 @@ def test_drain_exits_2_naming_what_parallelcluster_allows(tmp_path, capsys):
         assert node_policy(make_spec(validation={"policy": policy})) == policy
 
 
+def test_deep_validation_exits_2_naming_validation_level(tmp_path, capsys):
+    """Review of #15, M3: a deep run inside every static node's bootstrap does not fit CloudFormation's one-hour
+    custom-resource wait."""
+    err = problems_of(spec_data(validation={"level": "deep"}), tmp_path, capsys)
+    assert "validation.level: deep does not fit ParallelCluster" in err and "3600" in err and "use standard" in err
+    for level in ("fast", "standard"):
+        make_spec(validation={"level": level})
+
+
 def test_without_a_policy_parallelcluster_nodes_fail_their_bootstrap():
     """The spec's default (drain, for Slurm elsewhere) becomes fail here: the node is replaced, bounded by
     ParallelCluster's protected mode."""
