@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Optional
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -122,6 +122,13 @@ class ParallelClusterOrchestration(Construct):
             deletion_policy=settings.deletion_policy,
         )
         self.assets.depend_on_contents(self.cluster.resource)
+        if settings.deletion_policy == "Retain":
+            # the cluster outlives the stack: what its nodes use stays too (deleting an attached policy or a
+            # placement group in use fails, and the stack with it); the node assets bucket is retained above
+            self.compute_policy.policy.apply_removal_policy(RemovalPolicy.RETAIN)
+            self.head_node_policy.policy.apply_removal_policy(RemovalPolicy.RETAIN)
+            for pg in self.placement_groups.values():
+                pg.resource.apply_removal_policy(RemovalPolicy.RETAIN)
         CfnOutput(scope, CLUSTER_NAME_OUTPUT, value=name,
                   description="ParallelCluster cluster (and its CloudFormation stack): pcluster describe-cluster -n NAME")
         CfnOutput(scope, VALIDATION_MESSAGES_OUTPUT, value=self.cluster.validation_messages,

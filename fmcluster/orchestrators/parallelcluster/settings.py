@@ -110,7 +110,8 @@ class ParallelClusterSettings(SpecModel):
     deletion_policy: Literal["Delete", "Retain"] = Field(
         "Delete",
         description="What deleting the cluster stack does to the ParallelCluster cluster: Delete terminates it "
-        "(data lives on FSx and S3); Retain leaves it running, outside CloudFormation.",
+        "(data lives on FSx and S3); Retain leaves it running, outside CloudFormation, with its node policies, "
+        "placement groups and node assets bucket (delete those after pcluster delete-cluster).",
     )
 
     @field_validator("head_node_instance_type")

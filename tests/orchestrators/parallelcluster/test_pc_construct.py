@@ -110,6 +110,26 @@ def test_policies_placement_groups_and_scripts_are_references_to_this_stack(synt
     assert script == {"Fn::Join": ["", ["s3://", {"Ref": bucket}, "/fmcluster/on_node_configured.sh"]]}
 
 
+@pytest.mark.parametrize("deletion_policy", ["Delete", "Retain"])
+def test_a_retained_cluster_keeps_what_its_nodes_use_so_the_stack_can_be_deleted(tmp_path, deletion_policy):
+    """Review of #15, M4: with Retain the cluster keeps running after the stack is deleted; its node policies stay
+    attached to ParallelCluster's roles and its placement group in use, so deleting them would fail the stack's
+    deletion; its replacement nodes still read the node assets bucket."""
+    from fmcluster.app import build_stacks
+
+    spec = make_spec({"deletion_policy": deletion_policy})
+    t = build_stacks(spec, outdir=str(tmp_path)).app.synth().get_stack_by_name("pc-test-cluster").template
+    for kind in ("AWS::IAM::ManagedPolicy", "AWS::EC2::PlacementGroup", "AWS::S3::Bucket"):
+        found = resources_of(t, kind)
+        assert found, kind
+        for r in found.values():  # CloudFormation's default is Delete
+            policies = (r.get("DeletionPolicy", "Delete"), r.get("UpdateReplacePolicy", "Delete"))
+            assert policies == (deletion_policy, deletion_policy), kind
+    assert cluster_resource(t)[1]["Properties"]["DeletionPolicy"] == deletion_policy
+    # a retained bucket is not emptied on delete
+    assert bool(resources_of(t, "Custom::S3AutoDeleteObjects")) == (deletion_policy == "Delete")
+
+
 def test_capacity_block_example_has_no_placement_group_and_only_static_nodes(synth_example):
     t = cluster_template(synth_example, CB)
     assert resources_of(t, "AWS::EC2::PlacementGroup") == {}
