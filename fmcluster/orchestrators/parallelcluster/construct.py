@@ -27,7 +27,6 @@ from fmcluster.orchestrators.parallelcluster.settings import (
     VALIDATION_MESSAGES_OUTPUT,
     cluster_name,
     node_policy,
-    reservation_placement_group,
     settings_of,
 )
 from fmcluster.profiles import node_profile
@@ -53,8 +52,9 @@ def node_settings(spec: ClusterSpec, remote_write_url: Optional[str]) -> Dict[st
 
 
 def needs_own_placement_group(spec: ClusterSpec, group: NodeGroup) -> bool:
-    return (group.placement_strategy != "none" and group.capacity.type != "capacity-block"
-            and reservation_placement_group(spec, group) is None)
+    """fmcluster creates a placement group only where the group's strategy asks for one: never for a Capacity Block,
+    an ODCR or a group launched into an existing group (NodeGroup.placement_strategy is none for those)."""
+    return group.placement_strategy != "none" and group.capacity.type not in ("capacity-block", "odcr")
 
 
 class ParallelClusterOrchestration(Construct):

@@ -4,9 +4,9 @@ cluster-wide settings. Facts and their sources: docs/parallelcluster.md."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Literal, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Literal, Optional, Tuple
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from fmcluster import catalog
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorSettings
@@ -67,11 +67,14 @@ class QueueSettings(SpecModel):
         description="Static nodes (always running); the rest of count are dynamic nodes Slurm starts for jobs and "
         "stops after scaledown_idle_minutes. Default: count (all static). Capacity Blocks are all static.",
     )
-    reservation_placement_group: Optional[str] = Field(
-        None, pattern=r"^[A-Za-z0-9._+=:@-]{1,255}$",
-        description="ODCR groups: the cluster placement group the reservation was created in (the queue then "
-        "launches into it instead of a placement group of its own).",
-    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "reservation_placement_group" in data:
+            raise ValueError("reservation_placement_group moved to the node group: placement: {existing_group: NAME} "
+                             "(node_groups[i].placement.existing_group), which every orchestrator reads")
+        return data
 
 
 class ParallelClusterSettings(SpecModel):
@@ -98,7 +101,7 @@ class ParallelClusterSettings(SpecModel):
         description="EC2 key pair for SSH to the head node; default none (reach it with SSM Session Manager).",
     )
     queues: Dict[str, QueueSettings] = Field(
-        default_factory=dict, description="Per node group (by name): static node count, the ODCR's placement group."
+        default_factory=dict, description="Per node group (by name): its static node count."
     )
     scaledown_idle_minutes: int = Field(10, ge=1, le=1440, description="Idle time before dynamic nodes stop.")
     queue_update_strategy: Literal["DRAIN", "TERMINATE", "COMPUTE_FLEET_STOP"] = Field(
@@ -175,11 +178,6 @@ def static_nodes(spec: ClusterSpec) -> Dict[str, int]:
     return {g.name: min_count(spec, g) for g in spec.node_groups}
 
 
-def reservation_placement_group(spec: ClusterSpec, group: NodeGroup) -> Optional[str]:
-    queue = settings_of(spec).queues.get(group.name)
-    return queue.reservation_placement_group if queue is not None else None
-
-
 def node_policy(spec: ClusterSpec) -> str:
     """validation.policy as ParallelCluster nodes apply it: the spec's fail or report; fail when the spec leaves it
     unset (the spec's default, drain, is Slurm's elsewhere and a replacement loop here)."""
@@ -216,13 +214,6 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
         if queue.min_count is not None and g.capacity.type == "capacity-block" and queue.min_count != g.count:
             found.append((f"{at}.queues.{key}.min_count", "a Capacity Block queue is all static nodes (ParallelCluster "
                           f"requires MinCount == MaxCount); use {g.count} or leave min_count out"))
-        if queue.reservation_placement_group is not None and g.capacity.type != "odcr":
-            found.append((f"{at}.queues.{key}.reservation_placement_group", "applies to odcr groups only (a Capacity "
-                          "Block is placed by AWS; on-demand groups get a placement group of their own)"))
-        elif queue.reservation_placement_group is not None and g.placement is not None \
-                and g.placement.strategy == "none":
-            found.append((f"{at}.queues.{key}.reservation_placement_group", f"node_groups[{i}].placement.strategy is "
-                          "none; the queue cannot also launch into the reservation's placement group"))
     if "policy" in spec.validation.model_fields_set and spec.validation.policy == "drain":
         found.append(("validation.policy", "drain does not apply to ParallelCluster: its clustermgtd terminates a "
                       "drained static node and launches a replacement, which fails validation and drains again, "
@@ -294,8 +285,9 @@ def _queue_problems(spec: ClusterSpec, i: int, g: NodeGroup) -> List[Problem]:
     if len(g.name) > MAX_QUEUE_NAME or g.name in RESERVED_QUEUE_NAMES:
         found.append((f"node_groups[{i}].name", f"the group is a ParallelCluster queue: at most {MAX_QUEUE_NAME} "
                       "characters and not 'default'"))
-    if g.efa_enabled and g.placement_strategy == "none" and g.capacity.type == "on-demand":
+    if g.efa_enabled and g.placement_strategy == "none" and g.existing_placement_group is None \
+            and g.capacity.type == "on-demand":
         found.append((f"node_groups[{i}].placement.strategy", "an EFA queue on ParallelCluster gets a placement "
                       "group unless its reservation places the nodes (capacity-block, or odcr); use cluster or "
-                      "partition, or leave placement out"))
+                      "partition, name yours with existing_group, or leave placement out"))
     return found

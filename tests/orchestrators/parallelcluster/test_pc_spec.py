@@ -158,16 +158,20 @@ def test_an_efa_on_demand_queue_without_a_placement_group_exits_2(tmp_path, caps
                             "placement": {"strategy": "none"}}])
 
 
-def test_a_reservation_placement_group_is_for_odcr_groups_only(tmp_path, capsys):
-    data = spec_data(orchestrator=settings(queues={"gpu": {"reservation_placement_group": "odcr-pg"}}))
-    err = problems_of(data, tmp_path, capsys)
-    assert "orchestrator.parallelcluster.queues.gpu.reservation_placement_group" in err
-    make_spec({"queues": {"gpu": {"reservation_placement_group": "odcr-pg"}}},
-              node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": ODCR}])
+def test_the_queue_setting_reservation_placement_group_moved_to_the_node_group(tmp_path, capsys):
+    """Review of #15, item 8: the generic placement.existing_group replaces ParallelCluster's own setting."""
     data = spec_data(orchestrator=settings(queues={"gpu": {"reservation_placement_group": "odcr-pg"}}),
-                     node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": ODCR,
-                                   "placement": {"strategy": "none"}}])
-    assert "placement.strategy is none" in problems_of(data, tmp_path, capsys)
+                     node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": ODCR}])
+    err = problems_of(data, tmp_path, capsys)
+    assert "orchestrator.parallelcluster.queues.gpu" in err and "placement: {existing_group: NAME}" in err
+    spec = make_spec(node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": ODCR,
+                                   "placement": {"existing_group": "odcr-pg"}}])
+    assert spec.node_groups[0].existing_placement_group == "odcr-pg"
+
+
+def test_an_efa_on_demand_queue_in_an_existing_placement_group_is_fine():
+    make_spec(node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2,
+                            "placement": {"existing_group": "my-pg"}}])
 
 
 def test_queue_names_parallelcluster_refuses_exit_2(tmp_path, capsys):
