@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from botocore.exceptions import ClientError
 
@@ -17,8 +17,9 @@ CR_ACTIVE = "active"
 CR_NOT_YET = {"scheduled", "payment-pending", "pending", "assessing", "delayed"}
 TP_NOT_YET = {"Pending", "Scheduled"}
 # A reserved-capacity summary holds instances only while its own status is one of these (ReservedCapacityStatus:
-# Pending | Active | Scheduled | Expired | Failed); Pending ones are not bought yet.
-RC_HOLDING = {"Active", "Scheduled"}
+# Pending | Active | Scheduled | Expired | Failed); Pending ones are bought but not confirmed yet: "not yet".
+RC_HOLDING = frozenset({"Active", "Scheduled"})
+RC_NOT_YET = frozenset({"Pending"})
 
 
 def _groups_for(ctx: Context, attr: str, value: str) -> List[Any]:
@@ -123,16 +124,22 @@ def _concurrent(segments: List[Tuple[Optional[datetime], Optional[datetime], int
     return sum(n for start, end, n in segments if (start is None or start <= at) and (end is None or at < end))
 
 
-def reserved_capacity(summaries: List[Dict[str, Any]], now: datetime) -> Tuple[int, int, Optional[datetime]]:
+def _segments(summaries: List[Dict[str, Any]], now: datetime, holding: FrozenSet[str]
+              ) -> List[Tuple[Optional[datetime], Optional[datetime], int]]:
+    segments = [(as_utc(s.get("StartTime")), as_utc(s.get("EndTime")), int(s.get("TotalInstanceCount", 0)))
+                for s in summaries if s.get("Status") in holding]
+    return [seg for seg in segments if seg[1] is None or seg[1] > now]
+
+
+def reserved_capacity(summaries: List[Dict[str, Any]], now: datetime, holding: FrozenSet[str] = RC_HOLDING
+                      ) -> Tuple[int, int, Optional[datetime]]:
     """(held now or at the first start, most held at once, when that most is first held) for reserved-capacity
     summaries of one instance type and AZ.
 
-    Only summaries whose own status is Active or Scheduled hold instances, and only between their start and end
-    times; a plan made of sequential segments holds each segment's count in turn, never their sum.
+    Only summaries whose own status is in `holding` (Active or Scheduled) hold instances, and only between their
+    start and end times; a plan made of sequential segments holds each segment's count in turn, never their sum.
     """
-    segments = [(as_utc(s.get("StartTime")), as_utc(s.get("EndTime")), int(s.get("TotalInstanceCount", 0)))
-                for s in summaries if s.get("Status") in RC_HOLDING]
-    segments = [seg for seg in segments if seg[1] is None or seg[1] > now]
+    segments = _segments(summaries, now, holding)
     if not segments:
         return 0, 0, None
     # capacity changes only at a segment start: check now and every later start
@@ -140,6 +147,25 @@ def reserved_capacity(summaries: List[Dict[str, Any]], now: datetime) -> Tuple[i
     first = next((t for t in moments if _concurrent(segments, t)), moments[0])
     peak_at = max(moments, key=lambda t: (_concurrent(segments, t), -t.timestamp()))
     return _concurrent(segments, first), _concurrent(segments, peak_at), peak_at
+
+
+def capacity_gap(summaries: List[Dict[str, Any]], want: int, now: datetime) -> Optional[datetime]:
+    """When the held capacity first drops below `want` again after reaching it, before the last segment ends
+    (a plan with a gap between segments); None without such a gap."""
+    segments = _segments(summaries, now, RC_HOLDING)
+    ends = [end for _, end, _ in segments if end is not None]
+    if not segments or len(ends) < len(segments):
+        return None
+    last = max(ends)
+    moments = sorted({now} | {t for start, end, _ in segments for t in (start, end) if t is not None and now <= t < last})
+    reached = False
+    for t in moments:
+        held = _concurrent(segments, t)
+        if held >= want:
+            reached = True
+        elif reached:
+            return t
+    return None
 
 
 def check_training_plan(ctx: Context, arn: str) -> Outcome:
@@ -191,10 +217,22 @@ def check_training_plan(ctx: Context, arn: str) -> Outcome:
                             f", the spec's AZ is {az}")
             fix.append("set availability_zone to the plan's AZ")
         elif peak < want:
-            problems.append(f"{peak} x {ml} reserved at once (Active/Scheduled capacity in its time window), "
-                            f"the groups need {want}")
-            fix.append("lower the group counts or extend the plan")
+            _, pending_peak, _ = reserved_capacity(in_az, ctx.now(), RC_HOLDING | RC_NOT_YET)
+            if pending_peak >= want:  # bought, not confirmed yet: not yet, not never
+                warnings.append(f"{peak} x {ml} reserved at once so far, {pending_peak} with the plan's Pending "
+                                "capacity (bought, not confirmed yet)")
+                fix.append("run preflight again once the Pending capacity is Scheduled or Active")
+            else:
+                problems.append(f"{peak} x {ml} reserved at once (Active/Scheduled capacity in its time window), "
+                                f"the groups need {want}")
+                fix.append("lower the group counts or extend the plan")
         elif held < want:
             warnings.append(f"{held} x {ml} held at first, {want} only from {fmt_time(peak_at)}")
             fix.append(f"expect the groups to reach {want} instances from {fmt_time(peak_at)}")
+        if match and in_az and peak >= want:
+            gap = capacity_gap(in_az, want, ctx.now())
+            if gap is not None:
+                warnings.append(f"fewer than {want} x {ml} held from {fmt_time(gap)}, before the plan's last segment "
+                                "ends (a gap between its segments)")
+                fix.append("expect nodes to leave the groups during the gap")
     return _verdict(problems, warnings, observed, expected, fix)

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from fmcluster import catalog
 from fmcluster.aws.context import Context, has_code, paginate
+from fmcluster.aws.ownership import is_ours
 from fmcluster.aws.results import FAIL, PASS, SKIP, WARN, Outcome
 from fmcluster.runtime.contract import ec2_type
 
@@ -171,7 +172,8 @@ def check_ec2_unmapped(ctx: Context, instance_type: str) -> Outcome:
 
 def _running_vcpus(ctx: Context) -> Dict[str, int]:
     """vCPUs of this region's pending and running instances per quota bucket, On-Demand ones only
-    (`ON_DEMAND_QUOTA_BY_LIFECYCLE`); ``ctx.cache["counted_lifecycles"]`` names the other lifecycles counted."""
+    (`ON_DEMAND_QUOTA_BY_LIFECYCLE`), other than this cluster's own (`ownership.is_ours`: the demand already counts
+    them); ``ctx.cache["counted_lifecycles"]`` names the other lifecycles counted."""
     if "running_vcpus" not in ctx.cache:
         used: Dict[str, int] = defaultdict(int)
         named_lifecycles: Dict[str, Dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -179,6 +181,8 @@ def _running_vcpus(ctx: Context) -> Dict[str, int]:
         filters = [{"Name": "instance-state-name", "Values": ["pending", "running"]}]
         for r in paginate(ec2, "describe_instances", "Reservations", Filters=filters):
             for inst in r.get("Instances", []):
+                if is_ours(inst.get("Tags", []), ctx.spec, "cluster"):
+                    continue  # this cluster's own nodes (a re-run after deploy): the demand counts them already
                 lifecycle = inst.get("InstanceLifecycle")
                 if not ON_DEMAND_QUOTA_BY_LIFECYCLE.get(lifecycle, True):
                     continue
@@ -215,21 +219,35 @@ def check_ec2_vcpus(ctx: Context, bucket: str) -> Outcome:
 # --- network quotas -------------------------------------------------------------------------
 
 
+OWN_EXISTS = "; the cluster's own {what} exists: neither in use nor needed"
+
+
+def _others(ctx: Context, resources: List[Dict[str, Any]]) -> Tuple[int, bool]:
+    """(how many of `resources` are not this cluster's, whether one is): a re-run after deploy finds the network
+    stack's own VPC and NAT address, which need no room any more."""
+    ours = sum(1 for r in resources if is_ours(r.get("Tags", []), ctx.spec, "network"))
+    return len(resources) - ours, ours > 0
+
+
 def check_vpc_quota(ctx: Context) -> Outcome:
     service, code, name = VPCS_PER_REGION
     limit = quota_value(ctx, service, code)
-    in_use = len(paginate(ctx.client("ec2"), "describe_vpcs", "Vpcs"))
+    in_use, deployed = _others(ctx, paginate(ctx.client("ec2"), "describe_vpcs", "Vpcs"))
+    need = 0 if deployed else 1
+    extra = f" ({code}{OWN_EXISTS.format(what='VPC') if deployed else ''})"
     if limit is None:
-        return Outcome(WARN, f"{in_use} VPCs; quota {code} not found", "room for 1 more VPC",
+        return Outcome(WARN, f"{in_use} VPCs; quota {code} not found", f"room for {need} more VPC",
                        "check 'VPCs per Region' in the Service Quotas console")
-    return judge(1, in_use, limit, "", "VPCs", name, f" ({code})")
+    return judge(need, in_use, limit, "", "VPCs", name, extra)
 
 
 def check_eip_quota(ctx: Context) -> Outcome:
     service, code, name = ELASTIC_IPS
     limit = quota_value(ctx, service, code)
-    in_use = len(ctx.client("ec2").describe_addresses().get("Addresses", []))
+    in_use, deployed = _others(ctx, ctx.client("ec2").describe_addresses().get("Addresses", []))
+    need = 0 if deployed else 1
+    extra = f" ({code}{OWN_EXISTS.format(what='NAT address') if deployed else ''})"
     if limit is None:
         return Outcome(WARN, f"{in_use} Elastic IPs; quota {code} not found", "room for the NAT gateway's EIP",
                        "check 'EC2-VPC Elastic IPs' in the Service Quotas console")
-    return judge(1, in_use, limit, "the NAT gateway needs one", "Elastic IPs", name, f" ({code})")
+    return judge(need, in_use, limit, "the NAT gateway needs one", "Elastic IPs", name, extra)

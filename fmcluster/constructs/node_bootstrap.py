@@ -5,32 +5,29 @@ fmcluster/runtime/node_bootstrap.sh."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence, Tuple, cast
+from typing import Sequence, Tuple
 
 from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from fmcluster.constructs.node_files import (
-    DEPLOY_DESTINATION_BUCKET_ACTIONS,
-    DEPLOY_DESTINATION_OBJECT_ACTIONS,
-    ExplicitActions,
+from fmcluster.constructs.bucket_deployment import (
     acknowledge_deployment_handler,
     deployment_log_group,
     deployment_role,
-    nag_resource,
+    explicit_bucket_policy,
+    grant_destination,
     secure_bucket,
 )
 from fmcluster.nag import acknowledge
 
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
 BOUNDARY = "==FMCLUSTER=="
-
-
 RUNTIME_PREFIX = "runtime/"
+DEPLOYMENT_ROLE_ID = "NodeRuntimeDeploymentRole"
+DEPLOYMENT_LOGS_ID = "NodeRuntimeDeploymentLogs"
 
 
 class NodeRuntime(Construct):
@@ -42,7 +39,7 @@ class NodeRuntime(Construct):
     keys are never pruned while the stack lives (a new runtime adds a key; the old one stays for instances launched
     from older template versions), the bucket is versioned, TLS-only, and goes with the stack, as the launch
     templates that name it do. Exposes ``bucket``, ``object_key``, ``s3_url``, ``deployment`` (what node launches
-    must wait for) and ``grant_read``.
+    must wait for: `required_by`) and ``grant_read``.
     """
 
     def __init__(self, scope: Construct, id: str) -> None:
@@ -56,15 +53,17 @@ class NodeRuntime(Construct):
         )
         self.bucket = secure_bucket(self, "Bucket", versioned=True, removal_policy=RemovalPolicy.DESTROY,
                                     auto_delete_objects=True)
-        policy = self.bucket.policy
-        if policy is None:  # enforce_ssl gives every secure_bucket a policy
-            raise TypeError("the runtime bucket has no bucket policy")
-        cast(s3.CfnBucketPolicy, policy.node.default_child).add_property_override(
-            "PolicyDocument", ExplicitActions(stack, policy.document))
+        explicit_bucket_policy(self.bucket)
         acknowledge(self.bucket, "AwsSolutions-S1", "The bucket holds only the synthesized fmcluster runtime, which node "
                     "roles read by exact key; CloudTrail data events cover its access if an audit needs them.")
         self.object_key = f"{RUNTIME_PREFIX}{self.asset.s3_object_key}"
-        role = deployment_role(stack)
+        log_group = deployment_log_group(stack, DEPLOYMENT_LOGS_ID,
+                                         description=f"{stack.stack_name}: logs of the node runtime deployment")
+        role = deployment_role(
+            stack, DEPLOYMENT_ROLE_ID,
+            description="fmcluster: CDK BucketDeployment handler that copies the node runtime into its bucket",
+            log_group=log_group,
+        )
         self.deployment = s3deploy.BucketDeployment(
             self,
             "Deploy",
@@ -74,17 +73,10 @@ class NodeRuntime(Construct):
             extract=False,
             prune=False,  # older runtimes stay for instances launched from older launch-template versions
             role=role.without_policy_updates(),
-            log_group=deployment_log_group(stack),
+            log_group=log_group,
         )
-        objects = self.bucket.arn_for_objects(f"{RUNTIME_PREFIX}*")
-        role.add_to_policy(iam.PolicyStatement(actions=list(DEPLOY_DESTINATION_OBJECT_ACTIONS), resources=[objects]))
-        role.add_to_policy(iam.PolicyStatement(actions=list(DEPLOY_DESTINATION_BUCKET_ACTIONS),
-                                               resources=[self.bucket.bucket_arn]))
+        grant_destination(role, self.bucket, RUNTIME_PREFIX)
         acknowledge_deployment_handler(stack)
-        acknowledge(role, f"AwsSolutions-IAM5[Resource::{nag_resource(stack, objects)}]",
-                    "CDK BucketDeployment handler copies the runtime zip under runtime/ of the cluster's runtime bucket; "
-                    "its key is the content hash. Actions are named: GetObject, PutObject, DeleteObject, "
-                    "AbortMultipartUpload.")
 
     def required_by(self, *dependents: Construct) -> None:
         """Make `dependents` (launch templates, clusters) wait for the runtime's copy: a node launched before it

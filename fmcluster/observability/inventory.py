@@ -8,7 +8,8 @@ catalog's GPUs per instance type, as recording rules of constants. Static alerts
 - ``NodeGroupBelowExpected``: fewer nodes of a group report than the spec says (a group with no series at all
   counts as 0, so a group that never came up or went entirely silent fires too);
 - ``GpusMissingOnNode``: a node of a GPU group exports fewer GPUs than its instance type has (a GPU that fell off
-  the bus, or dcgm-exporter up with no GPU at all);
+  the bus, or a reporting node without any GPU series; a node that says it runs no GPU exporter is left to the
+  static ``GpuMetricsUnavailable``);
 - ``SlurmCollectorAbsent`` (orchestrators that run Slurm): no Slurm collector reports, so the Slurm alerts cannot
   fire.
 
@@ -66,14 +67,19 @@ NODE_GROUP_BELOW_EXPECTED = _alert(
 
 GPUS_MISSING_ON_NODE = _alert(
     "GpusMissingOnNode",
-    # GPUs each node's dcgm-exporter reports, 0 for a node whose exporter is up but reports none
+    # GPUs each node's dcgm-exporter reports; 0 for a node that reports (node_exporter or dcgm-exporter up) without
+    # GPU series: its exporter lost the GPUs, or it does not run. A node that says it has no GPU exporter
+    # (fmcluster_gpu_metrics_unavailable) is left to GpuMetricsUnavailable.
     f'(count by (cluster, node_group, node) (DCGM_FI_DEV_GPU_TEMP) '
-    f'or count by (cluster, node_group, node) (up{{job="dcgm"}} == 1) * 0) '
+    f'or (count by (cluster, node_group, node) (up{{job=~"node|dcgm"}} == 1) * 0 '
+    f"unless on (cluster, node) fmcluster_gpu_metrics_unavailable == 1)) "
     f"< on (cluster, node_group) group_left () {EXPECTED_GPUS}",
     "5m", "critical",
     "Node {{ $labels.node }} reports {{ $value }} GPUs, fewer than its instance type has",
-    "dcgm-exporter sees fewer GPUs than the instance type has: a GPU fell off the bus (Xid 79) or the driver lost it.",
-    "On the node: nvidia-smi -L and journalctl -k | grep -i -e xid -e NVRM; drain the node and replace it.",
+    "dcgm-exporter sees fewer GPUs than the instance type has (0: none, or no dcgm-exporter reports from the node): "
+    "a GPU fell off the bus (Xid 79), the driver lost it, or the exporter is not running.",
+    "On the node: nvidia-smi -L and journalctl -k | grep -i -e xid -e NVRM; systemctl status fmcluster-dcgm-exporter. "
+    "A lost GPU: drain the node and replace it.",
 )
 
 SLURM_COLLECTOR_ABSENT = _alert(
@@ -82,8 +88,8 @@ SLURM_COLLECTOR_ABSENT = _alert(
     "15m", "warning",
     "No Slurm collector reports for cluster {{ $labels.cluster }}",
     "No node writes fmcluster_slurm_collector_success: the Slurm alerts (drained, down nodes) cannot fire.",
-    "On the HyperPod controller or the PCS login node: systemctl status fmcluster-slurm-textfile.timer "
-    "fmcluster-collector; journalctl -u fmcluster-slurm-textfile.",
+    "On the HyperPod controller, the PCS login node or the ParallelCluster head node: systemctl status "
+    "fmcluster-slurm-textfile.timer fmcluster-collector; journalctl -u fmcluster-slurm-textfile.",
 )
 
 

@@ -14,7 +14,9 @@ Producers, all deployed by fmcluster on every node (fmcluster/runtime/observabil
 - ``fmcluster-efa``: ``fmcluster/runtime/observability/efa_textfile.py`` (EFA port state and hw counters
   from sysfs), a textfile read by node_exporter.
 - ``fmcluster-slurm``: ``fmcluster/runtime/observability/slurm_textfile.py`` (``sinfo``) on one Slurm client node
-  per cluster (HyperPod controller, AWS PCS login node), a textfile read by node_exporter.
+  per cluster (HyperPod controller, AWS PCS login node, ParallelCluster head node), a textfile read by node_exporter.
+- ``fmcluster-bootstrap``: the node's bootstrap itself, a textfile read by node_exporter: a GPU node that cannot run
+  dcgm-exporter says so (ParallelCluster's official AMI has no docker: fmcluster/runtime/parallelcluster).
 - ``prometheus``: series every scrape produces (``up``) and the AMP ruler writes (``ALERTS``).
 
 Standard library only: the runtime side may read the same names from its own copy.
@@ -34,9 +36,10 @@ NODE_EXPORTER = "node_exporter"
 VALIDATOR = "fmcluster-validator"
 EFA_COLLECTOR = "fmcluster-efa"
 SLURM_COLLECTOR = "fmcluster-slurm"
+BOOTSTRAP = "fmcluster-bootstrap"
 PROMETHEUS = "prometheus"
 
-EXPORTERS = (DCGM_EXPORTER, NODE_EXPORTER, VALIDATOR, EFA_COLLECTOR, SLURM_COLLECTOR, PROMETHEUS)
+EXPORTERS = (DCGM_EXPORTER, NODE_EXPORTER, VALIDATOR, EFA_COLLECTOR, SLURM_COLLECTOR, BOOTSTRAP, PROMETHEUS)
 
 # Labels the collector adds to every series it scrapes (fmcluster/runtime/observability/collector_config.py).
 TARGET_LABELS = ("cluster", "node", "instance_id", "instance_type", "node_group")
@@ -141,7 +144,14 @@ CATALOG: Tuple[Metric, ...] = (
        "slurm_node", "state"),
     _m("fmcluster_slurm_node_responding", SLURM_COLLECTOR, "gauge", "0 when slurmctld marks the node not responding.",
        "slurm_node"),
+    _m("fmcluster_slurm_node_powered_down", SLURM_COLLECTOR, "gauge",
+       "1 while Slurm has the node powered off or powering off (sinfo ~ or %: idle dynamic nodes), else 0.",
+       "slurm_node"),
     _m("fmcluster_slurm_collector_success", SLURM_COLLECTOR, "gauge", "1 when sinfo answered in time."),
+    # --- the node's bootstrap (fmcluster/runtime/parallelcluster/on_node_configured.sh) --------------------
+    _m("fmcluster_gpu_metrics_unavailable", BOOTSTRAP, "gauge",
+       "1 on a GPU node that runs no GPU exporter, with the reason (no-docker); absent where dcgm-exporter runs.",
+       "reason"),
     # --- every scrape ---------------------------------------------------------------------------------
     _m("up", PROMETHEUS, "gauge", "1 when the last scrape of the target succeeded.", "job"),
     # --- the AMP ruler, for every alerting rule ---------------------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, FrozenSet, List, Optional, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Optional, Type
 
 from fmcluster.runtime.contract import NODE_AGENTS
 from fmcluster.spec.base import Problem, SpecModel
@@ -53,6 +53,11 @@ def no_extra_availability_zones(spec: ClusterSpec) -> List[str]:
     return []
 
 
+def node_group_counts(spec: ClusterSpec) -> Dict[str, int]:
+    """Every node of every group runs: each group's count."""
+    return {g.name: g.count for g in spec.node_groups}
+
+
 @dataclass(frozen=True)
 class OrchestratorKind:
     """One orchestrator kind.
@@ -76,6 +81,10 @@ class OrchestratorKind:
         small private subnet each (an EKS control plane and the AMP managed scraper need subnets in two AZs).
     :param addresses_per_node: VPC addresses each node takes beyond its IP-consuming interfaces (pod addresses
         under the VPC CNI); the spec sizes the node subnet with them.
+    :param expected_nodes: node group name -> how many of its nodes are expected to be up and reporting, which
+        the inventory alerts (``NodeGroupBelowExpected``) compare with the nodes that report. Default: the count.
+        A kind whose nodes start only for jobs and stop when idle expects only those that always run; a group
+        left out expects its count.
     :param preflight: ``module:function`` returning its preflight checks for a spec, or None.
     :param status: ``module:MAPPING`` of CloudFormation resource type to status describer, or None.
     """
@@ -93,6 +102,7 @@ class OrchestratorKind:
     extra_instances: Callable[[ClusterSpec], List[ExtraInstance]] = no_extra_instances
     extra_availability_zones: Callable[[ClusterSpec], List[str]] = no_extra_availability_zones
     addresses_per_node: int = 0
+    expected_nodes: Callable[[ClusterSpec], Dict[str, int]] = node_group_counts
     preflight: Optional[str] = None
     status: Optional[str] = None
 

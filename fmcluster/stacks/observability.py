@@ -187,8 +187,9 @@ class ObservabilityStack(Stack):
 
 def expected_nodes(spec: ClusterSpec) -> List[ExpectedNodes]:
     """Per ``node_group`` label, the nodes that should report and the GPUs each should have: the spec's node groups
-    (catalog GPUs) and the orchestrator's extra instances (controller, login), whose collectors carry their role as
-    node_group. Node groups of one name add up."""
+    (as many nodes as the orchestrator kind expects up, `OrchestratorKind.expected_nodes`; catalog GPUs) and the
+    orchestrator's extra instances (controller, login), whose collectors carry their role as node_group. Node groups
+    of one name add up."""
     found: Dict[str, ExpectedNodes] = {}
 
     def add(name: str, nodes: int, gpus: int) -> None:
@@ -197,8 +198,9 @@ def expected_nodes(spec: ClusterSpec) -> List[ExpectedNodes]:
             nodes, gpus = seen.nodes + nodes, max(seen.gpus_per_node, gpus)
         found[name] = ExpectedNodes(name, nodes, gpus)
 
+    up = spec.orchestrator_kind.expected_nodes(spec)
     for group in spec.node_groups:
-        add(group.name, group.count, group.instance.gpus)
+        add(group.name, up.get(group.name, group.count), group.instance.gpus)
     for extra in spec.orchestrator_kind.extra_instances(spec):
         add(extra.role, extra.count, 0)
     return list(found.values())

@@ -224,13 +224,41 @@ def test_sequential_segments_are_not_concurrent_capacity() -> None:
     assert "2 x ml.p5.48xlarge reserved at once" in out.observed and "the groups need 4" in out.observed
 
 
-def test_expired_failed_and_pending_summaries_hold_nothing() -> None:
+def test_expired_and_failed_summaries_hold_nothing() -> None:
     day = timedelta(days=1)
     plan = training_plan(ReservedCapacitySummaries=[
         segment(4, NOW - 9 * day, NOW - 2 * day, "Expired", n=1), segment(4, NOW, NOW + day, "Failed", n=2),
-        segment(4, NOW, NOW + day, "Pending", n=3), segment(2, NOW - day, NOW + 13 * day, n=4)])
+        segment(2, NOW - day, NOW + 13 * day, n=4)])
     out = run_plan(plan_ctx(count=4), plan)
     assert out.status == "fail" and "2 x ml.p5.48xlarge reserved at once" in out.observed, out
+
+
+def test_pending_capacity_is_not_yet_rather_than_never() -> None:
+    """Review of #15 and #18, minor 8: a just-bought plan's summaries are Pending; they hold nothing yet, which warns
+    (as the plan's own Pending status does) instead of failing."""
+    day = timedelta(days=1)
+    plan = training_plan(Status="Pending", StartTime=NOW + day, ReservedCapacitySummaries=[
+        segment(4, NOW + day, NOW + 13 * day, "Pending", n=1)])
+    out = run_plan(plan_ctx(count=4), plan)
+    assert out.status == "warn", out
+    assert "0 x ml.p5.48xlarge reserved at once so far, 4 with the plan's Pending capacity" in out.observed
+    plan = training_plan(ReservedCapacitySummaries=[segment(2, NOW, NOW + day, "Pending", n=1)])
+    out = run_plan(plan_ctx(count=4), plan)
+    assert out.status == "fail" and "the groups need 4" in out.observed  # not even with the Pending capacity
+
+
+def test_a_gap_between_segments_warns() -> None:
+    """Review minor 8: 4 now until tomorrow, 4 again in two weeks: the groups lose their nodes in between."""
+    day = timedelta(days=1)
+    plan = training_plan(TotalInstanceCount=4, ReservedCapacitySummaries=[
+        segment(4, NOW - day, NOW + day, n=1), segment(4, NOW + 14 * day, NOW + 20 * day, "Scheduled", n=2)])
+    out = run_plan(plan_ctx(count=4), plan)
+    assert out.status == "warn", out
+    assert "fewer than 4 x ml.p5.48xlarge held from 2026-" in out.observed and "a gap between its segments" in out.observed
+    # back-to-back segments are no gap
+    plan = training_plan(TotalInstanceCount=4, ReservedCapacitySummaries=[
+        segment(4, NOW - day, NOW + day, n=1), segment(4, NOW + day, NOW + 20 * day, "Scheduled", n=2)])
+    assert run_plan(plan_ctx(count=4), plan).status == "pass"
 
 
 def test_an_active_summary_past_its_end_time_holds_nothing() -> None:

@@ -222,10 +222,23 @@ cpu-1|allocated+
 
 def test_slurm_states_are_parsed_with_suffixes(tmp_path):
     nodes = slurm_textfile.parse_sinfo(SINFO)
-    assert nodes == {
+    assert {n: (st.base, st.responding) for n, st in nodes.items()} == {
         "gpu-1": ("drained", True), "gpu-2": ("mixed", True), "gpu-3": ("idle", False),
         "gpu-4": ("down", False), "gpu-5": ("draining", True), "cpu-1": ("allocated+", True),
     }
+    assert not any(st.powered_down for st in nodes.values())
+
+
+def test_slurm_power_saving_states_are_powered_down():
+    """Review of #15, M6: ~ (powered off) and % (powering off) are Slurm's power saving, as ParallelCluster stops idle
+    dynamic nodes; # (powering up) and ! (power down pending) still run."""
+    nodes = slurm_textfile.parse_sinfo("a|idle~\nb|idle%\nc|idle#\nd|idle!\ne|down~*\nf|idle\n")
+    assert {n: st.powered_down for n, st in nodes.items()} == {
+        "a": True, "b": True, "c": False, "d": False, "e": True, "f": False}
+    assert nodes["e"] == slurm_textfile.NodeState("down", False, True)
+    text = slurm_textfile.render(nodes)
+    assert 'fmcluster_slurm_node_powered_down{slurm_node="a"} 1' in text
+    assert 'fmcluster_slurm_node_powered_down{slurm_node="f"} 0' in text
 
 
 def _fake_sinfo(tmp_path: Path, body: str) -> str:

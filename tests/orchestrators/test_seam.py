@@ -114,3 +114,16 @@ def test_a_registered_kind_synthesizes_with_grants_node_groups_and_its_agent(toy
     profile = json.loads(text.split("<<'FMCLUSTER_PROFILE'\n")[1].split("\nFMCLUSTER_PROFILE")[0])
     assert profile["orchestrator"] == "slurm"  # the kind's agent reached the node
     assert {"GpuLaunchTemplateId", "GpuPlacementGroup"} <= set(cluster["Outputs"])
+
+
+def test_a_kind_says_how_many_nodes_of_each_group_are_expected_up(toy_kind):
+    """The inventory alerts expect each group's count unless the kind says fewer run (nodes started per job)."""
+    import dataclasses
+
+    from fmcluster.observability.inventory import ExpectedNodes
+    from fmcluster.stacks.observability import expected_nodes
+
+    assert expected_nodes(parse_spec(SPEC)) == [ExpectedNodes("gpu", 2, 8)]
+    registry.unregister(TOY.name)
+    registry.register(dataclasses.replace(TOY, expected_nodes=lambda spec: {g.name: 0 for g in spec.node_groups}))
+    assert expected_nodes(parse_spec(SPEC)) == [ExpectedNodes("gpu", 0, 8)]

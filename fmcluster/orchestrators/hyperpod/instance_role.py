@@ -26,7 +26,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fmcluster.constructs.node_files import nag_resource
+from fmcluster.constructs.bucket_deployment import nag_resource
 from fmcluster.nag import acknowledge
 
 SubnetRef = Union[str, ec2.ISubnet]

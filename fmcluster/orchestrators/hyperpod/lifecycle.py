@@ -20,21 +20,21 @@ from typing import Any, List, Mapping, Optional, cast
 
 from aws_cdk import Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
-from fmcluster.constructs.node_files import (
-    DEPLOY_DESTINATION_BUCKET_ACTIONS,
-    DEPLOY_DESTINATION_OBJECT_ACTIONS,
-    ExplicitActions,
+from fmcluster.constructs.bucket_deployment import (
     acknowledge_deployment_handler,
     deployment_log_group,
     deployment_role,
+    explicit_bucket_policy,
+    grant_destination,
     nag_resource,
     secure_bucket,
 )
+from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
 from fmcluster.nag import acknowledge
 
 PREFIX = "lifecycle/"
@@ -131,13 +131,9 @@ class LifecycleScripts(Construct):
         )
         if granted.policy_dependable is not None:
             cfn_bucket.node.add_dependency(granted.policy_dependable)
-        policy = self.bucket.policy
-        if policy is None:  # enforce_ssl gives every _secure_bucket a policy
-            raise TypeError("the lifecycle bucket has no bucket policy")
-        cfn_policy = cast(s3.CfnBucketPolicy, policy.node.default_child)
-        cfn_policy.add_property_override("PolicyDocument", ExplicitActions(stack, policy.document))
+        explicit_bucket_policy(self.bucket)
 
-        role = deployment_role(stack)
+        role = _deployment_role(stack)
         files = [
             s3deploy.Source.data(ENTRY_SCRIPT, ENTRY_STUB),
             s3deploy.Source.json_data("fmcluster_parameters.json", dict(parameters)),
@@ -152,7 +148,7 @@ class LifecycleScripts(Construct):
             # prune stale profiles, but never the runtime the other deployment owns
             exclude=["pkg/*"],
             role=role.without_policy_updates(),
-            log_group=deployment_log_group(stack),
+            log_group=_deployment_log_group(stack),
         )
         self.runtime = s3deploy.BucketDeployment(
             self,
@@ -161,26 +157,12 @@ class LifecycleScripts(Construct):
             destination_bucket=self.bucket,
             destination_key_prefix=RUNTIME_PREFIX,
             role=role.without_policy_updates(),
-            log_group=deployment_log_group(stack),
+            log_group=_deployment_log_group(stack),
         )
         # The handler role is immutable for the deployments (CDK's grants use wildcard
         # actions); it gets these explicit ones instead.
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=list(DEPLOY_DESTINATION_OBJECT_ACTIONS), resources=[self.bucket.arn_for_objects(f"{PREFIX}*")]
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(actions=list(DEPLOY_DESTINATION_BUCKET_ACTIONS), resources=[self.bucket.bucket_arn])
-        )
+        grant_destination(role, self.bucket, PREFIX)
         acknowledge_deployment_handler(stack)
-        acknowledge(
-            role,
-            f"AwsSolutions-IAM5[Resource::{nag_resource(stack, self.bucket.arn_for_objects(f'{PREFIX}*'))}]",
-            "CDK BucketDeployment handler syncs (put/delete) the synthesized files under this bucket's lifecycle/ prefix; "
-            "their keys are only known at deploy time. Actions are named: GetObject, PutObject, DeleteObject, "
-            "AbortMultipartUpload.",
-        )
 
     @property
     def source_s3_uri(self) -> str:
@@ -218,3 +200,18 @@ class LifecycleScripts(Construct):
         return grant
 
 
+DEPLOYMENT_ROLE_ID = "FmclusterLifecycleDeploymentRole"
+DEPLOYMENT_LOGS_ID = "FmclusterLifecycleDeploymentLogs"
+
+
+def _deployment_log_group(stack: Stack) -> logs.LogGroup:
+    return deployment_log_group(stack, DEPLOYMENT_LOGS_ID,
+                                description=f"{stack.stack_name}: logs of the HyperPod lifecycle deployment")
+
+
+def _deployment_role(stack: Stack) -> iam.Role:
+    return deployment_role(
+        stack, DEPLOYMENT_ROLE_ID,
+        description="fmcluster: CDK BucketDeployment handler that writes the HyperPod lifecycle scripts",
+        log_group=_deployment_log_group(stack),
+    )

@@ -19,6 +19,7 @@ KIND = OrchestratorKind(
     uses_image_family=False,  # ParallelCluster picks the image from its Image.Os (or the group's ami_id)
     spec_rules=settings.spec_rules,
     extra_instances=settings.extra_instances,
+    expected_nodes=settings.static_nodes,  # dynamic nodes power off when idle: only static ones always report
     preflight="fmcluster.orchestrators.parallelcluster.preflight:checks",
     status="fmcluster.orchestrators.parallelcluster.status:DESCRIBERS",
 )

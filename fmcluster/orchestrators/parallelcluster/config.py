@@ -15,15 +15,11 @@ from fmcluster.orchestrators.parallelcluster.settings import (
     compute_resource_name,
     head_node_instance_type,
     min_count,
-    reservation_placement_group,
     settings_of,
 )
 from fmcluster.runtime.contract import INSTANCE_NVME_ROOT
 from fmcluster.spec import ClusterSpec, NodeGroup
 
-# ParallelCluster's node bootstrap timeout (seconds) covers the custom actions; a deep validation needs more.
-BOOTSTRAP_TIMEOUT = 2100
-DEEP_VALIDATION_S = 1800
 SHARED_STORAGE_NAME = "fsx"
 
 
@@ -32,7 +28,7 @@ class ClusterInputs:
     """What the configuration references, resolved by CloudFormation at deploy time.
 
     :param placement_groups: node group name -> the placement group its queue launches into (only the groups
-        that get one of fmcluster's; a reservation's own group comes from the spec).
+        that get one of fmcluster's; an existing group comes from the spec's placement.existing_group).
     :param head_node_actions, compute_actions: ``CustomActions`` sections (compute: by node group name).
     """
 
@@ -83,11 +79,8 @@ def cluster_configuration(spec: ClusterSpec, inputs: ClusterInputs) -> Dict[str,
         }]
     if inputs.tags:
         config["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(inputs.tags.items())]
-    if spec.validation.level == "deep":
-        # the custom action runs inside the bootstrap timeout; the head node waits for every static node
-        timeout = BOOTSTRAP_TIMEOUT + DEEP_VALIDATION_S
-        config["DevSettings"] = {"Timeouts": {"HeadNodeBootstrapTimeout": timeout + BOOTSTRAP_TIMEOUT,
-                                              "ComputeNodeBootstrapTimeout": timeout}}
+    # no DevSettings.Timeouts: validation.level deep is refused (settings.spec_rules), so every custom action fits
+    # ParallelCluster's default bootstrap timeouts, and creation fits CloudFormation's one-hour custom-resource wait
     return config
 
 
@@ -110,14 +103,19 @@ def head_node(spec: ClusterSpec, inputs: ClusterInputs) -> Dict[str, Any]:
 
 
 def placement_group(spec: ClusterSpec, group: NodeGroup, inputs: ClusterInputs) -> Optional[Dict[str, Any]]:
-    """The queue's PlacementGroup section: a Capacity Block never gets one (AWS places its instances), an ODCR made
-    in a placement group launches into that one, otherwise fmcluster's own group when the spec's placement asks for
-    one. EFA queues always say which (ParallelCluster requires an explicit choice for EFA)."""
+    """The queue's PlacementGroup section: a Capacity Block never gets one (AWS places its instances); a group
+    launched into an existing placement group (``placement.existing_group``, e.g. the one an ODCR was made in) names
+    it; any other ODCR gets none (an open reservation only fits worse in a new group: ParallelCluster's
+    PlacementGroupCapacityReservationValidator warns about a reservation in an unrelated group); otherwise
+    fmcluster's own group when the spec's placement asks for one. EFA queues always say which (ParallelCluster
+    requires an explicit choice for EFA)."""
     if group.capacity.type == "capacity-block":
         return {"Enabled": False}
-    reserved = reservation_placement_group(spec, group)
-    if reserved is not None:
-        return {"Enabled": True, "Name": reserved}
+    existing = group.existing_placement_group
+    if existing is not None:
+        return {"Enabled": True, "Name": existing}
+    if group.capacity.type == "odcr":
+        return {"Enabled": False}
     name = inputs.placement_groups.get(group.name)
     if name is not None:
         return {"Enabled": True, "Name": name}

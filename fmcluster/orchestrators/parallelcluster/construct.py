@@ -5,15 +5,16 @@ the rendered configuration, on the cluster's node subnet, node security group an
 from __future__ import annotations
 
 import json
-from typing import Dict
+from typing import Any, Dict, Optional
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.constructs.placement_group import UltraClusterPlacementGroup
 from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.ec2_nodes import construct_id
+from fmcluster.orchestrators.parallelcluster.assets import NodeAssets
 from fmcluster.orchestrators.parallelcluster.cluster import PclusterCluster
 from fmcluster.orchestrators.parallelcluster.config import ClusterInputs, cluster_configuration
 from fmcluster.orchestrators.parallelcluster.node_policy import NodePolicy
@@ -25,7 +26,7 @@ from fmcluster.orchestrators.parallelcluster.settings import (
     PCLUSTER_VERSION,
     VALIDATION_MESSAGES_OUTPUT,
     cluster_name,
-    reservation_placement_group,
+    node_policy,
     settings_of,
 )
 from fmcluster.profiles import node_profile
@@ -34,22 +35,32 @@ from fmcluster.spec import ClusterSpec, NodeGroup
 
 def node_profile_json(spec: ClusterSpec, group: NodeGroup) -> str:
     """The group's NodeProfile, compact and without the catalog facts, which the node reads from the catalog shipped
-    in the same runtime asset. Its minimum versions are the instance type's compatibility floors, which
-    ParallelCluster's official AMIs meet (3.13.0 shipped driver 570.86.15, CUDA 12.8, EFA installer 1.38.1:
-    aws-parallelcluster-cookbook pull request 2887); being behind the newest known-good bundle only warns."""
+    in the same runtime. Its minimum versions are the instance type's compatibility floors from the catalog (as on
+    every kind), which ParallelCluster's official AMIs are well above (3.13.0 shipped driver 570.86.15, CUDA 12.8,
+    EFA installer 1.38.1: aws-parallelcluster-cookbook pull request 2887); being behind the newest known-good
+    bundle only warns. Its policy is the one ParallelCluster nodes apply (`node_policy`)."""
     profile = node_profile(spec, group)
     data = {k: v for k, v in profile.to_dict().items() if k != "facts"}
+    data["policy"] = node_policy(spec)
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
+def node_settings(spec: ClusterSpec, remote_write_url: Optional[str]) -> Dict[str, Any]:
+    """settings.json: what the script reads on every node besides the profile (no remote write: no collectors)."""
+    return {"cluster": spec.name, "remote_write_url": remote_write_url,
+            "scrape_interval": spec.observability.scrape_interval_seconds}
+
+
 def needs_own_placement_group(spec: ClusterSpec, group: NodeGroup) -> bool:
-    return (group.placement_strategy != "none" and group.capacity.type != "capacity-block"
-            and reservation_placement_group(spec, group) is None)
+    """fmcluster creates a placement group only where the group's strategy asks for one: never for a Capacity Block,
+    an ODCR or a group launched into an existing group (NodeGroup.placement_strategy is none for those)."""
+    return group.placement_strategy != "none" and group.capacity.type not in ("capacity-block", "odcr")
 
 
 class ParallelClusterOrchestration(Construct):
     """Exposes ``provider``, ``cluster`` (the `PclusterCluster`), ``compute_policy`` (``grantee``),
-    ``head_node_policy``, ``script``, ``placement_groups`` (by node group) and ``configuration``."""
+    ``head_node_policy``, ``assets`` (the node assets bucket), ``script``, ``placement_groups`` (by node group) and
+    ``configuration``."""
 
     def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
         super().__init__(scope, id)
@@ -57,30 +68,25 @@ class ParallelClusterOrchestration(Construct):
         settings = settings_of(spec)
         stack = Stack.of(self)
         name = cluster_name(spec)
-        runtime = context.node_groups.runtime(self)
-        self.script = OnNodeConfiguredScript(
+        # Everything a node reads that changes with fmcluster or the collectors' settings is published under stable
+        # keys; the configuration names only those keys (ParallelCluster cannot update the head node's actions).
+        self.assets = NodeAssets(
             self,
-            "OnNodeConfigured",
-            runtime=runtime,
-            region=stack.region,
-            remote_write_url=context.remote_write_url,
-            cluster=spec.name,
-            scrape_interval=spec.observability.scrape_interval_seconds,
+            "NodeAssets",
+            settings=node_settings(spec, context.remote_write_url),
+            profiles={g.name: node_profile_json(spec, g) for g in spec.node_groups},
+            retain=settings.deletion_policy == "Retain",
         )
+        self.script = OnNodeConfiguredScript(self, "OnNodeConfigured", assets=self.assets, region=stack.region)
         self.compute_policy = NodePolicy(self, "ComputePolicy", name=f"parallelcluster-{name}-{stack.region}-compute",
                                          description=f"fmcluster {spec.name}: ParallelCluster compute nodes")
         self.head_node_policy = NodePolicy(self, "HeadNodePolicy", name=f"parallelcluster-{name}-{stack.region}-head",
                                            description=f"fmcluster {spec.name}: ParallelCluster head node")
-        # compute nodes fetch the script and the runtime; the head node does only to run the collectors
-        self.script.grant_read(self.compute_policy)
-        runtime.grant_read(self.compute_policy)
-        head_node_actions = None
-        if context.remote_write_url is not None:
-            head_node_actions = self.script.action(role="head", node_group=HEAD_NODE_GROUP)
-            self.script.grant_read(self.head_node_policy)
-            runtime.grant_read(self.head_node_policy)
-            if context.grant_remote_write is not None:
-                context.grant_remote_write(self.head_node_policy)
+        # compute nodes read their profiles; the head node runs the same script (collectors, no validation)
+        self.assets.grant_read(self.compute_policy, profiles=[g.name for g in spec.node_groups])
+        self.assets.grant_read(self.head_node_policy)
+        if context.remote_write_url is not None and context.grant_remote_write is not None:
+            context.grant_remote_write(self.head_node_policy)
 
         self.placement_groups: Dict[str, UltraClusterPlacementGroup] = {}
         for group in spec.node_groups:
@@ -98,10 +104,10 @@ class ParallelClusterOrchestration(Construct):
             placement_groups={g: pg.group_name for g, pg in self.placement_groups.items()},
             file_system_id=fsx.file_system_id if fsx is not None else None,
             mount_point=fsx.mount_point if fsx is not None else None,
-            head_node_actions=head_node_actions,
+            head_node_actions=self.script.head_action(node_group=HEAD_NODE_GROUP),
             compute_actions={
-                g.name: self.script.action(role="compute", node_group=g.name, profile_json=node_profile_json(spec, g),
-                                           level=spec.validation.level, policy=spec.validation.policy)
+                g.name: self.script.compute_action(node_group=g.name, level=spec.validation.level,
+                                                   policy=node_policy(spec))
                 for g in spec.node_groups
             },
             tags=context.instance_tags,
@@ -115,7 +121,14 @@ class ParallelClusterOrchestration(Construct):
             configuration=self.configuration,
             deletion_policy=settings.deletion_policy,
         )
-        runtime.required_by(self.cluster)  # the cluster's nodes fetch the runtime as they configure
+        self.assets.depend_on_contents(self.cluster.resource)
+        if settings.deletion_policy == "Retain":
+            # the cluster outlives the stack: what its nodes use stays too (deleting an attached policy or a
+            # placement group in use fails, and the stack with it); the node assets bucket is retained above
+            self.compute_policy.policy.apply_removal_policy(RemovalPolicy.RETAIN)
+            self.head_node_policy.policy.apply_removal_policy(RemovalPolicy.RETAIN)
+            for pg in self.placement_groups.values():
+                pg.resource.apply_removal_policy(RemovalPolicy.RETAIN)
         CfnOutput(scope, CLUSTER_NAME_OUTPUT, value=name,
                   description="ParallelCluster cluster (and its CloudFormation stack): pcluster describe-cluster -n NAME")
         CfnOutput(scope, VALIDATION_MESSAGES_OUTPUT, value=self.cluster.validation_messages,

@@ -11,9 +11,15 @@ from typing import Any, List
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.context import Context, PreflightCheck, has_code, paginate
+from fmcluster.aws.ownership import is_ours
 from fmcluster.aws.quotas import find_quota, judge
-from fmcluster.aws.results import FAIL, PASS, SKIP, Outcome
-from fmcluster.orchestrators.parallelcluster.settings import PCLUSTER_VERSION, provider_template, settings_of
+from fmcluster.aws.results import CANNOT_CHECK, FAIL, PASS, WARN, Outcome
+from fmcluster.orchestrators.parallelcluster.settings import (
+    PCLUSTER_VERSION,
+    cluster_name,
+    provider_template,
+    settings_of,
+)
 
 # Regions ParallelCluster 3.16.1 supports (pcluster/resources/supported-regions in the aws-parallelcluster wheel).
 SUPPORTED_REGIONS = frozenset((
@@ -43,6 +49,8 @@ def checks(spec: Any) -> List[PreflightCheck]:
         PreflightCheck("provider:parallelcluster", f"ParallelCluster {PCLUSTER_VERSION} provider template", "s3",
                        check_provider_template),
         PreflightCheck("quota:cloudformation-stacks", "CloudFormation stack count", "cloudformation", check_stacks),
+        PreflightCheck("stack:parallelcluster-name", "no other stack has the cluster's name", "cloudformation",
+                       check_cluster_stack_name),
         PreflightCheck("quota:iam-parallelcluster", "IAM roles, instance profiles and policies", "iam", check_iam),
         PreflightCheck("quota:route53-hosted-zones", "Route 53 hosted zones (the cluster's private DNS zone)",
                        "route53", check_hosted_zones),
@@ -65,13 +73,21 @@ def check_provider_template(ctx: Context) -> Outcome:
     if ctx.region not in SUPPORTED_REGIONS:
         return Outcome(FAIL, f"ParallelCluster {PCLUSTER_VERSION} does not support {ctx.region}",
                        "a region ParallelCluster supports", "use another region (its user guide lists them)")
+    expected = f"the provider template of ParallelCluster {PCLUSTER_VERSION} in {ctx.region}"
     try:
         head = ctx.client("s3").head_object(Bucket=bucket, Key=key)
     except ClientError as e:
-        if not has_code(e, "404", "NoSuchKey", "NotFound", "403", "AccessDenied", "Forbidden"):
+        code = e.response.get("Error", {}).get("Code", "?")
+        if has_code(e, "403", "AccessDenied", "Forbidden"):
+            # the caller may lack s3:GetObject (an SCP, a permissions boundary); S3 also answers 403 rather than 404
+            # for a missing key to a caller without s3:ListBucket on the bucket: nothing to conclude either way
+            return Outcome(WARN, f"{CANNOT_CHECK}: {url}: access denied ({code})", expected,
+                           f"grant the caller s3:GetObject on arn:aws:s3:::{bucket}/{key} (HeadObject needs it) and "
+                           "run preflight again; if it still says 403, the object is missing: ParallelCluster "
+                           f"publishes no {PCLUSTER_VERSION} provider in {ctx.region}")
+        if not has_code(e, "404", "NoSuchKey", "NotFound"):
             raise
-        return Outcome(FAIL, f"{url}: {e.response.get('Error', {}).get('Code', 'not found')}",
-                       f"the provider template of ParallelCluster {PCLUSTER_VERSION} in {ctx.region}",
+        return Outcome(FAIL, f"{url}: {code}", expected,
                        f"ParallelCluster publishes no {PCLUSTER_VERSION} provider in {ctx.region}: pick another "
                        "region, or change PCLUSTER_VERSION to a version published here")
     return Outcome(PASS, f"{url} ({head.get('ContentLength', '?')} bytes)", "the template exists")
@@ -79,15 +95,39 @@ def check_provider_template(ctx: Context) -> Outcome:
 
 def check_stacks(ctx: Context) -> Outcome:
     q = find_quota(ctx, "cloudformation", lambda n: n.strip().lower() == "stack count")
-    if q is None:
-        return Outcome(SKIP, "no CloudFormation quota named 'Stack count' found", "room for the cluster's stacks",
-                       "confirm the stack count quota in the Service Quotas console")
+    if q is None:  # docs/preflight.md: a quota not found is not a pass, it warns
+        return Outcome(WARN, "no CloudFormation quota named 'Stack count' found: not checked",
+                       "room for the cluster's stacks", "confirm the stack count quota in the Service Quotas console")
     stacks = paginate(ctx.client("cloudformation"), "list_stacks", "StackSummaries",
                       StackStatusFilter=LIVE_STACK_STATUSES)
     names = {s.get("StackName") for s in stacks}
     ours = [ctx.spec.stack_name(p) for p in FMCLUSTER_STACKS]
-    need = PCLUSTER_STACKS + sum(1 for n in ours if n not in names)
+    # a re-run after deploy: ParallelCluster's stacks exist once its own stack (named after the cluster) does
+    pcluster = 0 if cluster_name(ctx.spec) in names else PCLUSTER_STACKS
+    need = pcluster + sum(1 for n in ours if n not in names)
     return judge(need, len(stacks), float(q["Value"]), "", "stacks", q["QuotaName"], " (looked up by name)")
+
+
+def check_cluster_stack_name(ctx: Context) -> Outcome:
+    """ParallelCluster names its own stack after the cluster: a stack of that name that is not this cluster's makes
+    the create fail ("already exists")."""
+    name = cluster_name(ctx.spec)
+    expected = f"no stack named {name}, or this cluster's own"
+    try:
+        stacks = ctx.client("cloudformation").describe_stacks(StackName=name).get("Stacks", [])
+    except ClientError as e:
+        if has_code(e, "ValidationError") and "does not exist" in str(e):
+            return Outcome(PASS, f"no stack named {name}", expected)
+        raise
+    if not stacks:
+        return Outcome(PASS, f"no stack named {name}", expected)
+    if is_ours(stacks[0].get("Tags", []), ctx.spec, "cluster"):
+        return Outcome(PASS, f"{name} is this cluster's ParallelCluster stack ({stacks[0].get('StackStatus', '?')})",
+                       expected)
+    return Outcome(FAIL, f"a stack named {name} exists ({stacks[0].get('StackStatus', '?')}) and is not this "
+                   "cluster's", expected,
+                   "ParallelCluster names its stack after the cluster, so the create would fail: set "
+                   "orchestrator.parallelcluster.cluster_name to another name, or delete that stack")
 
 
 def check_iam(ctx: Context) -> Outcome:

@@ -4,9 +4,9 @@ cluster-wide settings. Facts and their sources: docs/parallelcluster.md."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Literal, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Literal, Optional, Tuple
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from fmcluster import catalog
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorSettings
@@ -47,6 +47,13 @@ RESERVED_TAG_PREFIX = "parallelcluster:"
 # Head node types by architecture: the head node must match the compute nodes' architecture.
 DEFAULT_HEAD_NODE = {"x86_64": "m7i.2xlarge", "arm64": "m7g.2xlarge"}
 HEAD_NODE_GROUP = "head-node"
+# What a failed boot validation may do on ParallelCluster (validation.policy), and the policy it takes when the
+# spec leaves it unset. drain is refused: ParallelCluster's clustermgtd terminates a drained static node and
+# launches a replacement (docs/parallelcluster.md), so drain would only loop.
+POLICIES = ("fail", "report")
+DEFAULT_POLICY = "fail"
+# validation.level values that fit a node's bootstrap and CloudFormation's one-hour wait (deep is refused).
+LEVELS = ("fast", "standard")
 # Outputs of the cluster stack that `fmcluster status` reads back.
 CLUSTER_NAME_OUTPUT = "ParallelClusterName"
 VALIDATION_MESSAGES_OUTPUT = "ParallelClusterValidationMessages"
@@ -60,11 +67,14 @@ class QueueSettings(SpecModel):
         description="Static nodes (always running); the rest of count are dynamic nodes Slurm starts for jobs and "
         "stops after scaledown_idle_minutes. Default: count (all static). Capacity Blocks are all static.",
     )
-    reservation_placement_group: Optional[str] = Field(
-        None, pattern=r"^[A-Za-z0-9._+=:@-]{1,255}$",
-        description="ODCR groups: the cluster placement group the reservation was created in (the queue then "
-        "launches into it instead of a placement group of its own).",
-    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "reservation_placement_group" in data:
+            raise ValueError("reservation_placement_group moved to the node group: placement: {existing_group: NAME} "
+                             "(node_groups[i].placement.existing_group), which every orchestrator reads")
+        return data
 
 
 class ParallelClusterSettings(SpecModel):
@@ -91,7 +101,7 @@ class ParallelClusterSettings(SpecModel):
         description="EC2 key pair for SSH to the head node; default none (reach it with SSM Session Manager).",
     )
     queues: Dict[str, QueueSettings] = Field(
-        default_factory=dict, description="Per node group (by name): static node count, the ODCR's placement group."
+        default_factory=dict, description="Per node group (by name): its static node count."
     )
     scaledown_idle_minutes: int = Field(10, ge=1, le=1440, description="Idle time before dynamic nodes stop.")
     queue_update_strategy: Literal["DRAIN", "TERMINATE", "COMPUTE_FLEET_STOP"] = Field(
@@ -103,7 +113,8 @@ class ParallelClusterSettings(SpecModel):
     deletion_policy: Literal["Delete", "Retain"] = Field(
         "Delete",
         description="What deleting the cluster stack does to the ParallelCluster cluster: Delete terminates it "
-        "(data lives on FSx and S3); Retain leaves it running, outside CloudFormation.",
+        "(data lives on FSx and S3); Retain leaves it running, outside CloudFormation, with its node policies, "
+        "placement groups and node assets bucket (delete those after pcluster delete-cluster).",
     )
 
     @field_validator("head_node_instance_type")
@@ -161,9 +172,18 @@ def min_count(spec: ClusterSpec, group: NodeGroup) -> int:
     return group.count if queue is None or queue.min_count is None else queue.min_count
 
 
-def reservation_placement_group(spec: ClusterSpec, group: NodeGroup) -> Optional[str]:
-    queue = settings_of(spec).queues.get(group.name)
-    return queue.reservation_placement_group if queue is not None else None
+def static_nodes(spec: ClusterSpec) -> Dict[str, int]:
+    """The nodes of each queue that always run (MinCount): dynamic nodes power off when idle, so only static nodes
+    are expected to report."""
+    return {g.name: min_count(spec, g) for g in spec.node_groups}
+
+
+def node_policy(spec: ClusterSpec) -> str:
+    """validation.policy as ParallelCluster nodes apply it: the spec's fail or report; fail when the spec leaves it
+    unset (the spec's default, drain, is Slurm's elsewhere and a replacement loop here)."""
+    if "policy" in spec.validation.model_fields_set:
+        return spec.validation.policy
+    return DEFAULT_POLICY
 
 
 def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
@@ -194,13 +214,20 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
         if queue.min_count is not None and g.capacity.type == "capacity-block" and queue.min_count != g.count:
             found.append((f"{at}.queues.{key}.min_count", "a Capacity Block queue is all static nodes (ParallelCluster "
                           f"requires MinCount == MaxCount); use {g.count} or leave min_count out"))
-        if queue.reservation_placement_group is not None and g.capacity.type != "odcr":
-            found.append((f"{at}.queues.{key}.reservation_placement_group", "applies to odcr groups only (a Capacity "
-                          "Block is placed by AWS; on-demand groups get a placement group of their own)"))
-        elif queue.reservation_placement_group is not None and g.placement is not None \
-                and g.placement.strategy == "none":
-            found.append((f"{at}.queues.{key}.reservation_placement_group", f"node_groups[{i}].placement.strategy is "
-                          "none; the queue cannot also launch into the reservation's placement group"))
+    if "policy" in spec.validation.model_fields_set and spec.validation.policy == "drain":
+        found.append(("validation.policy", "drain does not apply to ParallelCluster: its clustermgtd terminates a "
+                      "drained static node and launches a replacement, which fails validation and drains again, "
+                      "without end (the bootstrap succeeded, so protected mode never stops it); use fail (the "
+                      "bootstrap fails and ParallelCluster replaces the node, until protected mode stops a queue "
+                      "whose nodes keep failing) or report (the node joins Slurm; the report and metrics say why it "
+                      "failed)"))
+    if spec.validation.level not in LEVELS:
+        found.append(("validation.level", f"{spec.validation.level} does not fit ParallelCluster: the validator runs "
+                      "inside each node's bootstrap, and creating the cluster waits for every static node's bootstrap "
+                      "within CloudFormation's one-hour custom-resource wait (ServiceTimeout at most 3600 s), which a "
+                      "deep run of up to 30 minutes per node after the head node and the launches does not reliably "
+                      "fit; use standard or fast, and run the deep checks as a Slurm job once the nodes are up "
+                      "(docs/parallelcluster.md)"))
     reserved = [k for k in spec.tags if k.startswith(RESERVED_TAG_PREFIX)]
     if reserved:
         found.append(("tags", f"{', '.join(reserved)}: ParallelCluster reserves the prefix {RESERVED_TAG_PREFIX}"))
@@ -258,8 +285,9 @@ def _queue_problems(spec: ClusterSpec, i: int, g: NodeGroup) -> List[Problem]:
     if len(g.name) > MAX_QUEUE_NAME or g.name in RESERVED_QUEUE_NAMES:
         found.append((f"node_groups[{i}].name", f"the group is a ParallelCluster queue: at most {MAX_QUEUE_NAME} "
                       "characters and not 'default'"))
-    if g.efa_enabled and g.placement_strategy == "none" and g.capacity.type == "on-demand":
+    if g.efa_enabled and g.placement_strategy == "none" and g.existing_placement_group is None \
+            and g.capacity.type == "on-demand":
         found.append((f"node_groups[{i}].placement.strategy", "an EFA queue on ParallelCluster gets a placement "
                       "group unless its reservation places the nodes (capacity-block, or odcr); use cluster or "
-                      "partition, or leave placement out"))
+                      "partition, name yours with existing_group, or leave placement out"))
     return found

@@ -4,6 +4,7 @@ node and compute instances) and the validation messages of its last create or up
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from typing import Any, Dict, List
 
@@ -54,7 +55,17 @@ def validation_messages(ctx: Context) -> List[Dict[str, str]]:
     try:
         messages = json.loads(text) if text else []
     except ValueError:
-        return [{"level": "WARNING", "type": "fmcluster", "message": f"validation messages cut short: {text[:200]}"}]
+        # cut short: every message that is still whole keeps its level (an ERROR must not hide behind the cut)
+        whole: List[Dict[str, str]] = []
+        for match in re.finditer(r"\{[^{}]*\}", text):
+            try:
+                found = json.loads(match.group(0))
+            except ValueError:
+                continue
+            if isinstance(found, dict) and "level" in found:
+                whole.append(found)
+        return whole + [{"level": "WARNING", "type": "fmcluster", "message": f"validation messages cut short after "
+                         f"{len(whole)} whole ones: pcluster describe-cluster shows them all"}]
     return [m for m in messages if isinstance(m, dict)]
 
 

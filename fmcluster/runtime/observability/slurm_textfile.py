@@ -12,6 +12,8 @@ of Slurm's install prefixes.
 Runs ``sinfo --noheader --Node --format=%N|%T`` under a timeout (one row per node and partition; a node is
 counted once) and writes ``fmcluster_slurm_node_state{slurm_node,state}`` (1 for the node's base state),
 ``fmcluster_slurm_node_responding{slurm_node}`` (0 when the state carries ``*``),
+``fmcluster_slurm_node_powered_down{slurm_node}`` (1 when it carries ``~`` or ``%``: Slurm's power saving has the
+node off or turning off, as ParallelCluster does with idle dynamic nodes; their collectors stop on purpose),
 ``fmcluster_slurm_nodes{state}`` and ``fmcluster_slurm_collector_success``. A hung or failing sinfo writes
 success 0 and no states: never a hang. Exit 0 written (even when sinfo failed), 1 the file could not be written.
 """
@@ -24,7 +26,7 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from fmcluster.runtime.observability import SLURM_PROM_FILE
 from fmcluster.runtime.observability.textfile import emit, family
@@ -33,6 +35,7 @@ from fmcluster.runtime.observability.textfile import emit, family
 # # powering up, ! pending power down, % powering down, $ maintenance reservation, @ pending reboot,
 # ^ reboot issued, - planned for a job.
 STATE_SUFFIXES = "*~#!%$@^-"
+POWERED_DOWN_SUFFIXES = "~%"
 
 # Where Slurm installs its commands, most specific first: SageMaker HyperPod and AWS ParallelCluster use /opt/slurm;
 # AWS PCS's Slurm installer uses /opt/aws/pcs/scheduler/slurm-<version> (PCS user guide). The newest PCS version
@@ -61,40 +64,49 @@ def find_sinfo(root: str = "/") -> Optional[str]:
     return shutil.which("sinfo")
 
 
-def parse_sinfo(text: str) -> Dict[str, Tuple[str, bool]]:
-    """node → (base state, responding) from ``%N|%T`` lines; the first row of a node wins."""
-    nodes: Dict[str, Tuple[str, bool]] = {}
+class NodeState(NamedTuple):
+    base: str
+    responding: bool
+    powered_down: bool = False
+
+
+def parse_sinfo(text: str) -> Dict[str, NodeState]:
+    """node → its state from ``%N|%T`` lines; the first row of a node wins."""
+    nodes: Dict[str, NodeState] = {}
     for line in text.splitlines():
         if "|" not in line:
             continue
         name, _, state = (part.strip() for part in line.partition("|"))
         if not name or not state or name in nodes:
             continue
-        responding = "*" not in state
         base = state.rstrip(STATE_SUFFIXES).lower() or "unknown"
-        nodes[name] = (base, responding)
+        suffixes = state[len(state.rstrip(STATE_SUFFIXES)):]
+        nodes[name] = NodeState(base, "*" not in suffixes, any(c in suffixes for c in POWERED_DOWN_SUFFIXES))
     return nodes
 
 
-def render(nodes: Optional[Dict[str, Tuple[str, bool]]]) -> str:
+def render(nodes: Optional[Dict[str, NodeState]]) -> str:
     ok = nodes is not None
     nodes = nodes or {}
     counts: Dict[str, int] = {}
-    for base, _ in nodes.values():
-        counts[base] = counts.get(base, 0) + 1
+    for n in nodes.values():
+        counts[n.base] = counts.get(n.base, 0) + 1
     lines = family(
         "fmcluster_slurm_collector_success", "gauge", "1 when sinfo answered in time.", [({}, 1 if ok else 0)]
     )
     lines += family("fmcluster_slurm_nodes", "gauge", "Slurm nodes per base state.",
                     [({"state": s}, n) for s, n in sorted(counts.items())])
     lines += family("fmcluster_slurm_node_state", "gauge", "1 for the node's current base state.",
-                    [({"slurm_node": n, "state": s}, 1) for n, (s, _) in sorted(nodes.items())])
+                    [({"slurm_node": n, "state": st.base}, 1) for n, st in sorted(nodes.items())])
     lines += family("fmcluster_slurm_node_responding", "gauge", "0 when slurmctld marks the node not responding.",
-                    [({"slurm_node": n}, 1 if r else 0) for n, (_, r) in sorted(nodes.items())])
+                    [({"slurm_node": n}, 1 if st.responding else 0) for n, st in sorted(nodes.items())])
+    lines += family("fmcluster_slurm_node_powered_down", "gauge",
+                    "1 while Slurm has the node powered off or powering off (~ or %).",
+                    [({"slurm_node": n}, 1 if st.powered_down else 0) for n, st in sorted(nodes.items())])
     return "\n".join(lines) + "\n"
 
 
-def run_sinfo(sinfo: str, timeout: float) -> Optional[Dict[str, Tuple[str, bool]]]:
+def run_sinfo(sinfo: str, timeout: float) -> Optional[Dict[str, NodeState]]:
     try:
         out = subprocess.run(
             [sinfo, "--noheader", "--Node", "--format=%N|%T"],

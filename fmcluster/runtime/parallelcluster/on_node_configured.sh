@@ -1,21 +1,27 @@
 #!/bin/bash
-# fmcluster on AWS ParallelCluster: the OnNodeConfigured custom action of the head node and of every queue.
+# fmcluster on AWS ParallelCluster: the custom action of every queue (OnNodeConfigured) and of the head node
+# (OnNodeConfigured and OnNodeUpdated).
 #
-# ParallelCluster runs it as root once the node is configured (shared storage mounted) and BEFORE slurmd starts;
-# a non-zero exit fails the node's bootstrap: the instance shuts down and ParallelCluster replaces it. After
-# slurmd starts, ParallelCluster sets static nodes back to resume, so a drain has to come later: under policy
-# drain a oneshot unit ordered after slurmd and after cloud-final (the user data that runs the whole bootstrap)
-# validates again and drains with a reason. docs/parallelcluster.md has the sources.
+# ParallelCluster runs OnNodeConfigured as root once the node is configured (shared storage mounted) and BEFORE
+# slurmd starts; a non-zero exit fails the node's bootstrap: the instance shuts down and ParallelCluster replaces
+# it (policy fail). There is no drain: ParallelCluster's clustermgtd replaces a drained static node, so a drain
+# would loop. OnNodeUpdated runs on the head node after every cluster update; a non-zero exit there fails the
+# update, so the head node always exits 0. docs/parallelcluster.md has the sources.
 #
-# Usage (the cluster configuration's Args; every value is free of spaces):
-#   on_node_configured.sh --role head|compute --runtime S3_URL --region REGION
-#       [--profile-b64 BASE64 --level fast|standard|deep --policy fail|drain|report]       compute nodes
-#       [--cluster NAME --remote-write-url URL --scrape-interval S --node-group NAME]        node collectors
+# What changes with fmcluster releases or spec edits is not in the arguments (ParallelCluster cannot update the
+# head node's): the node reads it from stable keys under SOURCE (s3://<bucket>/fmcluster/): runtime.zip,
+# settings.json (the collectors' settings) and, on compute nodes, profiles/<group>.json.
+#
+# Usage (the cluster configuration's Args; every value is one word):
+#   on_node_configured.sh --role head|compute --source S3_PREFIX --region REGION --node-group NAME
+#       [--level fast|standard --policy fail|report]             compute nodes: validation.level and .policy
+#       [--event configured|updated --revision R]                head node: OnNodeUpdated (R names the inputs)
 # Environment (tests): FMCLUSTER_HOME, FMCLUSTER_LOG_DIR, FMCLUSTER_TEXTFILE_DIR, FMCLUSTER_SYSTEMD_DIR,
 #   FMCLUSTER_SLURM_BIN (/opt/slurm/bin), FMCLUSTER_PCLUSTER_DIR (/opt/parallelcluster), FMCLUSTER_ETC
 #   (/etc/fmcluster), FMCLUSTER_NODENAME_FILE, FMCLUSTER_ROOT (prefix of /proc, /dev/nvidia0, /etc/docker and
 #   /etc/enroot), FMCLUSTER_RETRY_DELAY (10: seconds between fetch attempts, times the attempt).
-# Exit: 0 done (a failure handled by drain or report included), 1 unhealthy under policy fail, 2 usage.
+# Exit: 0 done (a failure under policy report, and anything on the head node, included), 1 unhealthy under
+#   policy fail, 2 usage.
 set -uo pipefail
 
 home=${FMCLUSTER_HOME:-/opt/fmcluster}
@@ -29,41 +35,41 @@ nodename_file=${FMCLUSTER_NODENAME_FILE:-/etc/parallelcluster/slurm_plugin/slurm
 root=${FMCLUSTER_ROOT:-}
 retry_delay=${FMCLUSTER_RETRY_DELAY:-10}
 
-role="" runtime="" region="" profile_b64="" level=standard policy=drain
-cluster="" remote_write_url="" scrape_interval=30 node_group=""
+role="" source_url="" region="" node_group="" level=standard policy=fail event=configured revision=""
+WORD='^[A-Za-z0-9][A-Za-z0-9._:/@+=-]*$'
 
 usage() {
-  sed -n '10,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '15,18p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --role) role="${2:-}"; shift 2 ;;
-    --runtime) runtime="${2:-}"; shift 2 ;;
+    --source) source_url="${2:-}"; shift 2 ;;
     --region) region="${2:-}"; shift 2 ;;
-    --profile-b64) profile_b64="${2:-}"; shift 2 ;;
+    --node-group) node_group="${2:-}"; shift 2 ;;
     --level) level="${2:-}"; shift 2 ;;
     --policy) policy="${2:-}"; shift 2 ;;
-    --cluster) cluster="${2:-}"; shift 2 ;;
-    --remote-write-url) remote_write_url="${2:-}"; shift 2 ;;
-    --scrape-interval) scrape_interval="${2:-}"; shift 2 ;;
-    --node-group) node_group="${2:-}"; shift 2 ;;
+    --event) event="${2:-}"; shift 2 ;;
+    --revision) revision="${2:-}"; shift 2 ;;
     *) echo "unknown argument: $1" >&2; usage ;;
   esac
 done
 [[ "$role" == head || "$role" == compute ]] || usage
-[[ -n "$runtime" && -n "$region" ]] || usage
+[[ "$source_url" =~ ^s3://[^/[:space:]]+/([^[:space:]]*/)?$ && "$region" =~ $WORD && "$node_group" =~ $WORD ]] || usage
+case "$event" in configured | updated) ;; *) usage ;; esac
 if [[ "$role" == compute ]]; then
-  [[ -n "$profile_b64" ]] || usage
-  case "$level" in fast | standard | deep) ;; *) usage ;; esac
-  case "$policy" in fail | drain | report) ;; *) usage ;; esac
+  [[ "$event" == configured ]] || usage
+  case "$level" in fast | standard) ;; *) usage ;; esac
+  case "$policy" in fail | report) ;; *) usage ;; esac
 fi
 
 install -d -m 0755 "$etc" "$home/pkg/fmcluster" "$log_dir" "$textfile_dir"
 exec >>"$log_dir/on-node-configured.log" 2>&1
 log() { echo "$(date -Is) fmcluster: $*"; }
-log "ParallelCluster OnNodeConfigured: role=$role level=$level policy=$policy"
+log "ParallelCluster custom action: role=$role event=$event group=$node_group level=$level policy=$policy" \
+  "revision=${revision:-none}"
 
 # The Slurm node name: ParallelCluster sets the short host name to it (and writes it to slurm_nodename).
 node_name=$(cat "$nodename_file" 2>/dev/null) || node_name=""
@@ -71,16 +77,23 @@ node_name=$(cat "$nodename_file" 2>/dev/null) || node_name=""
 # Slurm's commands (scontrol, sinfo) and fi_info are not on the default PATH of a unit or of this script.
 unit_path="$slurm_bin:/opt/amazon/efa/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-# The runtime asset (retrying with backoff: the network can still be settling), unpacked as a package.
-fetch_runtime() {
+# fetch KEY DEST: one object under SOURCE, retrying with backoff (the network can still be settling), every
+# attempt under a timeout.
+fetch() {
   local attempt
   for attempt in 1 2 3 4 5 6; do
-    aws s3 cp --only-show-errors --region "$region" "$runtime" "$home/runtime.zip" && break
+    timeout --kill-after=10 300 aws s3 cp --only-show-errors --region "$region" "$source_url$1" "$2" && return 0
     [[ "$attempt" -eq 6 ]] && return 1
     sleep $((attempt * retry_delay))
   done
+}
+
+# The runtime, unpacked as a package.
+fetch_runtime() {
+  fetch runtime.zip "$home/runtime.zip" || return 1
   rm -rf "$home/pkg/fmcluster/runtime"
-  "$python" -m zipfile -e "$home/runtime.zip" "$home/pkg/fmcluster/runtime" && touch "$home/pkg/fmcluster/__init__.py"
+  timeout --kill-after=10 300 "$python" -m zipfile -e "$home/runtime.zip" "$home/pkg/fmcluster/runtime" \
+    && touch "$home/pkg/fmcluster/__init__.py"
 }
 
 # The runtime needs Python 3.9+ (standard library only); RHEL 8's python3 is older, so look for a newer one.
@@ -88,7 +101,7 @@ pick_python() {
   local candidate
   for candidate in python3 python3.12 python3.11 python3.10 python3.9; do
     if command -v "$candidate" >/dev/null \
-      && "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 9) else 1)' 2>/dev/null; then
+      && timeout 30 "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 9) else 1)' 2>/dev/null; then
       command -v "$candidate"
       return 0
     fi
@@ -96,57 +109,88 @@ pick_python() {
   return 1
 }
 
-# A oneshot unit that acts on this node once the bootstrap is over: after slurmd AND after cloud-final, which runs
-# the whole ParallelCluster bootstrap (and its resume of static nodes). $1: what it runs.
-install_drain_unit() {
-  cat >"$unit_dir/fmcluster-validate.service" <<UNIT
+# What fails before the validator can run is a failed validation too. $1: a word naming what failed. The head
+# node is never failed: its bootstrap or update would fail with it.
+unhealthy() {
+  local what="$1"
+  shift
+  if [[ "$role" == head ]]; then
+    log "head node: $* (boot.$what): no collectors"
+    exit 0
+  fi
+  log "node not healthy (boot.$what): $*"
+  [[ "$policy" == fail ]] && exit 1
+  exit 0
+}
+
+# settings.json as shell variables: cluster, remote_write_url, scrape_interval, each checked to be one word.
+cluster="" remote_write_url="" scrape_interval=30
+read_settings() {
+  local key value
+  while IFS=$'\t' read -r key value; do
+    case "$key" in
+      cluster) [[ "$value" =~ $WORD ]] && cluster="$value" ;;
+      remote_write_url) [[ -z "$value" || "$value" =~ ^https://[^[:space:]]+$ ]] && remote_write_url="$value" ;;
+      scrape_interval) [[ "$value" =~ ^[0-9]+$ ]] && scrape_interval="$value" ;;
+    esac
+  done < <(timeout 30 "$python" - "$1" <<'PY'
+import json, sys
+settings = json.load(open(sys.argv[1]))
+for key in ("cluster", "remote_write_url", "scrape_interval"):
+    value = settings.get(key)
+    print(f"{key}\t{'' if value is None else value}")
+PY
+  )
+  [[ -z "$remote_write_url" || -n "$cluster" ]]
+}
+
+python=$(pick_python) || unhealthy python "no Python 3.9+ for the fmcluster runtime"
+fetch settings.json "$etc/settings.json" || unhealthy settings "cannot fetch ${source_url}settings.json"
+read_settings "$etc/settings.json" || unhealthy settings "${source_url}settings.json is not what fmcluster writes"
+if [[ "$role" == compute ]]; then
+  fetch "profiles/$node_group.json" "$etc/profile.json" \
+    || unhealthy profile "cannot fetch ${source_url}profiles/$node_group.json"
+fi
+fetch_runtime || unhealthy runtime "cannot fetch the fmcluster runtime from ${source_url}runtime.zip"
+
+# The head node's collector signs its remote writes with the instance credentials, which Imds Secured (the
+# default) limits to a few users (HeadNode-v3 documentation: imds-access.sh --allow USER). ParallelCluster
+# restores its saved iptables rules at boot, without ours: a unit allows the collector's user again after them.
+allow_imds() {
+  local script="$pcluster_dir/scripts/imds/imds-access.sh"
+  [[ -x "$script" ]] || return 0
+  timeout --kill-after=10 60 "$script" --allow fmcluster-metrics \
+    || log "WARNING: could not allow fmcluster-metrics to read instance credentials"
+  cat >"$unit_dir/fmcluster-imds-allow.service" <<UNIT
 [Unit]
-Description=fmcluster: drain this node in Slurm when its software stack fails validation
-After=slurmd.service cloud-final.service network-online.target
+Description=fmcluster: let the metrics collector read the head node's instance credentials (Imds Secured)
+After=network-online.target parallelcluster-iptables.service
 Wants=network-online.target
 
 [Service]
 Type=oneshot
-Environment=PYTHONPATH=$home/pkg
-Environment=PATH=$unit_path
-ExecStartPre=/bin/sleep 30
-ExecStart=$1
-StandardOutput=append:$log_dir/validate-drain.json
-StandardError=append:$log_dir/on-node-configured.log
+TimeoutStartSec=90
+ExecStart=/usr/bin/timeout --kill-after=10 60 $script --allow fmcluster-metrics
 
 [Install]
 WantedBy=multi-user.target
 UNIT
-  systemctl daemon-reload
-  systemctl enable fmcluster-validate.service
-  systemctl start --no-block fmcluster-validate.service
+  if ! { timeout 60 systemctl daemon-reload && timeout 60 systemctl enable fmcluster-imds-allow.service; }; then
+    log "WARNING: fmcluster-imds-allow.service not enabled: the collector loses credentials at the next reboot"
+  fi
 }
 
-# What fails before the validator can run is a failed validation too. $1: a word for the drain reason.
-unhealthy() {
-  local what="$1"
-  shift
-  log "node not healthy: $*"
-  case "$policy" in
-    fail) exit 1 ;;
-    drain)
-      install_drain_unit "$slurm_bin/scontrol update nodename=$node_name state=drain \"reason=fmcluster validate: boot.$what\""
-      log "policy drain: $node_name is drained (boot.$what) once the bootstrap is over"
-      exit 0
-      ;;
-    *) exit 0 ;;
-  esac
-}
-
-python=$(pick_python) || {
-  [[ "$role" == compute ]] && unhealthy python "no Python 3.9+ for the fmcluster runtime"
-  log "no Python 3.9+ for the fmcluster runtime: no collectors on the head node"
-  exit 0
-}
-fetch_runtime || {
-  [[ "$role" == compute ]] && unhealthy runtime "cannot fetch the fmcluster runtime from $runtime"
-  log "cannot fetch the fmcluster runtime from $runtime: no collectors on the head node"
-  exit 0
+# GPU nodes without dcgm-exporter say so, as a metric: GpusMissingOnNode then leaves them out and
+# GpuMetricsUnavailable names them (fmcluster/observability).
+gpu_metrics_unavailable() {
+  local reason="$1" file="$textfile_dir/fmcluster_gpu_metrics.prom"
+  if [[ -z "$reason" ]]; then
+    rm -f "$file"
+    return 0
+  fi
+  printf '%s\n' "# HELP fmcluster_gpu_metrics_unavailable 1 when this GPU node runs no GPU exporter (reason)." \
+    "# TYPE fmcluster_gpu_metrics_unavailable gauge" \
+    "fmcluster_gpu_metrics_unavailable{reason=\"$reason\"} 1" >"$file.tmp" && mv "$file.tmp" "$file"
 }
 
 install_collectors() {
@@ -154,7 +198,7 @@ install_collectors() {
     --scrape-interval "$scrape_interval" --node-group "$node_group")
   if [[ "$role" == head ]]; then
     # the head node runs slurmctld: its collector reports Slurm node states; sinfo lives in $slurm_bin
-    args+=(--slurm-controller --no-dcgm)
+    args+=(--slurm-collector --no-dcgm)
     install -d -m 0755 "$unit_dir/fmcluster-slurm-textfile.service.d"
     printf '[Service]\nEnvironment=PATH=%s\n' "$unit_path" \
       >"$unit_dir/fmcluster-slurm-textfile.service.d/parallelcluster.conf"
@@ -164,6 +208,9 @@ install_collectors() {
     # dcgm-exporter runs as a container; without docker the node still reports node and EFA metrics
     log "WARNING: no docker on this AMI: dcgm-exporter (GPU metrics) not installed"
     args+=(--no-dcgm)
+    gpu_metrics_unavailable no-docker
+  else
+    gpu_metrics_unavailable ""
   fi
   local rc=0
   PATH="$(dirname "$python"):$PATH" timeout --kill-after=10 1200 \
@@ -172,19 +219,26 @@ install_collectors() {
     log "WARNING: collector install failed (exit $rc); the node continues without metrics"
     return 0
   fi
-  # Imds Secured (the default) limits the head node's instance credentials to a few users; the collector signs
-  # its remote writes with them (HeadNode-v3 documentation: imds-access.sh --allow USER).
-  if [[ "$role" == head && -x "$pcluster_dir/scripts/imds/imds-access.sh" ]]; then
-    "$pcluster_dir/scripts/imds/imds-access.sh" --allow fmcluster-metrics \
-      || log "WARNING: could not allow fmcluster-metrics to read instance credentials"
-  fi
+  [[ "$role" == head ]] && allow_imds
+  return 0
+}
+
+# After an update that turned observability off: the collectors stop (the node policy no longer lets them write).
+stop_collectors() {
+  local unit
+  for unit in fmcluster-collector.service fmcluster-node-exporter.service fmcluster-efa-textfile.timer \
+    fmcluster-slurm-textfile.timer fmcluster-imds-allow.service; do
+    [[ -e "$unit_dir/$unit" ]] || continue
+    timeout 60 systemctl disable --now "$unit" || log "WARNING: could not stop $unit"
+  done
 }
 
 # Container images and enroot's sandboxes on the instance NVMe (ParallelCluster mounts it where the node contract
 # expects it), as the HyperPod lifecycle does: the root volume never fills with layers.
 configure_containers() {
   local out base
-  out=$(PYTHONPATH="$home/pkg" "$python" -m fmcluster.runtime.lifecycle.node storage-root --root "${root:-/}") || return 0
+  out=$(PYTHONPATH="$home/pkg" timeout 60 "$python" -m fmcluster.runtime.lifecycle.node storage-root \
+    --root "${root:-/}") || return 0
   base="${out%%$'\t'*}"
   if [[ -z "$base" ]]; then
     log "${out#*$'\t'}: container data left where the AMI puts it"
@@ -194,15 +248,15 @@ configure_containers() {
   install -d -m 1777 "$root$base/enroot" "$root$base/enroot/runtime" "$root$base/enroot/cache" \
     "$root$base/enroot/data" "$root$base/enroot/tmp"
   if [[ -d "$root/etc/docker" ]]; then
-    out=$(PYTHONPATH="$home/pkg" "$python" -m fmcluster.runtime.lifecycle.node docker-config \
+    out=$(PYTHONPATH="$home/pkg" timeout 60 "$python" -m fmcluster.runtime.lifecycle.node docker-config \
       --file "$root/etc/docker/daemon.json" --data-root "$base/docker/data-root") || out=failed
     log "docker data-root under $base: $out"
-    if [[ "$out" == changed ]] && systemctl is-active --quiet docker; then
-      systemctl restart docker || log "WARNING: docker did not restart with its new data-root"
+    if [[ "$out" == changed ]] && timeout 30 systemctl is-active --quiet docker; then
+      timeout --kill-after=10 300 systemctl restart docker || log "WARNING: docker did not restart with its new data-root"
     fi
   fi
   if [[ -d "$root/etc/enroot" ]]; then
-    out=$(PYTHONPATH="$home/pkg" "$python" -m fmcluster.runtime.lifecycle.node enroot-config \
+    out=$(PYTHONPATH="$home/pkg" timeout 60 "$python" -m fmcluster.runtime.lifecycle.node enroot-config \
       --file "$root/etc/enroot/enroot.conf" --base "$base") || out=failed
     log "enroot paths under $base: $out"
   fi
@@ -213,26 +267,25 @@ fi
 
 if [[ -n "$remote_write_url" ]]; then
   install_collectors
+elif [[ "$event" == updated ]]; then
+  stop_collectors
 fi
 if [[ "$role" == head ]]; then
-  log "head node done"
+  log "head node done ($event)"
   exit 0
 fi
-
-profile="$etc/profile.json"
-printf '%s' "$profile_b64" | base64 -d >"$profile" || unhealthy profile "the NodeProfile argument is not base64"
 
 validate() {
   # $1: policy; the Slurm checks look the node up by its Slurm name with ParallelCluster's scontrol
   local run_policy="$1"
   shift
-  PATH="$slurm_bin:/opt/amazon/efa/bin:$PATH" PYTHONPATH="$home/pkg" timeout --kill-after=10 1900 "$python" -m fmcluster.runtime.validate \
-    --profile "$profile" --level "$level" --format json --prom "$textfile_dir/fmcluster_node_validation.prom" \
-    --policy "$run_policy" --node-name "$node_name" "$@"
+  PATH="$slurm_bin:/opt/amazon/efa/bin:$PATH" PYTHONPATH="$home/pkg" timeout --kill-after=10 1900 \
+    "$python" -m fmcluster.runtime.validate --profile "$etc/profile.json" --level "$level" --format json \
+    --prom "$textfile_dir/fmcluster_node_validation.prom" --policy "$run_policy" --node-name "$node_name" "$@"
 }
 
 # slurmd is not running yet, and the node's Slurm state belongs to ParallelCluster until it resumes the node:
-# both checks wait for the run after slurmd (policy drain).
+# neither can be checked here.
 validate report --skip orch.agent --skip orch.slurm_node >"$log_dir/validate.json"
 status=$?
 if [[ "$status" -eq 0 ]]; then
@@ -240,19 +293,8 @@ if [[ "$status" -eq 0 ]]; then
   exit 0
 fi
 log "node validation failed (exit $status); see $log_dir/validate.json"
-
-case "$policy" in
-  fail)
-    log "policy fail: exit 1, ParallelCluster replaces the instance"
-    exit 1
-    ;;
-  report)
-    exit 0
-    ;;
-  drain)
-    install_drain_unit "/usr/bin/timeout --kill-after=10 1900 $python -m fmcluster.runtime.validate --profile $profile \
---level $level --format json --prom $textfile_dir/fmcluster_node_validation.prom --policy drain --node-name $node_name"
-    log "policy drain: fmcluster-validate.service drains $node_name once the bootstrap is over"
-    exit 0
-    ;;
-esac
+if [[ "$policy" == fail ]]; then
+  log "policy fail: exit 1, ParallelCluster replaces the instance"
+  exit 1
+fi
+exit 0

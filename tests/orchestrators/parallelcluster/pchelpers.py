@@ -4,6 +4,7 @@ placeholder ids for its CloudFormation references, and ParallelCluster's own sch
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -13,6 +14,7 @@ from fmcluster.spec import ClusterSpec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[3]
 VALIDATOR = ROOT / "scripts" / "pcluster_validate.py"
+UPDATE_CHECK = ROOT / "scripts" / "pcluster_update_check.py"
 
 BASE: Dict[str, Any] = {
     "name": "pc-test",
@@ -79,17 +81,27 @@ def references(config: Any, path: str = "") -> List[Tuple[str, Any]]:
     return found
 
 
-def with_placeholders(config: Any, key: str = "") -> Any:
+# Keys whose placeholder can carry a digest of the reference it replaces (see with_placeholders' distinct).
+DISTINCT = {"Script": "s3://placeholder-{digest}/script.sh", "Args": "placeholder-{digest}"}
+
+
+def with_placeholders(config: Any, key: str = "", distinct: bool = False) -> Any:
     """The configuration with every CloudFormation reference replaced by an id of the shape its key takes; an
-    intrinsic under a key without a placeholder is an error (the gate would otherwise see nothing there)."""
+    intrinsic under a key without a placeholder is an error (the gate would otherwise see nothing there).
+
+    `distinct`: script URLs and arguments get a placeholder derived from the reference itself, so two renders
+    whose references differ (an asset's content hash) still differ for ParallelCluster's update checker."""
     if is_intrinsic(config):
         if key not in PLACEHOLDERS:
             raise KeyError(f"no placeholder for a reference under {key!r}: {config}")
+        if distinct and key in DISTINCT:
+            digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+            return DISTINCT[key].format(digest=digest)
         return PLACEHOLDERS[key]
     if isinstance(config, dict):
-        return {k: with_placeholders(v, k) for k, v in config.items()}
+        return {k: with_placeholders(v, k, distinct) for k, v in config.items()}
     if isinstance(config, list):
-        return [with_placeholders(v, key) for v in config]
+        return [with_placeholders(v, key, distinct) for v in config]
     return config
 
 
@@ -103,4 +115,21 @@ def pcluster_validate(python: Path, config: Dict[str, Any], cluster_name: str, t
         report = json.loads(r.stdout)
     except ValueError:
         raise AssertionError(f"pcluster_validate.py printed no JSON (exit {r.returncode}): {r.stderr[-2000:]}") from None
+    return r.returncode, report
+
+
+def pcluster_update_check(python: Path, base: Dict[str, Any], target: Dict[str, Any], cluster_name: str,
+                          tmp_path: Path) -> Tuple[int, Dict[str, Any]]:
+    """ParallelCluster's own update checker (ConfigPatch) from `base` to `target`: (exit code, JSON report)."""
+    paths = []
+    for name, config in (("base", base), ("target", target)):
+        path = tmp_path / f"{cluster_name}-{name}.json"
+        path.write_text(json.dumps(config))
+        paths.append(str(path))
+    r = subprocess.run([str(python), str(UPDATE_CHECK), *paths, "--cluster-name", cluster_name],
+                       capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+    try:
+        report = json.loads(r.stdout)
+    except ValueError:
+        raise AssertionError(f"pcluster_update_check.py printed no JSON (exit {r.returncode}): {r.stderr[-2000:]}") from None
     return r.returncode, report

@@ -14,7 +14,8 @@ from pchelpers import make_spec
 
 from fmcluster.aws.context import Context
 from fmcluster.aws.preflight import checks_for
-from fmcluster.aws.results import FAIL, PASS, SKIP
+from fmcluster.aws.results import FAIL, PASS
+from fmcluster.aws.results import WARN as WARN_STATUS
 from fmcluster.aws.session import AwsClients
 from fmcluster.aws.status import BAD, OK, PENDING, WARN, collect_status, describers
 from fmcluster.orchestrators.parallelcluster import preflight
@@ -62,12 +63,22 @@ def test_provider_template_found_by_an_s3_head_of_the_regions_object():
     s3.assert_no_pending_responses()
 
 
-@pytest.mark.parametrize("code", ["404", "403"])
+@pytest.mark.parametrize("code", ["404", "NoSuchKey"])
 def test_provider_template_missing_fails(code):
     ctx = ctx_for()
-    stubbed(ctx, "s3").add_client_error("head_object", code, "Not Found", http_status_code=int(code))
+    stubbed(ctx, "s3").add_client_error("head_object", code, "Not Found", http_status_code=404)
     out = preflight.check_provider_template(ctx)
     assert out.status == FAIL and "publishes no 3.16.1 provider in us-east-1" in out.remedy
+
+
+@pytest.mark.parametrize("code", ["403", "AccessDenied"])
+def test_provider_template_access_denied_is_a_cannot_check_warning(code):
+    """Review minor 6: a caller without s3:GetObject (or behind an SCP) gets a warning naming the action, not a
+    false 'not published' (S3 also answers 403 for a missing key without s3:ListBucket: nothing to conclude)."""
+    ctx = ctx_for()
+    stubbed(ctx, "s3").add_client_error("head_object", code, "Forbidden", http_status_code=403)
+    out = preflight.check_provider_template(ctx)
+    assert out.status == WARN_STATUS and "cannot check" in out.observed and "s3:GetObject" in out.remedy
 
 
 def test_a_region_parallelcluster_does_not_support_fails_without_a_call():
@@ -93,6 +104,8 @@ def _stacks(names: List[str]) -> Dict[str, Any]:
     (2000, ["other"], PASS, 8),               # 4 ParallelCluster stacks + fmcluster's 4
     (9, ["a", "b"], "warn", 8),               # fits the quota, not beside the 2 stacks in use
     (5, ["pc-test-network"], FAIL, 7),        # fmcluster's network stack exists already
+    # a re-run after deploy (review minor 9): every stack exists, ParallelCluster's own (named after the cluster) too
+    (9, ["pc-test-network", "pc-test-storage", "pc-test-observability", "pc-test-cluster", "pc-test"], PASS, 0),
 ])
 def test_cloudformation_stack_count(limit, existing, status, need):
     ctx = ctx_for()
@@ -102,10 +115,29 @@ def test_cloudformation_stack_count(limit, existing, status, need):
     assert out.status == status and f"spec needs {need}" in out.observed, out
 
 
-def test_stack_count_quota_not_found_is_a_skip():
+def test_stack_count_quota_not_found_is_a_warning():
+    """docs/preflight.md: a quota not found is not a pass, it warns (review minor 7)."""
     ctx = ctx_for()
     _quotas(ctx, "cloudformation", [])
-    assert preflight.check_stacks(ctx).status == SKIP
+    out = preflight.check_stacks(ctx)
+    assert out.status == WARN_STATUS and "not checked" in out.observed
+
+
+def test_a_stack_named_after_the_cluster_that_is_not_ours_fails():
+    """ParallelCluster names its stack after the cluster: another stack of that name fails the create."""
+    ctx = ctx_for()
+    cfn = stubbed(ctx, "cloudformation")
+    cfn.add_client_error("describe_stacks", "ValidationError", "Stack with id pc-test does not exist",
+                         expected_params={"StackName": "pc-test"})
+    cfn.add_response("describe_stacks", _stack("pc-test", "CREATE_COMPLETE", Tags=[
+        {"Key": "fmcluster:cluster", "Value": "pc-test"}]), {"StackName": "pc-test"})
+    cfn.add_response("describe_stacks", _stack("pc-test", "CREATE_COMPLETE", Tags=[
+        {"Key": "team", "Value": "other"}]), {"StackName": "pc-test"})
+    assert preflight.check_cluster_stack_name(ctx).status == PASS  # none
+    out = preflight.check_cluster_stack_name(ctx)  # this cluster's own (a re-run)
+    assert out.status == PASS and "this cluster's ParallelCluster stack" in out.observed
+    out = preflight.check_cluster_stack_name(ctx)
+    assert out.status == FAIL and "is not this cluster's" in out.observed and "cluster_name" in out.remedy
 
 
 def test_iam_room_for_roles_profiles_and_policies():
@@ -227,6 +259,16 @@ def test_truncated_validation_messages_still_show():
     _stub_cluster(ctx, messages="TRUNCATED:" + json.dumps(MESSAGES)[:40])
     (v,) = [c for c in _cluster(ctx, "pc-test").children if c.type == "validation"]
     assert v.health == WARN and "cut short" in v.detail
+
+
+def test_an_error_before_the_cut_stays_an_error():
+    """Review minor 10: the whole messages before the cut keep their levels; only the cut itself is a warning."""
+    error = {"id": "InstanceTypeValidator", "type": "InstanceTypeValidator", "level": "ERROR", "message": "bad type"}
+    ctx = ctx_for()
+    _stub_cluster(ctx, messages="TRUNCATED:" + json.dumps([error] + MESSAGES)[:160])
+    validation = [(c.name, c.state, c.health) for c in _cluster(ctx, "pc-test").children if c.type == "validation"]
+    assert validation[0] == ("InstanceTypeValidator", "ERROR", BAD)
+    assert validation[-1][1:] == ("WARNING", WARN)
 
 
 def test_a_cluster_whose_stack_was_never_created_is_bad():

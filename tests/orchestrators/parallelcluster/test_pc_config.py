@@ -67,21 +67,29 @@ def test_an_efa_queue_launches_into_fmclusters_placement_group():
 
 
 def test_an_odcr_made_in_a_placement_group_launches_into_that_one():
-    q = queue(render({"queues": {"gpu": {"reservation_placement_group": "odcr-pg"}}}, node_groups=[gpu(ODCR)]))
+    """The node group's generic placement.existing_group (review of #15, item 8)."""
+    q = queue(render(node_groups=[gpu(ODCR, placement={"existing_group": "odcr-pg"})]))
     assert q["Networking"]["PlacementGroup"] == {"Enabled": True, "Name": "odcr-pg"}
     assert q["CapacityType"] == "ONDEMAND"
     assert q["ComputeResources"][0]["CapacityReservationTarget"] == {"CapacityReservationId": "cr-0fedcba9876543210"}
 
 
-def test_an_odcr_without_placement_says_so_explicitly():
-    inputs = ClusterInputs(**{**INPUTS.__dict__, "placement_groups": {}})
-    q = queue(render(inputs=inputs, node_groups=[gpu(ODCR, placement={"strategy": "none"})]))
+@pytest.mark.parametrize("placement", [None, {"strategy": "none"}])
+def test_any_other_odcr_gets_no_placement_group_even_if_handed_one(placement):
+    """An open ODCR only fits worse in a new group (ParallelCluster warns about a reservation in an unrelated
+    group): Enabled false, whatever the inputs say (review of #15, M7)."""
+    extra = {"placement": placement} if placement else {}
+    q = queue(render(node_groups=[gpu(ODCR, **extra)]))
     assert q["Networking"]["PlacementGroup"] == {"Enabled": False}
 
 
-@pytest.mark.parametrize("capacity", [{"type": "on-demand"}, ODCR])
-def test_every_efa_queue_that_is_not_a_capacity_block_gets_a_placement_group(capacity):
-    pg = queue(render(node_groups=[gpu(capacity)]))["Networking"]["PlacementGroup"]
+def test_an_on_demand_group_may_launch_into_an_existing_group_too():
+    q = queue(render(node_groups=[gpu({"type": "on-demand"}, placement={"existing_group": "my-pg"})]))
+    assert q["Networking"]["PlacementGroup"] == {"Enabled": True, "Name": "my-pg"}
+
+
+def test_every_efa_on_demand_queue_gets_a_placement_group():
+    pg = queue(render(node_groups=[gpu({"type": "on-demand"})]))["Networking"]["PlacementGroup"]
     assert pg["Enabled"] is True and pg["Name"]
 
 
@@ -147,12 +155,10 @@ def test_one_queue_per_node_group_named_after_it():
     assert config["Scheduling"]["SlurmSettings"] == {"ScaledownIdletime": 10, "QueueUpdateStrategy": "DRAIN"}
 
 
-def test_deep_validation_extends_the_bootstrap_timeouts():
-    assert "DevSettings" not in render()
-    timeouts = render(validation={"level": "deep"})["DevSettings"]["Timeouts"]
-    assert timeouts["ComputeNodeBootstrapTimeout"] == 2100 + 1800
-    assert timeouts["HeadNodeBootstrapTimeout"] > timeouts["ComputeNodeBootstrapTimeout"]
-
+def test_no_bootstrap_timeouts_are_changed():
+    """deep is refused (review of #15, M3), so ParallelCluster's default bootstrap timeouts hold for every level."""
+    for level in ("fast", "standard"):
+        assert "DevSettings" not in render(validation={"level": level})
 
 def test_logs_are_retained_and_tags_are_listed():
     inputs = ClusterInputs(**{**INPUTS.__dict__, "tags": {"team": "ml", "fmcluster:cluster": "pc-test"}})

@@ -4,7 +4,6 @@ the constructs' props refused by name."""
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from typing import Any, Dict, List
@@ -16,7 +15,6 @@ from helpers import actions_of, resources_of
 from pchelpers import ROOT, cluster_resource, configuration, make_spec
 
 from fmcluster.app import new_app
-from fmcluster.constructs.node_bootstrap import NodeRuntime
 from fmcluster.orchestrators.parallelcluster.cluster import PclusterCluster
 from fmcluster.orchestrators.parallelcluster.construct import node_profile_json
 from fmcluster.orchestrators.parallelcluster.node_policy import NodePolicy
@@ -53,17 +51,9 @@ def statements(props: Dict[str, Any]) -> List[Dict[str, Any]]:
     return props["PolicyDocument"]["Statement"]
 
 
-def s3_url_of(value: Any) -> str:
-    """`s3://bucket/key` as the template writes it: Fn::Sub (a CDK asset, account substituted) or Fn::Join (a bucket
-    of this stack, whose name is `<bucket>`)."""
-    if "Fn::Sub" in value:
-        return value["Fn::Sub"]
-    return "".join(p if isinstance(p, str) else "<bucket>" for p in value["Fn::Join"][1])
-
-
 def object_arn_key(resource: Any) -> str:
-    """The object's file name of an object ARN (Fn::Join [..., bucket, "/<key>"])."""
-    return resource["Fn::Join"][1][-1].rsplit("/", 1)[1]
+    """The object key of an asset object ARN (Fn::Join [..., bucket, "/<key>"])."""
+    return resource["Fn::Join"][1][-1].lstrip("/")
 
 
 # --- provider and cluster resource ------------------------------------------------------------------------------
@@ -116,7 +106,28 @@ def test_policies_placement_groups_and_scripts_are_references_to_this_stack(synt
     assert pg["Enabled"] is True and resources_of(t, "AWS::EC2::PlacementGroup")[pg["Name"]["Ref"]]
     assert "PlacementGroup" not in prep["Networking"]  # no EFA, no placement asked
     script = h100["CustomActions"]["OnNodeConfigured"]["Script"]
-    assert re.fullmatch(r"s3://cdk-hnb659fds-assets-\$\{AWS::AccountId\}-us-east-1/[0-9a-f]{64}\.sh", s3_url_of(script))
+    (bucket,) = resources_of(t, "AWS::S3::Bucket")
+    assert script == {"Fn::Join": ["", ["s3://", {"Ref": bucket}, "/fmcluster/on_node_configured.sh"]]}
+
+
+@pytest.mark.parametrize("deletion_policy", ["Delete", "Retain"])
+def test_a_retained_cluster_keeps_what_its_nodes_use_so_the_stack_can_be_deleted(tmp_path, deletion_policy):
+    """Review of #15, M4: with Retain the cluster keeps running after the stack is deleted; its node policies stay
+    attached to ParallelCluster's roles and its placement group in use, so deleting them would fail the stack's
+    deletion; its replacement nodes still read the node assets bucket."""
+    from fmcluster.app import build_stacks
+
+    spec = make_spec({"deletion_policy": deletion_policy})
+    t = build_stacks(spec, outdir=str(tmp_path)).app.synth().get_stack_by_name("pc-test-cluster").template
+    for kind in ("AWS::IAM::ManagedPolicy", "AWS::EC2::PlacementGroup", "AWS::S3::Bucket"):
+        found = resources_of(t, kind)
+        assert found, kind
+        for r in found.values():  # CloudFormation's default is Delete
+            policies = (r.get("DeletionPolicy", "Delete"), r.get("UpdateReplacePolicy", "Delete"))
+            assert policies == (deletion_policy, deletion_policy), kind
+    assert cluster_resource(t)[1]["Properties"]["DeletionPolicy"] == deletion_policy
+    # a retained bucket is not emptied on delete
+    assert bool(resources_of(t, "Custom::S3AutoDeleteObjects")) == (deletion_policy == "Delete")
 
 
 def test_capacity_block_example_has_no_placement_group_and_only_static_nodes(synth_example):
@@ -131,11 +142,11 @@ def test_capacity_block_example_has_no_placement_group_and_only_static_nodes(syn
 
 def test_parallelcluster_launches_its_own_instances(synth_example):
     t = cluster_template(synth_example, P5)
-    assert resources_of(t, "AWS::EC2::LaunchTemplate") == {}
-    # roles here are CDK's deployment handlers' (Lambda), none for an instance
-    principals = {st["Principal"]["Service"] for role in resources_of(t, "AWS::IAM::Role").values()
-                  for st in role["Properties"]["AssumeRolePolicyDocument"]["Statement"]}
-    assert principals == {"lambda.amazonaws.com"}
+    assert resources_of(t, "AWS::EC2::LaunchTemplate") == {} and resources_of(t, "AWS::IAM::InstanceProfile") == {}
+    # the only roles are the deployment handlers' (the node assets sync and CDK's bucket emptier), none for a node
+    roles = resources_of(t, "AWS::IAM::Role")
+    assert {r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Service"]
+            for r in roles.values()} == {"lambda.amazonaws.com"}
 
 
 # --- what the nodes may read -----------------------------------------------------------------------------------
@@ -149,17 +160,14 @@ def _s3_objects(props: Dict[str, Any]) -> List[str]:
     return sorted(keys)
 
 
-def _asset_keys(config: Dict[str, Any]) -> List[str]:
-    action = config["Scheduling"]["SlurmQueues"][0]["CustomActions"]["OnNodeConfigured"]
-    runtime = action["Args"][action["Args"].index("--runtime") + 1]
-    return sorted(s3_url_of(u).rsplit("/", 1)[1] for u in (action["Script"], runtime))
+NODE_OBJECTS = ["fmcluster/on_node_configured.sh", "fmcluster/runtime.zip", "fmcluster/settings.json"]
 
 
-def test_compute_nodes_read_exactly_the_script_and_the_runtime(synth_example):
+def test_compute_nodes_read_exactly_the_script_the_runtime_the_settings_and_their_profiles(synth_example):
     t = cluster_template(synth_example, P5)
     props = policy(t, "ParallelClusterComputePolicy")
     assert props["ManagedPolicyName"] == "parallelcluster-pc-p5-us-east-1-compute"
-    assert _s3_objects(props) == _asset_keys(configuration(t))
+    assert _s3_objects(props) == sorted(NODE_OBJECTS + ["fmcluster/profiles/h100.json", "fmcluster/profiles/prep.json"])
     by_sid = {st.get("Sid"): st for st in statements(props)}
     # the data bucket (storage stack's grant) and AMP (observability's): nothing else
     assert {"SsmAgent", "DataBucketObjects", "DataBucketListing", "DataBucketKey"} <= set(by_sid)
@@ -167,29 +175,32 @@ def test_compute_nodes_read_exactly_the_script_and_the_runtime(synth_example):
     assert [actions_of(st) for st in extra] == [["aps:RemoteWrite"]]
 
 
-def test_the_head_node_reads_the_script_and_runtime_and_writes_metrics_nothing_more(synth_example):
+def test_the_head_node_reads_the_script_runtime_and_settings_and_writes_metrics_nothing_more(synth_example):
     t = cluster_template(synth_example, P5)
     props = policy(t, "ParallelClusterHeadNodePolicy")
     assert props["ManagedPolicyName"] == "parallelcluster-pc-p5-us-east-1-head"
-    assert _s3_objects(props) == _asset_keys(configuration(t))
+    assert _s3_objects(props) == NODE_OBJECTS
     sids = [st.get("Sid") for st in statements(props)]
     assert "DataBucketObjects" not in sids
     assert sorted(tuple(actions_of(st)) for st in statements(props) if st.get("Sid") is None) == [
         ("aps:RemoteWrite",), ("s3:GetObject",)]
 
 
-def test_without_observability_the_head_node_runs_no_script_and_reads_nothing(tmp_path):
+def test_without_observability_the_actions_stay_and_the_head_node_writes_no_metrics(tmp_path):
+    """The head node's OnNodeConfigured cannot be added or removed on a running cluster: it is always there, and
+    the published settings say there are no collectors (so observability can be turned on by an update)."""
     from fmcluster.app import build_stacks
 
     spec = make_spec(observability={"enabled": False})
     stacks = build_stacks(spec, outdir=str(tmp_path))
     t = stacks.app.synth().get_stack_by_name("pc-test-cluster").template
     config = configuration(t)
-    assert "CustomActions" not in config["HeadNode"]
+    assert set(config["HeadNode"]["CustomActions"]) == {"OnNodeConfigured", "OnNodeUpdated"}
     head = policy(t, "ParallelClusterHeadNodePolicy")
-    assert [st["Sid"] for st in statements(head)] == ["SsmAgent"]
-    args = config["Scheduling"]["SlurmQueues"][0]["CustomActions"]["OnNodeConfigured"]["Args"]
-    assert "--remote-write-url" not in args
+    assert _s3_objects(head) == NODE_OBJECTS
+    assert all("aps:RemoteWrite" not in actions_of(st) for st in statements(head))
+    orchestration = stacks.cluster.node.find_child("ParallelCluster")
+    assert orchestration.assets.settings == {"cluster": "pc-test", "remote_write_url": None, "scrape_interval": 30}
 
 
 def test_policy_names_let_the_providers_default_role_attach_them(synth_example):
@@ -199,20 +210,86 @@ def test_policy_names_let_the_providers_default_role_attach_them(synth_example):
             assert props["ManagedPolicyName"].startswith("parallelcluster")
 
 
-def test_every_queue_runs_the_validator_with_its_own_profile_and_the_spec_level_and_policy(synth_example):
+def _args(action: Dict[str, Any]) -> Dict[str, Any]:
+    args = action["Args"]
+    return {a: args[i + 1] for i, a in enumerate(args) if isinstance(a, str) and a.startswith("--")}
+
+
+def test_every_queue_runs_the_validator_with_its_own_profile_and_the_spec_level_and_policy(tmp_path):
+    from fmcluster.app import build_stacks
+
     spec = load_spec(ROOT / "examples" / f"{P5}.yaml")
-    config = configuration(cluster_template(synth_example, P5))
+    stacks = build_stacks(spec, outdir=str(tmp_path))
+    t = stacks.app.synth().get_stack_by_name("pc-p5-cluster").template
+    config = configuration(t)
+    (bucket,) = resources_of(t, "AWS::S3::Bucket")
+    source = {"Fn::Join": ["", ["s3://", {"Ref": bucket}, "/fmcluster/"]]}
+    assets = stacks.cluster.node.find_child("ParallelCluster").assets
     for group, q in zip(spec.node_groups, config["Scheduling"]["SlurmQueues"]):
-        args = q["CustomActions"]["OnNodeConfigured"]["Args"]
-        opts = {a: args[i + 1] for i, a in enumerate(args) if isinstance(a, str) and a.startswith("--")}
-        assert opts["--role"] == "compute" and opts["--level"] == "standard" and opts["--policy"] == "drain"
-        assert opts["--node-group"] == group.name and opts["--cluster"] == "pc-p5"
-        profile = base64.b64decode(opts["--profile-b64"]).decode()
+        opts = _args(q["CustomActions"]["OnNodeConfigured"])
+        assert opts == {"--role": "compute", "--source": source, "--region": "us-east-1", "--node-group": group.name,
+                        "--level": "standard", "--policy": "fail"}
+        profile = assets.profiles[group.name]
         assert profile == node_profile_json(spec, group)
         loaded = NodeProfile.from_json(profile)
         assert loaded.orchestrator == "slurm" and loaded.group == group.name and loaded.facts["vcpus"] == group.instance.vcpus
-    head = config["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Args"]
-    assert head[:2] == ["--role", "head"] and "--profile-b64" not in head and "head-node" in head
+        assert loaded.policy == "fail"
+    head = config["HeadNode"]["CustomActions"]
+    assert _args(head["OnNodeConfigured"]) == {"--role": "head", "--source": source, "--region": "us-east-1",
+                                               "--node-group": "head-node"}
+    updated = _args(head["OnNodeUpdated"])
+    assert updated.pop("--event") == "updated" and updated.pop("--revision") == assets.revision
+    assert updated == _args(head["OnNodeConfigured"])
+    assert assets.settings["cluster"] == "pc-p5" and assets.settings["scrape_interval"] == 30
+
+
+def test_the_configuration_names_no_content_hash(synth_example):
+    """Every custom action names stable keys: no asset hash, no profile, no AMP URL in Script or Args (ParallelCluster
+    cannot update the head node's OnNodeConfigured; a queue's change replaces its nodes). Only OnNodeUpdated carries
+    the revision."""
+    config = configuration(cluster_template(synth_example, P5))
+    actions = [config["HeadNode"]["CustomActions"]["OnNodeConfigured"]] + [
+        q["CustomActions"]["OnNodeConfigured"] for q in config["Scheduling"]["SlurmQueues"]]
+    text = json.dumps(actions)
+    assert not re.search(r"[0-9a-f]{16,}", text) and "remote_write" not in text and "ImportValue" not in text
+
+
+def test_the_node_assets_bucket(synth_example):
+    t = cluster_template(synth_example, P5)
+    (bucket_id, bucket), = resources_of(t, "AWS::S3::Bucket").items()
+    props = bucket["Properties"]
+    assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "AES256"}
+    assert props["PublicAccessBlockConfiguration"] == {k: True for k in (
+        "BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets")}
+    (rule,) = props["LifecycleConfiguration"]["Rules"]
+    assert rule["NoncurrentVersionExpiration"] == {"NoncurrentDays": 30}
+    (policy_doc,) = [p["Properties"]["PolicyDocument"] for p in resources_of(t, "AWS::S3::BucketPolicy").values()]
+    tls = [st for st in policy_doc["Statement"] if st["Effect"] == "Deny"]
+    assert tls and tls[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    # deleted with the stack only after the cluster: the cluster depends on the contents and on the emptying
+    assert bucket["DeletionPolicy"] == "Delete"
+    cluster_id, cluster = cluster_resource(t)
+    (deployment,) = resources_of(t, "Custom::CDKBucketDeployment")
+    (emptier,) = resources_of(t, "Custom::S3AutoDeleteObjects")
+    assert {deployment, emptier} <= set(cluster["DependsOn"])
+    props = resources_of(t, "Custom::CDKBucketDeployment")[deployment]["Properties"]
+    assert props["DestinationBucketName"] == {"Ref": bucket_id} and props["DestinationBucketKeyPrefix"] == "fmcluster/"
+
+
+def test_the_runtime_is_one_deterministic_archive(tmp_path):
+    from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
+    from fmcluster.orchestrators.parallelcluster.assets import runtime_archive
+
+    first = runtime_archive(RUNTIME_DIR)
+    assert first == runtime_archive(RUNTIME_DIR)
+    import io
+    import zipfile
+
+    names = zipfile.ZipFile(io.BytesIO(first)).namelist()
+    assert "parallelcluster/on_node_configured.sh" in names and "catalog.json" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 
 def test_nodes_get_their_types_compatibility_floors_which_the_official_ami_meets():
@@ -280,21 +357,25 @@ def test_node_policy_props_and_principal(stack):
         _ = p.policy_fragment
 
 
-def test_script_props_and_grant(stack):
-    runtime = NodeRuntime(stack, "Runtime")
-    with pytest.raises(ValueError, match="^cluster:"):
-        OnNodeConfiguredScript(stack, "A", runtime=runtime, region="us-east-1", remote_write_url="https://x/")
-    with pytest.raises(ValueError, match="^scrape_interval:"):
-        OnNodeConfiguredScript(stack, "B", runtime=runtime, region="us-east-1", scrape_interval=5)
-    s = OnNodeConfiguredScript(stack, "C", runtime=runtime, region="us-east-1")
-    with pytest.raises(ValueError, match="^role:"):
-        s.action(role="login", node_group="g")
-    with pytest.raises(ValueError, match="^profile_json:"):
-        s.action(role="compute", node_group="g")
-    with pytest.raises(ValueError, match="^policy:"):
-        s.action(role="compute", node_group="g", profile_json="{}", policy="taint")
+def test_script_and_assets_props_and_grant(stack):
+    from fmcluster.orchestrators.parallelcluster.assets import NodeAssets
+
+    with pytest.raises(ValueError, match="^profiles:"):
+        NodeAssets(stack, "Bad", settings={}, profiles={"a/b": "{}"})
+    assets = NodeAssets(stack, "Assets", settings={"cluster": "c"}, profiles={"g": "{}"})
+    with pytest.raises(ValueError, match="^region:"):
+        OnNodeConfiguredScript(stack, "A", assets=assets, region="us east 1")
+    s = OnNodeConfiguredScript(stack, "C", assets=assets, region="us-east-1")
     with pytest.raises(ValueError, match="^node_group:"):
-        s.action(role="head", node_group="two words")
+        s.compute_action(node_group="other")
+    with pytest.raises(ValueError, match="^policy:"):
+        s.compute_action(node_group="g", policy="drain")
+    with pytest.raises(ValueError, match="^level:"):
+        s.compute_action(node_group="g", level="thorough")
+    with pytest.raises(ValueError, match="^node_group:"):
+        s.head_action(node_group="two words")
     p = NodePolicy(stack, "P", name="parallelcluster-p")
-    grant = s.grant_read(p)
+    with pytest.raises(ValueError, match="^profiles:"):
+        assets.grant_read(p, profiles=["other"])
+    grant = assets.grant_read(p, profiles=["g"])
     assert isinstance(grant, iam.Grant) and grant.success

@@ -4,7 +4,6 @@ ParallelCluster's Slurm are what the validator uses, the head node runs the Slur
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
@@ -12,7 +11,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
@@ -20,7 +19,7 @@ from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
 from fmcluster.orchestrators.parallelcluster.node_script import SCRIPT
 
 NODE = "gpu-st-p5-48xlarge-1"  # <queue>-st-<compute resource>-<n>: ParallelCluster's static node name
-PROFILE = {"instance_type": "p5.48xlarge", "orchestrator": "slurm", "group": "gpu", "policy": "drain"}
+PROFILE = {"instance_type": "p5.48xlarge", "orchestrator": "slurm", "group": "gpu", "policy": "fail"}
 
 
 def test_bash_syntax_and_shellcheck():
@@ -46,22 +45,38 @@ def runtime_zip(tmp_path_factory) -> Path:
     return path
 
 
+SOURCE = "s3://assets-bucket/fmcluster/"
+SETTINGS = {"cluster": "pc", "remote_write_url": "https://aps/api/v1/remote_write", "scrape_interval": 30}
+
+
 class Node:
-    """A fake node under tmp_path: directories the script writes, stand-in commands, logs of what ran."""
+    """A fake node under tmp_path: directories the script writes, the published objects under SOURCE (a directory
+    the fake `aws s3 cp` copies from), stand-in commands, logs of what ran."""
 
     def __init__(self, tmp: Path, runtime_zip: Path, *, healthy: bool = True, gpu: bool = True, docker: bool = False,
-                 nodename_file: Optional[str] = None, nvme: bool = True, fetch_ok: bool = True) -> None:
+                 nodename_file: Optional[str] = None, nvme: bool = True, fetch_ok: bool = True,
+                 settings: Optional[Dict[str, Any]] = None, missing: Sequence[str] = ()) -> None:
         self.tmp = tmp
         self.log = tmp / "calls"
         self.root = tmp / "root"
+        self.bucket = tmp / "bucket"
         for d in (self.log, tmp / "bin", self.root / "proc", self.root / "dev", self.root / "etc" / "docker",
-                  self.root / "etc" / "enroot", tmp / "units", tmp / "pcluster" / "scripts" / "imds", tmp / "slurm"):
+                  self.root / "etc" / "enroot", tmp / "units", tmp / "pcluster" / "scripts" / "imds", tmp / "slurm",
+                  self.bucket / "profiles"):
             d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(runtime_zip, self.bucket / "runtime.zip")
+        (self.bucket / "settings.json").write_text(json.dumps(SETTINGS if settings is None else settings))
+        (self.bucket / "profiles" / "gpu.json").write_text(json.dumps(PROFILE))
+        for key in missing:
+            (self.bucket / key).unlink()
         mounts = "/dev/nvme0n1p1 / ext4 rw 0 0\n" + ("/dev/md0 /opt/dlami/nvme ext4 rw 0 0\n" if nvme else "")
         (self.root / "proc" / "mounts").write_text(mounts)
         if gpu:
             (self.root / "dev" / "nvidia0").write_text("")
-        self._cmd("aws", f'echo "$@" >> {self.log}/aws.log\n' + (f'cp {runtime_zip} "${{@: -1}}"\n' if fetch_ok else "exit 1\n"))
+        # aws s3 cp ... SOURCE/KEY DEST: the published object, or a failure
+        copy = (f'src="${{@: -2:1}}"; key="${{src#{SOURCE}}}"\n'
+                f'[ -f "{self.bucket}/$key" ] && cp "{self.bucket}/$key" "${{@: -1}}"\n') if fetch_ok else "exit 1\n"
+        self._cmd("aws", f'echo "$@" >> {self.log}/aws.log\n' + copy)
         self._cmd("systemctl", f'echo "$@" >> {self.log}/systemctl.log\ncase "$1" in is-active) exit 1;; esac\n')
         # the short host name is the Slurm node name; the full one carries ParallelCluster's DNS domain
         self._cmd("hostname", f'case "$1" in -s) echo {NODE};; *) echo {NODE}.pc.pcluster;; esac\n')
@@ -96,24 +111,24 @@ class Node:
         path = self.log / f"{name}.log"
         return path.read_text().splitlines() if path.exists() else []
 
+    def fetched(self) -> List[str]:
+        """The keys fetched under SOURCE, in order."""
+        return [c.split()[-2][len(SOURCE):] for c in self.calls("aws")]
+
     def file(self, rel: str) -> str:
         return (self.tmp / rel).read_text()
 
 
-def compute_args(policy: str = "drain", level: str = "standard", collectors: bool = True) -> List[str]:
-    args = ["--role", "compute", "--runtime", "s3://assets/runtime.zip", "--region", "us-east-1",
-            "--profile-b64", base64.b64encode(json.dumps(PROFILE).encode()).decode(), "--level", level, "--policy", policy]
-    if collectors:
-        args += ["--cluster", "pc", "--remote-write-url", "https://aps/api/v1/remote_write", "--scrape-interval", "30",
-                 "--node-group", "gpu"]
-    return args
+def compute_args(policy: str = "fail", level: str = "standard", group: str = "gpu") -> List[str]:
+    return ["--role", "compute", "--source", SOURCE, "--region", "us-east-1", "--node-group", group,
+            "--level", level, "--policy", policy]
 
 
-HEAD_ARGS = ["--role", "head", "--runtime", "s3://assets/runtime.zip", "--region", "us-east-1", "--cluster", "pc",
-             "--remote-write-url", "https://aps/api/v1/remote_write", "--scrape-interval", "30", "--node-group", "head-node"]
+HEAD_ARGS = ["--role", "head", "--source", SOURCE, "--region", "us-east-1", "--node-group", "head-node"]
+UPDATE_ARGS = HEAD_ARGS + ["--event", "updated", "--revision", "0123456789abcdef"]
 
 
-@pytest.mark.parametrize("policy", ["fail", "drain", "report"])
+@pytest.mark.parametrize("policy", ["fail", "report"])
 def test_a_healthy_node_passes_under_every_policy(tmp_path, runtime_zip, policy):
     node = Node(tmp_path, runtime_zip, healthy=True)
     r = node.run(*compute_args(policy))
@@ -121,8 +136,8 @@ def test_a_healthy_node_passes_under_every_policy(tmp_path, runtime_zip, policy)
     assert "node validation passed" in node.file("log/on-node-configured.log")
     assert not (tmp_path / "units" / "fmcluster-validate.service").exists()
     assert json.loads(node.file("etc/profile.json")) == PROFILE
-    fetch = f"s3 cp --only-show-errors --region us-east-1 s3://assets/runtime.zip {tmp_path}/home/runtime.zip"
-    assert node.calls("aws") == [fetch]
+    assert node.fetched() == ["settings.json", "profiles/gpu.json", "runtime.zip"]
+    assert node.calls("aws")[-1] == f"s3 cp --only-show-errors --region us-east-1 {SOURCE}runtime.zip {tmp_path}/home/runtime.zip"
 
 
 def test_the_boot_run_waits_for_slurmd_and_parallelclusters_resume_and_names_the_slurm_node(tmp_path, runtime_zip):
@@ -154,38 +169,61 @@ def test_report_policy_only_reports(tmp_path, runtime_zip):
     assert not (tmp_path / "units" / "fmcluster-validate.service").exists()
 
 
-def test_drain_waits_for_the_end_of_the_bootstrap_then_drains_with_parallelclusters_scontrol(tmp_path, runtime_zip):
+def test_there_is_no_drain_on_parallelcluster(tmp_path, runtime_zip):
+    """clustermgtd replaces a drained static node: the script refuses drain (the spec does too) and installs no
+    unit that would drain the node on this or any later boot."""
     node = Node(tmp_path, runtime_zip, healthy=False)
-    assert node.run(*compute_args("drain")).returncode == 0
-    unit = node.file("units/fmcluster-validate.service")
-    assert "After=slurmd.service cloud-final.service" in unit
-    assert f"Environment=PATH={tmp_path}/slurm:/opt/amazon/efa/bin:" in unit
-    exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
-    assert "-m fmcluster.runtime.validate" in exec_start and "--policy drain" in exec_start
-    assert f"--node-name {NODE}" in exec_start and "--skip" not in exec_start
-    assert "fmcluster_node_validation.prom" in exec_start
-    calls = node.calls("systemctl")
-    assert "enable fmcluster-validate.service" in calls and "start --no-block fmcluster-validate.service" in calls
+    assert node.run(*compute_args("drain")).returncode == 2
+    assert node.run(*compute_args("fail")).returncode == 1
+    assert not any((tmp_path / "units").glob("fmcluster-validate*"))
+    assert not [c for c in node.calls("systemctl") if c.split()[0] in ("enable", "start")]
 
 
-@pytest.mark.parametrize("policy, code", [("fail", 1), ("drain", 0), ("report", 0)])
+@pytest.mark.parametrize("policy, code", [("fail", 1), ("report", 0)])
 def test_a_runtime_that_cannot_be_fetched_is_an_unhealthy_node(tmp_path, runtime_zip, policy, code):
-    node = Node(tmp_path, runtime_zip, fetch_ok=False)
+    node = Node(tmp_path, runtime_zip, missing=["runtime.zip"])
     assert node.run(*compute_args(policy)).returncode == code
-    assert len(node.calls("aws")) == 6 and node.calls("validate") == []
+    assert node.fetched()[-6:] == ["runtime.zip"] * 6 and node.calls("validate") == []
     assert "cannot fetch the fmcluster runtime" in node.file("log/on-node-configured.log")
-    unit = tmp_path / "units" / "fmcluster-validate.service"
-    assert unit.exists() == (policy == "drain")
-    if policy == "drain":  # no runtime, no validator: Slurm's own scontrol drains, with a reason the validator knows
-        assert (f'ExecStart={tmp_path}/slurm/scontrol update nodename={NODE} state=drain '
-                '"reason=fmcluster validate: boot.runtime"') in unit.read_text()
-        assert "After=slurmd.service cloud-final.service" in unit.read_text()
+    assert not (tmp_path / "units" / "fmcluster-validate.service").exists()
+
+
+@pytest.mark.parametrize("missing, what", [("settings.json", "boot.settings"), ("profiles/gpu.json", "boot.profile")])
+def test_settings_or_a_profile_that_cannot_be_fetched_fail_the_node(tmp_path, runtime_zip, missing, what):
+    node = Node(tmp_path, runtime_zip, missing=[missing])
+    assert node.run(*compute_args("fail")).returncode == 1
+    assert what in node.file("log/on-node-configured.log") and node.calls("validate") == []
+
+
+def test_settings_that_are_not_fmclusters_fail_the_node(tmp_path, runtime_zip):
+    node = Node(tmp_path, runtime_zip, settings={"cluster": "two words", "remote_write_url": "https://aps/x"})
+    assert node.run(*compute_args("fail")).returncode == 1
+    assert "boot.settings" in node.file("log/on-node-configured.log")
+
+
+def test_a_new_runtime_reaches_a_node_at_its_next_launch_under_the_same_arguments(tmp_path, runtime_zip):
+    """The arguments name stable keys only: what the bucket holds when the node starts is what it runs."""
+    node = Node(tmp_path, runtime_zip)
+    assert node.run(*compute_args()).returncode == 0
+    marker = tmp_path / "home" / "pkg" / "fmcluster" / "runtime" / "RELEASE"
+    assert not marker.exists()
+    newer = tmp_path / "newer.zip"
+    shutil.copy(runtime_zip, newer)
+    with zipfile.ZipFile(newer, "a") as z:
+        z.writestr("RELEASE", "a later fmcluster\n")
+    shutil.copy(newer, node.bucket / "runtime.zip")
+    assert node.run(*compute_args()).returncode == 0
+    assert marker.read_text() == "a later fmcluster\n"
 
 
 @pytest.mark.parametrize("args", [
-    ["--role", "login", "--runtime", "s3://a/b", "--region", "r"],
-    ["--role", "compute", "--runtime", "s3://a/b", "--region", "r"],
+    ["--role", "login", "--source", SOURCE, "--region", "r", "--node-group", "g"],
+    ["--role", "compute", "--source", "s3://a/b", "--region", "r", "--node-group", "g"],  # not a prefix
+    ["--role", "compute", "--source", SOURCE, "--region", "r"],
     compute_args("taint"),
+    compute_args("drain"),
+    compute_args(level="deep"),  # refused by the spec: it does not fit the bootstrap (review of #15, M3)
+    compute_args() + ["--event", "updated"],
     ["--role", "head", "--bogus", "x"],
 ])
 def test_usage_errors_exit_2(tmp_path, runtime_zip, args):
@@ -197,31 +235,77 @@ def test_gpu_compute_nodes_install_collectors_without_dcgm_when_the_ami_has_no_d
     assert node.run(*compute_args()).returncode == 0
     (call,) = node.calls("install")
     assert call.startswith("--cluster pc --region us-east-1 --remote-write-url https://aps/api/v1/remote_write")
-    assert "--node-group gpu" in call and "--no-dcgm" in call and "--slurm-controller" not in call
+    assert "--node-group gpu" in call and "--no-dcgm" in call and "--slurm-collector" not in call
     assert "no docker on this AMI" in node.file("log/on-node-configured.log")
+    # the missing GPU metrics are a metric themselves (GpuMetricsUnavailable)
+    assert 'fmcluster_gpu_metrics_unavailable{reason="no-docker"} 1' in node.file("textfile/fmcluster_gpu_metrics.prom")
 
 
 def test_gpu_compute_nodes_with_docker_run_dcgm_exporter(tmp_path, runtime_zip):
     node = Node(tmp_path, runtime_zip, gpu=True, docker=True)
     assert node.run(*compute_args()).returncode == 0
     assert "--no-dcgm" not in node.calls("install")[0]
+    assert not (tmp_path / "textfile" / "fmcluster_gpu_metrics.prom").exists()
 
 
 def test_without_observability_no_collectors(tmp_path, runtime_zip):
-    node = Node(tmp_path, runtime_zip)
-    assert node.run(*compute_args(collectors=False)).returncode == 0
-    assert node.calls("install") == []
+    node = Node(tmp_path, runtime_zip, settings={**SETTINGS, "remote_write_url": None})
+    assert node.run(*compute_args()).returncode == 0
+    assert node.calls("install") == [] and node.calls("validate")
 
 
 def test_the_head_node_runs_the_slurm_collector_with_parallelclusters_sinfo_and_credentials(tmp_path, runtime_zip):
     node = Node(tmp_path, runtime_zip, gpu=False)
     assert node.run(*HEAD_ARGS).returncode == 0
+    assert node.fetched() == ["settings.json", "runtime.zip"]  # no profile: no validation
     (call,) = node.calls("install")
-    assert "--slurm-controller --no-dcgm" in call and "--node-group head-node" in call
+    assert "--slurm-collector --no-dcgm" in call and "--node-group head-node" in call
     dropin = node.file("units/fmcluster-slurm-textfile.service.d/parallelcluster.conf")
     assert dropin.startswith(f"[Service]\nEnvironment=PATH={tmp_path}/slurm:")
     assert node.calls("imds") == ["--allow fmcluster-metrics"]
     assert node.calls("validate") == []  # no boot validation on the head node
+
+
+def test_the_head_node_allows_the_collector_again_after_every_boot(tmp_path, runtime_zip):
+    """ParallelCluster restores its saved iptables rules at boot, without the collector's allow (review of #15,
+    minor 2): a unit re-runs imds-access.sh after them."""
+    node = Node(tmp_path, runtime_zip, gpu=False)
+    assert node.run(*HEAD_ARGS).returncode == 0
+    unit = node.file("units/fmcluster-imds-allow.service")
+    assert "After=network-online.target parallelcluster-iptables.service" in unit
+    assert f"ExecStart=/usr/bin/timeout --kill-after=10 60 {tmp_path}/pcluster/scripts/imds/imds-access.sh --allow " \
+           "fmcluster-metrics" in unit and "TimeoutStartSec=90" in unit
+    assert "enable fmcluster-imds-allow.service" in node.calls("systemctl")
+
+
+def test_an_update_refreshes_the_head_nodes_runtime_and_collectors(tmp_path, runtime_zip):
+    """OnNodeUpdated (after a cluster update): the current runtime and settings, the collectors installed again."""
+    node = Node(tmp_path, runtime_zip, gpu=False)
+    assert node.run(*HEAD_ARGS).returncode == 0
+    (node.bucket / "settings.json").write_text(json.dumps({**SETTINGS, "scrape_interval": 60}))
+    assert node.run(*UPDATE_ARGS).returncode == 0
+    assert node.fetched() == ["settings.json", "runtime.zip"] * 2
+    assert "--scrape-interval 60" in node.calls("install")[-1]
+    assert "revision=0123456789abcdef" in node.file("log/on-node-configured.log")
+
+
+def test_an_update_that_turns_observability_off_stops_the_head_nodes_collectors(tmp_path, runtime_zip):
+    node = Node(tmp_path, runtime_zip, gpu=False)
+    for unit in ("fmcluster-collector.service", "fmcluster-node-exporter.service"):
+        (tmp_path / "units" / unit).write_text("[Unit]\n")
+    (node.bucket / "settings.json").write_text(json.dumps({**SETTINGS, "remote_write_url": None}))
+    assert node.run(*UPDATE_ARGS).returncode == 0
+    assert node.calls("install") == []
+    calls = node.calls("systemctl")
+    assert "disable --now fmcluster-collector.service" in calls and "disable --now fmcluster-node-exporter.service" in calls
+
+
+@pytest.mark.parametrize("missing", ["settings.json", "runtime.zip"])
+def test_the_head_node_never_fails_its_bootstrap_or_an_update(tmp_path, runtime_zip, missing):
+    node = Node(tmp_path, runtime_zip, gpu=False, missing=[missing])
+    for args in (HEAD_ARGS, UPDATE_ARGS):
+        assert node.run(*args).returncode == 0
+    assert node.calls("install") == []
 
 
 def test_container_data_moves_to_the_instance_nvme(tmp_path, runtime_zip):

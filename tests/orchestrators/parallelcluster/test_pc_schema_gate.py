@@ -107,3 +107,36 @@ def test_the_gate_fails_an_invalid_cluster_name(pcluster_python, tmp_path: Path)
     code, report = pcluster_validate(pcluster_python, cluster_configuration(spec, _placeholder_inputs()),
                                      "9-starts-with-a-digit", tmp_path)
     assert code == 1 and any("ClusterNameValidator" in e for e in report["errors"]["_validators"])
+
+
+def test_an_odcr_cluster_passes_with_only_the_warning_parallelcluster_expects_for_reservations(pcluster_python, tmp_path):
+    """Review of #15, M7 / item 8: an ODCR made in a placement group launches into it (placement.existing_group);
+    an open one gets no placement group at all, never one of fmcluster's (ParallelCluster warns about a reservation
+    in an unrelated group). The only finding is ParallelCluster's EFA note that a disabled placement group "is
+    expected when using a capacity reservation"."""
+    import yaml
+
+    from fmcluster.app import build_stacks
+    from fmcluster.spec import parse_spec
+
+    data = yaml.safe_load((ROOT / "examples" / "parallelcluster-p5.yaml").read_text())
+    data["orchestrator"]["parallelcluster"].pop("queues")
+    data["node_groups"] = [
+        {"name": "pinned", "instance_type": "p5.48xlarge", "count": 2, "placement": {"existing_group": "odcr-pg"},
+         "capacity": {"type": "odcr", "reservation_id": "cr-0a1b2c3d4e5f60718"}},
+        {"name": "open", "instance_type": "p5.48xlarge", "count": 2,
+         "capacity": {"type": "odcr", "reservation_id": "cr-0fedcba9876543210"}},
+    ]
+    spec = parse_spec(data)
+    stacks = build_stacks(spec, outdir=str(tmp_path / "out"))
+    template = stacks.app.synth().get_stack_by_name(spec.stack_name("cluster")).template
+    assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::EC2::PlacementGroup"]
+    config = configuration(template)
+    pinned, open_ = config["Scheduling"]["SlurmQueues"]
+    assert pinned["Networking"]["PlacementGroup"] == {"Enabled": True, "Name": "odcr-pg"}
+    assert open_["Networking"]["PlacementGroup"] == {"Enabled": False}
+    code, report = pcluster_validate(pcluster_python, with_placeholders(config), cluster_name(spec), tmp_path)
+    assert code == 0 and report["valid"], report["errors"]
+    (warning,) = [f for f in report["findings"] if f["level"] != "INFO"]
+    assert warning["validator"] == "EfaPlacementGroupValidator" and "'open'" in warning["message"]
+    assert "expected when using a capacity reservation" in warning["message"]

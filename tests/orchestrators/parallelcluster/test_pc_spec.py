@@ -15,6 +15,7 @@ from fmcluster.orchestrators.parallelcluster.settings import (
     extra_instances,
     head_node_instance_type,
     min_count,
+    node_policy,
 )
 from fmcluster.spec import SpecError
 
@@ -157,16 +158,20 @@ def test_an_efa_on_demand_queue_without_a_placement_group_exits_2(tmp_path, caps
                             "placement": {"strategy": "none"}}])
 
 
-def test_a_reservation_placement_group_is_for_odcr_groups_only(tmp_path, capsys):
-    data = spec_data(orchestrator=settings(queues={"gpu": {"reservation_placement_group": "odcr-pg"}}))
-    err = problems_of(data, tmp_path, capsys)
-    assert "orchestrator.parallelcluster.queues.gpu.reservation_placement_group" in err
-    make_spec({"queues": {"gpu": {"reservation_placement_group": "odcr-pg"}}},
-              node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": ODCR}])
+def test_the_queue_setting_reservation_placement_group_moved_to_the_node_group(tmp_path, capsys):
+    """Review of #15, item 8: the generic placement.existing_group replaces ParallelCluster's own setting."""
     data = spec_data(orchestrator=settings(queues={"gpu": {"reservation_placement_group": "odcr-pg"}}),
-                     node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": ODCR,
-                                   "placement": {"strategy": "none"}}])
-    assert "placement.strategy is none" in problems_of(data, tmp_path, capsys)
+                     node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": ODCR}])
+    err = problems_of(data, tmp_path, capsys)
+    assert "orchestrator.parallelcluster.queues.gpu" in err and "placement: {existing_group: NAME}" in err
+    spec = make_spec(node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": ODCR,
+                                   "placement": {"existing_group": "odcr-pg"}}])
+    assert spec.node_groups[0].existing_placement_group == "odcr-pg"
+
+
+def test_an_efa_on_demand_queue_in_an_existing_placement_group_is_fine():
+    make_spec(node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2,
+                            "placement": {"existing_group": "my-pg"}}])
 
 
 def test_queue_names_parallelcluster_refuses_exit_2(tmp_path, capsys):
@@ -187,6 +192,30 @@ def test_an_efa_file_system_exits_2(tmp_path, capsys):
 def test_reserved_tags_and_taint_exit_2(tmp_path, capsys):
     err = problems_of(spec_data(tags={"parallelcluster:owner": "x"}, validation={"policy": "taint"}), tmp_path, capsys)
     assert "tags: parallelcluster:owner" in err and "validation.policy" in err
+
+
+def test_drain_exits_2_naming_what_parallelcluster_allows(tmp_path, capsys):
+    """Review of #15, M1: clustermgtd replaces drained static nodes, so drain would loop; fail and report remain."""
+    err = problems_of(spec_data(validation={"policy": "drain"}), tmp_path, capsys)
+    assert "validation.policy: drain does not apply to ParallelCluster" in err and "use fail" in err and "report" in err
+    for policy in ("fail", "report"):
+        assert node_policy(make_spec(validation={"policy": policy})) == policy
+
+
+def test_deep_validation_exits_2_naming_validation_level(tmp_path, capsys):
+    """Review of #15, M3: a deep run inside every static node's bootstrap does not fit CloudFormation's one-hour
+    custom-resource wait."""
+    err = problems_of(spec_data(validation={"level": "deep"}), tmp_path, capsys)
+    assert "validation.level: deep does not fit ParallelCluster" in err and "3600" in err and "use standard" in err
+    for level in ("fast", "standard"):
+        make_spec(validation={"level": level})
+
+
+def test_without_a_policy_parallelcluster_nodes_fail_their_bootstrap():
+    """The spec's default (drain, for Slurm elsewhere) becomes fail here: the node is replaced, bounded by
+    ParallelCluster's protected mode."""
+    spec = make_spec()
+    assert spec.validation.policy == "drain" and node_policy(spec) == "fail"
 
 
 def test_training_plans_are_not_parallelcluster_capacity(tmp_path, capsys):

@@ -1,10 +1,13 @@
-"""What nodes fetch at boot lives in a bucket the cluster stack owns: scripts, parameters and the fmcluster runtime,
-written by CDK's BucketDeployment through a least-privilege handler role (CDK's own grants use wildcard actions,
-which fmcluster allows nowhere). Used by the HyperPod lifecycle bucket and by `NodeRuntime` for EC2 nodes."""
+"""Building blocks for a bucket a stack owns and fills at deploy time with CDK's ``aws_s3_deployment``
+(`BucketDeployment`): the secure bucket, the explicit-action bucket policy that CDK's auto-delete needs here, the
+deployment handler's role and log group (one per stack, as the handler is one singleton function per stack), and
+the cdk-nag helpers the deploying constructs acknowledge their findings with.
+
+Used by the SageMaker HyperPod lifecycle bucket and the ParallelCluster node assets bucket."""
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, List, cast
 
 import jsii
 from aws_cdk import IResolvable, IResolveContext, RemovalPolicy, Stack
@@ -30,6 +33,7 @@ AUTO_DELETE_EXPLICIT = {
 # destination, and on the CDK asset bucket (download of the source zips).
 DEPLOY_DESTINATION_OBJECT_ACTIONS = ("s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject")
 DEPLOY_DESTINATION_BUCKET_ACTIONS = ("s3:GetBucketLocation", "s3:ListBucket")
+HANDLER_ROLE_MARKER = "FmclusterBucketDeploymentRoleMarker"
 
 
 @jsii.implements(IResolvable)
@@ -62,6 +66,7 @@ class ExplicitActions:
 
 
 def secure_bucket(scope: Construct, id: str, **kwargs: Any) -> s3.Bucket:
+    """Public access blocked, SSE-S3, TLS-only bucket policy, ACLs disabled; `kwargs` add to that."""
     return s3.Bucket(
         scope,
         id,
@@ -73,41 +78,44 @@ def secure_bucket(scope: Construct, id: str, **kwargs: Any) -> s3.Bucket:
     )
 
 
-# Stack-level singletons (CDK's BucketDeployment handler is one Lambda per stack); the ids predate EC2 nodes using
-# them and stay, so deployed HyperPod clusters keep their resources.
-DEPLOYMENT_ROLE_ID = "FmclusterLifecycleDeploymentRole"
-DEPLOYMENT_LOGS_ID = "FmclusterLifecycleDeploymentLogs"
+def explicit_bucket_policy(bucket: s3.Bucket) -> None:
+    """Render `bucket`'s policy with named actions instead of the wildcards CDK's auto-delete grants."""
+    policy = bucket.policy
+    if policy is None:  # enforce_ssl gives every secure_bucket a policy
+        raise TypeError(f"{bucket.node.path} has no bucket policy")
+    cfn_policy = cast(s3.CfnBucketPolicy, policy.node.default_child)
+    cfn_policy.add_property_override("PolicyDocument", ExplicitActions(Stack.of(bucket), policy.document))
 
 
-def deployment_log_group(stack: Stack) -> logs.LogGroup:
+def deployment_log_group(stack: Stack, id: str, *, description: str) -> logs.LogGroup:
     """One log group per stack for the BucketDeployment handler (a singleton function), encrypted with a customer
     managed key like every other log group of the cluster."""
-    existing = stack.node.try_find_child(DEPLOYMENT_LOGS_ID)
+    existing = stack.node.try_find_child(id)
     if isinstance(existing, logs.LogGroup):
         return existing
     key = ClusterKey(
         stack,
-        f"{DEPLOYMENT_LOGS_ID}Key",
-        description=f"{stack.stack_name}: logs of the node files deployment (runtime, lifecycle scripts)",
+        f"{id}Key",
+        description=description,
         service_principals={f"logs.{stack.region}.amazonaws.com": logs_key_conditions(stack.region, stack.account)},
     )
-    return logs.LogGroup(stack, DEPLOYMENT_LOGS_ID, retention=logs.RetentionDays.ONE_MONTH, encryption_key=key.key,
+    return logs.LogGroup(stack, id, retention=logs.RetentionDays.ONE_MONTH, encryption_key=key.key,
                          removal_policy=RemovalPolicy.DESTROY)
 
 
-def deployment_role(stack: Stack) -> iam.Role:
-    """The role of CDK's BucketDeployment handler. The handler is one singleton Lambda per
-    stack, so its role is one per stack too, and every bucket it writes (runtime, lifecycle scripts) adds its own grant."""
-    existing = stack.node.try_find_child(DEPLOYMENT_ROLE_ID)
+def deployment_role(stack: Stack, id: str, *, description: str, log_group: logs.LogGroup) -> iam.Role:
+    """The role of CDK's BucketDeployment handler. The handler is one singleton Lambda per stack, so its role is one
+    per stack too; each deploying construct adds its own destination (`grant_destination`)."""
+    existing = stack.node.try_find_child(id)
     if isinstance(existing, iam.Role):
         return existing
-    role = iam.Role(
-        stack,
-        DEPLOYMENT_ROLE_ID,
-        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-        description="fmcluster: CDK BucketDeployment handler that copies node files (runtime, lifecycle scripts)",
-    )
-    log_group = deployment_log_group(stack)
+    # the singleton handler runs with the first deployment's role, so a second role would never be used
+    other = stack.node.try_find_child(HANDLER_ROLE_MARKER)
+    if other is not None:
+        raise ValueError(f"{stack.node.path} already has a BucketDeployment role; deploying constructs in one stack "
+                         f"must share it (id {id} asked for another)")
+    Construct(stack, HANDLER_ROLE_MARKER)  # no resource: marks that this stack's handler role exists
+    role = iam.Role(stack, id, assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=description)
     role.add_to_policy(
         iam.PolicyStatement(
             actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[f"{log_group.log_group_arn}:log-stream:*"]
@@ -126,6 +134,23 @@ def deployment_role(stack: Stack) -> iam.Role:
         "CDK BucketDeployment handler writes log streams (created per Lambda instance) in its own log group only.",
     )
     return role
+
+
+def grant_destination(role: iam.Role, bucket: s3.IBucket, prefix: str) -> None:
+    """What the handler needs to sync into `prefix` of `bucket`: named object actions under the prefix, location
+    and listing on the bucket (the deployment itself gets the role without policy updates)."""
+    stack = Stack.of(bucket)
+    role.add_to_policy(
+        iam.PolicyStatement(actions=list(DEPLOY_DESTINATION_OBJECT_ACTIONS), resources=[bucket.arn_for_objects(f"{prefix}*")])
+    )
+    role.add_to_policy(iam.PolicyStatement(actions=list(DEPLOY_DESTINATION_BUCKET_ACTIONS), resources=[bucket.bucket_arn]))
+    acknowledge(
+        role,
+        f"AwsSolutions-IAM5[Resource::{nag_resource(stack, bucket.arn_for_objects(f'{prefix}*'))}]",
+        f"CDK BucketDeployment handler syncs (put/delete) the synthesized files under this bucket's {prefix} prefix; "
+        "their keys are only known at deploy time. Actions are named: GetObject, PutObject, DeleteObject, "
+        "AbortMultipartUpload.",
+    )
 
 
 def acknowledge_deployment_handler(stack: Stack) -> None:
