@@ -34,9 +34,9 @@ from fmcluster.spec import ClusterSpec, NodeGroup
 
 def node_profile_json(spec: ClusterSpec, group: NodeGroup) -> str:
     """The group's NodeProfile, compact and without the catalog facts, which the node reads from the catalog shipped
-    in the same runtime asset. Its minimum versions are the instance type's compatibility floors, which
-    ParallelCluster's official AMIs meet (3.13.0 shipped driver 570.86.15, CUDA 12.8, EFA installer 1.38.1:
-    aws-parallelcluster-cookbook pull request 2887); being behind the newest known-good bundle only warns."""
+    in the same runtime asset. Its minimum versions are the instance type's compatibility floors, which the official
+    ParallelCluster 3.16.1 AMI meets (docs/validation.md, "Each orchestrator's default AMI"; tested in
+    tests/runtime/test_default_amis.py); being behind the newest known-good bundle only warns."""
     profile = node_profile(spec, group)
     data = {k: v for k, v in profile.to_dict().items() if k != "facts"}
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
