@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -15,6 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 NODES = REPO / "tests" / "fixtures" / "nodes"
 TYPES = ["p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"]
 SYSTEM_PATH = "/usr/bin:/bin"
+KEEP = "keep the fixture's"  # set_stack: leave this component as the fixture has it
 
 
 class FixtureNode:
@@ -52,25 +55,87 @@ class FixtureNode:
         assert old in text, f"{old!r} not in {name}"
         p.write_text(text.replace(old, new, count))
 
-    def set_stack(self, *, driver: str, cuda: str, efa_installer: str, libfabric: str, aws_ofi_nccl: str,
-                  dcgm: str) -> None:
+    def set_stack(self, *, driver: str, cuda: Optional[str], efa_installer: str, libfabric: str, aws_ofi_nccl: str,
+                  dcgm: Optional[str], nccl: Optional[str] = KEEP, gdrcopy: Optional[str] = KEEP) -> None:
         """Rewrite the installed versions everywhere the node shows them (module, /proc, nvidia-smi, CUDA,
-        the EFA installer's package list, fi_info, the plugin library, dcgmi), as an older or newer AMI would."""
+        the EFA installer's package list, fi_info, the plugin library, dcgmi, libnccl, gdrdrv), as an older or newer
+        AMI would. None: the AMI has no such component (no CUDA toolkit, no dcgmi, no system NCCL, no gdrdrv), so it is
+        removed; KEEP (nccl, gdrcopy): the fixture's (NCCL 2.28.3, gdrcopy 2.6)."""
         old = {"driver": "595.91.07", "libfabric": "2.6.0amzn1.0", "ofi": "aws-ofi-nccl 1.21.1", "dcgm": "4.7.0"}
         for rel in ("/sys/module/nvidia/version", "/proc/driver/nvidia/version", "/dev/kmsg"):
             self.write(rel, (self.root / rel.lstrip("/")).read_text().replace(old["driver"], driver))
         self.edit_tool("nvidia-smi", old["driver"], driver)
         for lib in self.root.glob(f"usr/lib*/**/*.so.{old['driver']}"):  # user-space libraries carry the release
             lib.rename(lib.with_name(lib.name.replace(old["driver"], driver)))
-        self.write("/usr/local/cuda/version.json",
-                   json.dumps({"cuda": {"name": "CUDA SDK", "version": cuda}}, indent=3) + "\n")
+        if cuda is None:
+            self.remove("/usr/local/cuda")
+        else:
+            self.write("/usr/local/cuda/version.json",
+                       json.dumps({"cuda": {"name": "CUDA SDK", "version": cuda}}, indent=3) + "\n")
         packages = (self.root / "opt/amazon/efa_installed_packages").read_text()
         packages = packages.replace("EFA installer version: 1.50.0", f"EFA installer version: {efa_installer}")
         self.write("/opt/amazon/efa_installed_packages", packages.replace(old["libfabric"], libfabric))
         self.edit_tool("fi_info", old["libfabric"], libfabric)
         lib = self.root / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so"
         lib.write_text(lib.read_text().replace(old["ofi"], f"aws-ofi-nccl {aws_ofi_nccl}"))
-        self.edit_tool("dcgmi", old["dcgm"], dcgm)
+        if dcgm is None:
+            (self.bin / "dcgmi").unlink()
+        else:
+            self.edit_tool("dcgmi", old["dcgm"], dcgm)
+        if nccl is not KEEP:
+            lib = self.root / "usr/lib/x86_64-linux-gnu/libnccl.so.2.28.3"
+            if nccl is None:
+                lib.unlink()
+            else:
+                lib.rename(lib.with_name(f"libnccl.so.{nccl}"))
+        if gdrcopy is not KEEP:
+            if gdrcopy is None:
+                self.remove("/sys/module/gdrdrv")
+                self.remove("/dev/gdrdrv")
+            else:
+                self.write("/sys/module/gdrdrv/version", gdrcopy + "\n")
+
+    def eks_al2023(self, driver: str, disks: str) -> None:
+        """Turn the DLAMI node into what the EKS-optimized AL2023 NVIDIA AMI carries (amazon-eks-ami CHANGELOG and its
+        al2023 provisioners): the NVIDIA open kernel module `driver` with its user-space libraries in /usr/lib64, kernel
+        6.12, the EFA kernel module and rdma-core only (aws-efa-installer --minimal: no libfabric, fi_info or
+        aws-ofi-nccl on the host), no CUDA toolkit, DCGM or GDRCopy, containerd instead of docker, and nodeadm's RAID0 of
+        the instance NVMe on `disks` (xfs). Synthesized, not captured: no public capture of such a node exists."""
+        root = self.root
+        for path in [*root.rglob("*"), *self.bin.iterdir()]:
+            if path.is_file() and not path.is_symlink():
+                text = path.read_text(errors="replace")
+                if "595.91.07" in text:
+                    path.write_text(text.replace("595.91.07", driver))
+        version = root / "proc/driver/nvidia/version"
+        version.write_text(re.sub(r"GCC version:.*", "GCC version:  gcc version 11.5.0 20240719 (Red Hat 11.5.0-5) (GCC)",
+                                  version.read_text()))
+        lib = next(root.glob("usr/lib/x86_64-linux-gnu/libnvidia-ml.so.*"))
+        (root / "usr/lib64").mkdir(parents=True, exist_ok=True)
+        lib.rename(root / f"usr/lib64/libnvidia-ml.so.{driver}")
+        (root / "proc/sys/kernel/osrelease").write_text("6.12.37-61.105.amzn2023.x86_64\n")
+        # aws-efa-installer --minimal: kernel module and rdma-core; libfabric, its tools and aws-ofi-nccl live in containers
+        shutil.rmtree(root / "opt/amazon")
+        shutil.rmtree(root / "usr/local/cuda")
+        for tool in ("fi_info", "fi_pingpong", "all_reduce_perf", "torch-python", "dcgmi", "scontrol"):
+            (self.bin / tool).unlink()
+        for gone in ("sys/module/gdrdrv", "dev/gdrdrv", "usr/lib/x86_64-linux-gnu/libnccl.so.2.28.3"):
+            self.remove(gone)
+        for gone in ("etc/docker", "etc/enroot", "usr/bin/dockerd"):
+            target = root / gone
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+        mounts = (root / "proc/mounts").read_text()
+        mounts = mounts.replace("/dev/nvme0n1p1 / ext4 rw,relatime,discard,errors=remount-ro 0 0",
+                                "/dev/nvme0n1p1 / xfs rw,noatime,attr2,inode64,logbufs=8,logbsize=32k,noquota 0 0")
+        mounts = mounts.replace("/dev/mapper/vg.01-lv_ephemeral /opt/dlami/nvme ext4 rw,relatime 0 0",
+                                f"/dev/md127 {disks} xfs rw,relatime,attr2,inode64,logbufs=8,logbsize=32k,sunit=1024,"
+                                "swidth=8192,noquota 0 0")
+        (root / "proc/mounts").write_text(mounts)
+        (root / "etc/containerd").mkdir(parents=True, exist_ok=True)
+        (root / "etc/containerd/config.toml").write_text('version = 3\nroot = "/var/lib/containerd"\n')
 
     def profile(self, **overrides) -> Path:
         sys.path.insert(0, str(REPO))

@@ -35,10 +35,10 @@ from fmcluster.spec import ClusterSpec, NodeGroup
 
 def node_profile_json(spec: ClusterSpec, group: NodeGroup) -> str:
     """The group's NodeProfile, compact and without the catalog facts, which the node reads from the catalog shipped
-    in the same runtime. Its minimum versions are the instance type's compatibility floors from the catalog (as on
-    every kind), which ParallelCluster's official AMIs are well above (3.13.0 shipped driver 570.86.15, CUDA 12.8,
-    EFA installer 1.38.1: aws-parallelcluster-cookbook pull request 2887); being behind the newest known-good
-    bundle only warns. Its policy is the one ParallelCluster nodes apply (`node_policy`)."""
+    in the same runtime. Its minimum versions are the instance type's compatibility floors, which the official
+    ParallelCluster 3.16.1 AMI meets (docs/validation.md, "Each orchestrator's default AMI"; tested in
+    tests/runtime/test_default_amis.py); being behind the newest known-good bundle only warns. Its policy is the one
+    ParallelCluster nodes apply (`node_policy`)."""
     profile = node_profile(spec, group)
     data = {k: v for k, v in profile.to_dict().items() if k != "facts"}
     data["policy"] = node_policy(spec)

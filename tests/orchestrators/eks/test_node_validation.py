@@ -2,18 +2,16 @@
 render, and still catches a broken node there.
 
 The fixture is the p5 healthy node turned into what the AMI carries (amazon-eks-ami CHANGELOG, release v20260714, and
-its al2023 provisioners): NVIDIA open kernel module 580.159.03 with its user-space libraries in /usr/lib64, kernel
-6.12, the EFA kernel module and rdma-core only (aws-efa-installer --minimal: no libfabric, fi_info or aws-ofi-nccl on
-the host), no CUDA toolkit, containerd instead of docker, and nodeadm's RAID0 of the instance NVMe on
-/mnt/k8s-disks/0 (xfs). Synthesized, not captured: no public capture of such a node exists.
+its al2023 provisioners; FixtureNode.eks_al2023 in tests/runtime/conftest.py): NVIDIA open kernel module 580.159.03
+with its user-space libraries in /usr/lib64, the EFA kernel module and rdma-core only, no CUDA toolkit, containerd, and
+nodeadm's RAID0 of the instance NVMe on /mnt/k8s-disks/0. Synthesized, not captured: no public capture of such a node
+exists.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -30,39 +28,7 @@ _spec.loader.exec_module(fixture_nodes)  # type: ignore[union-attr]
 
 def eks_al2023_node(tmp_path: Path):
     node = fixture_nodes.copy_node(tmp_path, "p5.48xlarge")
-    root = node.root
-    for path in [*root.rglob("*"), *node.bin.iterdir()]:
-        if path.is_file() and not path.is_symlink():
-            text = path.read_text(errors="replace")
-            if "595.91.07" in text:
-                path.write_text(text.replace("595.91.07", EKS_DRIVER))
-    version = root / "proc/driver/nvidia/version"
-    version.write_text(re.sub(r"GCC version:.*", "GCC version:  gcc version 11.5.0 20240719 (Red Hat 11.5.0-5) (GCC)",
-                              version.read_text()))
-    lib = next(root.glob("usr/lib/x86_64-linux-gnu/libnvidia-ml.so.*"))
-    (root / "usr/lib64").mkdir(parents=True, exist_ok=True)
-    lib.rename(root / f"usr/lib64/libnvidia-ml.so.{EKS_DRIVER}")
-    (root / "proc/sys/kernel/osrelease").write_text("6.12.37-61.105.amzn2023.x86_64\n")
-    # aws-efa-installer --minimal: kernel module and rdma-core; libfabric, its tools and aws-ofi-nccl live in containers
-    shutil.rmtree(root / "opt/amazon")
-    shutil.rmtree(root / "usr/local/cuda")
-    for tool in ("fi_info", "fi_pingpong", "all_reduce_perf", "torch-python", "dcgmi", "scontrol"):
-        (node.bin / tool).unlink()
-    for gone in ("etc/docker", "etc/enroot", "usr/bin/dockerd"):
-        target = root / gone
-        if target.is_dir():
-            shutil.rmtree(target)
-        elif target.exists():
-            target.unlink()
-    mounts = (root / "proc/mounts").read_text()
-    mounts = mounts.replace("/dev/nvme0n1p1 / ext4 rw,relatime,discard,errors=remount-ro 0 0",
-                            "/dev/nvme0n1p1 / xfs rw,noatime,attr2,inode64,logbufs=8,logbsize=32k,noquota 0 0")
-    mounts = mounts.replace("/dev/mapper/vg.01-lv_ephemeral /opt/dlami/nvme ext4 rw,relatime 0 0",
-                            f"/dev/md127 {K8S_DISKS} xfs rw,relatime,attr2,inode64,logbufs=8,logbsize=32k,sunit=1024,"
-                            "swidth=8192,noquota 0 0")
-    (root / "proc/mounts").write_text(mounts)
-    (root / "etc/containerd").mkdir(parents=True, exist_ok=True)
-    (root / "etc/containerd/config.toml").write_text('version = 3\nroot = "/var/lib/containerd"\n')
+    node.eks_al2023(EKS_DRIVER, K8S_DISKS)
     return node
 
 
