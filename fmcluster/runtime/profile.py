@@ -63,7 +63,7 @@ KNOWN_GOOD_BUNDLE: Dict[str, str] = {
     "libfabric": "2.6.0",
     "aws_ofi_nccl": "1.21.1",
     "dcgm": "4.7.0",
-    "gdrcopy": "2.6",
+    "gdrcopy": "2.5.2",
 }
 DEFAULT_OPTIONAL = ["torch", "gdrcopy", "dcgm"]
 DEFAULT_INSTANCE_STORE = INSTANCE_NVME_ROOT

@@ -60,7 +60,7 @@ class FixtureNode:
         """Rewrite the installed versions everywhere the node shows them (module, /proc, nvidia-smi, CUDA,
         the EFA installer's package list, fi_info, the plugin library, dcgmi, libnccl, gdrdrv), as an older or newer
         AMI would. None: the AMI has no such component (no CUDA toolkit, no dcgmi, no system NCCL, no gdrdrv), so it is
-        removed; KEEP (nccl, gdrcopy): the fixture's (NCCL 2.28.3, gdrcopy 2.6)."""
+        removed; KEEP (nccl, gdrcopy): the fixture's (NCCL 2.28.3, gdrcopy 2.5.2)."""
         old = {"driver": "595.91.07", "libfabric": "2.6.0amzn1.0", "ofi": "aws-ofi-nccl 1.21.1", "dcgm": "4.7.0"}
         for rel in ("/sys/module/nvidia/version", "/proc/driver/nvidia/version", "/dev/kmsg"):
             self.write(rel, (self.root / rel.lstrip("/")).read_text().replace(old["driver"], driver))
