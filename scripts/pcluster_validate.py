@@ -29,33 +29,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from typing import Any, Dict, List
 
-os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")  # the schema asks for a region (root volume defaults)
-os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
-
-import botocore.client  # noqa: E402
-from botocore.exceptions import BotoCoreError  # noqa: E402
-
-BLOCKED: List[str] = []
-
-
-class OfflineBlockedError(BotoCoreError):
-    fmt = "AWS API call blocked (offline validation): {service}.{operation}"
-
-
-def _blocked_api_call(self: Any, operation_name: str, api_params: Any) -> Any:
-    service = self.meta.service_model.service_name
-    BLOCKED.append(f"{service}.{operation_name}")
-    raise OfflineBlockedError(service=service, operation=operation_name)
-
-
-botocore.client.BaseClient._make_api_call = _blocked_api_call  # type: ignore[method-assign]
-
-import yaml  # noqa: E402
-from marshmallow import ValidationError  # noqa: E402
+import yaml
+from marshmallow import ValidationError
+from offline_aws import BLOCKED  # before ParallelCluster is imported: it blocks every AWS call
 
 
 def offline_findings(cluster: Any) -> List[Dict[str, str]]:

@@ -133,3 +133,15 @@ def test_tests_build_apps_through_the_context_build_app_uses():
     offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("*.py")
                  if re.search(r"\b(cdk\.)?App\(\s*\)", p.read_text()) and p.name != "test_quality.py"]
     assert offenders == []
+
+
+@pytest.mark.parametrize("script", sorted(str(p.relative_to(ROOT)) for p in [*(ROOT / "fmcluster").rglob("*.sh"),
+                                                                              *(ROOT / "scripts").rglob("*.sh")]))
+def test_every_shell_script_parses_and_is_shellcheck_clean(script):
+    """The node-side scripts (bootstrap, HyperPod lifecycle, collectors' installer, ParallelCluster's custom action)
+    and the repository's own."""
+    assert subprocess.run(["bash", "-n", str(ROOT / script)]).returncode == 0
+    shellcheck = shutil.which("shellcheck")
+    assert shellcheck, "shellcheck missing: make setup installs it"
+    r = subprocess.run([shellcheck, str(ROOT / script)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout

@@ -45,11 +45,6 @@ def amtool() -> str:
 
 
 @pytest.fixture(scope="session")
-def shellcheck() -> str:
-    return require_tool("shellcheck")
-
-
-@pytest.fixture(scope="session")
 def obs_spec() -> ClusterSpec:
     return parse_spec(SPEC)
 

@@ -7,16 +7,14 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Dict, List
 
-import boto3
 import pytest
-from botocore.stub import Stubber
+from helpers.aws import make_ctx, stubbed
 from pchelpers import make_spec
 
 from fmcluster.aws.context import Context
 from fmcluster.aws.preflight import checks_for
 from fmcluster.aws.results import FAIL, PASS
 from fmcluster.aws.results import WARN as WARN_STATUS
-from fmcluster.aws.session import AwsClients
 from fmcluster.aws.status import BAD, OK, PENDING, WARN, collect_status, describers
 from fmcluster.orchestrators.parallelcluster import preflight
 from fmcluster.orchestrators.parallelcluster.status import _cluster, _nested_stack
@@ -30,16 +28,7 @@ EXISTING = {"existing_vpc": {"vpc_id": "vpc-0123456789abcdef0", "subnet_ids": ["
 
 
 def ctx_for(spec: Any = None) -> Context:
-    spec = spec or make_spec()
-    return Context(spec=spec, aws=AwsClients(spec.region), account=ACCOUNT)
-
-
-def stubbed(ctx: Context, service: str) -> Stubber:
-    client = boto3.client(service, region_name=ctx.region)
-    stub = Stubber(client)
-    stub.activate()
-    ctx.aws.set(service, client)
-    return stub
+    return make_ctx(spec or make_spec(), ACCOUNT)
 
 
 # --- preflight ---------------------------------------------------------------------------------------------------

@@ -22,14 +22,6 @@ NODE = "gpu-st-p5-48xlarge-1"  # <queue>-st-<compute resource>-<n>: ParallelClus
 PROFILE = {"instance_type": "p5.48xlarge", "orchestrator": "slurm", "group": "gpu", "policy": "fail"}
 
 
-def test_bash_syntax_and_shellcheck():
-    assert subprocess.run(["bash", "-n", str(SCRIPT)]).returncode == 0
-    shellcheck = shutil.which("shellcheck")
-    assert shellcheck, "shellcheck missing: make setup installs it"
-    r = subprocess.run([shellcheck, str(SCRIPT)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout
-
-
 @pytest.fixture(scope="module")
 def runtime_zip(tmp_path_factory) -> Path:
     """The runtime as its asset zips it, with the collectors' installer replaced by a recorder."""
