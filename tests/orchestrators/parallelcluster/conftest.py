@@ -3,14 +3,10 @@ top), the offline schema gate runs in .venv-pcluster (make setup)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator
 
 import pytest
-
-# The test modules import their helpers by module name, whatever pytest's import mode.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 ROOT = Path(__file__).resolve().parents[3]
 PCLUSTER_PYTHON = ROOT / ".venv-pcluster" / "bin" / "python"

@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 
 import pytest
 from helpers.aws import make_ctx, stubbed
-from pchelpers import make_spec
+from helpers.parallelcluster import make_spec
 
 from fmcluster.aws.context import Context
 from fmcluster.aws.preflight import checks_for

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 import pytest
-from pchelpers import make_spec
+from helpers.parallelcluster import make_spec
 
 from fmcluster.orchestrators.parallelcluster.config import ClusterInputs, cluster_configuration, placement_group
 

@@ -12,7 +12,7 @@ import pytest
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from helpers import actions_of, resources_of
-from pchelpers import ROOT, cluster_resource, configuration, make_spec
+from helpers.parallelcluster import ROOT, cluster_resource, configuration, make_spec
 
 from fmcluster.app import new_app
 from fmcluster.orchestrators.parallelcluster.cluster import PclusterCluster

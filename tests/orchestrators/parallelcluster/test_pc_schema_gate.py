@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pchelpers import ROOT, configuration, pcluster_validate, references, with_placeholders
+from helpers.parallelcluster import ROOT, configuration, pcluster_validate, references, with_placeholders
 
 from fmcluster.orchestrators.parallelcluster.config import ClusterInputs, cluster_configuration
 from fmcluster.orchestrators.parallelcluster.settings import PCLUSTER_VERSION, cluster_name

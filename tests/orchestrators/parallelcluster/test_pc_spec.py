@@ -7,7 +7,7 @@ from typing import Any, Dict
 
 import pytest
 import yaml
-from pchelpers import make_spec, spec_data
+from helpers.parallelcluster import make_spec, spec_data
 
 from fmcluster.cli import main
 from fmcluster.orchestrators.parallelcluster.settings import (

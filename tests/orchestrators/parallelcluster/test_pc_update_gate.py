@@ -12,7 +12,7 @@ from typing import Any, Dict
 
 import pytest
 import yaml
-from pchelpers import ROOT, configuration, pcluster_update_check, with_placeholders
+from helpers.parallelcluster import ROOT, configuration, pcluster_update_check, with_placeholders
 
 from fmcluster.app import synthesize
 from fmcluster.constructs import node_bootstrap

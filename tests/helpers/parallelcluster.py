@@ -1,4 +1,4 @@
-"""Helpers for the ParallelCluster tests: spec builders, the rendered configuration of a synthesized template,
+"""For the ParallelCluster tests: spec builders, the rendered configuration of a synthesized template,
 placeholder ids for its CloudFormation references, and ParallelCluster's own schema gate."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Tuple
 
 from fmcluster.spec import ClusterSpec, parse_spec
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 VALIDATOR = ROOT / "scripts" / "pcluster_validate.py"
 UPDATE_CHECK = ROOT / "scripts" / "pcluster_update_check.py"
 
