@@ -1,6 +1,6 @@
 """Helpers shared by tests (importable as `helpers`: pytest's pythonpath is tests/): template readers here,
 `helpers.aws` (specs, contexts and stubs for the boto3 paths), `helpers.lifecycle` (HyperPod lifecycle inputs),
-`helpers.parallelcluster` (its specs, rendered configuration and offline gates)."""
+`helpers.parallelcluster` (its specs, rendered configuration and offline gates), `helpers.planner`."""
 
 from __future__ import annotations
 

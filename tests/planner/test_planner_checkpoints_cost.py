@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from planner_helpers import spec
+from helpers.planner import spec
 
 from fmcluster.planner import cost
 from fmcluster.planner.models import preset

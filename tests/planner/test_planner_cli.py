@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from planner_helpers import figures
+from helpers.planner import figures
 
 from fmcluster.planner.cli import PlanUsageError, add_diagram_arguments, add_plan_arguments, main, run_diagram, run_plan
 from fmcluster.spec import SpecError

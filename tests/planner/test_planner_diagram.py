@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from planner_helpers import spec
+from helpers.planner import spec
 
 from fmcluster.planner import diagram
 from fmcluster.planner.cli import PlanUsageError, add_diagram_arguments, main, run_diagram

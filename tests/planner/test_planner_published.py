@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from planner_helpers import hardware
+from helpers.planner import hardware
 
 from fmcluster.planner import collectives as c
 from fmcluster.planner.layouts import Layout

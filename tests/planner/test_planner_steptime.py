@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from planner_helpers import hardware
+from helpers.planner import hardware
 
 from fmcluster.planner import collectives as c
 from fmcluster.planner.layouts import Layout, enumerate_layouts, stage_params
@@ -44,7 +44,7 @@ def test_an_expert_group_inside_one_p5_node_stays_on_nvlink():
 
 
 def test_report_shows_ep_placement_for_both_domains():
-    from planner_helpers import spec
+    from helpers.planner import spec
 
     opts = PlanOptions()
     gb = build_report(spec("p6e-gb200.36xlarge", 16), moe64(), opts)["jobs"][0]["expert_parallel"]

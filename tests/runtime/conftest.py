@@ -138,7 +138,6 @@ class FixtureNode:
         (root / "etc/containerd/config.toml").write_text('version = 3\nroot = "/var/lib/containerd"\n')
 
     def profile(self, **overrides) -> Path:
-        sys.path.insert(0, str(REPO))
         from fmcluster.runtime.profile import NodeProfile
 
         overrides.setdefault("mounts", [{"path": "/fsx", "fstype": "lustre"}])
