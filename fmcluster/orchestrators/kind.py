@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, FrozenSet, List, Optional, Type
+from typing import TYPE_CHECKING, Any, Callable, FrozenSet, List, Optional, Tuple, Type
 
 from fmcluster.runtime.contract import NODE_AGENTS
 from fmcluster.spec.base import Problem, SpecModel
@@ -53,6 +53,10 @@ def no_extra_availability_zones(spec: ClusterSpec) -> List[str]:
     return []
 
 
+def no_plan_notes(spec: ClusterSpec) -> List[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class OrchestratorKind:
     """One orchestrator kind.
@@ -78,6 +82,10 @@ class OrchestratorKind:
         under the VPC CNI); the spec sizes the node subnet with them.
     :param preflight: ``module:function`` returning its preflight checks for a spec, or None.
     :param status: ``module:MAPPING`` of CloudFormation resource type to status describer, or None.
+    :param plan_notes: lines ``fmcluster plan`` prints about the orchestrator (node counts it runs, what it builds
+        that CloudFormation cannot).
+    :param rule_groups: extra alert rule files the observability stack adds for this kind, by name:
+        ``fmcluster/observability/rules.<name>.yaml`` (rules on metrics only this kind produces).
     """
 
     name: str
@@ -95,6 +103,8 @@ class OrchestratorKind:
     addresses_per_node: int = 0
     preflight: Optional[str] = None
     status: Optional[str] = None
+    plan_notes: Callable[[ClusterSpec], List[str]] = no_plan_notes
+    rule_groups: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.node_agent is not None and self.node_agent not in NODE_AGENTS:
