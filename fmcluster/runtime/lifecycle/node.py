@@ -52,7 +52,6 @@ from fmcluster.runtime.contract import (
     USER_NAME_PATTERN,
     ssh_key_ok,
 )
-from fmcluster.runtime.observability import EFA_TEXTFILE_UNITS
 from fmcluster.runtime.profile import LEVELS, POLICIES
 
 ROLES = ("controller", "login", "compute")
@@ -298,6 +297,8 @@ def fstab_bind(path: str, source: str, target: str, requires: str) -> bool:
 
 def write_efa_units(unit_dir: str) -> List[str]:
     """Write the EFA counters' systemd units (the runtime's text) into `unit_dir`; their names."""
+    from fmcluster.runtime.observability import EFA_TEXTFILE_UNITS  # only EKS nodes need it
+
     for name, text in EFA_TEXTFILE_UNITS.items():
         _write(os.path.join(unit_dir, name), text)
     return list(EFA_TEXTFILE_UNITS)
