@@ -45,6 +45,7 @@ PRIORITY_CLASS_SUFFIX = "-priority"
 TEAM_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$"
 PRIORITY_CLASS_PATTERN = TEAM_NAME_PATTERN
 MAX_PRIORITY_CLASSES = 10  # ClusterSchedulerConfig: PriorityClasses maxItems
+MAX_QUOTA_NAME = 63  # ComputeQuota Name (CloudFormation schema); fmcluster names a quota <cluster>-<team>
 # The validation policies a HyperPod on EKS node can honour: fail (the lifecycle script fails, HyperPod provisions
 # another instance), taint (the node gate keeps it out of work with the reason) or report. drain is Slurm's.
 POLICIES = ("taint", "fail", "report")
@@ -273,6 +274,9 @@ def _team_rules(spec: ClusterSpec, governance: TaskGovernance) -> List[Problem]:
     groups = {g.name: g for g in spec.node_groups}
     at = "orchestrator.task_governance.teams"
     for i, team in enumerate(governance.teams):
+        if len(f"{spec.name}-{team.name}") > MAX_QUOTA_NAME:
+            found.append((f"{at}[{i}].name", f"the team's compute quota is named {spec.name}-{team.name}, longer than "
+                          f"the {MAX_QUOTA_NAME} characters ComputeQuota names take: shorten the team's name"))
         for name, gpus in team.gpus.items():
             g = groups.get(name)
             if g is None:

@@ -20,7 +20,7 @@ HyperPod on EKS (on_create_eks.sh; ``workload_manager: eks`` parameters):
 - ``eks-node --params F --group G``: this node's group (named by its entry script), GPU or not, and the settings every
   later step needs, including the policy the boot validator applies on the node.
 - ``container-layout --base D``: containerd's, the kubelet's and the pod logs' directories and where under D they go.
-- ``fstab-bind --file F --source S --target T --requires D``: the bind mount S -> T in fstab, once.
+- ``fstab-bind --file F --source S --target T --requires D [--after UNIT]``: the bind mount S -> T in fstab, once.
 - ``efa-units --unit-dir D``: write the EFA counters' systemd units into D.
 
 How a node finds itself: HyperPod writes every instance's ``CustomerIpAddress`` (its address in the customer
@@ -275,10 +275,13 @@ def container_layout(base: str) -> List[Tuple[str, str, str]]:
     return [(name, path, f"{base.rstrip('/')}/{name}") for name, path in KUBERNETES_DATA_DIRS]
 
 
-def fstab_bind(path: str, source: str, target: str, requires: str) -> bool:
-    """Add ``source target none bind,x-systemd.requires-mounts-for=requires 0 0`` unless `target` is in fstab
-    already (then it must be this bind mount). True when the file changed."""
-    line = f"{source} {target} none bind,x-systemd.requires-mounts-for={requires} 0 0"
+def fstab_bind(path: str, source: str, target: str, requires: str, after: Optional[str] = None) -> bool:
+    """Add ``source target none bind,x-systemd.requires-mounts-for=requires[,x-systemd.after=UNIT] 0 0`` unless
+    `target` is in fstab already (then it must be this bind mount). `after`: the unit that mounts `requires` when no
+    fstab line does (the DLAMI's dlami-nvme.service), so the bind mount waits for it at boot. True when the file
+    changed."""
+    options = f"bind,x-systemd.requires-mounts-for={requires}" + (f",x-systemd.after={after}" if after else "")
+    line = f"{source} {target} none {options} 0 0"
     try:
         with open(path, encoding="utf-8") as fh:
             lines = fh.read().splitlines()
@@ -540,6 +543,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--source", required=True)
     b.add_argument("--target", required=True)
     b.add_argument("--requires", required=True)
+    b.add_argument("--after", help="the systemd unit that mounts --requires, if no fstab line does")
     f = sub.add_parser("efa-units")
     f.add_argument("--unit-dir", required=True)
     args = ap.parse_args(argv)
@@ -571,7 +575,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             for row in container_layout(args.base):
                 print("\t".join(row))
         elif args.cmd == "fstab-bind":
-            print("changed" if fstab_bind(args.file, args.source, args.target, args.requires) else "unchanged")
+            print("changed" if fstab_bind(args.file, args.source, args.target, args.requires, args.after)
+                  else "unchanged")
         elif args.cmd == "efa-units":
             print("\n".join(write_efa_units(args.unit_dir)))
     except LifecycleError as exc:

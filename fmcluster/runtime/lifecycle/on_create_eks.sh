@@ -74,6 +74,11 @@ step_containers() {
     return 0
   fi
   log "containerd, kubelet and pod logs under $base ($why)"
+  # dlami-nvme.service (not fstab) mounts the instance store at boot: the bind mounts wait for it
+  local after=()
+  if [[ "$base" == /opt/dlami/nvme ]] && systemctl cat dlami-nvme.service >/dev/null 2>&1; then
+    after=(--after dlami-nvme.service)
+  fi
   # HyperPod starts them after this script; if one runs already, move its data while it is stopped
   for unit in kubelet containerd; do
     if systemctl is-active --quiet "$unit"; then
@@ -89,7 +94,7 @@ step_containers() {
       cp -a "$ROOT$src/." "$ROOT$dst/"  # e.g. images the AMI preloaded into containerd
     fi
     mount --bind "$ROOT$dst" "$ROOT$src"
-    node_py fstab-bind --file "$ROOT/etc/fstab" --source "$dst" --target "$src" --requires "$base" >/dev/null
+    node_py fstab-bind --file "$ROOT/etc/fstab" --source "$dst" --target "$src" --requires "$base" "${after[@]}" >/dev/null
     log "$name: $src is $dst (bind mount, in fstab)"
   done <<<"$(node_py container-layout --base "$base")"
   for unit in "${stopped[@]}"; do

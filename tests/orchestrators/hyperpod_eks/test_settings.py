@@ -84,6 +84,14 @@ def test_bad_teams_name_the_field(base, team, path, words):
     assert path in text and words in text, text
 
 
+def test_a_quota_name_beyond_63_characters_is_refused(base):
+    data = copy.deepcopy(base)
+    data["name"] = "h" + "p" * 24
+    data["orchestrator"]["task_governance"]["teams"] = [{"name": "t" * 40, "gpus": {"h100": 8}}]
+    text = problems(data)
+    assert "orchestrator.task_governance.teams[0].name" in text and "longer than the 63 characters" in text
+
+
 def test_team_quotas_above_the_clusters_gpus_are_refused(base):
     data = copy.deepcopy(base)
     data["orchestrator"]["task_governance"]["teams"][1]["gpus"] = {"h100": 24}  # 16 + 24 > 32

@@ -202,5 +202,9 @@ def test_container_layout_and_the_fstab_bind_mounts(tmp_path):
         "/opt/dlami/nvme/kubelet /var/lib/kubelet none bind,x-systemd.requires-mounts-for=/opt/dlami/nvme 0 0")
     with pytest.raises(LifecycleError, match="already mounts"):
         node.fstab_bind(str(fstab), "/opt/sagemaker/kubelet", "/var/lib/kubelet", "/opt/sagemaker")
+    assert node.fstab_bind(str(fstab), "/opt/dlami/nvme/containerd", "/var/lib/containerd", "/opt/dlami/nvme",
+                           after="dlami-nvme.service")
+    assert fstab.read_text().splitlines()[-1].endswith(
+        "bind,x-systemd.requires-mounts-for=/opt/dlami/nvme,x-systemd.after=dlami-nvme.service 0 0")
     assert node.write_efa_units(str(tmp_path / "units")) == ["fmcluster-efa-textfile.service",
                                                              "fmcluster-efa-textfile.timer"]

@@ -24,7 +24,7 @@ FAKE_COMMANDS = {
     # a unit is active when FAKE_ACTIVE names it; every call is logged
     "systemctl": ('echo "$*" >> "$FAKE_LOG/systemctl.log"; if [ "$1" = is-active ]; then '
                   'case " ${FAKE_ACTIVE:-} " in *" ${3:-} "*) exit 0;; esac; exit 1; fi; '
-                  'if [ "$1" = cat ]; then exit 1; fi; exit 0'),
+                  'if [ "$1" = cat ]; then case " ${FAKE_UNITS:-} " in *" ${2:-} "*) exit 0;; esac; exit 1; fi; exit 0'),
     "mount": 'echo "$*" >> "$FAKE_LOG/mount.log"',
     "nvidia-smi": 'echo "fake nvidia-smi must not be needed"; exit 1',
 }
@@ -148,6 +148,13 @@ def test_a_failed_validation_under_fail_fails_the_lifecycle_so_hyperpod_replaces
     assert r.returncode == 1
     assert "fmcluster lifecycle FAILED at step validate: node validation failed under policy fail" in r.stdout
     assert "policy=fail" in (n.root / "var/log/fmcluster/bootstrap.log").read_text() and not n.marker("validate")
+
+
+def test_the_bind_mounts_wait_for_the_dlami_nvme_service_at_boot(tmp_path):
+    n = Node(tmp_path, group="h100")
+    ok(n.run(FAKE_UNITS="dlami-nvme.service"))
+    for line in (n.root / "etc/fstab").read_text().splitlines():
+        assert line.endswith("bind,x-systemd.requires-mounts-for=/opt/dlami/nvme,x-systemd.after=dlami-nvme.service 0 0")
 
 
 def test_running_containerd_and_kubelet_are_stopped_while_their_data_moves(tmp_path):
