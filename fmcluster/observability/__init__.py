@@ -3,6 +3,8 @@
 The files beside this module are package data, read relative to this file:
 
 - ``rules.yaml``: recording and alerting rules (the AMP rule groups namespace).
+- ``rules.<name>.yaml``: rule groups on metrics only some orchestrator kinds produce, added for a kind that names them
+  (`OrchestratorKind.rule_groups`).
 - ``alertmanager.yaml``: the Alertmanager configuration, routed to the alert SNS topic.
 - ``../runtime/observability/dcgm-counters.csv`` (shipped to the nodes): the DCGM fields dcgm-exporter collects on
   every GPU, and ``dcgm-counters-<gpu_arch>.csv`` those of one GPU architecture (NVLink error counters).
@@ -29,26 +31,54 @@ _TOPIC = "__TOPIC_ARN__"
 _REGION = "__REGION__"
 
 
+def rule_files() -> List[Path]:
+    """rules.yaml, then every optional rules.<name>.yaml."""
+    return [RULES_FILE] + sorted(HERE.glob("rules.*.yaml"))
+
+
+def extra_rules_file(name: str) -> Path:
+    path = HERE / f"rules.{name}.yaml"
+    if not path.is_file():
+        raise ValueError(f"no rule file {path.name} beside {RULES_FILE.name}")
+    return path
+
+
+def _groups_only(text: str) -> str:
+    """A rules file's group list without its ``groups:`` line (and anything above it), to append to another."""
+    lines = text.splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith("groups:"))
+    return "".join(lines[start + 1:])
+
+
 def rules_text(
-    cluster: Optional[str] = None, expected: Sequence[ExpectedNodes] = (), *, slurm: bool = False
+    cluster: Optional[str] = None, expected: Sequence[ExpectedNodes] = (), *, slurm: bool = False,
+    extra: Sequence[str] = (),
 ) -> str:
     """The rules file as AMP takes it (the Data of AWS::APS::RuleGroupsNamespace).
 
     With `cluster`, the ``fmcluster.inventory`` group rendered from the expected nodes follows the static groups
-    (fmcluster/observability/inventory.py); without it, rules.yaml verbatim."""
+    (fmcluster/observability/inventory.py); without it, rules.yaml verbatim. `extra` names optional rule files
+    (``rules.<name>.yaml``) whose groups follow rules.yaml's."""
     text = RULES_FILE.read_text(encoding="utf-8")
-    if cluster is None:
+    if cluster is None and not extra:
         return text
     if not text.endswith("\n"):
         text += "\n"
+    for name in extra:
+        text += f"\n  # {extra_rules_file(name).name}\n" + _groups_only(extra_rules_file(name).read_text(encoding="utf-8"))
+        if not text.endswith("\n"):
+            text += "\n"
+    if cluster is None:
+        return text
     header = "\n  # rendered at synth from the spec's node groups (fmcluster/observability/inventory.py)\n"
     return text + header + render_group(inventory_group(cluster, expected, slurm=slurm))
 
 
 def load_rules() -> Dict[str, Any]:
+    """Every static rule group: rules.yaml's and the optional files'."""
     import yaml
 
-    data = yaml.safe_load(rules_text())
+    data = yaml.safe_load(rules_text(extra=[p.name.split(".")[1] for p in rule_files()[1:]]))
     if not isinstance(data, dict) or "groups" not in data:
         raise ValueError(f"{RULES_FILE}: expected a mapping with groups")
     return data

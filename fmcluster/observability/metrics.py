@@ -18,6 +18,8 @@ Producers, all deployed by fmcluster on every node (fmcluster/runtime/observabil
 - ``fmcluster-bootstrap``: the node's bootstrap itself, a textfile read by node_exporter: a GPU node that cannot run
   dcgm-exporter says so (ParallelCluster's official AMI has no docker: fmcluster/runtime/parallelcluster).
 - ``prometheus``: series every scrape produces (``up``) and the AMP ruler writes (``ALERTS``).
+- ``kube-state-metrics``: on Kubernetes clusters (eks, hyperpod-eks), objects' state; HyperPod's health labels of
+  nodes through ``kube_node_labels`` (fmcluster/orchestrators/eks/metrics.py).
 
 Standard library only: the runtime side may read the same names from its own copy.
 """
@@ -38,8 +40,10 @@ EFA_COLLECTOR = "fmcluster-efa"
 SLURM_COLLECTOR = "fmcluster-slurm"
 BOOTSTRAP = "fmcluster-bootstrap"
 PROMETHEUS = "prometheus"
+KUBE_STATE_METRICS = "kube-state-metrics"
 
-EXPORTERS = (DCGM_EXPORTER, NODE_EXPORTER, VALIDATOR, EFA_COLLECTOR, SLURM_COLLECTOR, BOOTSTRAP, PROMETHEUS)
+EXPORTERS = (DCGM_EXPORTER, NODE_EXPORTER, VALIDATOR, EFA_COLLECTOR, SLURM_COLLECTOR, BOOTSTRAP, PROMETHEUS,
+             KUBE_STATE_METRICS)
 
 # Labels the collector adds to every series it scrapes (fmcluster/runtime/observability/collector_config.py).
 TARGET_LABELS = ("cluster", "node", "instance_id", "instance_type", "node_group")
@@ -156,6 +160,10 @@ CATALOG: Tuple[Metric, ...] = (
     _m("up", PROMETHEUS, "gauge", "1 when the last scrape of the target succeeded.", "job"),
     # --- the AMP ruler, for every alerting rule ---------------------------------------------------------
     _m("ALERTS", PROMETHEUS, "gauge", "1 per pending or firing alert.", "alertname", "alertstate", "severity"),
+    # --- kube-state-metrics on Kubernetes clusters: node labels it is allowed to export (HyperPod's health) ---------
+    _m("kube_node_labels", KUBE_STATE_METRICS, "gauge", "1 per node, its allowlisted labels as label_<name>.",
+       "node", "label_sagemaker_amazonaws_com_node_health_status", "label_sagemaker_amazonaws_com_deep_health_check_status",
+       "label_sagemaker_amazonaws_com_fault_type", "label_sagemaker_amazonaws_com_fault_reason"),
 )
 
 BY_NAME: Dict[str, Metric] = {m.name: m for m in CATALOG}

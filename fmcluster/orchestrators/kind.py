@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Optional, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Type
 
 from fmcluster.runtime.contract import NODE_AGENTS
 from fmcluster.spec.base import Problem, SpecModel
@@ -58,6 +58,10 @@ def node_group_counts(spec: ClusterSpec) -> Dict[str, int]:
     return {g.name: g.count for g in spec.node_groups}
 
 
+def no_plan_notes(spec: ClusterSpec) -> List[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class OrchestratorKind:
     """One orchestrator kind.
@@ -87,6 +91,10 @@ class OrchestratorKind:
         left out expects its count.
     :param preflight: ``module:function`` returning its preflight checks for a spec, or None.
     :param status: ``module:MAPPING`` of CloudFormation resource type to status describer, or None.
+    :param plan_notes: lines ``fmcluster plan`` prints about the orchestrator (node counts it runs, what it builds
+        that CloudFormation cannot).
+    :param rule_groups: extra alert rule files the observability stack adds for this kind, by name:
+        ``fmcluster/observability/rules.<name>.yaml`` (rules on metrics only this kind produces).
     """
 
     name: str
@@ -105,6 +113,8 @@ class OrchestratorKind:
     expected_nodes: Callable[[ClusterSpec], Dict[str, int]] = node_group_counts
     preflight: Optional[str] = None
     status: Optional[str] = None
+    plan_notes: Callable[[ClusterSpec], List[str]] = no_plan_notes
+    rule_groups: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.node_agent is not None and self.node_agent not in NODE_AGENTS:

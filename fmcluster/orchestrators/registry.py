@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, List
 
-from fmcluster.orchestrators import eks, hyperpod, none, parallelcluster, pcs
+from fmcluster.orchestrators import eks, hyperpod, hyperpod_eks, none, parallelcluster, pcs
 from fmcluster.orchestrators.kind import OrchestratorKind
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
 
-BUILT_IN: List[OrchestratorKind] = [none.KIND, pcs.KIND, hyperpod.SLURM, parallelcluster.KIND, eks.KIND]
+BUILT_IN: List[OrchestratorKind] = [none.KIND, pcs.KIND, hyperpod.SLURM, parallelcluster.KIND, eks.KIND,
+                                    hyperpod_eks.KIND]
 
 _kinds: Dict[str, OrchestratorKind] = {k.name: k for k in BUILT_IN}
 

@@ -88,5 +88,6 @@ def cluster_figures(spec: Any, gradient_gb: float) -> Dict[str, Any]:
         "ip_addresses_with_headroom": spec.required_ips,
     }
     return {"name": spec.name, "region": spec.region, "orchestrator": spec.orchestrator.type,
+            "orchestrator_notes": spec.orchestrator_kind.plan_notes(spec),
             "gradient_gb": gradient_gb, "total": total, "groups": groups, "storage": storage_figures(spec),
             "formulas": FORMULAS}

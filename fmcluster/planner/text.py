@@ -46,6 +46,7 @@ def cluster_lines(c: Dict[str, Any]) -> List[str]:
             f"{fsx['throughput_gbps']:g} GB/s aggregate ({fsx['throughput_mbps_per_tib']} MB/s per TiB)"
             f"{', EFA' if fsx['efa'] else ''}, {fsx['associations']} S3 association(s)"
         )
+    lines += [f"  {line}" for line in c.get("orchestrator_notes", [])]
     return lines
 
 

@@ -74,8 +74,14 @@ HYPERPOD_EBS_ROOT = "/opt/sagemaker"  # HyperPod: the instance group's extra EBS
 DOCKER_DATA_ROOT_KEY = "data-root"  # daemon.json
 ENROOT_PATH_KEYS = ("ENROOT_RUNTIME_PATH", "ENROOT_CACHE_PATH", "ENROOT_DATA_PATH", "ENROOT_TEMP_PATH")
 
+# Kubernetes node data the HyperPod on EKS lifecycle moves onto the instance store (bind mounts, as nodeadm's RAID0
+# local-storage strategy does on EKS managed nodes): containerd's root, the kubelet's root (pods' emptyDirs), pod logs.
+KUBERNETES_DATA_DIRS = (("containerd", "/var/lib/containerd"), ("kubelet", "/var/lib/kubelet"),
+                        ("pod-logs", "/var/log/pods"))
+
 # --- HyperPod lifecycle parameters --------------------------------------------------------------------------
 # fmcluster_parameters.json beside the lifecycle scripts: rendered at synth, read by runtime/lifecycle/node.py.
+# workload_manager says which layout: slurm (on_init_complete.sh) or eks (on_create_eks.sh).
 LIFECYCLE_PARAMETERS_FILE = "fmcluster_parameters.json"
 LIFECYCLE_PARAMETERS_VERSION = 1
 LIFECYCLE_PARAMETERS_KEYS = ("version", "workload_manager", "cluster_name", "region", "controller_group",
@@ -83,6 +89,13 @@ LIFECYCLE_PARAMETERS_KEYS = ("version", "workload_manager", "cluster_name", "reg
 WORKER_GROUP_KEYS = ("instance_group_name", "partition_name", "instance_type", "gpu", "efa")
 FSX_KEYS = ("dns_name", "mount_name", "mount_point", "efa")
 USER_KEYS = ("name", "uid", "groups", "ssh_public_keys")
+EKS_LIFECYCLE_PARAMETERS_KEYS = ("version", "workload_manager", "cluster_name", "region", "system_group",
+                                 "worker_groups", "fsx", "validation", "observability")
+EKS_WORKER_GROUP_KEYS = ("instance_group_name", "instance_type", "gpu", "efa")
+EKS_OBSERVABILITY_KEYS = ("efa_textfile",)
+# The entry script HyperPod runs on an EKS node of group G (LifeCycleConfig.OnCreate): it names its group, so the node
+# needs no lookup in HyperPod's resource_config.json.
+EKS_ENTRY_SCRIPT = "on_create.{group}.sh"
 
 
 def main(argv: Optional[List[str]] = None) -> int:

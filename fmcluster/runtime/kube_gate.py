@@ -14,8 +14,14 @@ Kubelet may start before the validator ends; the node is tainted from its regist
 result, so nothing without a toleration of the taint is scheduled there first. The kubelet itself cannot lift its own
 taint (the NodeRestriction admission plugin forbids a node to change its taints), hence the separate identity.
 
+With ``--adopt`` the gate also decides for a node that carries no taint of ours and no ``FmclusterValidated``
+condition yet: nodes that could not register with the pending taint (SageMaker HyperPod refuses custom taints on
+instance groups with deep health checks; HyperPod's own taint keeps them out of work while those checks run). A pass
+sets the condition; a failure under policy taint adds the taint with the value ``failed``. Once the condition is set
+the node is decided, so a taint an operator removed stays removed.
+
     python3 kube_gate.py --node NAME --result /host/var/lib/fmcluster/validation.json [--policy taint|report]
-        [--timeout 2700] [--interval 10] [--api URL] [--once]
+        [--timeout 2700] [--interval 10] [--adopt] [--api URL] [--once]
 """
 
 from __future__ import annotations
@@ -194,11 +200,19 @@ def node_age(node: Dict[str, Any]) -> float:
     return (datetime.datetime.now(datetime.timezone.utc) - then).total_seconds()
 
 
-def step(api: Api, node_name: str, result_path: str, policy: str, timeout: float) -> Tuple[bool, str]:
-    """One look at the node: (done, what happened). Done once the node carries no pending taint of ours."""
+def decided(node: Dict[str, Any]) -> bool:
+    """Whether the gate has set its condition on the node already."""
+    return any(c.get("type") == CONDITION for c in node.get("status", {}).get("conditions") or [])
+
+
+def step(api: Api, node_name: str, result_path: str, policy: str, timeout: float,
+         adopt: bool = False) -> Tuple[bool, str]:
+    """One look at the node: (done, what happened). Done once the node carries no pending taint of ours (with
+    `adopt`: once an untainted node has the gate's condition)."""
     node = api.call("GET", f"/api/v1/nodes/{node_name}")
     ours = has_our_taint(node)
-    if ours != PENDING:
+    undecided = adopt and ours is None and not decided(node)
+    if ours != PENDING and not undecided:
         return True, f"nothing to do (taint {TAINT_KEY}={ours})" if ours else "nothing to do (no taint)"
     decision = decide(read_result(result_path), policy, timed_out=node_age(node) > timeout)
     if decision is None:
@@ -214,6 +228,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--policy", choices=("taint", "report"), default="taint")
     ap.add_argument("--timeout", type=float, default=2700.0, help="seconds after the node's creation to give up")
     ap.add_argument("--interval", type=float, default=10.0)
+    ap.add_argument("--adopt", action="store_true",
+                    help="also decide for nodes without the pending taint that the gate has not decided yet")
     ap.add_argument("--api", help="API base URL (tests); default: in-cluster")
     ap.add_argument("--once", action="store_true", help="one look, then exit (tests)")
     args = ap.parse_args(argv)
@@ -223,7 +239,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     api = Api(args.api)
     while True:
         try:
-            done, what = step(api, args.node, args.result, args.policy, args.timeout)
+            done, what = step(api, args.node, args.result, args.policy, args.timeout, adopt=args.adopt)
             print(f"{_now()} {args.node}: {what}", flush=True)
         except (OSError, ValueError, KeyError) as exc:  # API hiccups: try again next round
             done = False

@@ -53,3 +53,24 @@ def params(**changes: Any) -> Dict[str, Any]:
 
 def resource_config() -> Dict[str, Any]:
     return copy.deepcopy(RESOURCE_CONFIG)
+
+
+# HyperPod on EKS (on_create_eks.sh): parameters as fmcluster renders them (workload_manager eks); a node knows its
+# group from the entry stub HyperPod runs for it, so there is no resource_config.json to read.
+EKS_PARAMS: Dict[str, Any] = {
+    "version": 1, "workload_manager": "eks", "cluster_name": "demo", "region": "us-east-1", "system_group": "system",
+    "worker_groups": [
+        {"instance_group_name": "h100", "instance_type": "ml.p5.48xlarge", "gpu": True, "efa": True},
+        {"instance_group_name": "prep", "instance_type": "ml.c5.18xlarge", "gpu": False, "efa": False},
+    ],
+    "fsx": {"dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com", "mount_name": "abcdefgh", "mount_point": "/fsx",
+            "efa": True},
+    "validation": {"level": "standard", "policy": "taint"},
+    "observability": {"efa_textfile": True},
+}
+
+
+def eks_params(**changes: Any) -> Dict[str, Any]:
+    out = copy.deepcopy(EKS_PARAMS)
+    out.update(changes)
+    return out

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from fmcluster import observability as obs
@@ -65,3 +66,13 @@ def test_the_rendered_rules_follow_the_rules_conventions():
         assert all(rule["annotations"][k].strip() for k in ("summary", "description", "runbook"))
     names = obs.alert_names() + [r["alert"] for r in group["rules"] if "alert" in r]
     assert len(names) == len(set(names))
+
+
+def test_a_kinds_extra_rule_groups_follow_the_static_ones_and_precede_the_inventory():
+    text = obs.rules_text("c", [ExpectedNodes("gpu", 2, 8)], slurm=False, extra=["hyperpod"])
+    assert text.startswith(obs.rules_text())
+    names = [g["name"] for g in yaml.safe_load(text)["groups"]]
+    assert names.index("fmcluster.hyperpod") == names.index("fmcluster.inventory") - 1
+    assert "fmcluster.hyperpod" not in obs.rules_text("c", [ExpectedNodes("gpu", 2, 8)], slurm=False)
+    with pytest.raises(ValueError):
+        obs.rules_text("c", [], extra=["nope"])

@@ -28,15 +28,16 @@ REQUIRED_ALERTS = {
 }
 
 
-def test_promtool_check_rules(promtool):
-    out = subprocess.run([promtool, "check", "rules", str(obs.RULES_FILE)], capture_output=True, text=True)
+@pytest.mark.parametrize("rules", obs.rule_files(), ids=lambda p: p.name)
+def test_promtool_check_rules(promtool, rules):
+    out = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "SUCCESS" in out.stdout
 
 
-def test_promtool_rule_unit_tests(promtool):
-    tests = Path(__file__).parent / "rules_test.yaml"
-    out = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True)
+@pytest.mark.parametrize("tests", ["rules_test.yaml", "hyperpod_rules_test.yaml"])
+def test_promtool_rule_unit_tests(promtool, tests):
+    out = subprocess.run([promtool, "test", "rules", str(Path(__file__).parent / tests)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
 
 

@@ -6,9 +6,9 @@ plane log type to an encrypted log group, control-plane ENIs in the node subnet 
 from __future__ import annotations
 
 import importlib
-from typing import Dict, Optional, Sequence, cast
+from typing import Dict, Mapping, Optional, Sequence, cast
 
-from aws_cdk import RemovalPolicy, Size, Stack
+from aws_cdk import CfnCondition, RemovalPolicy, Size, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -18,7 +18,7 @@ from constructs import Construct
 
 from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
 from fmcluster.nag import acknowledge, cfn_lint_ignore
-from fmcluster.orchestrators.eks.versions import ADDONS, KUBECTL_LAYERS, KUBERNETES_VERSIONS
+from fmcluster.orchestrators.eks.versions import ADDONS, KUBECTL_LAYERS, KUBERNETES_VERSIONS, AddonPin
 
 LOG_TYPES = (eks.ClusterLoggingTypes.API, eks.ClusterLoggingTypes.AUDIT, eks.ClusterLoggingTypes.AUTHENTICATOR,
              eks.ClusterLoggingTypes.CONTROLLER_MANAGER, eks.ClusterLoggingTypes.SCHEDULER)
@@ -57,8 +57,9 @@ class EksControlPlane(Construct):
     :param admins: IAM principal ARNs given cluster-admin access entries.
     :param public_access_cidrs: CIDRs of a public endpoint; empty: private endpoint only.
     :param log_retention: retention of the control-plane log group.
+    :param addon_pins: the add-ons `add_addon` may install, with their pinned versions (default: the eks kind's).
 
-    Exposes ``cluster`` (eks.Cluster), ``secrets_key``, ``log_group``, ``addons`` (name -> eks.Addon).
+    Exposes ``cluster`` (eks.Cluster), ``secrets_key``, ``log_group``, ``addons`` (name -> eks.Addon), ``kubectl_layer``.
     """
 
     def __init__(
@@ -74,8 +75,10 @@ class EksControlPlane(Construct):
         admins: Sequence[str],
         public_access_cidrs: Sequence[str] = (),
         log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
+        addon_pins: Optional[Mapping[str, AddonPin]] = None,
     ) -> None:
         super().__init__(scope, id)
+        self.addon_pins: Mapping[str, AddonPin] = ADDONS if addon_pins is None else addon_pins
         zones = known_zones(subnets)
         if len(subnets) < 2 or (zones is not None and len(zones) < 2):
             raise ValueError("subnets: EKS needs control-plane subnets in at least two availability zones")
@@ -93,6 +96,8 @@ class EksControlPlane(Construct):
                                        removal_policy=RemovalPolicy.DESTROY)
         endpoint = (eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*public_access_cidrs) if public_access_cidrs
                     else eks.EndpointAccess.PRIVATE)
+        # the kubectl/Helm layer, also for other functions that run helm or kubectl against this cluster
+        self.kubectl_layer = kubectl_layer(self, kubernetes_version)
         self.cluster = eks.Cluster(
             self,
             "Cluster",
@@ -112,7 +117,7 @@ class EksControlPlane(Construct):
             # access entries for the admins only; CloudFormation's role gets none
             bootstrap_cluster_creator_admin_permissions=False,
             kubectl_provider_options=eks.KubectlProviderOptions(
-                kubectl_layer=kubectl_layer(self, kubernetes_version),  # type: ignore[arg-type]
+                kubectl_layer=self.kubectl_layer,  # type: ignore[arg-type]
                 memory=Size.gibibytes(2),
             ),
         )
@@ -143,6 +148,13 @@ class EksControlPlane(Construct):
         provider = self.cluster.kubectl_provider
         if provider is None:
             raise ValueError("kubectl_provider_options: the cluster has no kubectl provider")
+        stack = Stack.of(self)
+        # the logical ids cdk-nag names: the handler function's and its ECR Public condition's (they follow the
+        # construct path, so they differ between kinds)
+        handler = next(c for c in provider.node.find_all() if isinstance(c, CfnFunction)
+                       and c.node.scope is not None and c.node.scope.node.id == "Handler")
+        condition = next(c for c in provider.node.find_all() if isinstance(c, CfnCondition))
+        handler_id, condition_id = stack.get_logical_id(handler), stack.get_logical_id(condition)
         policy = "Policy::arn:<AWS::Partition>:iam::aws:policy/"
         reasons = {
             f"AwsSolutions-IAM4[{policy}service-role/AWSLambdaBasicExecutionRole]":
@@ -152,7 +164,7 @@ class EksControlPlane(Construct):
                 "VPC access policy to manage its ENIs.",
             f"AwsSolutions-IAM4[{policy}AmazonEC2ContainerRegistryReadOnly]":
                 "CDK's kubectl handler reads Helm charts stored as OCI artifacts in ECR (read only).",
-            "AwsSolutions-IAM4[Policy::{\"Fn::If\":[\"EksControlPlaneClusterKubectlProviderHandlerHasEcrPublicA62C4022\","
+            f"AwsSolutions-IAM4[Policy::{{\"Fn::If\":[\"{condition_id}\","
             "{\"Fn::Join\":[\"\",[\"arn:\",{\"Ref\":\"AWS::Partition\"},\":iam::aws:policy/"
             "AmazonElasticContainerRegistryPublicReadOnly\"]]},{\"Ref\":\"AWS::NoValue\"}]}]":
                 "CDK's kubectl handler adds ECR Public read only when a chart comes from public.ecr.aws (a condition).",
@@ -161,7 +173,7 @@ class EksControlPlane(Construct):
         }
         for rule, reason in reasons.items():
             acknowledge(provider, rule, reason)
-        acknowledge(provider, "AwsSolutions-IAM5[Resource::<EksControlPlaneClusterKubectlProviderHandler6C62F262.Arn>:*]",
+        acknowledge(provider, f"AwsSolutions-IAM5[Resource::<{handler_id}.Arn>:*]",
                     "CDK's custom resource framework may invoke every version of its own handler function only.")
         for child in provider.node.find_all():
             if isinstance(child, CfnFunction):
@@ -181,14 +193,14 @@ class EksControlPlane(Construct):
     ) -> eks.Addon:
         """An EKS add-on at its pinned version (or EKS's default), with a Pod Identity role for `service_account`
         holding `policies` / `managed_policies`, created after the add-ons named in `after`."""
-        if name not in ADDONS:
-            raise ValueError(f"name: {name!r} is not a pinned add-on ({', '.join(ADDONS)})")
+        if name not in self.addon_pins:
+            raise ValueError(f"name: {name!r} is not a pinned add-on ({', '.join(self.addon_pins)})")
         addon = eks.Addon(
             self,
             "".join(p.capitalize() for p in name.split("-")),
             cluster=self.icluster,
             addon_name=name,
-            addon_version=ADDONS[name].version_for(kubernetes_version),
+            addon_version=self.addon_pins[name].version_for(kubernetes_version),
             configuration_values=configuration,
         )
         if service_account is not None:

@@ -21,8 +21,11 @@ RESULT = "validation.json"
 NO_RESULT_TIMEOUT_S = 2700
 
 
-def objects(*, groups: Sequence[str], policy: str) -> List[Dict[str, Any]]:
-    """Namespace, RBAC, ConfigMap and DaemonSet, in the order they must be applied."""
+def objects(*, groups: Sequence[str], policy: str, tolerations: Sequence[Dict[str, str]] = (),
+            adopt: bool = False) -> List[Dict[str, Any]]:
+    """Namespace, RBAC, ConfigMap and DaemonSet, in the order they must be applied. `tolerations`: taints of the
+    orchestrator's own the gate must also run under (HyperPod's deep health checks); `adopt`: also decide for nodes
+    that registered without the pending taint (kube_gate.py --adopt)."""
     if policy not in ("taint", "report"):
         raise ValueError(f"policy: {policy!r} is not taint or report")
     if not groups:
@@ -45,17 +48,18 @@ def objects(*, groups: Sequence[str], policy: str) -> List[Dict[str, Any]]:
          "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]},
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": dict(meta),
          "data": {"kube_gate.py": SCRIPT.read_text(encoding="utf-8")}},
-        daemonset(groups=groups, policy=policy),
+        daemonset(groups=groups, policy=policy, tolerations=tolerations, adopt=adopt),
     ]
 
 
-def daemonset(*, groups: Sequence[str], policy: str) -> Dict[str, Any]:
+def daemonset(*, groups: Sequence[str], policy: str, tolerations: Sequence[Dict[str, str]] = (),
+              adopt: bool = False) -> Dict[str, Any]:
     selector = {"app.kubernetes.io/name": NAME}
     container = {
         "name": "gate",
         "image": GATE_IMAGE,
         "command": ["python3", "/gate/kube_gate.py", "--result", f"/host{STATE_DIR}/{RESULT}", "--policy", policy,
-                    "--timeout", str(NO_RESULT_TIMEOUT_S)],
+                    "--timeout", str(NO_RESULT_TIMEOUT_S)] + (["--adopt"] if adopt else []),
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
                 {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
@@ -81,7 +85,7 @@ def daemonset(*, groups: Sequence[str], policy: str) -> Dict[str, Any]:
                         "nodeSelectorTerms": [{"matchExpressions": [
                             {"key": labels.GROUP, "operator": "In", "values": sorted(groups)}]}]}}},
                     # the gate must run on a node its taint keeps everything else off, also once it says failed
-                    "tolerations": devices.node_tolerations(),
+                    "tolerations": devices.node_tolerations() + [dict(t) for t in tolerations],
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [container],
                     "volumes": [

@@ -10,7 +10,7 @@ The managed scraper discovers targets with kubernetes_sd_configs only and scrape
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
 from fmcluster.orchestrators.eks import devices, gate, labels
 from fmcluster.orchestrators.eks.versions import DCGM_EXPORTER_IMAGE, KUBE_STATE_METRICS_IMAGE, NODE_EXPORTER_IMAGE
@@ -102,8 +102,12 @@ def dcgm_exporter() -> List[Dict[str, Any]]:
     return [config, ds]
 
 
-def kube_state_metrics(*, system_selector: Dict[str, str]) -> List[Dict[str, Any]]:
+def kube_state_metrics(*, system_selector: Dict[str, str], node_labels: Sequence[str] = ()) -> List[Dict[str, Any]]:
+    """`node_labels`: node labels kube-state-metrics may export in kube_node_labels (it exports none by default)."""
     name = "kube-state-metrics"
+    args = [f"--resources={','.join(KSM_RESOURCES)}", f"--port={KSM_PORT}"]
+    if node_labels:
+        args.append(f"--metric-labels-allowlist=nodes=[{','.join(node_labels)}]")
     rules: Dict[str, List[str]] = {}
     for r in KSM_RESOURCES:
         rules.setdefault(_API_GROUPS[r], []).append(r)
@@ -125,7 +129,7 @@ def kube_state_metrics(*, system_selector: Dict[str, str]) -> List[Dict[str, Any
                       "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                       "containers": [{
                           "name": name, "image": KUBE_STATE_METRICS_IMAGE,
-                          "args": [f"--resources={','.join(KSM_RESOURCES)}", f"--port={KSM_PORT}"],
+                          "args": args,
                           "ports": [{"name": "http-metrics", "containerPort": KSM_PORT}],
                           "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
                           "securityContext": dict(RESTRICTED),
@@ -133,12 +137,17 @@ def kube_state_metrics(*, system_selector: Dict[str, str]) -> List[Dict[str, Any
     ]
 
 
-def exporter_objects(*, system_selector: Dict[str, str], gpus: bool) -> List[Dict[str, Any]]:
-    """Everything the scraper collects from, in the gate's namespace (applied after it)."""
+def exporter_objects(*, system_selector: Dict[str, str], gpus: bool, node_labels: Sequence[str] = (),
+                     tolerations: Sequence[Dict[str, str]] = ()) -> List[Dict[str, Any]]:
+    """Everything the scraper collects from, in the gate's namespace (applied after it). `node_labels`: node labels
+    kube-state-metrics exports; `tolerations`: the orchestrator's own taints the per-node exporters also run under."""
     objects = [node_exporter()]
     if gpus:
         objects += dcgm_exporter()
-    return objects + kube_state_metrics(system_selector=system_selector)
+    for obj in objects:
+        if obj["kind"] == "DaemonSet" and tolerations:
+            obj["spec"]["template"]["spec"]["tolerations"] += [dict(t) for t in tolerations]
+    return objects + kube_state_metrics(system_selector=system_selector, node_labels=node_labels)
 
 
 def _label(node_label: str) -> str:
@@ -146,7 +155,7 @@ def _label(node_label: str) -> str:
     return "__meta_kubernetes_node_label_" + "".join(c if c.isalnum() or c == "_" else "_" for c in node_label)
 
 
-def _node_job(job: str, port: int, cluster: str, keep: str) -> Dict[str, Any]:
+def _node_job(job: str, port: int, cluster: str, keep: str, instance_type_regex: str = "(.*)") -> Dict[str, Any]:
     return {
         "job_name": job,
         "honor_labels": True,  # the validator's textfile carries instance_type itself
@@ -159,20 +168,27 @@ def _node_job(job: str, port: int, cluster: str, keep: str) -> Dict[str, Any]:
             {"source_labels": ["__meta_kubernetes_node_name"], "regex": "([^.]+).*", "replacement": "$1",
              "target_label": "node"},
             {"source_labels": [_label(labels.GROUP)], "target_label": "node_group"},
-            {"source_labels": [_label("node.kubernetes.io/instance-type")], "target_label": "instance_type"},
+            {"source_labels": [_label("node.kubernetes.io/instance-type")], "target_label": "instance_type",
+             **({"regex": instance_type_regex} if instance_type_regex != "(.*)" else {})},
             {"target_label": "cluster", "replacement": cluster},
         ],
     }
 
 
-def scrape_config(*, cluster: str, interval_s: int) -> Dict[str, Any]:
-    """The managed scraper's Prometheus configuration."""
+# SageMaker HyperPod names instance types with an ml. prefix in node.kubernetes.io/instance-type; the series carry the
+# EC2 name, as every other kind's (runtime/contract.py ec2_type).
+ML_PREFIXED = r"(?:ml\.)?(.*)"
+
+
+def scrape_config(*, cluster: str, interval_s: int, strip_ml_prefix: bool = False) -> Dict[str, Any]:
+    """The managed scraper's Prometheus configuration (`strip_ml_prefix`: SageMaker HyperPod nodes)."""
     interval = f"{max(MIN_SCRAPE_INTERVAL_S, interval_s)}s"
+    types = ML_PREFIXED if strip_ml_prefix else "(.*)"
     return {
         "global": {"scrape_interval": interval, "scrape_timeout": "20s"},
         "scrape_configs": [
-            _node_job("node", NODE_EXPORTER_PORT, cluster, labels.GROUP),
-            _node_job("dcgm", DCGM_EXPORTER_PORT, cluster, labels.GPU_PRESENT),
+            _node_job("node", NODE_EXPORTER_PORT, cluster, labels.GROUP, types),
+            _node_job("dcgm", DCGM_EXPORTER_PORT, cluster, labels.GPU_PRESENT, types),
             {
                 "job_name": "kube-state-metrics",
                 "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [NAMESPACE]}}],

@@ -29,6 +29,7 @@ from fmcluster.orchestrators.ec2_nodes import NodeImage, construct_id
 from fmcluster.orchestrators.eks import labels
 from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
 from fmcluster.profiles import mounts
+from fmcluster.runtime.observability import efa_textfile_shell
 from fmcluster.runtime.profile import NodeProfile
 from fmcluster.spec import ClusterSpec, NodeGroup
 
@@ -84,31 +85,8 @@ def node_config(group: NodeGroup) -> str:
 
 # The EFA counters textfile (runtime/observability/efa_textfile.py) on a timer, as install.sh sets it up on the other
 # kinds' nodes; the node-exporter pods read the textfile directory (metrics.py). No host agent: AMP's managed scraper
-# collects.
-EFA_TEXTFILE_UNITS = """cat >/etc/systemd/system/fmcluster-efa-textfile.service <<'UNIT'
-[Unit]
-Description=fmcluster EFA counters to the node_exporter textfile directory
-
-[Service]
-Type=oneshot
-Environment=PYTHONPATH=/opt/fmcluster/pkg
-ExecStart=/usr/bin/python3 -m fmcluster.runtime.observability.efa_textfile
-TimeoutStartSec=30
-UNIT
-cat >/etc/systemd/system/fmcluster-efa-textfile.timer <<'UNIT'
-[Unit]
-Description=fmcluster EFA counters every 30s
-
-[Timer]
-OnBootSec=30s
-OnUnitActiveSec=30s
-AccuracySec=1s
-
-[Install]
-WantedBy=timers.target
-UNIT
-systemctl daemon-reload && systemctl enable --now fmcluster-efa-textfile.timer || echo 'fmcluster: EFA textfile timer not started'
-"""
+# collects. The units are the runtime's (HyperPod on EKS nodes write the same ones).
+EFA_TEXTFILE_UNITS = efa_textfile_shell()
 
 
 def pre_validation_steps(spec: ClusterSpec, group: NodeGroup) -> str:

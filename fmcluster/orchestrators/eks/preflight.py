@@ -5,13 +5,13 @@ each node group, and the control plane's second AZ."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Mapping
 
 from fmcluster.aws.context import Context, PreflightCheck, paginate
 from fmcluster.aws.quotas import find_quota, judge
 from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
-from fmcluster.orchestrators.eks.settings import control_plane_zone, settings_of
-from fmcluster.orchestrators.eks.versions import ADDONS
+from fmcluster.orchestrators.eks.settings import control_plane_of, control_plane_zone, settings_of
+from fmcluster.orchestrators.eks.versions import ADDONS, AddonPin
 
 # EKS user guide, "Retrieve recommended Amazon Linux AMI IDs": /aws/service/eks/optimized-ami/<k8s>/<ami type>/
 # recommended/image_id. https://docs.aws.amazon.com/eks/latest/userguide/retrieve-ami-id.html
@@ -24,7 +24,7 @@ def ami_parameter(version: str, architecture: str, gpu: bool) -> str:
 
 
 def checks(spec: Any) -> List[PreflightCheck]:
-    version = settings_of(spec).kubernetes_version
+    version = control_plane_of(spec).kubernetes_version
     found = [
         PreflightCheck("quota:eks-clusters", "EKS clusters per Region", "service-quotas", check_cluster_quota),
         PreflightCheck("quota:eks-node-groups", "EKS managed node groups and their nodes", "service-quotas",
@@ -70,7 +70,7 @@ def check_node_group_quotas(ctx: Context) -> Outcome:
 
 
 def check_version(ctx: Context) -> Outcome:
-    version = settings_of(ctx.spec).kubernetes_version
+    version = control_plane_of(ctx.spec).kubernetes_version
     found = ctx.client("eks").describe_cluster_versions(clusterVersions=[version]).get("clusterVersions", [])
     if not found:
         return Outcome(FAIL, f"EKS in {ctx.region} does not offer Kubernetes {version}", "offered",
@@ -86,15 +86,21 @@ def check_version(ctx: Context) -> Outcome:
     return Outcome(PASS, observed, "standard support")
 
 
-def check_addons(ctx: Context) -> Outcome:
-    version = settings_of(ctx.spec).kubernetes_version
-    eks = ctx.client("eks")
+def addon_versions(ctx: Context, name: str, kubernetes_version: str) -> Dict[str, bool]:
+    """Versions of add-on `name` EKS offers for `kubernetes_version` -> whether it is the default one."""
+    offered: Dict[str, bool] = {}
+    for a in paginate(ctx.client("eks"), "describe_addon_versions", "addons", addonName=name,
+                      kubernetesVersion=kubernetes_version):
+        for av in a.get("addonVersions", []):
+            offered[av.get("addonVersion", "")] = any(c.get("defaultVersion") for c in av.get("compatibilities", []))
+    return offered
+
+
+def check_addons(ctx: Context, addons: Mapping[str, AddonPin] = ADDONS) -> Outcome:
+    version = control_plane_of(ctx.spec).kubernetes_version
     missing, seen = [], []
-    for addon in ADDONS.values():
-        offered: Dict[str, bool] = {}
-        for a in paginate(eks, "describe_addon_versions", "addons", addonName=addon.name, kubernetesVersion=version):
-            for av in a.get("addonVersions", []):
-                offered[av.get("addonVersion", "")] = any(c.get("defaultVersion") for c in av.get("compatibilities", []))
+    for addon in addons.values():
+        offered = addon_versions(ctx, addon.name, version)
         pinned = addon.version_for(version)
         if not offered:
             missing.append(f"{addon.name} (not offered for {version})")

@@ -77,8 +77,9 @@ class KueueSettings(SpecModel):
     topology_aware: bool = Field(True, description="Topology-aware scheduling over EC2's network-topology node labels.")
 
 
-class EksSettings(SpecModel):
-    """Amazon EKS: control plane, access, device plugins and the scheduler for distributed training."""
+class EksControlPlaneSettings(SpecModel):
+    """An EKS control plane: its Kubernetes version, who administers it, who reaches its API, its second AZ. The eks
+    kind extends it (`EksSettings`); SageMaker HyperPod on EKS (hyperpod-eks) uses it as its ``eks`` section."""
 
     kubernetes_version: str = Field(
         DEFAULT_KUBERNETES_VERSION,
@@ -91,6 +92,21 @@ class EksSettings(SpecModel):
     control_plane_availability_zone: Optional[str] = Field(
         None, description="A second AZ for the control plane's subnet (EKS needs two); default: a, or b when the GPU "
                           "AZ is a. Must offer EKS (preflight checks).")
+
+    @field_validator("admins")
+    @classmethod
+    def _admins(cls, v: List[str]) -> List[str]:
+        bad = [a for a in v if not re.match(PRINCIPAL_PATTERN, a)]
+        if bad:
+            raise ValueError(f"not IAM role or user ARNs: {', '.join(bad)} (expected arn:aws:iam::123456789012:role/NAME)")
+        if len(set(v)) != len(v):
+            raise ValueError("admins are listed twice")
+        return v
+
+
+class EksSettings(EksControlPlaneSettings):
+    """Amazon EKS: control plane, access, device plugins and the scheduler for distributed training."""
+
     system_nodes: SystemNodes = Field(default_factory=SystemNodes)
     efa_device: str = Field(
         "plugin", description="plugin: the EFA device plugin (vpc.amazonaws.com/efa); dra: the EFA DRA driver "
@@ -107,16 +123,6 @@ class EksSettings(SpecModel):
             raise ValueError(f"Kubernetes {v} is outside the supported range {KUBERNETES_VERSIONS[0]}-"
                              f"{KUBERNETES_VERSIONS[-1]} (default {DEFAULT_KUBERNETES_VERSION}: the newest both EKS "
                              "and SageMaker HyperPod on EKS support)")
-        return v
-
-    @field_validator("admins")
-    @classmethod
-    def _admins(cls, v: List[str]) -> List[str]:
-        bad = [a for a in v if not re.match(PRINCIPAL_PATTERN, a)]
-        if bad:
-            raise ValueError(f"not IAM role or user ARNs: {', '.join(bad)} (expected arn:aws:iam::123456789012:role/NAME)")
-        if len(set(v)) != len(v):
-            raise ValueError("admins are listed twice")
         return v
 
     @field_validator("scheduler")
@@ -145,9 +151,17 @@ def settings_of(spec: ClusterSpec) -> EksSettings:
     return spec.orchestrator.eks
 
 
+def control_plane_of(spec: ClusterSpec) -> EksControlPlaneSettings:
+    """The ``eks`` section of any kind that runs an EKS control plane (eks, hyperpod-eks)."""
+    found = getattr(spec.orchestrator, "eks", None)
+    if not isinstance(found, EksControlPlaneSettings):
+        raise TypeError(f"the spec's orchestrator {spec.orchestrator.type} has no EKS control plane")
+    return found
+
+
 def control_plane_zone(spec: ClusterSpec) -> str:
     """The control plane's second AZ: the spec's, else ``<region>a`` (``<region>b`` when the GPUs are in a)."""
-    chosen = settings_of(spec).control_plane_availability_zone
+    chosen = control_plane_of(spec).control_plane_availability_zone
     if chosen:
         return chosen
     return spec.region + ("b" if spec.availability_zone.endswith("a") else "a")
@@ -177,14 +191,7 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
     if s.efa_device == "dra" and minor(s.kubernetes_version) < minor(DRA_MIN_KUBERNETES_VERSION):
         found.append((f"{at}.efa_device", f"the EFA DRA driver needs Kubernetes >= {DRA_MIN_KUBERNETES_VERSION}; the "
                       f"cluster runs {s.kubernetes_version}: use plugin or a newer kubernetes_version"))
-    if s.endpoint.public and not s.endpoint.public_access_cidrs:
-        found.append((f"{at}.endpoint.public_access_cidrs", "a public endpoint needs the CIDRs allowed to reach it"))
-    if s.endpoint.public_access_cidrs and not s.endpoint.public:
-        found.append((f"{at}.endpoint.public_access_cidrs", "apply with public: true; the endpoint is private"))
-    zone = control_plane_zone(spec)
-    if not re.fullmatch(re.escape(spec.region) + r"[a-z]", zone) or zone == spec.availability_zone:
-        found.append((f"{at}.control_plane_availability_zone", f"{zone!r} must be another AZ of {spec.region} than "
-                      f"the GPU AZ {spec.availability_zone} (EKS needs control-plane subnets in two AZs)"))
+    found += control_plane_rules(spec)
     if "policy" in spec.validation.model_fields_set and spec.validation.policy not in POLICIES:
         found.append(("validation.policy", f"{spec.validation.policy} does not apply to EKS managed nodes (EKS joins a "
                       "node whatever its user data returns; drain is Slurm's): use taint (the node gate keeps a "
@@ -192,7 +199,7 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
     if spec.validation.level == "deep":
         found.append(("validation.level", "the deep checks run host tools (DCGM diagnostics, nccl-tests, fi_pingpong) "
                       "the EKS AMI does not carry; use standard, and run deep tests as jobs"))
-    found += _network_rules(spec)
+    found += network_rules(spec)
     for i, g in enumerate(spec.node_groups):
         if g.name == SYSTEM_GROUP:
             found.append((f"node_groups[{i}].name", f"{SYSTEM_GROUP!r} is the EKS system node group; pick another"))
@@ -202,7 +209,24 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
     return found
 
 
-def _network_rules(spec: ClusterSpec) -> List[Problem]:
+def control_plane_rules(spec: ClusterSpec) -> List[Problem]:
+    """The endpoint and the second AZ, for every kind with an EKS control plane (``orchestrator.eks``)."""
+    s, at = control_plane_of(spec), "orchestrator.eks"
+    found: List[Problem] = []
+    if s.endpoint.public and not s.endpoint.public_access_cidrs:
+        found.append((f"{at}.endpoint.public_access_cidrs", "a public endpoint needs the CIDRs allowed to reach it"))
+    if s.endpoint.public_access_cidrs and not s.endpoint.public:
+        found.append((f"{at}.endpoint.public_access_cidrs", "apply with public: true; the endpoint is private"))
+    zone = control_plane_zone(spec)
+    if not re.fullmatch(re.escape(spec.region) + r"[a-z]", zone) or zone == spec.availability_zone:
+        found.append((f"{at}.control_plane_availability_zone", f"{zone!r} must be another AZ of {spec.region} than "
+                      f"the GPU AZ {spec.availability_zone} (EKS needs control-plane subnets in two AZs)"))
+    return found
+
+
+def network_rules(spec: ClusterSpec, *, capacity_blocks: bool = True) -> List[Problem]:
+    """NAT egress (charts and images come from public registries) and, with an existing VPC, the second AZ's subnet
+    (and one subnet for a Capacity Block group, when the kind takes Capacity Blocks)."""
     found: List[Problem] = []
     new, existing = spec.network.new_vpc, spec.network.existing_vpc
     if new is not None and not new.nat_gateway:
@@ -210,10 +234,11 @@ def _network_rules(spec: ClusterSpec) -> List[Problem]:
                       "from public registries: keep the NAT gateway"))
     if existing is not None:
         if not existing.extra_subnet_ids:
-            found.append(("network.existing_vpc.extra_subnet_ids", "required with orchestrator eks: at least one "
+            found.append(("network.existing_vpc.extra_subnet_ids", f"required with orchestrator "
+                          f"{spec.orchestrator.type}: at least one "
                           "private subnet (with egress) in another AZ, for the control plane and the AMP scraper"))
         blocks = [i for i, g in enumerate(spec.node_groups) if g.capacity.type == "capacity-block"]
-        if blocks and len(existing.subnet_ids) > 1:
+        if capacity_blocks and blocks and len(existing.subnet_ids) > 1:
             found.append(("network.existing_vpc.subnet_ids", f"node_groups[{blocks[0]}] is a Capacity Block: its EKS "
                           "node group launches in exactly one subnet, of the reservation's AZ; list one subnet "
                           f"(got {len(existing.subnet_ids)})"))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from aws_cdk import Fn
 from aws_cdk import aws_sagemaker as sagemaker
@@ -54,6 +54,12 @@ SLURM_CONFIG_STRATEGIES = ("Managed", "Overwrite", "Merge")
 NODE_RECOVERY = ("Automatic", "None")
 DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
 NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
+# Kubernetes label and taint keys (an optional DNS-subdomain prefix and a name) and values, as the
+# ClusterKubernetesTaint schema has them (CloudFormation, AWS::SageMaker::Cluster).
+KUBERNETES_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                            r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+KUBERNETES_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,7 @@ class HyperPodInstanceGroup:
     :param name: instance group name (1-63 chars, alphanumerics and inner hyphens).
     :param instance_type: a HyperPod type, ``ml.`` prefixed (e.g. ``ml.p5.48xlarge``).
     :param count: instances in the group.
-    :param node_type: Slurm role of the group: Controller | Login | Compute.
+    :param node_type: Slurm role of the group: Controller | Login | Compute; None on EKS (no SlurmConfig).
     :param partitions: Slurm partition of a Compute group (HyperPod allows at most one).
     :param threads_per_core: 1 (SMT off, the usual choice for GPU training) or 2.
     :param ebs_volume_gib: size of the extra EBS volume mounted at /opt/sagemaker; None: none.
@@ -73,12 +79,16 @@ class HyperPodInstanceGroup:
     :param efa_only: EFA interfaces as ``efa-only`` (no IP address each; API ClusterNetworkInterface),
         as the EC2 launch templates lay them out; None leaves HyperPod's default.
     :param fsx_lustre: a file system HyperPod mounts before the lifecycle script runs (OnInitComplete).
+    :param kubernetes_labels: EKS: labels of the group's nodes (KubernetesConfig.Labels).
+    :param kubernetes_taints: EKS: taints of the group's nodes (``{"key", "value", "effect"}``); HyperPod refuses them
+        on groups with deep health checks.
+    :param entry_script: the lifecycle entry script under the lifecycle prefix; None: the lifecycle's default.
     """
 
     name: str
     instance_type: str
     count: int
-    node_type: str = "Compute"
+    node_type: Optional[str] = "Compute"
     partitions: Tuple[str, ...] = ()
     threads_per_core: int = 1
     ebs_volume_gib: Optional[int] = None
@@ -86,6 +96,9 @@ class HyperPodInstanceGroup:
     training_plan_arn: Optional[str] = None
     efa_only: Optional[bool] = None
     fsx_lustre: Optional[FsxLustreMount] = None
+    kubernetes_labels: Optional[Dict[str, str]] = None
+    kubernetes_taints: Tuple[Dict[str, str], ...] = ()
+    entry_script: Optional[str] = None
 
     def check(self) -> None:
         """Raise ValueError naming the first prop HyperPod would refuse."""
@@ -96,8 +109,8 @@ class HyperPodInstanceGroup:
             raise ValueError(f"{where}.instance_type: {self.instance_type!r} must start with 'ml.'")
         if self.count < 1:
             raise ValueError(f"{where}.count: must be at least 1")
-        if self.node_type not in NODE_TYPES:
-            raise ValueError(f"{where}.node_type: must be one of {', '.join(NODE_TYPES)}")
+        if self.node_type is not None and self.node_type not in NODE_TYPES:
+            raise ValueError(f"{where}.node_type: must be one of {', '.join(NODE_TYPES)} (or None on EKS)")
         if self.threads_per_core not in (1, 2):
             raise ValueError(f"{where}.threads_per_core: must be 1 or 2")
         if self.node_type == "Compute":
@@ -110,6 +123,27 @@ class HyperPodInstanceGroup:
             raise ValueError(f"{where}.partitions: only Compute groups have partitions")
         if self.ebs_volume_gib is not None and not 1 <= self.ebs_volume_gib <= 16384:
             raise ValueError(f"{where}.ebs_volume_gib: must be 1-16384")
+        for key, value in (self.kubernetes_labels or {}).items():
+            if not KUBERNETES_KEY.match(key) or not KUBERNETES_VALUE.match(value) or len(value) > 63:
+                raise ValueError(f"{where}.kubernetes_labels: {key}={value} is not a Kubernetes label")
+        for taint in self.kubernetes_taints:
+            if not KUBERNETES_KEY.match(taint.get("key", "")) or taint.get("effect") not in TAINT_EFFECTS \
+                    or not KUBERNETES_VALUE.match(taint.get("value", "")):
+                raise ValueError(f"{where}.kubernetes_taints: {taint} is not a taint (key, value, effect "
+                                 f"{'|'.join(TAINT_EFFECTS)})")
+        if self.kubernetes_taints and self.deep_health_checks:
+            raise ValueError(f"{where}.kubernetes_taints: HyperPod refuses custom taints on an instance group with deep "
+                             "health checks")
+
+    def _kubernetes_config(self) -> Optional[sagemaker.CfnCluster.ClusterKubernetesConfigProperty]:
+        if not self.kubernetes_labels and not self.kubernetes_taints:
+            return None
+        return sagemaker.CfnCluster.ClusterKubernetesConfigProperty(
+            labels=dict(self.kubernetes_labels) if self.kubernetes_labels else None,
+            taints=[sagemaker.CfnCluster.ClusterKubernetesTaintProperty(key=t["key"], value=t.get("value") or None,
+                                                                        effect=t["effect"])
+                    for t in self.kubernetes_taints] or None,
+        )
 
     def render(self, *, role_arn: str, lifecycle: LifecycleScripts) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
         storage = []
@@ -129,14 +163,11 @@ class HyperPodInstanceGroup:
             instance_count=self.count,
             execution_role=role_arn,
             threads_per_core=self.threads_per_core,
-            life_cycle_config=sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
-                # OnInitComplete: HyperPod configures and starts Slurm and mounts FSx first, then runs our script
-                # (fmcluster/runtime/lifecycle/README.md); OnCreate would leave both to the script
-                source_s3_uri=lifecycle.source_s3_uri, on_init_complete=lifecycle.entry_script
-            ),
-            slurm_config=sagemaker.CfnCluster.ClusterSlurmConfigProperty(
+            life_cycle_config=lifecycle.config_for(self.entry_script),
+            slurm_config=None if self.node_type is None else sagemaker.CfnCluster.ClusterSlurmConfigProperty(
                 node_type=self.node_type, partition_names=list(self.partitions) or None
             ),
+            kubernetes_config=self._kubernetes_config(),
             instance_storage_configs=storage or None,
             on_start_deep_health_checks=list(DEEP_HEALTH_CHECKS) if self.deep_health_checks else None,
             training_plan_arn=self.training_plan_arn,

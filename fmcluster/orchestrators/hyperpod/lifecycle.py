@@ -23,6 +23,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
+from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from fmcluster.constructs.bucket_deployment import (
@@ -41,6 +42,8 @@ PREFIX = "lifecycle/"
 RUNTIME_PREFIX = f"{PREFIX}pkg/fmcluster/runtime/"
 ENTRY_SCRIPT = "on_init_complete.sh"
 ENTRY_STUB = '#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh" "$@"\n'
+HOOKS = ("OnInitComplete", "OnCreate")
+ENTRY_NAME = r"^[A-Za-z0-9._-]{1,125}\.sh$"
 # Cluster names the spec allows; the bucket name embeds one, so it must be a valid bucket label.
 CLUSTER_NAME = re.compile(r"^[a-z0-9](-*[a-z0-9])*$")
 MAX_CLUSTER_NAME = 25
@@ -57,6 +60,10 @@ class LifecycleScripts(Construct):
     :param profiles: instance group name → NodeProfile JSON text, written to ``lifecycle/profiles/<group>.json``.
     :param access_logs_bucket: where S3 server access logs go; default: a bucket created here
         (SSE-S3, TLS-only, retained, objects expire after ``access_logs_retention``).
+    :param entry_scripts: entry script name -> its text, at the root of the prefix; default: the Slurm stub
+        ``on_init_complete.sh``.
+    :param hook: ``OnInitComplete`` (HyperPod's own setup first; Slurm) or ``OnCreate`` (the script owns node
+        creation's extra steps; HyperPod on EKS) — the LifeCycleConfig key that names the entry script.
 
     Encryption is SSE-S3, decided on purpose: the objects are synthesized scripts and
     non-secret parameters, and every HyperPod node reads them with its instance role; a KMS
@@ -73,8 +80,17 @@ class LifecycleScripts(Construct):
         profiles: Mapping[str, str],
         access_logs_bucket: Optional[s3.IBucket] = None,
         access_logs_retention: Duration = Duration.days(365),
+        entry_scripts: Optional[Mapping[str, str]] = None,
+        hook: str = "OnInitComplete",
     ) -> None:
         super().__init__(scope, id)
+        if hook not in HOOKS:
+            raise ValueError(f"hook: {hook!r} is not one of {', '.join(HOOKS)}")
+        self.entry_scripts = dict(entry_scripts) if entry_scripts is not None else {ENTRY_SCRIPT: ENTRY_STUB}
+        if not self.entry_scripts or any(not re.match(ENTRY_NAME, n) for n in self.entry_scripts):
+            raise ValueError(f"entry_scripts: file names of letters, digits, '.', '_' and '-' ending in .sh, got "
+                             f"{list(self.entry_scripts) or 'none'}")
+        self.hook = hook
         if not Token.is_unresolved(cluster_name):
             if not (CLUSTER_NAME.match(cluster_name) and len(cluster_name) <= MAX_CLUSTER_NAME):
                 raise ValueError(
@@ -135,7 +151,7 @@ class LifecycleScripts(Construct):
 
         role = _deployment_role(stack)
         files = [
-            s3deploy.Source.data(ENTRY_SCRIPT, ENTRY_STUB),
+            *(s3deploy.Source.data(name, text) for name, text in self.entry_scripts.items()),
             s3deploy.Source.json_data("fmcluster_parameters.json", dict(parameters)),
             *(s3deploy.Source.data(f"profiles/{group}.json", text) for group, text in sorted(profiles.items())),
         ]
@@ -172,8 +188,22 @@ class LifecycleScripts(Construct):
 
     @property
     def entry_script(self) -> str:
-        """LifeCycleConfig.OnInitComplete: the entry script's name under ``source_s3_uri``."""
-        return ENTRY_SCRIPT
+        """The default entry script's name under ``source_s3_uri`` (the first of ``entry_scripts``)."""
+        return next(iter(self.entry_scripts))
+
+    def config_for(self, entry: Optional[str] = None) -> sagemaker.CfnCluster.ClusterLifeCycleConfigProperty:
+        """An instance group's LifeCycleConfig: ``source_s3_uri`` and `entry` (default: `entry_script`) under the
+        lifecycle's hook."""
+        name = entry or self.entry_script
+        if name not in self.entry_scripts:
+            raise ValueError(f"entry: {name!r} is not one of the deployed entry scripts ({', '.join(self.entry_scripts)})")
+        if self.hook == "OnCreate":
+            # OnCreate: the script runs when HyperPod creates the node (HyperPod on EKS: before the node joins)
+            return sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(source_s3_uri=self.source_s3_uri, on_create=name)
+        # OnInitComplete: HyperPod configures and starts Slurm and mounts FSx first, then runs our script
+        # (fmcluster/runtime/lifecycle/README.md); OnCreate would leave both to the script
+        return sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(source_s3_uri=self.source_s3_uri,
+                                                                    on_init_complete=name)
 
     @property
     def deployments(self) -> List[s3deploy.BucketDeployment]:

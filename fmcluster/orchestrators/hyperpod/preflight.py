@@ -18,7 +18,6 @@ from typing import Any, Dict, List, Optional
 from fmcluster.aws.context import Context, PreflightCheck, paginate
 from fmcluster.aws.quotas import find_quota, judge, named, unknown_service
 from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
-from fmcluster.orchestrators.hyperpod.settings import extra_instances
 from fmcluster.runtime.contract import ml_type as contract_ml_type
 
 PER_CLUSTER_QUOTA = "Maximum number instances allowed per SageMaker HyperPod cluster"  # L-2CE978FC
@@ -37,7 +36,8 @@ def checks(spec: Any) -> List[PreflightCheck]:
 
 
 def hyperpod_demand(spec: Any, *, training_plans: Optional[bool] = None) -> Dict[str, int]:
-    """ml.* instance counts of the HyperPod cluster: every node group plus the controller and login groups.
+    """ml.* instance counts of the HyperPod cluster: every node group plus the kind's extra instance groups
+    (controller and login on Slurm, the system group on EKS).
 
     `training_plans` True counts only the node groups on a training plan, False only the others, None all.
     """
@@ -47,7 +47,7 @@ def hyperpod_demand(spec: Any, *, training_plans: Optional[bool] = None) -> Dict
         if training_plans is None or training_plans == on_plan:
             out[contract_ml_type(g.instance_type)] += g.count
     if not training_plans:
-        for extra in extra_instances(spec):  # the controller and login groups count too
+        for extra in spec.orchestrator_kind.extra_instances(spec):  # controller, login or system groups count too
             out[extra.instance_type] += extra.count
     return dict(out)
 

@@ -15,6 +15,14 @@ Subcommands (exit 0 ok, 1 a clear one-line reason on stderr, 2 usage):
 - ``docker-config --file F --data-root D``: merge ``data-root`` into docker's daemon.json.
 - ``enroot-config --file F --base D``: point enroot's runtime/cache/data/temp paths under D.
 
+HyperPod on EKS (on_create_eks.sh; ``workload_manager: eks`` parameters):
+
+- ``eks-node --params F --group G``: this node's group (named by its entry script), GPU or not, and the settings every
+  later step needs, including the policy the boot validator applies on the node.
+- ``container-layout --base D``: containerd's, the kubelet's and the pod logs' directories and where under D they go.
+- ``fstab-bind --file F --source S --target T --requires D [--after UNIT]``: the bind mount S -> T in fstab, once.
+- ``efa-units --unit-dir D``: write the EFA counters' systemd units into D.
+
 How a node finds itself: HyperPod writes every instance's ``CustomerIpAddress`` (its address in the customer
 VPC) into resource_config.json; AWS's public base-config lifecycle scripts match the node's primary IPv4
 address against that field. We do the same, checking every local IPv4 address (primary first), and fall
@@ -32,9 +40,11 @@ import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from fmcluster.runtime.contract import (
+    EKS_OBSERVABILITY_KEYS,
     ENROOT_PATH_KEYS,
     HYPERPOD_EBS_ROOT,
     INSTANCE_NVME_ROOT,
+    KUBERNETES_DATA_DIRS,
     LIFECYCLE_PARAMETERS_FILE,
     LIFECYCLE_PARAMETERS_VERSION,
     UID_MAX,
@@ -45,6 +55,9 @@ from fmcluster.runtime.contract import (
 from fmcluster.runtime.profile import LEVELS, POLICIES
 
 ROLES = ("controller", "login", "compute")
+# validation.policy on HyperPod on EKS nodes: fail (the lifecycle script fails; HyperPod provisions another instance),
+# taint (the node reports; the node gate in the cluster keeps a failed node tainted), report. drain is Slurm's.
+EKS_POLICIES = ("taint", "fail", "report")
 DEFAULT_RESOURCE_CONFIG = "/opt/ml/config/resource_config.json"
 NVME_ROOT = INSTANCE_NVME_ROOT
 EBS_ROOT = HYPERPOD_EBS_ROOT
@@ -104,16 +117,7 @@ def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
             raise LifecycleError(f"worker_groups[{i}].gpu must be true or false")
         if not isinstance(w.get("efa", False), bool):
             raise LifecycleError(f"worker_groups[{i}].efa must be true or false")
-    fsx = params.get("fsx")
-    if fsx is not None:
-        if not isinstance(fsx, dict):
-            raise LifecycleError("fsx must be an object or null")
-        for key in ("dns_name", "mount_name", "mount_point"):
-            _clean(fsx.get(key), f"fsx.{key}")
-        if not fsx["mount_point"].startswith("/") or fsx["mount_point"] == "/":
-            raise LifecycleError(f"fsx.mount_point must be an absolute path below /, got {fsx['mount_point']!r}")
-        if not isinstance(fsx.get("efa", False), bool):
-            raise LifecycleError("fsx.efa must be true or false")
+    _check_fsx(params.get("fsx"))
     validation = params.get("validation") or {}
     level, policy = validation.get("level", "standard"), validation.get("policy", "drain")
     if level not in LEVELS:
@@ -171,6 +175,136 @@ def users_of(params: Dict[str, Any]) -> List[Dict[str, Any]]:
             raise LifecycleError(f"users[{i}].ssh_public_keys must be a list of one-line OpenSSH public keys")
         out.append({"name": name, "uid": uid, "home": home, "shell": shell, "groups": groups, "ssh_public_keys": keys})
     return out
+
+
+def _check_fsx(fsx: Any) -> None:
+    if fsx is None:
+        return
+    if not isinstance(fsx, dict):
+        raise LifecycleError("fsx must be an object or null")
+    for key in ("dns_name", "mount_name", "mount_point"):
+        _clean(fsx.get(key), f"fsx.{key}")
+    if not fsx["mount_point"].startswith("/") or fsx["mount_point"] == "/":
+        raise LifecycleError(f"fsx.mount_point must be an absolute path below /, got {fsx['mount_point']!r}")
+    if not isinstance(fsx.get("efa", False), bool):
+        raise LifecycleError("fsx.efa must be true or false")
+
+
+def validate_eks_params(params: Dict[str, Any]) -> Dict[str, Any]:
+    """Check the HyperPod on EKS parameters (``workload_manager: eks``) and return them with defaults filled in."""
+    if params.get("version") != LIFECYCLE_PARAMETERS_VERSION:
+        raise LifecycleError(f"{LIFECYCLE_PARAMETERS_FILE} version must be {LIFECYCLE_PARAMETERS_VERSION}, "
+                             f"got {params.get('version')!r}")
+    if params.get("workload_manager") != "eks":
+        raise LifecycleError(f"workload_manager must be 'eks', got {params.get('workload_manager')!r}")
+    out = dict(params)
+    for key in ("cluster_name", "region", "system_group"):
+        _clean(params.get(key), key)
+    workers = params.get("worker_groups")
+    if not isinstance(workers, list) or not workers:
+        raise LifecycleError("worker_groups must be a non-empty list")
+    for i, w in enumerate(workers):
+        if not isinstance(w, dict):
+            raise LifecycleError(f"worker_groups[{i}] must be an object")
+        for key in ("instance_group_name", "instance_type"):
+            _clean(w.get(key), f"worker_groups[{i}].{key}")
+        for key in ("gpu", "efa"):
+            if not isinstance(w.get(key), bool):
+                raise LifecycleError(f"worker_groups[{i}].{key} must be true or false")
+    if params["system_group"] in {w["instance_group_name"] for w in workers}:
+        raise LifecycleError(f"system_group {params['system_group']!r} is also a worker group")
+    _check_fsx(params.get("fsx"))
+    validation = params.get("validation") or {}
+    level, policy = validation.get("level", "standard"), validation.get("policy", "taint")
+    if level not in LEVELS:
+        raise LifecycleError(f"validation.level must be one of {', '.join(LEVELS)}, got {level!r}")
+    if policy not in EKS_POLICIES:
+        raise LifecycleError(f"validation.policy must be one of {', '.join(EKS_POLICIES)} on EKS nodes, got {policy!r}")
+    out["validation"] = {"level": level, "policy": policy}
+    obs = params.get("observability")
+    if obs is not None:
+        if not isinstance(obs, dict) or set(obs) - set(EKS_OBSERVABILITY_KEYS):
+            raise LifecycleError(f"observability must be null or an object of {', '.join(EKS_OBSERVABILITY_KEYS)}")
+        if not isinstance(obs.get("efa_textfile", False), bool):
+            raise LifecycleError("observability.efa_textfile must be true or false")
+    return out
+
+
+def eks_node(params: Dict[str, Any], group: str) -> Dict[str, str]:
+    """Everything on_create_eks.sh needs for a node of instance group `group` (its entry script names the group)."""
+    params = validate_eks_params(params)
+    _clean(group, "--group")
+    workers = {w["instance_group_name"]: w for w in params["worker_groups"]}
+    if group == params["system_group"]:
+        role, gpu, efa, instance_type = "system", False, False, ""
+    elif group in workers:
+        role, gpu, efa = "worker", workers[group]["gpu"], workers[group]["efa"]
+        instance_type = workers[group]["instance_type"]
+    else:
+        raise LifecycleError(f"instance group {group!r} is neither the system_group nor one of the worker_groups in "
+                             f"{LIFECYCLE_PARAMETERS_FILE}")
+    fsx = params.get("fsx") or {}
+    obs = params.get("observability") or {}
+    policy = params["validation"]["policy"]
+    return {
+        "role": role,
+        "group": group,
+        "gpu": "1" if gpu else "0",
+        "efa": "1" if efa else "0",
+        "instance_type": instance_type,
+        "cluster": params["cluster_name"],
+        "region": params["region"],
+        "fsx": "1" if fsx else "0",
+        "fsx_dns_name": fsx.get("dns_name", ""),
+        "fsx_mount_name": fsx.get("mount_name", ""),
+        "fsx_mount_point": fsx.get("mount_point", ""),
+        # LNet over EFA only where this node has EFA; others reach an EFA-enabled file system over TCP
+        "fsx_efa": "1" if fsx.get("efa") and efa else "0",
+        "level": params["validation"]["level"],
+        "policy": policy,
+        # on the node: fail stops provisioning; taint and report only report, and the node gate acts on taint
+        "node_policy": "fail" if policy == "fail" else "report",
+        "efa_textfile": "1" if obs.get("efa_textfile") and efa else "0",
+    }
+
+
+def container_layout(base: str) -> List[Tuple[str, str, str]]:
+    """(name, the directory containerd/kubelet use, where its data goes under `base`)."""
+    if not base.startswith("/") or base == "/":
+        raise LifecycleError(f"--base must be an absolute directory below /, got {base!r}")
+    return [(name, path, f"{base.rstrip('/')}/{name}") for name, path in KUBERNETES_DATA_DIRS]
+
+
+def fstab_bind(path: str, source: str, target: str, requires: str, after: Optional[str] = None) -> bool:
+    """Add ``source target none bind,x-systemd.requires-mounts-for=requires[,x-systemd.after=UNIT] 0 0`` unless
+    `target` is in fstab already (then it must be this bind mount). `after`: the unit that mounts `requires` when no
+    fstab line does (the DLAMI's dlami-nvme.service), so the bind mount waits for it at boot. True when the file
+    changed."""
+    options = f"bind,x-systemd.requires-mounts-for={requires}" + (f",x-systemd.after={after}" if after else "")
+    line = f"{source} {target} none {options} 0 0"
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except FileNotFoundError:
+        lines = []
+    for ln in lines:
+        fields = ln.split()
+        if ln.lstrip().startswith("#") or len(fields) < 2 or fields[1] != target:
+            continue
+        if fields[:2] == [source, target] and len(fields) > 3 and "bind" in fields[3].split(","):
+            return False
+        raise LifecycleError(f"/etc/fstab already mounts {fields[0]} on {target}; not adding the bind mount of {source}")
+    _write(path, "\n".join(lines + [line]) + "\n")
+    return True
+
+
+def write_efa_units(unit_dir: str) -> List[str]:
+    """Write the EFA counters' systemd units (the runtime's text) into `unit_dir`; their names."""
+    from fmcluster.runtime.observability import EFA_TEXTFILE_UNITS  # only EKS nodes need it
+
+    for name, text in EFA_TEXTFILE_UNITS.items():
+        _write(os.path.join(unit_dir, name), text)
+    return list(EFA_TEXTFILE_UNITS)
 
 
 # --- who am I -----------------------------------------------------------------------------------------------
@@ -399,6 +533,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     e = sub.add_parser("enroot-config")
     e.add_argument("--file", required=True)
     e.add_argument("--base", required=True)
+    n = sub.add_parser("eks-node")
+    n.add_argument("--params", required=True)
+    n.add_argument("--group", required=True)
+    c = sub.add_parser("container-layout")
+    c.add_argument("--base", required=True)
+    b = sub.add_parser("fstab-bind")
+    b.add_argument("--file", required=True)
+    b.add_argument("--source", required=True)
+    b.add_argument("--target", required=True)
+    b.add_argument("--requires", required=True)
+    b.add_argument("--after", help="the systemd unit that mounts --requires, if no fstab line does")
+    f = sub.add_parser("efa-units")
+    f.add_argument("--unit-dir", required=True)
     args = ap.parse_args(argv)
     try:
         if args.cmd == "whoami":
@@ -422,6 +569,16 @@ def main(argv: Optional[List[str]] = None) -> int:
             print("changed" if docker_config(args.file, args.data_root) else "unchanged")
         elif args.cmd == "enroot-config":
             print("changed" if enroot_config(args.file, args.base) else "unchanged")
+        elif args.cmd == "eks-node":
+            _emit(eks_node(_load_json(args.params, "fmcluster_parameters.json"), args.group))
+        elif args.cmd == "container-layout":
+            for row in container_layout(args.base):
+                print("\t".join(row))
+        elif args.cmd == "fstab-bind":
+            print("changed" if fstab_bind(args.file, args.source, args.target, args.requires, args.after)
+                  else "unchanged")
+        elif args.cmd == "efa-units":
+            print("\n".join(write_efa_units(args.unit_dir)))
     except LifecycleError as exc:
         print(str(exc), file=sys.stderr)
         return 1

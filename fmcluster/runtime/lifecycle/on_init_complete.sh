@@ -31,98 +31,13 @@
 set -Eeuo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-SRC_PKG="$(cd "$HERE/../../.." && pwd)"   # …/pkg (holds fmcluster/)
-SRC_PREFIX="$(cd "$SRC_PKG/.." && pwd)"   # the downloaded S3 prefix
-ROOT="${FMCLUSTER_LIFECYCLE_ROOT:-}"
-ROOT="${ROOT%/}"
-LOG_DIR="$ROOT/var/log/fmcluster"
-STATE_DIR="$ROOT/var/lib/fmcluster/lifecycle"
-FMCLUSTER_HOME="$ROOT/opt/fmcluster"
-ETC_DIR="$ROOT/etc/fmcluster"
-RESOURCE_CONFIG="${SAGEMAKER_RESOURCE_CONFIG_PATH:-$ROOT/opt/ml/config/resource_config.json}"
-PARAMS_SRC="${FMCLUSTER_PARAMS:-$SRC_PREFIX/fmcluster_parameters.json}"
-PARAMS="$ETC_DIR/fmcluster_parameters.json"
+RESOURCE_CONFIG="${SAGEMAKER_RESOURCE_CONFIG_PATH:-${FMCLUSTER_LIFECYCLE_ROOT:-}/opt/ml/config/resource_config.json}"
 APT_LOCK_TIMEOUT="${FMCLUSTER_APT_LOCK_TIMEOUT:-900}"
-NVME_WAIT="${FMCLUSTER_NVME_WAIT:-180}"
-RETRY_DELAY="${FMCLUSTER_RETRY_DELAY:-5}"
 export DEBIAN_FRONTEND=noninteractive
-
-mkdir -p "$LOG_DIR" "$STATE_DIR"
-exec > >(tee -a "$LOG_DIR/lifecycle.log") 2>&1
-TEE_PID=$!
-
-STEP=start
-STEP_MARK=1
-declare -A NODE=()
-
-log() { printf '%s fmcluster-lifecycle [%s] %s\n' "$(date -Is)" "$STEP" "$*"; }
-fail() {
-  trap - ERR
-  printf 'fmcluster lifecycle FAILED at step %s: %s\n' "$STEP" "$*" >&2
-  exit 1
-}
-finish() {
-  local rc=$?
-  exec >&- 2>&-
-  wait "$TEE_PID" 2>/dev/null || true
-  exit "$rc"
-}
-trap 'fail "command failed (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
-trap finish EXIT
-
-# retry ATTEMPTS CMD...: run CMD until it succeeds, doubling the delay from $RETRY_DELAY s between tries.
-retry() {
-  local attempts=$1 n=1 delay=$RETRY_DELAY
-  shift
-  until "$@"; do
-    if ((n >= attempts)); then
-      log "gave up after $attempts attempts: $*"
-      return 1
-    fi
-    log "attempt $n/$attempts failed: $*; retrying in ${delay}s"
-    sleep "$delay"
-    n=$((n + 1))
-    delay=$((delay * 2))
-  done
-}
-
-# run_step NAME FUNCTION: run FUNCTION once per node; a marker records success (a step sets STEP_MARK=0 to be
-# retried on the next run, e.g. after a non-fatal failure).
-run_step() {
-  STEP=$1
-  STEP_MARK=1
-  if [[ -e "$STATE_DIR/$1.done" ]]; then
-    log "already done ($(cat "$STATE_DIR/$1.done")); skipping"
-    return 0
-  fi
-  log "start"
-  "$2"
-  if [[ "$STEP_MARK" -eq 1 ]]; then
-    date -Is >"$STATE_DIR/$1.done"
-  fi
-  log "end"
-}
-
-node_py() { PYTHONPATH="$FMCLUSTER_HOME/pkg" python3 -m fmcluster.runtime.lifecycle.node "$@"; }
+# shellcheck source=common.sh source-path=SCRIPTDIR
+source "$HERE/common.sh"
 
 # --- steps ------------------------------------------------------------------------------------------------------
-
-step_runtime() {
-  [[ -f "$PARAMS_SRC" ]] || fail "provisioning parameters not found at $PARAMS_SRC"
-  install -d -m 0755 "$FMCLUSTER_HOME/pkg" "$FMCLUSTER_HOME/profiles" "$ETC_DIR"
-  if [[ ! "$SRC_PKG" -ef "$FMCLUSTER_HOME/pkg" ]]; then
-    rm -rf "$FMCLUSTER_HOME/pkg/fmcluster"
-    cp -a "$SRC_PKG/fmcluster" "$FMCLUSTER_HOME/pkg/fmcluster"
-    touch "$FMCLUSTER_HOME/pkg/fmcluster/__init__.py"
-    if [[ -d "$SRC_PREFIX/profiles" ]]; then
-      cp -a "$SRC_PREFIX/profiles/." "$FMCLUSTER_HOME/profiles/"
-    fi
-  fi
-  if [[ ! "$PARAMS_SRC" -ef "$PARAMS" ]]; then
-    install -m 0644 "$PARAMS_SRC" "$PARAMS"
-  fi
-  log "runtime in $FMCLUSTER_HOME (from $SRC_PREFIX)"
-}
 
 APT_LOCKS=(/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock /var/cache/apt/archives/lock)
 
@@ -155,16 +70,14 @@ step_apt_locks() {
 
 step_role() {
   [[ -f "$RESOURCE_CONFIG" ]] || fail "HyperPod resource config not found at $RESOURCE_CONFIG"
-  local args=(whoami --resource-config "$RESOURCE_CONFIG" --params "$PARAMS" --root "${ROOT:-/}") out key value
+  local args=(whoami --resource-config "$RESOURCE_CONFIG" --params "$PARAMS" --root "${ROOT:-/}") out
   if [[ -n "${FMCLUSTER_NODE_IP:-}" ]]; then
     args+=(--node-ip "$FMCLUSTER_NODE_IP")
   fi
   if ! out="$(node_py "${args[@]}" 2>&1)"; then
     fail "$out"
   fi
-  while IFS=$'\t' read -r key value; do
-    NODE[$key]="$value"
-  done <<<"$out"
+  read_node "$out"
   printf '%s\n' "$out" >"$ETC_DIR/node.tsv"
   log "role=${NODE[role]} group=${NODE[group]} partition=${NODE[partition]:-none} gpu=${NODE[gpu]} ip=${NODE[node_ip]}"
 }
@@ -211,19 +124,10 @@ step_fsx() {
 }
 
 step_containers() {
-  local deadline=$((SECONDS + NVME_WAIT)) out base why
-  # dlami-nvme.service formats and mounts the instance store at boot; lifecycle scripts can start before it ends
-  while :; do
-    out="$(node_py storage-root --root "${ROOT:-/}")"
-    base="${out%%$'\t'*}"
-    why="${out#*$'\t'}"
-    [[ "$base" == /opt/dlami/nvme ]] && break
-    if ! systemctl cat dlami-nvme.service >/dev/null 2>&1 || ((SECONDS >= deadline)); then
-      break
-    fi
-    log "waiting for dlami-nvme.service to mount the instance NVMe"
-    sleep 5
-  done
+  local out base why
+  out="$(wait_for_nvme)"
+  base="${out%%$'\t'*}"
+  why="${out#*$'\t'}"
   if [[ -z "$base" ]]; then
     if [[ "${NODE[gpu]}" == 1 ]]; then
       fail "no instance NVMe (/opt/dlami/nvme) and no /opt/sagemaker volume: container images would fill the root volume"

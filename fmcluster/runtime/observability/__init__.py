@@ -23,3 +23,37 @@ NODE_EXPORTER_PORT = 9100
 DCGM_EXPORTER_PORT = 9400
 AGENT_PORT = 9090
 
+
+# The EFA counters' textfile on a systemd timer, for Kubernetes nodes whose exporters run as pods reading the
+# textfile directory (EKS user data, the HyperPod on EKS lifecycle script). install.sh writes its own units on the
+# other kinds' nodes (with its service user). The runtime lives at /opt/fmcluster/pkg on those nodes.
+EFA_TEXTFILE_UNIT_DIR = "/etc/systemd/system"
+EFA_TEXTFILE_TIMER_UNIT = "fmcluster-efa-textfile.timer"
+EFA_TEXTFILE_UNITS = {
+    "fmcluster-efa-textfile.service": (
+        "[Unit]\n"
+        "Description=fmcluster EFA counters to the node_exporter textfile directory\n\n"
+        "[Service]\n"
+        "Type=oneshot\n"
+        "Environment=PYTHONPATH=/opt/fmcluster/pkg\n"
+        "ExecStart=/usr/bin/python3 -m fmcluster.runtime.observability.efa_textfile\n"
+        "TimeoutStartSec=30\n"
+    ),
+    EFA_TEXTFILE_TIMER_UNIT: (
+        "[Unit]\n"
+        "Description=fmcluster EFA counters every 30s\n\n"
+        "[Timer]\n"
+        "OnBootSec=30s\n"
+        "OnUnitActiveSec=30s\n"
+        "AccuracySec=1s\n\n"
+        "[Install]\n"
+        "WantedBy=timers.target\n"
+    ),
+}
+
+
+def efa_textfile_shell() -> str:
+    """The units as shell lines for user data: write both, then enable the timer (never fatal)."""
+    lines = "".join(f"cat >{EFA_TEXTFILE_UNIT_DIR}/{name} <<'UNIT'\n{text}UNIT\n" for name, text in EFA_TEXTFILE_UNITS.items())
+    return (lines + f"systemctl daemon-reload && systemctl enable --now {EFA_TEXTFILE_TIMER_UNIT} || "
+            "echo 'fmcluster: EFA textfile timer not started'\n")

@@ -80,9 +80,9 @@ class FakeApi:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def gate(self, result: Path, policy: str = "taint", timeout: float = 2700.0) -> int:
+    def gate(self, result: Path, policy: str = "taint", timeout: float = 2700.0, adopt: bool = False) -> int:
         return kube_gate.main(["--node", NODE, "--result", str(result), "--policy", policy, "--api", self.url,
-                               "--timeout", str(timeout), "--once"])
+                               "--timeout", str(timeout), "--once"] + (["--adopt"] if adopt else []))
 
     @property
     def condition(self) -> Dict[str, Any]:
@@ -167,6 +167,33 @@ def test_a_node_already_decided_is_left_alone(tmp_path):
     try:
         assert fake.gate(write_result(tmp_path, "pass")) == 0
         assert not fake.patches and not fake.events, "an operator resets the taint to pending to re-gate a node"
+    finally:
+        fake.server.shutdown()
+
+
+def test_adopt_decides_for_a_node_that_registered_without_the_pending_taint(tmp_path):
+    """HyperPod refuses custom taints on instance groups with deep health checks: such nodes register untainted."""
+    fake = FakeApi([], created=kube_gate._now())
+    try:
+        assert fake.gate(write_result(tmp_path, "fail", ["storage.mounts"])) == 0
+        assert not fake.patches, "without --adopt an untainted node is left alone"
+        assert fake.gate(tmp_path / "missing.json", adopt=True) == 1, "no result yet: keep looking"
+        assert fake.gate(write_result(tmp_path, "fail", ["storage.mounts"]), adopt=True) == 0
+        assert fake.node["spec"]["taints"] == [{**PENDING, "value": "failed"}]
+        assert fake.condition["status"] == "False"
+        fake.node["spec"]["taints"] = []  # an operator lifts it: the node is decided, the gate leaves it alone
+        patches = len(fake.patches)
+        assert fake.gate(write_result(tmp_path, "fail", ["storage.mounts"]), adopt=True) == 0
+        assert len(fake.patches) == patches and fake.node["spec"]["taints"] == []
+    finally:
+        fake.server.shutdown()
+
+
+def test_adopt_opens_nothing_on_a_pass_but_records_it(tmp_path):
+    fake = FakeApi([], created=kube_gate._now())
+    try:
+        assert fake.gate(write_result(tmp_path, "pass"), adopt=True) == 0
+        assert fake.node["spec"]["taints"] == [] and fake.condition["status"] == "True"
     finally:
         fake.server.shutdown()
 

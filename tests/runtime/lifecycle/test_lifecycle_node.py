@@ -148,3 +148,63 @@ def test_cli_prints_key_tab_value_and_fails_with_one_line(tmp_path, capsys):
     assert "resource_config.json not found" in capsys.readouterr().err
     assert node.main(["users", "--params", str(p_file)]) == 0
     assert capsys.readouterr().out == "alice\t2001\t/home/alice\t/bin/bash\tdocker\n"
+
+
+# --- HyperPod on EKS ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group, role, gpu, fsx_efa, efa_textfile", [
+    ("h100", "worker", "1", "1", "1"),
+    ("prep", "worker", "0", "0", "0"),
+    ("system", "system", "0", "0", "0"),
+])
+def test_an_eks_node_knows_its_group_from_its_entry_script(group, role, gpu, fsx_efa, efa_textfile):
+    from helpers.lifecycle import eks_params
+
+    p = node.eks_node(eks_params(), group)
+    assert (p["role"], p["group"], p["gpu"], p["fsx_efa"], p["efa_textfile"]) == (role, group, gpu, fsx_efa, efa_textfile)
+
+
+@pytest.mark.parametrize("policy, node_policy", [("taint", "report"), ("report", "report"), ("fail", "fail")])
+def test_the_node_side_policy_leaves_taint_to_the_node_gate(policy, node_policy):
+    from helpers.lifecycle import eks_params
+
+    p = node.eks_node(eks_params(validation={"level": "fast", "policy": policy}), "h100")
+    assert (p["policy"], p["node_policy"], p["level"]) == (policy, node_policy, "fast")
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"workload_manager": "slurm"}, "workload_manager must be 'eks'"),
+    ({"validation": {"policy": "drain"}}, "validation.policy must be one of taint, fail, report"),
+    ({"system_group": "h100"}, "is also a worker group"),
+    ({"observability": {"remote_write_url": "https://x"}}, "observability must be null or an object of efa_textfile"),
+    ({"worker_groups": [{"instance_group_name": "h100", "instance_type": "ml.p5.48xlarge", "gpu": "yes", "efa": True}]},
+     "worker_groups[0].gpu must be true or false"),
+])
+def test_bad_eks_parameters_are_refused_with_the_field(change, words):
+    from helpers.lifecycle import eks_params
+
+    with pytest.raises(LifecycleError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        node.validate_eks_params(eks_params(**change))
+
+
+def test_container_layout_and_the_fstab_bind_mounts(tmp_path):
+    layout = node.container_layout("/opt/dlami/nvme")
+    assert [r[1] for r in layout] == ["/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"]
+    assert all(dst.startswith("/opt/dlami/nvme/") for _, _, dst in layout)
+    with pytest.raises(LifecycleError):
+        node.container_layout("/")
+    fstab = tmp_path / "fstab"
+    fstab.write_text("UUID=1 / xfs defaults 0 1\n")
+    assert node.fstab_bind(str(fstab), "/opt/dlami/nvme/kubelet", "/var/lib/kubelet", "/opt/dlami/nvme")
+    assert not node.fstab_bind(str(fstab), "/opt/dlami/nvme/kubelet", "/var/lib/kubelet", "/opt/dlami/nvme")
+    assert fstab.read_text().splitlines()[-1] == (
+        "/opt/dlami/nvme/kubelet /var/lib/kubelet none bind,x-systemd.requires-mounts-for=/opt/dlami/nvme 0 0")
+    with pytest.raises(LifecycleError, match="already mounts"):
+        node.fstab_bind(str(fstab), "/opt/sagemaker/kubelet", "/var/lib/kubelet", "/opt/sagemaker")
+    assert node.fstab_bind(str(fstab), "/opt/dlami/nvme/containerd", "/var/lib/containerd", "/opt/dlami/nvme",
+                           after="dlami-nvme.service")
+    assert fstab.read_text().splitlines()[-1].endswith(
+        "bind,x-systemd.requires-mounts-for=/opt/dlami/nvme,x-systemd.after=dlami-nvme.service 0 0")
+    assert node.write_efa_units(str(tmp_path / "units")) == ["fmcluster-efa-textfile.service",
+                                                             "fmcluster-efa-textfile.timer"]

@@ -1,0 +1,113 @@
+"""SageMaker HyperPod orchestrated by an EKS cluster (AWS::SageMaker::Cluster with Orchestrator.Eks), as a typed
+wrapper over ``aws_sagemaker.CfnCluster`` built from the hyperpod kind's instance groups, instance role and lifecycle.
+
+Facts used (CloudFormation resource schema as bundled with cfn-lint 1.58; API reference):
+- ``Orchestrator.Eks.ClusterArn`` names the EKS cluster; it, ``ClusterName`` and ``VpcConfig`` are create-only (a
+  change replaces the HyperPod cluster).
+  https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-sagemaker-cluster-orchestrator.html
+- ``NodeProvisioningMode: Continuous`` (the only value; HyperPod retries failed launches and brings up the instances it
+  can while the cluster stays InService); ``NodeRecovery: Automatic | None``.
+  https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sagemaker-cluster.html
+- instance groups: ``KubernetesConfig {Labels, Taints}`` (no custom taints on groups with deep health checks: SageMaker
+  guide, "Getting started with Amazon EKS support in SageMaker HyperPod"); no ``SlurmConfig``.
+- HyperPod creates the EKS access entries of its execution roles and of its service-linked role itself
+  (API ClusterMetadata.EksRoleAccessEntries, SlrAccessEntry), so fmcluster creates none for the instance role.
+  https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterMetadata.html
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence
+
+from aws_cdk import CfnTag
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from fmcluster.orchestrators.hyperpod.cluster import NAME, NODE_RECOVERY, HyperPodInstanceGroup
+from fmcluster.orchestrators.hyperpod.instance_role import (
+    HyperPodInstanceRole,
+    SecurityGroupRef,
+    SubnetRef,
+    security_group_id,
+    subnet_id,
+)
+from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
+
+
+class HyperPodEksCluster(Construct):
+    """A HyperPod cluster whose nodes join `eks_cluster_arn`, in our VPC, nodes running ``role``, lifecycle scripts
+    from ``lifecycle`` (granted to the role here; the cluster waits for their deployment).
+
+    :param cluster_name: HyperPod cluster name.
+    :param eks_cluster_arn: the EKS cluster's ARN.
+    :param instance_groups: groups without a Slurm node type; unique names.
+    :param subnets: VpcConfig.Subnets (private); ``security_groups``: VpcConfig.SecurityGroupIds.
+    :param node_recovery: Automatic (default) | None.
+    :param continuous_provisioning: NodeProvisioningMode Continuous (default on).
+    :param tags: cluster tags.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster_name: str,
+        eks_cluster_arn: str,
+        instance_groups: Sequence[HyperPodInstanceGroup],
+        role: HyperPodInstanceRole,
+        lifecycle: LifecycleScripts,
+        subnets: Sequence[SubnetRef],
+        security_groups: Sequence[SecurityGroupRef],
+        node_recovery: str = "Automatic",
+        continuous_provisioning: bool = True,
+        tags: Optional[Dict[str, str]] = None,
+    ) -> None:
+        super().__init__(scope, id)
+        if not (NAME.match(cluster_name) and len(cluster_name) <= 63):
+            raise ValueError(f"cluster_name: {cluster_name!r} must be 1-63 chars of letters, digits and inner hyphens")
+        if not instance_groups:
+            raise ValueError("instance_groups: at least one")
+        for group in instance_groups:
+            group.check()
+            if group.node_type is not None or group.partitions:
+                raise ValueError(f"instance_groups[{group.name!r}].node_type: EKS instance groups have no Slurm role")
+        names = [g.name for g in instance_groups]
+        if len(set(names)) != len(names):
+            raise ValueError(f"instance_groups: names must be unique: {names}")
+        if node_recovery not in NODE_RECOVERY:
+            raise ValueError(f"node_recovery: must be one of {', '.join(NODE_RECOVERY)}")
+        if not subnets or not security_groups:
+            raise ValueError("subnets, security_groups: at least one of each")
+        lifecycle.grant_read(role)
+        self._cluster_name = cluster_name
+        self.instance_groups = tuple(instance_groups)
+        self.cluster = sagemaker.CfnCluster(
+            self,
+            "Resource",
+            cluster_name=cluster_name,
+            instance_groups=[g.render(role_arn=role.role_arn, lifecycle=lifecycle) for g in instance_groups],
+            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+                eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(cluster_arn=eks_cluster_arn)),
+            node_recovery=node_recovery,
+            node_provisioning_mode="Continuous" if continuous_provisioning else None,
+            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+                subnets=[subnet_id(s) for s in subnets],
+                security_group_ids=[security_group_id(g) for g in security_groups],
+            ),
+            tags=[CfnTag(key=k, value=v) for k, v in sorted((tags or {}).items())] or None,
+        )
+        # Nodes run the lifecycle script at creation: the scripts, the runtime and the role's policy must exist first.
+        for deployment in lifecycle.deployments:
+            self.cluster.node.add_dependency(deployment)
+        policy = role.role.node.try_find_child("DefaultPolicy")
+        if policy is not None:
+            self.cluster.node.add_dependency(policy)
+
+    @property
+    def cluster_arn(self) -> str:
+        return self.cluster.attr_cluster_arn
+
+    @property
+    def cluster_name(self) -> str:
+        return self._cluster_name

@@ -1,0 +1,231 @@
+"""SageMaker HyperPod on EKS, composed from the spec, in the order CloudFormation must create it:
+
+1. the EKS control plane and its add-ons (the eks kind's `EksControlPlane`), the task-governance add-on among them;
+2. HyperPod's dependency Helm chart (`GitHelmChart`, from its repository at the pinned commit);
+3. the instance role, the lifecycle bucket with one OnCreate entry per instance group, and the
+   AWS::SageMaker::Cluster (Orchestrator.Eks), which depends on 1 and 2;
+4. task governance: the cluster policy and the teams' compute quotas (they name the HyperPod cluster), then the
+   teams' claims of the shared file system (their namespaces exist once the quotas do), and the training operator
+   add-on when asked for (it needs the HyperPod cluster);
+5. in the cluster: the node gate, the exporters, and the AMP managed scraper (the eks kind's).
+
+docs/hyperpod-eks.md explains each piece and its sources."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, cast
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct, IConstruct
+
+from fmcluster.nag import acknowledge
+from fmcluster.orchestrators.context import OrchestrationContext
+from fmcluster.orchestrators.ec2_nodes import construct_id
+from fmcluster.orchestrators.eks import gate, labels, metrics, volumes
+from fmcluster.orchestrators.eks.charts import ClusterObjects
+from fmcluster.orchestrators.eks.cluster import VPC_CNI_ENV, EksControlPlane
+from fmcluster.orchestrators.eks.construct import FSX_CSI_CONTROLLER_SERVICE_ACCOUNT, VPC_CNI_POLICY, VPC_CNI_SERVICE_ACCOUNT
+from fmcluster.orchestrators.eks.scraper import ManagedScraper
+from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole
+from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
+from fmcluster.orchestrators.hyperpod_eks import governance, nodes
+from fmcluster.orchestrators.hyperpod_eks.cluster import HyperPodEksCluster
+from fmcluster.orchestrators.hyperpod_eks.dependencies import GitHelmChart
+from fmcluster.orchestrators.hyperpod_eks.settings import SYSTEM_GROUP, node_policy, settings_of
+from fmcluster.orchestrators.hyperpod_eks.versions import (
+    ADDONS,
+    HYPERPOD_CHART,
+    HYPERPOD_NAMESPACE,
+    TASK_GOVERNANCE,
+    TRAINING_OPERATOR,
+    TRAINING_OPERATOR_POLICY,
+    TRAINING_OPERATOR_SERVICE_ACCOUNT,
+)
+
+# The add-on policy ECR pulls need on a node role (EKS user guide, "Amazon EKS node IAM role"); HyperPod's nodes pull
+# the EKS add-ons' and HyperPod's agents' images from ECR with their execution role.
+ECR_PULL_POLICY = "AmazonEC2ContainerRegistryPullOnly"
+
+
+class HyperPodEksOrchestration(Construct):
+    """Exposes ``control_plane``, ``cluster`` (eks.Cluster), ``dependencies`` (the chart), ``role``, ``lifecycle``,
+    ``hyperpod`` (`HyperPodEksCluster`), ``governance``, ``objects`` and ``grantee`` (the instance role)."""
+
+    def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
+        super().__init__(scope, id)
+        spec = context.spec
+        s = settings_of(spec)
+        if context.vpc is None:
+            raise ValueError("context: an EKS cluster needs the VPC (context.vpc)")
+        if not context.extra_subnets:
+            raise ValueError("context: an EKS control plane needs a subnet in a second AZ (context.extra_subnets)")
+        private = context.subnets[:1] + context.extra_subnets
+        self.control_plane = EksControlPlane(
+            self,
+            "ControlPlane",
+            cluster_name=spec.name,
+            kubernetes_version=s.eks.kubernetes_version,
+            vpc=context.vpc,
+            subnets=private,
+            security_group=context.security_groups[0],
+            admins=s.eks.admins,
+            public_access_cidrs=s.eks.endpoint.public_access_cidrs,
+            addon_pins=ADDONS,
+        )
+        self.cluster = self.control_plane.cluster
+        self._addons(context)
+        self.dependencies = GitHelmChart(
+            self,
+            "Dependencies",
+            cluster=self.control_plane.icluster,
+            kubectl_layer=self._layer(),
+            source=HYPERPOD_CHART,
+            values=nodes.chart_values(spec),
+            vpc=context.vpc,
+            subnets=private,
+            security_groups=context.security_groups[:1],
+        )
+        self.role = self._instance_role(context)
+        self.lifecycle = LifecycleScripts(
+            self,
+            "Lifecycle",
+            cluster_name=spec.name,
+            parameters=nodes.lifecycle_parameters(spec, spec.region, context.file_system,
+                                                  observability=context.metrics_workspace_arn is not None),
+            profiles={g.name: nodes.node_profile(spec, g).to_json(indent=None) for g in spec.node_groups},
+            entry_scripts={nodes.entry_script(n): nodes.entry_stub(n) for n in nodes.group_names(spec)},
+            hook="OnCreate",
+        )
+        self.hyperpod = HyperPodEksCluster(
+            self,
+            "Cluster",
+            cluster_name=spec.name,
+            eks_cluster_arn=self.cluster.cluster_arn,
+            instance_groups=nodes.instance_groups(spec),
+            role=self.role,
+            lifecycle=self.lifecycle,
+            subnets=context.subnets[:1],
+            security_groups=context.security_groups,
+            node_recovery=s.hyperpod.node_recovery,
+            # the training operator's managed policy acts on HyperPod clusters tagged so (unverified: docs/hyperpod-eks.md)
+            tags={"SageMaker": "true"} if s.hyperpod.training_operator else None,
+        )
+        # HyperPod's prerequisites: the dependency chart, the VPC CNI and the other add-ons (task governance among
+        # them) are in place before the HyperPod cluster exists
+        for before in self.before_cluster:
+            self.hyperpod.cluster.node.add_dependency(before)
+        tg = s.task_governance
+        self.governance = governance.TaskGovernanceObjects(
+            self,
+            "TaskGovernance",
+            name=f"{spec.name}-policy",
+            cluster_arn=self.hyperpod.cluster_arn,
+            scheduler=governance.scheduler_config(tg),
+            quotas={t.name: governance.compute_quota(spec, t, self.hyperpod.cluster_arn) for t in tg.teams},
+        )
+        if s.hyperpod.training_operator:
+            operator = self.control_plane.add_addon(
+                TRAINING_OPERATOR, kubernetes_version=s.eks.kubernetes_version,
+                service_account=TRAINING_OPERATOR_SERVICE_ACCOUNT, managed_policies=[TRAINING_OPERATOR_POLICY],
+                after=["eks-pod-identity-agent", TASK_GOVERNANCE])
+            operator.node.add_dependency(self.hyperpod.cluster, self.dependencies.resource)
+        self.objects = ClusterObjects(self, "Objects", cluster=self.control_plane.icluster)
+        self._install(context)
+        stack = Stack.of(self)
+        CfnOutput(self, "ClusterName", value=self.cluster.cluster_name)
+        CfnOutput(self, "HyperPodClusterArn", value=self.hyperpod.cluster_arn)
+        CfnOutput(self, "KubeconfigCommand", value=f"aws eks update-kubeconfig --region {stack.region} "
+                  f"--name {spec.name}")
+
+    @property
+    def grantee(self) -> iam.IGrantable:
+        return self.role
+
+    @property
+    def before_cluster(self) -> List[IConstruct]:
+        """What the HyperPod cluster waits for: the dependency chart and every add-on but the training operator."""
+        return [self.dependencies.resource,
+                *(a for name, a in self.control_plane.addons.items() if name != TRAINING_OPERATOR)]
+
+    def _layer(self) -> lambda_.ILayerVersion:
+        return cast(lambda_.ILayerVersion, self.control_plane.kubectl_layer)
+
+    def _addons(self, context: OrchestrationContext) -> None:
+        """The eks kind's add-ons (CloudFormation completes an add-on that has no nodes to run on yet as DEGRADED,
+        docs/hyperpod-eks.md) and task governance; no EKS node monitoring agent (HyperPod's agent watches its nodes)."""
+        version = settings_of(context.spec).eks.kubernetes_version
+        cp = self.control_plane
+        cp.add_addon("eks-pod-identity-agent", kubernetes_version=version)
+        cp.add_addon("vpc-cni", kubernetes_version=version, configuration={"env": VPC_CNI_ENV},
+                     service_account=VPC_CNI_SERVICE_ACCOUNT, managed_policies=[VPC_CNI_POLICY],
+                     after=["eks-pod-identity-agent"])
+        cp.add_addon("kube-proxy", kubernetes_version=version)
+        cp.add_addon("coredns", kubernetes_version=version)
+        fs = context.file_system
+        statements = []
+        if fs is not None and fs.file_system_id is not None:
+            stack = Stack.of(self)
+            statements.append(iam.PolicyStatement(
+                sid="DescribeTheClusterFileSystem", actions=["fsx:DescribeFileSystems"],
+                resources=[f"arn:{stack.partition}:fsx:{stack.region}:{stack.account}:file-system/"
+                           f"{fs.file_system_id}"]))
+        cp.add_addon("aws-fsx-csi-driver", kubernetes_version=version,
+                     service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT, policies=statements,
+                     after=["eks-pod-identity-agent"])
+        cp.add_addon(TASK_GOVERNANCE, kubernetes_version=version)
+
+    def _instance_role(self, context: OrchestrationContext) -> HyperPodInstanceRole:
+        """The hyperpod kind's instance role, plus what an EKS node does with it: pull images from ECR (kubelet) and
+        hand out Pod Identity credentials (the Pod Identity agent on the node calls eks-auth on this cluster)."""
+        spec = context.spec
+        role = HyperPodInstanceRole(self, "InstanceRole", cluster_name=spec.name, subnets=context.subnets[:1],
+                                    security_groups=context.security_groups,
+                                    description=f"fmcluster HyperPod nodes of {spec.name} (EKS)")
+        role.role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(ECR_PULL_POLICY))
+        acknowledge(role.role, f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{ECR_PULL_POLICY}]",
+                    "HyperPod EKS nodes pull the EKS add-ons' and HyperPod agents' images from ECR (pull only, the "
+                    "policy EKS documents for node roles).")
+        role.add_to_policy(iam.PolicyStatement(sid="PodIdentity", actions=["eks-auth:AssumeRoleForPodIdentity"],
+                                               resources=[self.cluster.cluster_arn]))
+        return role
+
+    def _install(self, context: OrchestrationContext) -> None:
+        """The node gate, the exporters and the scraper; each team's claim of the shared file system."""
+        spec = context.spec
+        objects = self.objects
+        after_gate: List[IConstruct] = []
+        if nodes.gated(spec):
+            after_gate.append(objects.manifest("NodeGate", gate.objects(
+                groups=[g.name for g in spec.node_groups], policy=node_policy(spec),
+                tolerations=[nodes.HEALTH_TOLERATION], adopt=True)))
+        if context.metrics_workspace_arn is not None:
+            objects.manifest("Exporters", metrics.exporter_objects(
+                system_selector={labels.GROUP: SYSTEM_GROUP}, gpus=any(g.instance.is_gpu for g in spec.node_groups),
+                node_labels=nodes.HEALTH_LABELS, tolerations=[nodes.HEALTH_TOLERATION]),
+                after=after_gate or [self.objects_namespace()])
+            self.scraper = ManagedScraper(
+                self, "Scraper", alias=f"fmcluster-{spec.name}", cluster_arn=self.cluster.cluster_arn,
+                subnets=context.subnets[:1] + context.extra_subnets, security_groups=context.security_groups[:1],
+                workspace_arn=context.metrics_workspace_arn,
+                config=metrics.scrape_config(cluster=spec.name, interval_s=spec.observability.scrape_interval_seconds,
+                                             strip_ml_prefix=True))
+        fs = context.file_system
+        if fs is not None and spec.storage.fsx is not None and fs.file_system_id is not None:
+            for team in settings_of(spec).task_governance.teams:
+                manifest: List[Dict[str, Any]] = [volumes.namespace(team.namespace)]
+                manifest += volumes.fsx_volume(
+                    cluster=f"{spec.name}-{team.name}", namespace=team.namespace, file_system_id=fs.file_system_id,
+                    dns_name=fs.dns_name, mount_name=fs.mount_name, capacity_gib=spec.storage.fsx.storage_capacity_gib)
+                # the team's namespace is task governance's (created with its quota); the claim follows the quota
+                objects.manifest(f"{construct_id(team.name)}SharedFileSystem", manifest,
+                                 after=[self.governance.quotas[team.name], self.control_plane.addons["aws-fsx-csi-driver"]])
+
+    def objects_namespace(self) -> IConstruct:
+        """The namespace the exporters live in, when the node gate (which creates it) is not installed."""
+        return self.objects.manifest("SystemNamespace", [volumes.namespace(gate.NAMESPACE)])
+
+
+# re-exported for the tests and docs: where HyperPod's agents run
+__all__ = ["HyperPodEksOrchestration", "HYPERPOD_NAMESPACE"]

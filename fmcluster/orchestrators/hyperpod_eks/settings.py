@@ -1,0 +1,324 @@
+"""`orchestrator: {type: hyperpod-eks, eks: {...}, hyperpod: {...}, task_governance: {...}}`: SageMaker HyperPod with
+Amazon EKS orchestration, and the rules a spec must meet for it. Field paths in problems are from the spec's top.
+
+- ``eks``: the EKS control plane HyperPod's nodes join (the eks kind's control-plane keys; versions HyperPod supports).
+- ``hyperpod``: cluster-wide settings of the instance groups (the node groups, and a CPU system group).
+- ``task_governance``: teams with GPU quotas, lending and borrowing, priority classes (HyperPod's managed Kueue).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any, Dict, List, Literal, Optional
+
+from pydantic import Field, field_validator, model_validator
+
+from fmcluster.orchestrators.eks.settings import (
+    EksControlPlaneSettings,
+    control_plane_rules,
+    control_plane_zone,
+    network_rules,
+)
+from fmcluster.orchestrators.hyperpod.settings import offered_problem
+from fmcluster.orchestrators.hyperpod_eks.versions import (
+    HYPERPOD_KUBERNETES_VERSIONS,
+    KUBERNETES_VERSIONS,
+    TASK_GOVERNANCE,
+)
+from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorSettings
+from fmcluster.runtime.contract import ml_type
+from fmcluster.spec.base import Problem, SpecModel, raise_problems
+
+if TYPE_CHECKING:
+    from fmcluster.spec.cluster import ClusterSpec
+    from fmcluster.spec.node_group import NodeGroup
+
+SYSTEM_GROUP = "system"
+# Task governance's names (aws/sagemaker-hyperpod-cli, src/sagemaker/hyperpod/cli/constants/command_constants.py:
+# HYPERPOD_NAMESPACE_PREFIX, SAGEMAKER_MANAGED_LOCAL_QUEUE_SUFFIX; the SageMaker guide's kubectl examples label jobs
+# kueue.x-k8s.io/priority-class: <priority class>-priority).
+TEAM_NAMESPACE_PREFIX = "hyperpod-ns-"
+LOCAL_QUEUE_SUFFIX = "-localqueue"
+PRIORITY_CLASS_SUFFIX = "-priority"
+# AWS::SageMaker::ComputeQuota ComputeQuotaTarget.TeamName and ClusterSchedulerConfig PriorityClasses[].Name
+# (CloudFormation schema): lower case, digits and inner hyphens, at most 40 characters.
+TEAM_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$"
+PRIORITY_CLASS_PATTERN = TEAM_NAME_PATTERN
+MAX_PRIORITY_CLASSES = 10  # ClusterSchedulerConfig: PriorityClasses maxItems
+MAX_QUOTA_NAME = 63  # ComputeQuota Name (CloudFormation schema); fmcluster names a quota <cluster>-<team>
+# The validation policies a HyperPod on EKS node can honour: fail (the lifecycle script fails, HyperPod provisions
+# another instance), taint (the node gate keeps it out of work with the reason) or report. drain is Slurm's.
+POLICIES = ("taint", "fail", "report")
+# What hyperpod-slurm takes under `hyperpod:` and a HyperPod on EKS cluster has no use for: no Slurm controller, no
+# login nodes, no partitions, no POSIX users (pods bring their own).
+SLURM_ONLY = {
+    "controller_instance_type": "HyperPod on EKS has no Slurm controller: the EKS control plane schedules",
+    "login_instance_type": "HyperPod on EKS has no Slurm login nodes: use kubectl against the EKS API",
+    "login_count": "HyperPod on EKS has no Slurm login nodes",
+    "slurm_config_strategy": "there is no slurm.conf on HyperPod on EKS",
+    "partitions": "Slurm partitions do not exist on HyperPod on EKS: teams and their queues "
+                  "(orchestrator.task_governance.teams) divide the cluster",
+    "users": "nodes get no POSIX users on HyperPod on EKS: pods run as their images' users",
+}
+
+
+class HyperPodEksControlPlane(EksControlPlaneSettings):
+    """The EKS control plane HyperPod's nodes join: private subnets, API authentication (access entries), the VPC
+    CNI, and a Kubernetes version SageMaker HyperPod supports."""
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if v not in KUBERNETES_VERSIONS:
+            supported = (f"SageMaker HyperPod on EKS supports Kubernetes {HYPERPOD_KUBERNETES_VERSIONS[0]}-"
+                         f"{HYPERPOD_KUBERNETES_VERSIONS[-1]}" if v not in HYPERPOD_KUBERNETES_VERSIONS else
+                         f"HyperPod supports {v}, but fmcluster builds EKS clusters of")
+            raise ValueError(f"Kubernetes {v}: {supported} (HyperPod EKS prerequisites); fmcluster offers "
+                             f"{', '.join(KUBERNETES_VERSIONS)}")
+        return v
+
+
+class HyperPodEksSettings(SpecModel):
+    """SageMaker HyperPod on EKS: the instance groups' cluster-wide settings. Each spec node group is one instance
+    group; a CPU system group runs cluster services (CoreDNS, Kueue, operators, exporters)."""
+
+    system_instance_type: str = Field(
+        "ml.m5.4xlarge", description="CPU instance group for cluster services (29 pods per ml.m5.4xlarge node: HyperPod "
+                                     "gives each instance one ENI).")
+    system_count: int = Field(2, ge=1, le=10, description="System nodes (two keep CoreDNS and controllers available).")
+    node_recovery: Literal["Automatic", "None"] = Field(
+        "Automatic", description="Automatic: HyperPod reboots or replaces GPU nodes its health checks find faulty.")
+    deep_health_checks: bool = Field(
+        True, description="InstanceStress and InstanceConnectivity on GPU groups before their nodes take work; HyperPod "
+                          "then refuses custom taints on those groups.")
+    threads_per_core: int = Field(1, description="1: hyperthreading off (usual for GPU training), 2: on.")
+    volume_gib: int = Field(500, ge=1, le=16384, description="EBS volume at /opt/sagemaker on every node.")
+    training_operator: bool = Field(
+        False, description="Install the HyperPod training operator add-on (HyperPodPyTorchJob: elastic training, "
+                           "checkpointless training) and cert-manager, which it needs.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _slurm_only(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            raise_problems([(key, f"{why}; it applies to orchestrator type hyperpod-slurm")
+                            for key, why in SLURM_ONLY.items() if key in data])
+        return data
+
+    @field_validator("system_instance_type")
+    @classmethod
+    def _offered(cls, v: str) -> str:
+        problem = offered_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return ml_type(v)
+
+    @field_validator("threads_per_core")
+    @classmethod
+    def _threads(cls, v: int) -> int:
+        if v not in (1, 2):
+            raise ValueError(f"ThreadsPerCore is 1 (hyperthreading off) or 2 (on), not {v}")
+        return v
+
+
+class PriorityClass(SpecModel):
+    """A task priority: tasks of a higher weight go first and may preempt lower ones (ClusterSchedulerConfig)."""
+
+    name: str = Field(pattern=PRIORITY_CLASS_PATTERN, description="1-40 lower-case letters, digits, inner hyphens; "
+                                                                   "jobs name it as <name>-priority")
+    weight: int = Field(ge=0, le=100, description="0-100; higher runs first.")
+
+
+class Team(SpecModel):
+    """A team: its own namespace and queue (hyperpod-ns-<name>, hyperpod-ns-<name>-localqueue) and a GPU quota per node
+    group (AWS::SageMaker::ComputeQuota)."""
+
+    name: str = Field(pattern=TEAM_NAME_PATTERN, description="1-40 lower-case letters, digits and inner hyphens")
+    gpus: Dict[str, int] = Field(min_length=1, description="Node group name -> GPUs the team is guaranteed there.")
+    sharing: Literal["lend-and-borrow", "lend", "dont-lend"] = Field(
+        "lend-and-borrow", description="Idle GPUs: lend them to other teams and borrow theirs, only lend, or neither.")
+    borrow_limit_percent: Optional[int] = Field(
+        None, ge=1, le=500, description="How much beyond its quota the team may borrow, in percent of its quota "
+                                        "(service default 50); lend-and-borrow only.")
+    preempt_team_tasks: Literal["lower-priority", "never"] = Field(
+        "lower-priority", description="Whether a task of the team preempts the team's own lower-priority tasks.")
+    fair_share_weight: Optional[int] = Field(None, ge=0, le=100,
+                                             description="Weight when idle compute is shared by fair share (0-100).")
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus(cls, v: Dict[str, int]) -> Dict[str, int]:
+        bad = [f"{k}={n}" for k, n in v.items() if not isinstance(n, int) or n < 1]
+        if bad:
+            raise ValueError(f"GPU quotas are whole numbers of at least 1: {', '.join(bad)}")
+        return v
+
+    @model_validator(mode="after")
+    def _borrow(self) -> Team:
+        if self.borrow_limit_percent is not None and self.sharing != "lend-and-borrow":
+            raise_problems([("borrow_limit_percent", f"applies with sharing lend-and-borrow, not {self.sharing}")])
+        return self
+
+    @property
+    def namespace(self) -> str:
+        return f"{TEAM_NAMESPACE_PREFIX}{self.name}"
+
+    @property
+    def local_queue(self) -> str:
+        return f"{self.namespace}{LOCAL_QUEUE_SUFFIX}"
+
+
+class TaskGovernance(SpecModel):
+    """HyperPod task governance (its managed Kueue): a cluster policy and one compute quota per team."""
+
+    fair_share: bool = Field(True, description="Idle compute goes to teams by their fair-share weight.")
+    idle_resource_sharing: bool = Field(True, description="Teams may borrow compute other teams leave idle.")
+    priority_classes: List[PriorityClass] = Field(
+        default_factory=lambda: [PriorityClass(name="training", weight=50)],
+        max_length=MAX_PRIORITY_CLASSES, description="Task priorities (at most 10).")
+    teams: List[Team] = Field(min_length=1, description="Teams and their GPU quotas; jobs go through their queues.")
+
+    @model_validator(mode="after")
+    def _unique(self) -> TaskGovernance:
+        found = []
+        for field, items in (("teams", self.teams), ("priority_classes", self.priority_classes)):
+            names = [x.name for x in items]
+            found += [(f"{field}[{i}].name", f"{n!r} is used twice") for i, n in enumerate(names) if n in names[:i]]
+        raise_problems(found)
+        return self
+
+
+class HyperPodEksOrchestrator(OrchestratorSettings):
+    type: Literal["hyperpod-eks"] = "hyperpod-eks"
+    eks: HyperPodEksControlPlane
+    hyperpod: HyperPodEksSettings = Field(default_factory=HyperPodEksSettings)
+    task_governance: TaskGovernance
+
+
+def settings_of(spec: ClusterSpec) -> HyperPodEksOrchestrator:
+    if not isinstance(spec.orchestrator, HyperPodEksOrchestrator):
+        raise TypeError(f"the spec's orchestrator is {spec.orchestrator.type}, not hyperpod-eks")
+    return spec.orchestrator
+
+
+def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
+    """The system instance group: HyperPod instances beside the node groups, and no controller."""
+    hp = settings_of(spec).hyperpod
+    return [ExtraInstance(SYSTEM_GROUP, hp.system_instance_type, hp.system_count)]
+
+
+def extra_availability_zones(spec: ClusterSpec) -> List[str]:
+    return [control_plane_zone(spec)]
+
+
+def node_policy(spec: ClusterSpec) -> str:
+    """validation.policy as the nodes apply it: taint unless the spec says fail or report (drain, the spec's default
+    for Slurm, becomes taint when left unset)."""
+    if "policy" in spec.validation.model_fields_set:
+        return spec.validation.policy
+    return "taint"
+
+
+def deep_health_checked(spec: ClusterSpec, group: NodeGroup) -> bool:
+    """Whether HyperPod runs its deep health checks on the group's instances (GPU groups, when the spec says so)."""
+    return settings_of(spec).hyperpod.deep_health_checks and group.role == "gpu"
+
+
+def gpus_by_type(spec: ClusterSpec) -> Dict[str, int]:
+    """ml. instance type -> GPUs of the cluster's node groups of that type."""
+    found: Dict[str, int] = defaultdict(int)
+    for g in spec.node_groups:
+        found[ml_type(g.instance_type)] += (g.instance.gpus or 0) * g.count
+    return dict(found)
+
+
+def team_gpus_by_type(spec: ClusterSpec, team: Team) -> Dict[str, int]:
+    """A team's GPU quota per ml. instance type (ComputeQuota counts per instance type; two groups of one type add up)."""
+    groups = {g.name: g for g in spec.node_groups}
+    found: Dict[str, int] = defaultdict(int)
+    for name, gpus in team.gpus.items():
+        if name in groups:
+            found[ml_type(groups[name].instance_type)] += gpus
+    return dict(found)
+
+
+def spec_rules(spec: ClusterSpec) -> List[Problem]:
+    s = settings_of(spec)
+    found: List[Problem] = []
+    for i, g in enumerate(spec.node_groups):
+        at = f"node_groups[{i}]"
+        problem = offered_problem(g.instance_type)
+        if problem:
+            found.append((f"{at}.instance_type", problem))
+        if g.name == SYSTEM_GROUP:
+            found.append((f"{at}.name", f"{SYSTEM_GROUP!r} is the HyperPod system instance group; pick another"))
+        if g.ami_id:
+            found.append((f"{at}.ami_id", "HyperPod runs its own EKS AMI; remove ami_id"))
+        if g.placement is not None:
+            found.append((f"{at}.placement", "HyperPod places instances itself; remove placement"))
+    found += control_plane_rules(spec)
+    if "policy" in spec.validation.model_fields_set and spec.validation.policy not in POLICIES:
+        found.append(("validation.policy", f"{spec.validation.policy} is Slurm's; HyperPod on EKS nodes take taint (the "
+                      "node gate keeps a failed node out of work, with the reason), fail (the lifecycle script fails "
+                      "and HyperPod provisions another instance) or report"))
+    if spec.validation.level == "deep":
+        found.append(("validation.level", "HyperPod's own deep health checks (DCGM diagnostics, NCCL, EFA) cover what "
+                      "the deep level would run: keep orchestrator.hyperpod.deep_health_checks on and use standard"))
+    found += network_rules(spec, capacity_blocks=False)
+    found += _team_rules(spec, s.task_governance)
+    return found
+
+
+def _team_rules(spec: ClusterSpec, governance: TaskGovernance) -> List[Problem]:
+    found: List[Problem] = []
+    groups = {g.name: g for g in spec.node_groups}
+    at = "orchestrator.task_governance.teams"
+    for i, team in enumerate(governance.teams):
+        if len(f"{spec.name}-{team.name}") > MAX_QUOTA_NAME:
+            found.append((f"{at}[{i}].name", f"the team's compute quota is named {spec.name}-{team.name}, longer than "
+                          f"the {MAX_QUOTA_NAME} characters ComputeQuota names take: shorten the team's name"))
+        for name, gpus in team.gpus.items():
+            g = groups.get(name)
+            if g is None:
+                found.append((f"{at}[{i}].gpus.{name}", f"no node group {name!r}; node groups: "
+                              f"{', '.join(groups)}"))
+            elif not g.instance.gpus:
+                found.append((f"{at}[{i}].gpus.{name}", f"node group {name} ({g.instance_type}) has no GPUs"))
+            elif gpus > g.instance.gpus * g.count:
+                found.append((f"{at}[{i}].gpus.{name}", f"{gpus} GPUs is more than node group {name} has "
+                              f"({g.count} x {g.instance.gpus} = {g.count * g.instance.gpus})"))
+    have = gpus_by_type(spec)
+    quotas: Dict[str, int] = defaultdict(int)
+    for team in governance.teams:
+        for ml, gpus in team_gpus_by_type(spec, team).items():
+            quotas[ml] += gpus
+    for ml, total in sorted(quotas.items()):
+        if total > have.get(ml, 0):
+            found.append((at, f"the teams' quotas of {ml} add up to {total} GPUs, the cluster has {have.get(ml, 0)}: "
+                          "a quota is capacity the team is guaranteed, so together they cannot exceed the cluster"))
+    return found
+
+
+def plan_notes(spec: ClusterSpec) -> List[str]:
+    """What `fmcluster plan` says about the orchestrator: the nodes it runs (no controller) and what task governance
+    builds, including what CloudFormation cannot."""
+    s = settings_of(spec)
+    gpu_nodes = sum(g.count for g in spec.node_groups)
+    hp = s.hyperpod
+    lines = [f"SageMaker HyperPod on EKS: no controller (the EKS control plane schedules); {gpu_nodes} node(s) in "
+             f"{len(spec.node_groups)} instance group(s) + {hp.system_count} x {hp.system_instance_type} system = "
+             f"{gpu_nodes + hp.system_count} HyperPod instances (SageMaker quotas apply)"]
+    tg = s.task_governance
+    classes = ", ".join(f"{p.name} {p.weight}" for p in tg.priority_classes) or "none"
+    lines.append(f"task governance ({TASK_GOVERNANCE} add-on): cluster policy (AWS::SageMaker::ClusterSchedulerConfig, "
+                 f"fair share {'on' if tg.fair_share else 'off'}, idle sharing {'on' if tg.idle_resource_sharing else 'off'}, "
+                 f"priorities {classes}); {len(tg.teams)} team quota(s) (AWS::SageMaker::ComputeQuota)")
+    have = gpus_by_type(spec)
+    for team in tg.teams:
+        parts = [f"{n} of {have.get(ml, 0)} GPUs of {ml}" for ml, n in sorted(team_gpus_by_type(spec, team).items())]
+        limit = f" up to {team.borrow_limit_percent}%" if team.borrow_limit_percent else ""
+        lines.append(f"  team {team.name}: {'; '.join(parts)}, {team.sharing}{limit}; namespace {team.namespace}, "
+                     f"queue {team.local_queue}")
+    lines.append("  not in CloudFormation: the teams' Kubernetes access (RBAC for scientists in their namespaces); "
+                 "aws-cdk-lib 2.275 has no L1 for ComputeQuota (emitted as a plain CloudFormation resource)")
+    return lines

@@ -1,0 +1,176 @@
+#!/bin/bash
+# fmcluster: SageMaker HyperPod on EKS OnCreate lifecycle script. HyperPod runs it when it creates a node, before the
+# node's containerd and kubelet join the EKS cluster (AWS's sample scripts rewrite containerd's configuration and move
+# /var/lib/kubelet here without restarting either); HyperPod itself joins the node. README.md beside this file says
+# what HyperPod does, what this script does, and why; node.py makes every decision, this script does the side effects.
+#
+# Deployed layout (the S3 prefix that LifeCycleConfig.SourceS3Uri points at, downloaded to the node):
+#   on_create.<group>.sh            one stub per instance group (its OnCreate):
+#                                   exec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create_eks.sh" --group G
+#   fmcluster_parameters.json       rendered at synth (workload_manager: eks)
+#   profiles/<instance group>.json  NodeProfile per group
+#   pkg/fmcluster/runtime/...       this runtime package
+#
+# Steps, in order (a marker per step under /var/lib/fmcluster/lifecycle makes a rerun skip finished ones):
+#   runtime       copy the runtime, profiles and parameters to /opt/fmcluster (stable; units refer to it)
+#   role          this node's group (from --group), GPU or not, and its settings
+#   containers    containerd's root, the kubelet's root (pods' emptyDirs) and pod logs on the instance NVMe (fallback:
+#                 /opt/sagemaker; never the root volume on GPU nodes), as bind mounts with fstab entries
+#   fsx           mount the shared FSx for Lustre file system with the lustre helper (LNet over EFA on EFA nodes when
+#                 the file system has EFA); a failed mount is judged by validation.policy
+#   efa-textfile  the EFA counters' textfile timer on EFA nodes (node-exporter pods read it), with observability
+#   validate      GPU nodes: the boot validator through node_bootstrap.sh with the group's profile; it publishes the
+#                 result the node gate reads, and fails the script under policy fail
+#
+# Environment (tests; all optional): FMCLUSTER_LIFECYCLE_ROOT prefixes every node path written or read
+# (/opt, /etc, /var, /proc), FMCLUSTER_PARAMS, FMCLUSTER_NVME_WAIT (s, 180), FMCLUSTER_RETRY_DELAY (s, 5).
+# Exit status: 0 done; 1 with one line "fmcluster lifecycle FAILED at step S: reason" (HyperPod reports it and, with
+# continuous provisioning, provisions another instance); 2 usage.
+set -Eeuo pipefail
+
+GROUP=""
+while (($#)); do
+  case "$1" in
+    --group)
+      GROUP="${2:-}"
+      shift 2 || { echo "--group needs a value" >&2; exit 2; }
+      ;;
+    *)
+      shift  # HyperPod may pass arguments of its own; none concern us
+      ;;
+  esac
+done
+if [[ -z "$GROUP" ]]; then
+  echo "usage: on_create_eks.sh --group INSTANCE_GROUP (the per-group entry stub passes it)" >&2
+  exit 2
+fi
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=common.sh source-path=SCRIPTDIR
+source "$HERE/common.sh"
+
+# --- steps ------------------------------------------------------------------------------------------------------
+
+step_role() {
+  local out
+  if ! out="$(node_py eks-node --params "$PARAMS" --group "$GROUP" 2>&1)"; then
+    fail "$out"
+  fi
+  read_node "$out"
+  printf '%s\n' "$out" >"$ETC_DIR/node.tsv"
+  log "role=${NODE[role]} group=${NODE[group]} gpu=${NODE[gpu]} efa=${NODE[efa]} policy=${NODE[policy]}"
+}
+
+step_containers() {
+  local out base why name src dst unit stopped=()
+  out="$(wait_for_nvme)"
+  base="${out%%$'\t'*}"
+  why="${out#*$'\t'}"
+  if [[ -z "$base" ]]; then
+    if [[ "${NODE[gpu]}" == 1 ]]; then
+      fail "no instance NVMe (/opt/dlami/nvme) and no /opt/sagemaker volume: images and pod data would fill the root volume"
+    fi
+    log "$why: containerd and kubelet data stay on the root volume of this ${NODE[role]} node"
+    return 0
+  fi
+  log "containerd, kubelet and pod logs under $base ($why)"
+  # dlami-nvme.service (not fstab) mounts the instance store at boot: the bind mounts wait for it
+  local after=()
+  if [[ "$base" == /opt/dlami/nvme ]] && systemctl cat dlami-nvme.service >/dev/null 2>&1; then
+    after=(--after dlami-nvme.service)
+  fi
+  # HyperPod starts them after this script; if one runs already, move its data while it is stopped
+  for unit in kubelet containerd; do
+    if systemctl is-active --quiet "$unit"; then
+      log "$unit is running: stopping it while its data moves"
+      systemctl stop "$unit"
+      stopped=("$unit" "${stopped[@]}")
+    fi
+  done
+  while IFS=$'\t' read -r name src dst; do
+    [[ -n "$name" ]] || continue
+    install -d -m 0711 "$ROOT$dst" "$ROOT$src"
+    if [[ -n "$(ls -A "$ROOT$src" 2>/dev/null)" ]]; then
+      cp -a "$ROOT$src/." "$ROOT$dst/"  # e.g. images the AMI preloaded into containerd
+    fi
+    mount --bind "$ROOT$dst" "$ROOT$src"
+    node_py fstab-bind --file "$ROOT/etc/fstab" --source "$dst" --target "$src" --requires "$base" "${after[@]}" >/dev/null
+    log "$name: $src is $dst (bind mount, in fstab)"
+  done <<<"$(node_py container-layout --base "$base")"
+  for unit in "${stopped[@]}"; do
+    retry 3 systemctl start "$unit"
+  done
+}
+
+step_fsx() {
+  if [[ "${NODE[fsx]}" != 1 ]]; then
+    log "no FSx for Lustre in the parameters; nothing to mount"
+    return 0
+  fi
+  local mp="${NODE[fsx_mount_point]}" args
+  args=(mount --dns-name "${NODE[fsx_dns_name]}" --mount-name "${NODE[fsx_mount_name]}" --mount-point "$mp" --fstab)
+  if [[ "${NODE[fsx_efa]}" == 1 ]]; then
+    args+=(--efa)
+  fi
+  # the helper retries with backoff itself, is idempotent and proves the mount answers; one call is enough
+  if ! PYTHONPATH="$FMCLUSTER_HOME/pkg" timeout --kill-after=10 1200 python3 -m fmcluster.runtime.lustre "${args[@]}"; then
+    # One policy on every orchestrator (docs/node-contract.md): GPU nodes leave the verdict to the boot validator's
+    # required storage.mounts check; the system group applies validation.policy here.
+    local what="cannot mount FSx for Lustre ${NODE[fsx_dns_name]}@tcp:/${NODE[fsx_mount_name]} at $mp (lustre helper failed; see the lines above)"
+    STEP_MARK=0
+    if [[ "${NODE[gpu]}" == 1 ]]; then
+      log "$what; the boot validator reports it under policy ${NODE[policy]}"
+    elif [[ "${NODE[policy]}" == fail ]]; then
+      fail "$what; policy fail"
+    else
+      log "WARNING: $what; policy ${NODE[policy]}: this ${NODE[role]} node continues without it (pods mount it through the FSx CSI driver)"
+    fi
+    return 0
+  fi
+  log "FSx for Lustre mounted at $mp"
+}
+
+step_efa_textfile() {
+  if [[ "${NODE[efa_textfile]}" != 1 ]]; then
+    log "no EFA counters on this node (no EFA, or no observability)"
+    return 0
+  fi
+  node_py efa-units --unit-dir "$ROOT/etc/systemd/system" >/dev/null
+  if ! { systemctl daemon-reload && systemctl enable --now fmcluster-efa-textfile.timer; }; then
+    log "WARNING: EFA textfile timer not started; the node continues without EFA counters (rerun to retry)"
+    STEP_MARK=0
+  fi
+}
+
+step_validate() {
+  if [[ "${NODE[gpu]}" != 1 ]]; then
+    log "not a GPU node (${NODE[role]}): boot validator not run"
+    return 0
+  fi
+  local profile="$FMCLUSTER_HOME/profiles/${NODE[group]}.json"
+  [[ -f "$profile" ]] || fail "no node profile for group ${NODE[group]} at $profile"
+  local bootstrap="$FMCLUSTER_HOME/pkg/fmcluster/runtime/node_bootstrap.sh"
+  log "validating with $profile (level ${NODE[level]}, policy ${NODE[policy]}: ${NODE[node_policy]} on the node)"
+  if ! FMCLUSTER_HOME="$FMCLUSTER_HOME" FMCLUSTER_PROFILE="$profile" FMCLUSTER_LEVEL="${NODE[level]}" \
+    FMCLUSTER_POLICY="${NODE[node_policy]}" FMCLUSTER_LOG_DIR="$LOG_DIR" \
+    FMCLUSTER_TEXTFILE_DIR="$ROOT/var/lib/node_exporter/textfile_collector" \
+    FMCLUSTER_SYSTEMD_DIR="$ROOT/etc/systemd/system" FMCLUSTER_STATE_DIR="$ROOT/var/lib/fmcluster" \
+    bash "$bootstrap"; then
+    fail "node validation failed under policy ${NODE[policy]}; report in $LOG_DIR/validate.json"
+  fi
+  log "boot validator done; result published at /var/lib/fmcluster/validation.json (see $LOG_DIR/bootstrap.log)"
+}
+
+# --- main -------------------------------------------------------------------------------------------------------
+
+log "fmcluster lifecycle on_create_eks (group $GROUP) from $SRC_PREFIX (log $LOG_DIR/lifecycle.log)"
+STEP=runtime
+step_runtime
+STEP=role
+step_role
+run_step containers step_containers
+run_step fsx step_fsx
+run_step efa-textfile step_efa_textfile
+run_step validate step_validate
+STEP=end
+log "all steps done (${NODE[role]} node, group ${NODE[group]})"

@@ -1,0 +1,204 @@
+"""`orchestrator: hyperpod-eks` as synthesized: the HyperPod cluster on the EKS control plane, its instance groups, and
+the order CloudFormation creates things in (chart and add-ons before the HyperPod cluster; task governance, the
+training operator and the teams' claims after it)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import policy_statements, resources_of
+
+from fmcluster.orchestrators.hyperpod_eks import nodes
+from fmcluster.orchestrators.hyperpod_eks.versions import HYPERPOD_CHART, TASK_GOVERNANCE, TRAINING_OPERATOR
+
+P5, P5EN = "hpeks-p5-cluster", "hpeks-p5en-cluster"
+
+
+@pytest.fixture(scope="module")
+def p5(synth_example):
+    return synth_example("hyperpod-eks-p5")[P5]
+
+
+@pytest.fixture(scope="module")
+def p5en(synth_example):
+    return synth_example("hyperpod-eks-p5en-training-plan")[P5EN]
+
+
+def one(template, type_):
+    ((lid, res),) = resources_of(template, type_).items()
+    return lid, res
+
+
+def by_name(template, type_, key):
+    return {r["Properties"][key]: (lid, r) for lid, r in resources_of(template, type_).items()}
+
+
+def groups(template):
+    _, cluster = one(template, "AWS::SageMaker::Cluster")
+    return {g["InstanceGroupName"]: g for g in cluster["Properties"]["InstanceGroups"]}
+
+
+def test_hyperpod_cluster_on_the_eks_control_plane(p5):
+    eks_id, eks = one(p5, "AWS::EKS::Cluster")
+    _, cluster = one(p5, "AWS::SageMaker::Cluster")
+    props = cluster["Properties"]
+    assert props["Orchestrator"] == {"Eks": {"ClusterArn": {"Fn::GetAtt": [eks_id, "Arn"]}}}
+    assert props["NodeRecovery"] == "Automatic" and props["NodeProvisioningMode"] == "Continuous"
+    assert "ImportValue" in json.dumps(props["VpcConfig"]["Subnets"]) and len(props["VpcConfig"]["Subnets"]) == 1
+    # HyperPod's requirements of the EKS cluster: API authentication, a private endpoint, 1.35
+    assert eks["Properties"]["AccessConfig"]["AuthenticationMode"] == "API"
+    assert eks["Properties"]["ResourcesVpcConfig"]["EndpointPublicAccess"] is False
+    assert eks["Properties"]["Version"] == "1.35"
+    assert {"Key": "SageMaker", "Value": "true"} in props["Tags"], "the training operator's policy acts on such clusters"
+
+
+def test_one_instance_group_per_node_group_and_a_system_group(p5):
+    g = groups(p5)
+    assert list(g) == ["h100", "system"]
+    h100, system = g["h100"], g["system"]
+    assert h100["InstanceType"] == "ml.p5.48xlarge" and h100["InstanceCount"] == 4
+    assert h100["OnStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
+    assert h100["NetworkInterface"] == {"InterfaceType": "efa-only"}
+    assert h100["InstanceStorageConfigs"] == [{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}]
+    assert h100["KubernetesConfig"]["Labels"]["fmcluster.io/node-group"] == "h100"
+    assert h100["KubernetesConfig"]["Labels"]["nvidia.com/gpu.present"] == "true"
+    assert "Taints" not in h100["KubernetesConfig"], "HyperPod refuses custom taints with deep health checks"
+    assert h100["LifeCycleConfig"]["OnCreate"] == "on_create.h100.sh" and "OnInitComplete" not in h100["LifeCycleConfig"]
+    assert "s3://sagemaker-hpeks-p5-" in json.dumps(h100["LifeCycleConfig"]["SourceS3Uri"])
+    assert "SlurmConfig" not in h100 and "SlurmConfig" not in system
+    assert system["InstanceType"] == "ml.m5.4xlarge" and system["InstanceCount"] == 2
+    assert "OnStartDeepHealthChecks" not in system and system["LifeCycleConfig"]["OnCreate"] == "on_create.system.sh"
+
+
+def test_training_plan_groups_and_no_gate_under_fail(p5en):
+    g = groups(p5en)["h200"]
+    assert g["TrainingPlanArn"] == "arn:aws:sagemaker:us-east-1:123456789012:training-plan/h200-april"
+    manifests = [json.dumps(r["Properties"]) for r in resources_of(p5en, "Custom::AWSCDK-EKS-KubernetesResource").values()]
+    assert not any("fmcluster-node-gate" in m for m in manifests), "under fail a failed node never joins: no gate"
+    addons = by_name(p5en, "AWS::EKS::Addon", "AddonName")
+    assert TRAINING_OPERATOR not in addons and TASK_GOVERNANCE in addons
+
+
+def test_without_deep_health_checks_nodes_register_with_the_gates_pending_taint(tmp_path):
+    import yaml
+
+    from fmcluster.orchestrators.hyperpod_eks.nodes import instance_groups
+    from fmcluster.spec import load_spec
+
+    data = yaml.safe_load(open("examples/hyperpod-eks-p5.yaml"))
+    data["orchestrator"]["hyperpod"]["deep_health_checks"] = False
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    h100 = instance_groups(load_spec(path))[0]
+    assert h100.kubernetes_taints == ({"key": "fmcluster.io/node-validation", "value": "pending",
+                                       "effect": "NoSchedule"},) and not h100.deep_health_checks
+
+
+def test_dependencies_come_before_the_hyperpod_cluster(p5):
+    """HyperPod's prerequisites: its dependency chart and the add-ons (VPC CNI, task governance, ...) exist before the
+    HyperPod cluster; the training operator (it needs a HyperPod cluster) and task governance's objects after it."""
+    cluster_id, cluster = one(p5, "AWS::SageMaker::Cluster")
+    chart_id, _ = one(p5, "Custom::GitHelmChart")
+    addons = by_name(p5, "AWS::EKS::Addon", "AddonName")
+    before = set(cluster["DependsOn"])
+    assert chart_id in before
+    for name in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-fsx-csi-driver", TASK_GOVERNANCE):
+        assert addons[name][0] in before, name
+    operator_id, operator = addons[TRAINING_OPERATOR]
+    assert operator_id not in before and cluster_id in operator["DependsOn"]
+    for lid, res in [*resources_of(p5, "AWS::SageMaker::ComputeQuota").items(),
+                     *resources_of(p5, "AWS::SageMaker::ClusterSchedulerConfig").items()]:
+        assert res["Properties"]["ClusterArn"] == {"Fn::GetAtt": [cluster_id, "ClusterArn"]}, lid
+    assert "eks-node-monitoring-agent" not in addons, "HyperPod's health monitoring agent watches its nodes"
+
+
+def test_the_chart_is_fetched_at_deploy_time_at_the_pinned_commit(p5):
+    chart_id, chart = one(p5, "Custom::GitHelmChart")
+    props = chart["Properties"]
+    assert props["ArchiveUrl"] == f"https://github.com/aws/sagemaker-hyperpod-cli/archive/{HYPERPOD_CHART.commit}.tar.gz"
+    assert props["ChartPath"] == "helm_chart/HyperPodHelmChart" and props["TreeId"] == HYPERPOD_CHART.tree
+    assert (props["Release"], props["Namespace"]) == ("hyperpod-dependencies", "kube-system")
+    values = json.loads(props["Values"])
+    assert values["global"]["region"] == "us-east-1" and values["cert-manager"]["enabled"] is True
+    assert values["cert-manager"]["startupapicheck"]["enabled"] is False, "a hook Job would wait for nodes"
+    assert values["neuron-device-plugin"]["devicePlugin"]["enabled"] is False
+    assert values["health-monitoring-agent"]["enabled"] and values["job-auto-restart"]["enabled"]
+    fn_id = props["ServiceToken"]["Fn::GetAtt"][0]
+    fn = p5["Resources"][fn_id]["Properties"]
+    assert fn["Timeout"] == 900 and fn["VpcConfig"]["SubnetIds"] and fn["Layers"], "in the VPC, with helm"
+    access = [r["Properties"] for r in resources_of(p5, "AWS::EKS::AccessEntry").values()
+              if fn["Role"]["Fn::GetAtt"][0] in json.dumps(r["Properties"]["PrincipalArn"])]
+    assert len(access) == 1 and "AmazonEKSClusterAdminPolicy" in json.dumps(access[0]["AccessPolicies"])
+    assert set(chart["DependsOn"]) >= {r for r in resources_of(p5, "AWS::EKS::AccessEntry")
+                                       if r.startswith("HyperPodEksDependencies")}
+
+
+def test_task_governance_objects(p5):
+    _, policy = one(p5, "AWS::SageMaker::ClusterSchedulerConfig")
+    assert policy["Properties"]["Name"] == "hpeks-p5-policy"
+    assert policy["Properties"]["SchedulerConfig"] == {
+        "FairShare": "Enabled", "IdleResourceSharing": "Enabled",
+        "PriorityClasses": [{"Name": "inference", "Weight": 90}, {"Name": "training", "Weight": 50},
+                            {"Name": "experimentation", "Weight": 10}]}
+    quotas = by_name(p5, "AWS::SageMaker::ComputeQuota", "Name")
+    assert set(quotas) == {"hpeks-p5-research", "hpeks-p5-production"}
+    _, research = quotas["hpeks-p5-research"]
+    props = research["Properties"]
+    assert props["ComputeQuotaTarget"] == {"TeamName": "research"}
+    assert props["ComputeQuotaConfig"] == {
+        "ComputeQuotaResources": [{"InstanceType": "ml.p5.48xlarge", "Accelerators": 16}],
+        "ResourceSharingConfig": {"Strategy": "LendAndBorrow", "BorrowLimit": 100}, "PreemptTeamTasks": "LowerPriority"}
+    _, production = quotas["hpeks-p5-production"]
+    assert production["Properties"]["ComputeQuotaTarget"] == {"TeamName": "production", "FairShareWeight": 80}
+    assert production["Properties"]["ComputeQuotaConfig"]["ResourceSharingConfig"] == {"Strategy": "Lend"}
+    policy_id = next(iter(resources_of(p5, "AWS::SageMaker::ClusterSchedulerConfig")))
+    assert all(policy_id in q["DependsOn"] for _, q in quotas.values())
+
+
+def test_each_team_gets_the_shared_file_system_after_its_quota(p5):
+    quotas = by_name(p5, "AWS::SageMaker::ComputeQuota", "Name")
+    for team in ("research", "production"):
+        (lid, res), = [(k, r) for k, r in resources_of(p5, "Custom::AWSCDK-EKS-KubernetesResource").items()
+                       if f"hyperpod-ns-{team}" in json.dumps(r["Properties"]["Manifest"])]
+        text = json.dumps(res["Properties"]["Manifest"])
+        assert '\\"kind\\":\\"PersistentVolumeClaim\\"' in text and f'hpeks-p5-{team}-fsx' in text
+        assert quotas[f"hpeks-p5-{team}"][0] in res["DependsOn"], lid
+
+
+def test_the_instance_role_holds_what_an_eks_node_needs_and_no_access_entry(p5):
+    roles = {lid: r for lid, r in resources_of(p5, "AWS::IAM::Role").items() if lid.startswith("HyperPodEksInstanceRole")}
+    ((role_id, role),) = roles.items()
+    assert "sagemaker.amazonaws.com" in json.dumps(role["Properties"]["AssumeRolePolicyDocument"])
+    managed = json.dumps(role["Properties"]["ManagedPolicyArns"])
+    assert "AmazonSageMakerClusterInstanceRolePolicy" in managed and "AmazonEC2ContainerRegistryPullOnly" in managed
+    statements = [s for lid, p in resources_of(p5, "AWS::IAM::Policy").items() if lid.startswith("HyperPodEksInstanceRole")
+                  for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    pod_identity = [s for s in statements if s.get("Action") == "eks-auth:AssumeRoleForPodIdentity"]
+    assert len(pod_identity) == 1 and "Cluster" in json.dumps(pod_identity[0]["Resource"])
+    entries = json.dumps([r["Properties"]["PrincipalArn"] for r in resources_of(p5, "AWS::EKS::AccessEntry").values()])
+    assert role_id not in entries, "HyperPod creates its execution role's access entry itself"
+
+
+def test_lifecycle_entries_parameters_and_profiles(synth_example):
+    from fmcluster.runtime import contract
+    from fmcluster.runtime.lifecycle import node
+    from fmcluster.spec import load_spec
+
+    spec = load_spec("examples/hyperpod-eks-p5en-training-plan.yaml")
+    params = nodes.lifecycle_parameters(spec, "us-east-1", None, observability=False)
+    assert tuple(params) == contract.EKS_LIFECYCLE_PARAMETERS_KEYS
+    assert all(tuple(w) == contract.EKS_WORKER_GROUP_KEYS for w in params["worker_groups"])
+    node.validate_eks_params(params)
+    assert node.eks_node(params, "h200")["node_policy"] == "fail"
+    assert nodes.entry_stub("h200").endswith('on_create_eks.sh" --group h200 "$@"\n')
+    profile = nodes.node_profile(spec, spec.node_groups[0])
+    assert profile.orchestrator == "kubernetes" and profile.policy == "fail" and profile.instance_store is None
+    assert profile.mounts == [{"path": "/fsx", "fstype": "lustre", "required": True, "efa": True}]
+    assert "acc.cuda" in profile.disabled_checks and "orch.slurm_node" in profile.disabled_checks
+
+
+def test_nothing_but_the_kind_grants_wildcards(p5):
+    for st in policy_statements(p5):
+        actions = st.get("Action")
+        assert "*" not in (actions if isinstance(actions, list) else [actions])

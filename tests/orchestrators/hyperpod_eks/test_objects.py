@@ -1,0 +1,148 @@
+"""What fmcluster applies to a HyperPod on EKS cluster, read back from the synthesized template and validated against
+the Kubernetes schema of its version: the node gate (tolerating HyperPod's health taint, adopting untainted nodes),
+the exporters (kube-state-metrics exporting HyperPod's health labels for the alerts), the teams' claims of the shared
+file system; and the example job that runs through task governance's queue with the auto-resume annotations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+import yaml
+from helpers import resources_of
+from orchestrators.eks.schemas import validate
+
+from fmcluster.orchestrators.eks import labels, volumes
+from fmcluster.orchestrators.hyperpod_eks import nodes
+from fmcluster.orchestrators.hyperpod_eks.settings import LOCAL_QUEUE_SUFFIX, PRIORITY_CLASS_SUFFIX, TEAM_NAMESPACE_PREFIX
+from fmcluster.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[3]
+VERSION = "1.35"
+
+
+@pytest.fixture(scope="module")
+def applied(synth_example) -> List[Dict[str, Any]]:
+    template = synth_example("hyperpod-eks-p5")["hpeks-p5-cluster"]
+    found: List[Dict[str, Any]] = []
+    for res in resources_of(template, "Custom::AWSCDK-EKS-KubernetesResource").values():
+        manifest = res["Properties"]["Manifest"]
+        text = manifest if isinstance(manifest, str) else "".join(p if isinstance(p, str) else "TOKEN"
+                                                                  for p in manifest["Fn::Join"][1])
+        found += json.loads(text)
+    return found
+
+
+def named(objects: List[Dict[str, Any]], kind: str, name: str) -> Dict[str, Any]:
+    (obj,) = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
+    return obj
+
+
+def test_every_object_is_valid_for_the_clusters_kubernetes_version(applied):
+    assert applied
+    for obj in applied:
+        validate(obj, VERSION)
+
+
+def test_the_gate_adopts_untainted_nodes_and_runs_through_hyperpods_health_checks(applied):
+    ds = named(applied, "DaemonSet", "fmcluster-node-gate")
+    (container,) = ds["spec"]["template"]["spec"]["containers"]
+    assert "--adopt" in container["command"] and container["command"][container["command"].index("--policy") + 1] == "taint"
+    assert nodes.HEALTH_TOLERATION in ds["spec"]["template"]["spec"]["tolerations"]
+    terms = ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"][0]["matchExpressions"][0] == {"key": labels.GROUP, "operator": "In",
+                                                                    "values": ["h100"]}
+
+
+def test_the_exporters_export_hyperpods_health_labels_and_run_on_every_node(applied):
+    ksm = named(applied, "Deployment", "kube-state-metrics")
+    (container,) = ksm["spec"]["template"]["spec"]["containers"]
+    allow = [a for a in container["args"] if a.startswith("--metric-labels-allowlist=")]
+    assert allow == ["--metric-labels-allowlist=nodes=[" + ",".join(nodes.HEALTH_LABELS) + "]"]
+    assert ksm["spec"]["template"]["spec"]["nodeSelector"] == {labels.GROUP: "system"}
+    for name in ("node-exporter", "dcgm-exporter"):
+        assert nodes.HEALTH_TOLERATION in named(applied, "DaemonSet", name)["spec"]["template"]["spec"]["tolerations"]
+
+
+def test_each_team_claims_the_shared_file_system_in_its_namespace(applied):
+    for team in ("research", "production"):
+        ns = f"{TEAM_NAMESPACE_PREFIX}{team}"
+        pvc = [o for o in applied if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["namespace"] == ns]
+        assert len(pvc) == 1 and pvc[0]["metadata"]["name"] == volumes.CLAIM
+        pv = named(applied, "PersistentVolume", f"hpeks-p5-{team}-fsx")
+        assert pv["spec"]["claimRef"] == {"namespace": ns, "name": volumes.CLAIM}
+        assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+
+
+def test_the_scraper_labels_series_with_ec2_instance_type_names(synth_example):
+    import base64
+
+    template = synth_example("hyperpod-eks-p5")["hpeks-p5-cluster"]
+    ((_, scraper),) = resources_of(template, "AWS::APS::Scraper").items()
+    config = yaml.safe_load(base64.b64decode(scraper["Properties"]["ScrapeConfiguration"]["ConfigurationBlob"]))
+    node_job = next(j for j in config["scrape_configs"] if j["job_name"] == "node")
+    (relabel,) = [r for r in node_job["relabel_configs"] if r.get("target_label") == "instance_type"]
+    assert relabel["regex"] == r"(?:ml\.)?(.*)"
+
+
+# --- the example job -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def job_objects():
+    return {o["kind"]: o for o in yaml.safe_load_all((ROOT / "examples" / "jobs" / "nccl-allreduce-hyperpod.yaml")
+                                                      .read_text())}
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return load_spec(ROOT / "examples" / "hyperpod-eks-p5.yaml")
+
+
+def test_the_job_goes_through_a_teams_queue_with_a_priority_class(job_objects, spec):
+    job = job_objects["PyTorchJob"]
+    tg = spec.orchestrator.task_governance
+    team = next(t for t in tg.teams if t.namespace == job["metadata"]["namespace"])
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == f"{team.namespace}{LOCAL_QUEUE_SUFFIX}"
+    priority = job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"]
+    assert priority.endswith(PRIORITY_CLASS_SUFFIX)
+    assert priority[: -len(PRIORITY_CLASS_SUFFIX)] in {p.name for p in tg.priority_classes}
+    assert job["spec"]["runPolicy"]["suspend"] is True
+    assert job_objects["ConfigMap"]["metadata"]["namespace"] == team.namespace
+
+
+def test_the_job_carries_the_auto_resume_annotations_and_restarts_on_failure(job_objects):
+    job = job_objects["PyTorchJob"]
+    annotations = job["metadata"]["annotations"]
+    assert annotations["sagemaker.amazonaws.com/enable-job-auto-resume"] == "true"
+    assert int(annotations["sagemaker.amazonaws.com/job-max-retry-count"]) >= 1
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        assert replica["restartPolicy"] == "OnFailure"
+        pod = replica["template"]["spec"]
+        assert pod["nodeSelector"] == {nodes.HEALTH_STATUS: "Schedulable"}
+
+
+def test_the_job_fits_the_teams_quota_and_asks_for_every_gpu_and_efa_interface(job_objects, spec):
+    job = job_objects["PyTorchJob"]
+    (group,) = spec.gpu_groups
+    team = next(t for t in spec.orchestrator.task_governance.teams if t.namespace == job["metadata"]["namespace"])
+    replicas = sum(r["replicas"] for r in job["spec"]["pytorchReplicaSpecs"].values())
+    assert replicas * group.instance.gpus <= team.gpus[group.name], "admitted within the team's own quota"
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        (container,) = replica["template"]["spec"]["containers"]
+        assert container["name"] == "pytorch", "the Kubeflow training operator's container name"
+        requests = container["resources"]["requests"]
+        assert requests[labels.GPU_RESOURCE] == group.instance.gpus
+        assert requests[labels.EFA_RESOURCE] == group.instance.efa_interfaces
+        assert f"--nproc-per-node={group.instance.gpus} " in " ".join(container["command"])
+        pod = replica["template"]["spec"]
+        assert {"name": "fsx", "persistentVolumeClaim": {"claimName": volumes.CLAIM}} in pod["volumes"]
+        validate({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": team.namespace},
+                  "spec": {**pod, "restartPolicy": replica["restartPolicy"]}}, VERSION)
+
+
+def test_the_benchmark_script_is_the_eks_jobs(job_objects):
+    eks = {o["kind"]: o for o in yaml.safe_load_all((ROOT / "examples" / "jobs" / "nccl-allreduce.yaml").read_text())}
+    assert job_objects["ConfigMap"]["data"] == eks["ConfigMap"]["data"]

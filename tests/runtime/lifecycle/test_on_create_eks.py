@@ -1,0 +1,221 @@
+"""on_create_eks.sh (SageMaker HyperPod on EKS) end to end in a tmp dir: the deployed S3 layout with one entry stub
+per instance group, fake system commands on PATH (systemctl, mount), the fake lustre helper and validator, and
+FMCLUSTER_LIFECYCLE_ROOT standing in for the node's /. The real node_bootstrap.sh publishes the validator's result."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import pytest
+from helpers.lifecycle import eks_params
+
+from fmcluster.runtime import contract
+
+REPO = Path(__file__).resolve().parents[3]
+RUNTIME = REPO / "fmcluster" / "runtime"
+LIFECYCLE = RUNTIME / "lifecycle"
+
+FAKE_COMMANDS = {
+    # a unit is active when FAKE_ACTIVE names it; every call is logged
+    "systemctl": ('echo "$*" >> "$FAKE_LOG/systemctl.log"; if [ "$1" = is-active ]; then '
+                  'case " ${FAKE_ACTIVE:-} " in *" ${3:-} "*) exit 0;; esac; exit 1; fi; '
+                  'if [ "$1" = cat ]; then case " ${FAKE_UNITS:-} " in *" ${2:-} "*) exit 0;; esac; exit 1; fi; exit 0'),
+    "mount": 'echo "$*" >> "$FAKE_LOG/mount.log"',
+    "nvidia-smi": 'echo "fake nvidia-smi must not be needed"; exit 1',
+}
+
+FAKE_LUSTRE = '''"""Fake lustre helper: records its argv, exits FAKE_LUSTRE_RC."""
+import os, sys
+with open(os.path.join(os.environ["FAKE_LOG"], "lustre.log"), "a") as fh:
+    fh.write(" ".join(sys.argv[1:]) + "\\n")
+sys.exit(int(os.environ.get("FAKE_LUSTRE_RC", "0")))
+'''
+
+FAKE_VALIDATE = '''"""Fake validator: records its argv, prints a report, exits FAKE_VALIDATE_RC."""
+import json, os, sys
+with open(os.path.join(os.environ["FAKE_LOG"], "validate.log"), "a") as fh:
+    fh.write(" ".join(sys.argv[1:]) + "\\n")
+rc = int(os.environ.get("FAKE_VALIDATE_RC", "0"))
+print(json.dumps({"verdict": "pass" if rc == 0 else "fail", "failing": [] if rc == 0 else ["storage.mounts"]}))
+sys.exit(rc)
+'''
+
+
+class Node:
+    """One fake HyperPod EKS node of instance group `group`."""
+
+    def __init__(self, tmp: Path, *, group: str, parameters: Optional[Dict[str, Any]] = None,
+                 disks: tuple = ("/opt/dlami/nvme",)):
+        self.group = group
+        self.prefix, self.root, self.logs, self.bin = tmp / "s3", tmp / "root", tmp / "fake-logs", tmp / "bin"
+        for d in (self.prefix, self.root, self.logs, self.bin):
+            d.mkdir(parents=True, exist_ok=True)
+        self._layout(parameters if parameters is not None else eks_params())
+        (self.root / "proc").mkdir()
+        (self.root / "proc/mounts").write_text("/dev/nvme0n1p1 / xfs rw 0 0\n" + "".join(
+            f"/dev/md{i} {d} xfs rw 0 0\n" for i, d in enumerate(disks)))
+        (self.root / "var/lib/containerd/io.containerd.content.v1.content").mkdir(parents=True)
+        (self.root / "var/lib/containerd/io.containerd.content.v1.content/pause").write_text("preloaded image")
+        for name, body in FAKE_COMMANDS.items():
+            f = self.bin / name
+            f.write_text("#!/bin/bash\n" + body + "\n")
+            f.chmod(0o755)
+
+    def _layout(self, parameters: Dict[str, Any]) -> None:
+        groups = [w["instance_group_name"] for w in parameters["worker_groups"]] + [parameters["system_group"]]
+        for g in groups:
+            stub = self.prefix / contract.EKS_ENTRY_SCRIPT.format(group=g)
+            stub.write_text('#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create_eks.sh" '
+                            f'--group {g} "$@"\n')
+        (self.prefix / "fmcluster_parameters.json").write_text(json.dumps(parameters))
+        (self.prefix / "profiles").mkdir()
+        for g in groups:
+            (self.prefix / "profiles" / f"{g}.json").write_text(
+                json.dumps({"schema": 1, "group": g, "orchestrator": "kubernetes"}))
+        rt = self.prefix / "pkg/fmcluster/runtime"
+        rt.mkdir(parents=True)
+        shutil.copytree(LIFECYCLE, rt / "lifecycle", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(RUNTIME / "observability", rt / "observability", ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("__init__.py", "contract.py", "profile.py", "versions.py", "node_bootstrap.sh"):
+            shutil.copy(RUNTIME / name, rt / name)
+        (rt / "lustre.py").write_text(FAKE_LUSTRE)
+        (rt / "validate.py").write_text(FAKE_VALIDATE)
+
+    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess:
+        full = dict(os.environ, PATH=f"{self.bin}:{os.environ['PATH']}", FAKE_LOG=str(self.logs),
+                    FMCLUSTER_LIFECYCLE_ROOT=str(self.root), FMCLUSTER_NVME_WAIT="0", FMCLUSTER_RETRY_DELAY="0")
+        full.update(env)
+        full.pop("PYTHONPATH", None)
+        stub = self.prefix / contract.EKS_ENTRY_SCRIPT.format(group=self.group)
+        return subprocess.run(["bash", str(stub), *args], cwd=self.prefix, env=full, capture_output=True, text=True,
+                              timeout=120)
+
+    def log(self, name: str) -> str:
+        f = self.logs / name
+        return f.read_text() if f.exists() else ""
+
+    def marker(self, step: str) -> bool:
+        return (self.root / "var/lib/fmcluster/lifecycle" / f"{step}.done").exists()
+
+    def published(self) -> Dict[str, Any]:
+        return json.loads((self.root / "var/lib/fmcluster/validation.json").read_text())
+
+
+def ok(r: subprocess.CompletedProcess) -> str:
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r.stdout + r.stderr
+
+
+def test_gpu_node_moves_kubernetes_data_to_the_nvme_mounts_fsx_over_efa_and_validates(tmp_path):
+    n = Node(tmp_path, group="h100")
+    out = ok(n.run())
+    assert "role=worker group=h100 gpu=1 efa=1 policy=taint" in out
+    root = n.root
+    mounts = n.log("mount.log").splitlines()
+    assert mounts == [f"--bind {root}/opt/dlami/nvme/{name} {root}{path}" for name, path in contract.KUBERNETES_DATA_DIRS]
+    fstab = (root / "etc/fstab").read_text().splitlines()
+    assert fstab == [f"/opt/dlami/nvme/{name} {path} none bind,x-systemd.requires-mounts-for=/opt/dlami/nvme 0 0"
+                     for name, path in contract.KUBERNETES_DATA_DIRS]
+    assert (root / "opt/dlami/nvme/containerd/io.containerd.content.v1.content/pause").read_text() == "preloaded image"
+    assert n.log("lustre.log").strip() == ("mount --dns-name fs-0abc.fsx.us-east-1.amazonaws.com --mount-name abcdefgh "
+                                           "--mount-point /fsx --fstab --efa")
+    assert (root / "etc/systemd/system/fmcluster-efa-textfile.timer").exists()
+    assert "enable --now fmcluster-efa-textfile.timer" in n.log("systemctl.log")
+    validate = n.log("validate.log")
+    assert f"--profile {root}/opt/fmcluster/profiles/h100.json" in validate and "--level standard" in validate
+    bootstrap = (root / "var/log/fmcluster/bootstrap.log").read_text()
+    assert "level=standard policy=report agent=kubelet" in bootstrap, "taint: the node reports, the node gate acts"
+    assert n.published()["verdict"] == "pass"
+    for step in ("containers", "fsx", "efa-textfile", "validate"):
+        assert n.marker(step), step
+
+
+def test_a_failed_validation_under_taint_is_published_for_the_gate_and_the_node_joins(tmp_path):
+    n = Node(tmp_path, group="h100")
+    ok(n.run(FAKE_VALIDATE_RC="1"))
+    assert n.published()["verdict"] == "fail"
+    assert not (n.root / "etc/systemd/system/fmcluster-validate.service").exists(), "no drain unit on Kubernetes"
+
+
+def test_a_failed_validation_under_fail_fails_the_lifecycle_so_hyperpod_replaces_the_instance(tmp_path):
+    n = Node(tmp_path, group="h100", parameters=eks_params(validation={"level": "standard", "policy": "fail"}))
+    r = n.run(FAKE_VALIDATE_RC="1")
+    assert r.returncode == 1
+    assert "fmcluster lifecycle FAILED at step validate: node validation failed under policy fail" in r.stdout
+    assert "policy=fail" in (n.root / "var/log/fmcluster/bootstrap.log").read_text() and not n.marker("validate")
+
+
+def test_the_bind_mounts_wait_for_the_dlami_nvme_service_at_boot(tmp_path):
+    n = Node(tmp_path, group="h100")
+    ok(n.run(FAKE_UNITS="dlami-nvme.service"))
+    for line in (n.root / "etc/fstab").read_text().splitlines():
+        assert line.endswith("bind,x-systemd.requires-mounts-for=/opt/dlami/nvme,x-systemd.after=dlami-nvme.service 0 0")
+
+
+def test_running_containerd_and_kubelet_are_stopped_while_their_data_moves(tmp_path):
+    n = Node(tmp_path, group="h100")
+    ok(n.run(FAKE_ACTIVE="kubelet containerd"))
+    calls = n.log("systemctl.log").splitlines()
+    assert calls.index("stop kubelet") < calls.index("stop containerd") < calls.index("start containerd") \
+        < calls.index("start kubelet")
+
+
+def test_the_hyperpod_volume_is_the_fallback_and_a_gpu_node_without_either_fails(tmp_path):
+    n = Node(tmp_path / "ebs", group="h100", disks=("/opt/sagemaker",))
+    ok(n.run())
+    assert f"--bind {n.root}/opt/sagemaker/kubelet {n.root}/var/lib/kubelet" in n.log("mount.log")
+    bare = Node(tmp_path / "bare", group="h100", disks=())
+    r = bare.run()
+    assert r.returncode == 1 and "FAILED at step containers: no instance NVMe" in r.stdout
+    assert bare.log("mount.log") == ""
+
+
+def test_the_system_node_mounts_fsx_over_tcp_and_runs_no_validator(tmp_path):
+    n = Node(tmp_path, group="system", disks=())
+    out = ok(n.run())
+    assert "role=system group=system gpu=0" in out
+    assert "stay on the root volume of this system node" in out and n.log("mount.log") == ""
+    assert n.log("lustre.log").strip().endswith("--fstab"), "no EFA here: LNet over TCP"
+    assert n.log("validate.log") == "" and "boot validator not run" in out
+    assert not (n.root / "etc/systemd/system/fmcluster-efa-textfile.timer").exists()
+
+
+@pytest.mark.parametrize("policy, rc", [("fail", 1), ("taint", 0), ("report", 0)])
+def test_a_system_node_whose_mount_fails_applies_the_policy_itself(tmp_path, policy, rc):
+    n = Node(tmp_path, group="system", parameters=eks_params(validation={"level": "standard", "policy": policy}))
+    r = n.run(FAKE_LUSTRE_RC="1")
+    assert r.returncode == rc, r.stdout
+    assert not n.marker("fsx"), "a rerun tries the mount again"
+
+
+def test_a_gpu_node_whose_mount_fails_leaves_the_verdict_to_the_validator(tmp_path):
+    n = Node(tmp_path, group="h100")
+    out = ok(n.run(FAKE_LUSTRE_RC="1"))
+    assert "the boot validator reports it under policy taint" in out and "--profile" in n.log("validate.log")
+
+
+def test_rerun_is_idempotent(tmp_path):
+    n = Node(tmp_path, group="h100")
+    ok(n.run())
+    fstab = (n.root / "etc/fstab").read_text()
+    out = ok(n.run())
+    assert out.count("skipping") == 4
+    assert (n.root / "etc/fstab").read_text() == fstab
+    assert len(n.log("validate.log").splitlines()) == 1 and len(n.log("mount.log").splitlines()) == 3
+
+
+def test_unknown_group_fails_at_the_role_step_and_a_missing_group_is_a_usage_error(tmp_path):
+    n = Node(tmp_path, group="h100", parameters=eks_params(worker_groups=[
+        {"instance_group_name": "other", "instance_type": "ml.p5.48xlarge", "gpu": True, "efa": True}]))
+    (n.prefix / "on_create.h100.sh").write_text(
+        '#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create_eks.sh" --group h100\n')
+    r = n.run()
+    assert r.returncode == 1 and "FAILED at step role: instance group 'h100' is neither" in r.stdout
+    direct = subprocess.run(["bash", str(n.prefix / "pkg/fmcluster/runtime/lifecycle/on_create_eks.sh")],
+                            capture_output=True, text=True)
+    assert direct.returncode == 2 and "usage" in direct.stderr
