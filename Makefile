@@ -44,6 +44,7 @@ test: setup
 lint: setup
 	$(BIN)/ruff check fmcluster tests bench scripts app.py
 	$(BIN)/mypy fmcluster app.py
+	$(BIN)/python scripts/cfn_lint_templates.py
 
 templates: setup
 	$(BIN)/python scripts/templates.py write
