@@ -101,16 +101,39 @@ EKS = Ami("eks-al2023-nvidia-v20260714", "EKS-optimized AL2023 NVIDIA AMI, relea
           gdrcopy=None, nccl=None,
           absent=("cuda", "efa_installer", "libfabric", "aws_ofi_nccl", "dcgm", "gdrcopy", "nccl"))
 
+# hyperpod-eks: the SageMaker HyperPod AMI for Amazon EKS (AL2023), AMI version 1.3.0, the newest listed ("Amazon
+# SageMaker HyperPod AMI support policy", HyperPod EKS version list: 1.3.x, latest patch 1.3.0, first released
+# 2026-06-29, built for Kubernetes 1.30-1.35 "with identical core component versions across the Kubernetes lines"):
+# NVIDIA driver 580.167.08, CUDA Toolkit 12.8, EFA installer 1.47.0. Installer 1.47.0 bundles libfabric 2.4.0amzn1.0
+# and aws-ofi-nccl (libnccl-ofi) 1.18.0 (EFA release notes); the policy names aws-ofi-nccl among the AMI's components
+# but not its version. Not published for 1.x: DCGM, GDRCopy, NCCL (the 2025-10-22 AL2023 x86_64 release, before AMI
+# versioning, listed DCGM 4.4.1 and gdr_copy 2.5.1). The release notes page ("SageMaker HyperPod AMI releases for
+# Amazon EKS") as read stops at 2025-11-07 (driver 580.95.05, CUDA 13.0 for Kubernetes 1.28-1.33), so the support
+# policy's table is the source for 1.3.0; it does not split x86_64 from arm64.
+HYPERPOD_EKS = Ami("hyperpod-eks-1.3.0", "SageMaker HyperPod AMI for Amazon EKS, AMI version 1.3.0 (Kubernetes 1.33-1.35)",
+                   driver="580.167.08", cuda="12.8", efa_installer="1.47.0", libfabric="2.4.0amzn1.0",
+                   aws_ofi_nccl="1.18.0", dcgm=None, gdrcopy=None, nccl=None,
+                   unverified=("x86_64: the support policy's table names no architecture",
+                               "cuda: the policy names CUDA Toolkit 12.8; which toolkit /usr/local/cuda points to is "
+                               "not stated",
+                               "libfabric, aws_ofi_nccl: what installer 1.47.0 bundles (EFA release notes), not "
+                               "stated for the AMI",
+                               "dcgm, gdrcopy, nccl: not published for AMI versions 1.x"))
+
 DEFAULT_AMIS: Dict[str, Tuple[Ami, ...]] = {
     "none": (DLAMI,),
     "pcs": (DLAMI,),
     "hyperpod-slurm": (HYPERPOD,),
     "parallelcluster": (PCLUSTER_3160, PCLUSTER_3163),
     "eks": (EKS,),
+    "hyperpod-eks": (HYPERPOD_EKS,),
 }
-# GPU types no example of the kind uses but whose floors the AMI must clear too: ParallelCluster on p6-b200 (the
-# Blackwell floors are the strictest), checked on the parallelcluster-p5 example's GPU group retyped.
-EXTRA_TYPES = {"parallelcluster": ("parallelcluster-p5", "p6-b200.48xlarge")}
+# GPU types no example of the kind uses but whose floors the AMI must clear too: p6-b200 (the Blackwell floors are the
+# strictest) for ParallelCluster and HyperPod on EKS, checked on the kind's p5 example with its GPU group retyped
+# (HyperPod's instance types carry the `ml.` prefix; the spec takes both, and the teams' quotas name the group, so the
+# retyped spec stays valid).
+EXTRA_TYPES = {"parallelcluster": ("parallelcluster-p5", "p6-b200.48xlarge"),
+               "hyperpod-eks": ("hyperpod-eks-p5", "ml.p6-b200.48xlarge")}
 
 # version check -> the component it judges
 VERSION_CHECKS = {"hw.driver.version": "driver", "acc.cuda": "cuda", "efa.installer": "efa_installer",
@@ -130,6 +153,10 @@ def kind_profile(spec: ClusterSpec, group: NodeGroup) -> str:
         from fmcluster.orchestrators.eks.node_groups import eks_node_profile
 
         return eks_node_profile(spec, group).to_json(indent=None)
+    if kind == "hyperpod-eks":
+        from fmcluster.orchestrators.hyperpod_eks.nodes import node_profile
+
+        return node_profile(spec, group).to_json(indent=None)
     from fmcluster.profiles import node_profile_json as ec2_profile_json
 
     return ec2_profile_json(spec, group)
