@@ -177,6 +177,32 @@ class HyperPodInstanceGroup:
         )
 
 
+def check_cluster_props(*, cluster_name: str, instance_groups: Sequence[HyperPodInstanceGroup], node_recovery: str,
+                        subnets: Sequence[object], security_groups: Sequence[object]) -> None:
+    """What every HyperPod cluster's props must satisfy, whatever orchestrates it (ValueError naming the prop)."""
+    if not (NAME.match(cluster_name) and len(cluster_name) <= 63):
+        raise ValueError(f"cluster_name: {cluster_name!r} must be 1-63 chars of letters, digits and inner hyphens")
+    for group in instance_groups:
+        group.check()
+    names = [g.name for g in instance_groups]
+    if len(set(names)) != len(names):
+        raise ValueError(f"instance_groups: names must be unique: {names}")
+    if node_recovery not in NODE_RECOVERY:
+        raise ValueError(f"node_recovery: must be one of {', '.join(NODE_RECOVERY)}")
+    if not subnets or not security_groups:
+        raise ValueError("subnets, security_groups: at least one of each")
+
+
+def wait_for_node_inputs(cluster: Construct, *, lifecycle: LifecycleScripts, role: HyperPodInstanceRole) -> None:
+    """Nodes run the lifecycle script as they are created: the scripts, the runtime and the role's policy must exist
+    before the cluster does."""
+    for deployment in lifecycle.deployments:
+        cluster.node.add_dependency(deployment)
+    policy = role.role.node.try_find_child("DefaultPolicy")
+    if policy is not None:
+        cluster.node.add_dependency(policy)
+
+
 class HyperPodSlurmCluster(Construct):
     """A HyperPod cluster orchestrated by Slurm, in our VPC, nodes running ``role``, lifecycle
     scripts from ``lifecycle`` (granted to the role here; the cluster waits for their deployment).
@@ -204,25 +230,16 @@ class HyperPodSlurmCluster(Construct):
         slurm_config_strategy: str = "Managed",
     ) -> None:
         super().__init__(scope, id)
-        if not (NAME.match(cluster_name) and len(cluster_name) <= 63):
-            raise ValueError(f"cluster_name: {cluster_name!r} must be 1-63 chars of letters, digits and inner hyphens")
-        for group in instance_groups:
-            group.check()
-        names = [g.name for g in instance_groups]
-        if len(set(names)) != len(names):
-            raise ValueError(f"instance_groups: names must be unique: {names}")
+        check_cluster_props(cluster_name=cluster_name, instance_groups=instance_groups, node_recovery=node_recovery,
+                            subnets=subnets, security_groups=security_groups)
         controllers = [g.name for g in instance_groups if g.node_type == "Controller"]
         if len(controllers) != 1:
             raise ValueError(f"instance_groups: a Slurm cluster needs exactly one Controller group, got "
                              f"{controllers or 'none'}")
         if not any(g.node_type == "Compute" for g in instance_groups):
             raise ValueError("instance_groups: a Slurm cluster needs at least one Compute group")
-        if node_recovery not in NODE_RECOVERY:
-            raise ValueError(f"node_recovery: must be one of {', '.join(NODE_RECOVERY)}")
         if slurm_config_strategy not in SLURM_CONFIG_STRATEGIES:
             raise ValueError(f"slurm_config_strategy: must be one of {', '.join(SLURM_CONFIG_STRATEGIES)}")
-        if not subnets or not security_groups:
-            raise ValueError("subnets, security_groups: at least one of each")
 
         lifecycle.grant_read(role)
         self._cluster_name = cluster_name
@@ -241,12 +258,7 @@ class HyperPodSlurmCluster(Construct):
                 security_group_ids=[security_group_id(g) for g in security_groups],
             ),
         )
-        # Nodes run on_init_complete.sh at boot: the scripts, the runtime and the role's policy must exist first.
-        for deployment in lifecycle.deployments:
-            self.cluster.node.add_dependency(deployment)
-        policy = role.role.node.try_find_child("DefaultPolicy")
-        if policy is not None:
-            self.cluster.node.add_dependency(policy)
+        wait_for_node_inputs(self.cluster, lifecycle=lifecycle, role=role)
 
     @property
     def cluster_arn(self) -> str:

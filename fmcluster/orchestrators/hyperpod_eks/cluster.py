@@ -23,7 +23,7 @@ from aws_cdk import CfnTag
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from fmcluster.orchestrators.hyperpod.cluster import NAME, NODE_RECOVERY, HyperPodInstanceGroup
+from fmcluster.orchestrators.hyperpod.cluster import HyperPodInstanceGroup, check_cluster_props, wait_for_node_inputs
 from fmcluster.orchestrators.hyperpod.instance_role import (
     HyperPodInstanceRole,
     SecurityGroupRef,
@@ -64,21 +64,13 @@ class HyperPodEksCluster(Construct):
         tags: Optional[Dict[str, str]] = None,
     ) -> None:
         super().__init__(scope, id)
-        if not (NAME.match(cluster_name) and len(cluster_name) <= 63):
-            raise ValueError(f"cluster_name: {cluster_name!r} must be 1-63 chars of letters, digits and inner hyphens")
         if not instance_groups:
             raise ValueError("instance_groups: at least one")
+        check_cluster_props(cluster_name=cluster_name, instance_groups=instance_groups, node_recovery=node_recovery,
+                            subnets=subnets, security_groups=security_groups)
         for group in instance_groups:
-            group.check()
             if group.node_type is not None or group.partitions:
                 raise ValueError(f"instance_groups[{group.name!r}].node_type: EKS instance groups have no Slurm role")
-        names = [g.name for g in instance_groups]
-        if len(set(names)) != len(names):
-            raise ValueError(f"instance_groups: names must be unique: {names}")
-        if node_recovery not in NODE_RECOVERY:
-            raise ValueError(f"node_recovery: must be one of {', '.join(NODE_RECOVERY)}")
-        if not subnets or not security_groups:
-            raise ValueError("subnets, security_groups: at least one of each")
         lifecycle.grant_read(role)
         self._cluster_name = cluster_name
         self.instance_groups = tuple(instance_groups)
@@ -97,12 +89,7 @@ class HyperPodEksCluster(Construct):
             ),
             tags=[CfnTag(key=k, value=v) for k, v in sorted((tags or {}).items())] or None,
         )
-        # Nodes run the lifecycle script at creation: the scripts, the runtime and the role's policy must exist first.
-        for deployment in lifecycle.deployments:
-            self.cluster.node.add_dependency(deployment)
-        policy = role.role.node.try_find_child("DefaultPolicy")
-        if policy is not None:
-            self.cluster.node.add_dependency(policy)
+        wait_for_node_inputs(self.cluster, lifecycle=lifecycle, role=role)
 
     @property
     def cluster_arn(self) -> str:
