@@ -9,6 +9,7 @@
 #   run_step    NAME FUNCTION: once per node (a marker per step; STEP_MARK=0 leaves it to the next run)
 #   node_py     the decisions (lifecycle/node.py) from the stable runtime copy
 #   step_runtime  copy the runtime, profiles and parameters to /opt/fmcluster (systemd units refer to that copy)
+#   mount_fsx   the parameters' FSx for Lustre, a failed mount judged by one policy
 # shellcheck shell=bash disable=SC2034
 
 SRC_PKG="$(cd "$HERE/../../.." && pwd)"   # …/pkg (holds fmcluster/)
@@ -122,4 +123,35 @@ wait_for_nvme() {
     sleep 5
   done
   printf '%s\n' "$out"
+}
+
+# mount_fsx VALIDATOR_RUNS NOTE: mount the parameters' FSx for Lustre; returns 1 when there is none or it did not
+# mount. A failed mount is one policy on every orchestrator (docs/node-contract.md): a node without its shared file
+# system is unhealthy and validation.policy decides. Where the boot validator runs (VALIDATOR_RUNS=1) its required
+# storage.mounts check applies the policy; elsewhere it applies here (NOTE ends the warning under report).
+mount_fsx() {
+  local validator_runs="$1" note="$2"
+  if [[ "${NODE[fsx]}" != 1 ]]; then
+    log "no FSx for Lustre in the parameters; nothing to mount"
+    return 1
+  fi
+  local mp="${NODE[fsx_mount_point]}" args
+  args=(mount --dns-name "${NODE[fsx_dns_name]}" --mount-name "${NODE[fsx_mount_name]}" --mount-point "$mp" --fstab)
+  if [[ "${NODE[fsx_efa]}" == 1 ]]; then
+    args+=(--efa)
+  fi
+  # the helper retries with backoff itself, is idempotent and proves the mount answers; one call is enough
+  if ! PYTHONPATH="$FMCLUSTER_HOME/pkg" timeout --kill-after=10 1200 python3 -m fmcluster.runtime.lustre "${args[@]}"; then
+    local what="cannot mount FSx for Lustre ${NODE[fsx_dns_name]}@tcp:/${NODE[fsx_mount_name]} at $mp (lustre helper failed; see the lines above)"
+    STEP_MARK=0
+    if [[ "$validator_runs" == 1 ]]; then
+      log "$what; the boot validator reports it under policy ${NODE[policy]}"
+    elif [[ "${NODE[policy]}" == fail ]]; then
+      fail "$what; policy fail"
+    else
+      log "WARNING: $what; policy ${NODE[policy]}: this ${NODE[role]} node continues without it$note"
+    fi
+    return 1
+  fi
+  log "FSx for Lustre mounted at $mp"
 }

@@ -118,13 +118,7 @@ def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
         if not isinstance(w.get("efa", False), bool):
             raise LifecycleError(f"worker_groups[{i}].efa must be true or false")
     _check_fsx(params.get("fsx"))
-    validation = params.get("validation") or {}
-    level, policy = validation.get("level", "standard"), validation.get("policy", "drain")
-    if level not in LEVELS:
-        raise LifecycleError(f"validation.level must be one of {', '.join(LEVELS)}, got {level!r}")
-    if policy not in POLICIES:
-        raise LifecycleError(f"validation.policy must be one of {', '.join(POLICIES)}, got {policy!r}")
-    out["validation"] = {"level": level, "policy": policy}
+    out["validation"] = _check_validation(params.get("validation"), default_policy="drain", policies=POLICIES)
     obs = params.get("observability")
     if obs is not None:
         if not isinstance(obs, dict):
@@ -177,6 +171,17 @@ def users_of(params: Dict[str, Any]) -> List[Dict[str, Any]]:
     return out
 
 
+def _check_validation(validation: Any, *, default_policy: str, policies: Iterable[str], where: str = "") -> Dict[str, str]:
+    """The parameters' validation section: level and policy, each one of those allowed."""
+    validation = validation or {}
+    level, policy = validation.get("level", "standard"), validation.get("policy", default_policy)
+    if level not in LEVELS:
+        raise LifecycleError(f"validation.level must be one of {', '.join(LEVELS)}, got {level!r}")
+    if policy not in policies:
+        raise LifecycleError(f"validation.policy must be one of {', '.join(policies)}{where}, got {policy!r}")
+    return {"level": level, "policy": policy}
+
+
 def _check_fsx(fsx: Any) -> None:
     if fsx is None:
         return
@@ -214,13 +219,8 @@ def validate_eks_params(params: Dict[str, Any]) -> Dict[str, Any]:
     if params["system_group"] in {w["instance_group_name"] for w in workers}:
         raise LifecycleError(f"system_group {params['system_group']!r} is also a worker group")
     _check_fsx(params.get("fsx"))
-    validation = params.get("validation") or {}
-    level, policy = validation.get("level", "standard"), validation.get("policy", "taint")
-    if level not in LEVELS:
-        raise LifecycleError(f"validation.level must be one of {', '.join(LEVELS)}, got {level!r}")
-    if policy not in EKS_POLICIES:
-        raise LifecycleError(f"validation.policy must be one of {', '.join(EKS_POLICIES)} on EKS nodes, got {policy!r}")
-    out["validation"] = {"level": level, "policy": policy}
+    out["validation"] = _check_validation(params.get("validation"), default_policy="taint", policies=EKS_POLICIES,
+                                          where=" on EKS nodes")
     obs = params.get("observability")
     if obs is not None:
         if not isinstance(obs, dict) or set(obs) - set(EKS_OBSERVABILITY_KEYS):

@@ -103,31 +103,8 @@ step_containers() {
 }
 
 step_fsx() {
-  if [[ "${NODE[fsx]}" != 1 ]]; then
-    log "no FSx for Lustre in the parameters; nothing to mount"
-    return 0
-  fi
-  local mp="${NODE[fsx_mount_point]}" args
-  args=(mount --dns-name "${NODE[fsx_dns_name]}" --mount-name "${NODE[fsx_mount_name]}" --mount-point "$mp" --fstab)
-  if [[ "${NODE[fsx_efa]}" == 1 ]]; then
-    args+=(--efa)
-  fi
-  # the helper retries with backoff itself, is idempotent and proves the mount answers; one call is enough
-  if ! PYTHONPATH="$FMCLUSTER_HOME/pkg" timeout --kill-after=10 1200 python3 -m fmcluster.runtime.lustre "${args[@]}"; then
-    # One policy on every orchestrator (docs/node-contract.md): GPU nodes leave the verdict to the boot validator's
-    # required storage.mounts check; the system group applies validation.policy here.
-    local what="cannot mount FSx for Lustre ${NODE[fsx_dns_name]}@tcp:/${NODE[fsx_mount_name]} at $mp (lustre helper failed; see the lines above)"
-    STEP_MARK=0
-    if [[ "${NODE[gpu]}" == 1 ]]; then
-      log "$what; the boot validator reports it under policy ${NODE[policy]}"
-    elif [[ "${NODE[policy]}" == fail ]]; then
-      fail "$what; policy fail"
-    else
-      log "WARNING: $what; policy ${NODE[policy]}: this ${NODE[role]} node continues without it (pods mount it through the FSx CSI driver)"
-    fi
-    return 0
-  fi
-  log "FSx for Lustre mounted at $mp"
+  # GPU nodes run the boot validator; the system group has pods mount it through the FSx CSI driver
+  mount_fsx "${NODE[gpu]}" " (pods mount it through the FSx CSI driver)" || true
 }
 
 step_efa_textfile() {

@@ -83,32 +83,11 @@ step_role() {
 }
 
 step_fsx() {
-  if [[ "${NODE[fsx]}" != 1 ]]; then
-    log "no FSx for Lustre in the parameters; nothing to mount"
-    return 0
+  local validator_runs=0
+  if [[ "${NODE[role]}" == compute && "${NODE[gpu]}" == 1 ]]; then
+    validator_runs=1  # GPU workers run the boot validator
   fi
-  local mp="${NODE[fsx_mount_point]}" args
-  args=(mount --dns-name "${NODE[fsx_dns_name]}" --mount-name "${NODE[fsx_mount_name]}" --mount-point "$mp" --fstab)
-  if [[ "${NODE[fsx_efa]}" == 1 ]]; then
-    args+=(--efa)
-  fi
-  # the helper retries with backoff itself, is idempotent and proves the mount answers; one call is enough
-  if ! PYTHONPATH="$FMCLUSTER_HOME/pkg" timeout --kill-after=10 1200 python3 -m fmcluster.runtime.lustre "${args[@]}"; then
-    # One policy on every orchestrator (docs/node-contract.md): a node without its shared file system is
-    # unhealthy and validation.policy decides. GPU workers run the boot validator, whose required
-    # storage.mounts check applies it; other nodes apply it here.
-    local what="cannot mount FSx for Lustre ${NODE[fsx_dns_name]}@tcp:/${NODE[fsx_mount_name]} at $mp (lustre helper failed; see the lines above)"
-    STEP_MARK=0
-    if [[ "${NODE[role]}" == compute && "${NODE[gpu]}" == 1 ]]; then
-      log "$what; the boot validator reports it under policy ${NODE[policy]}"
-    elif [[ "${NODE[policy]}" == fail ]]; then
-      fail "$what; policy fail"
-    else
-      log "WARNING: $what; policy ${NODE[policy]}: this ${NODE[role]} node continues without it"
-    fi
-    return 0
-  fi
-  log "FSx for Lustre mounted at $mp"
+  mount_fsx "$validator_runs" "" || return 0
   # unattended upgrades that move the kernel or the Lustre client break the mount on the next boot
   local pkgs=() p
   for p in "lustre-client-modules-$(uname -r)" lustre-client-utils "linux-image-$(uname -r)"; do
