@@ -4,14 +4,14 @@ objects, the shared file system's volume, the node gate) and the AMP managed scr
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.constructs.node_group import Ec2NodeGroup
-from fmcluster.orchestrators.context import OrchestrationContext
+from fmcluster.orchestrators.context import OrchestrationContext, SharedFileSystem
 from fmcluster.orchestrators.eks import devices, gangs, gate, kueue, labels, metrics, volumes
 from fmcluster.orchestrators.eks.charts import ClusterObjects
 from fmcluster.orchestrators.eks.cluster import VPC_CNI_ENV, EksControlPlane
@@ -22,6 +22,31 @@ from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, node_policy, sett
 # EKS user guide, "Amazon VPC CNI": the add-on's service account and the managed policy it documents for it.
 VPC_CNI_SERVICE_ACCOUNT, VPC_CNI_POLICY = "aws-node", "AmazonEKS_CNI_Policy"
 FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
+
+
+def add_standard_addons(control_plane: EksControlPlane, *, kubernetes_version: str,
+                        file_system: Optional[SharedFileSystem]) -> None:
+    """The add-ons every EKS-orchestrated cluster here runs: Pod Identity, the VPC CNI on its own Pod Identity role,
+    kube-proxy, CoreDNS and the FSx for Lustre CSI driver. The driver serves static volumes only (the storage stack
+    owns the file system): its controller provisions nothing, so its role may only describe the file system (dynamic
+    provisioning would need the driver's documented policy)."""
+    cp, version = control_plane, kubernetes_version
+    cp.add_addon("eks-pod-identity-agent", kubernetes_version=version)
+    cp.add_addon("vpc-cni", kubernetes_version=version, configuration={"env": VPC_CNI_ENV},
+                 service_account=VPC_CNI_SERVICE_ACCOUNT, managed_policies=[VPC_CNI_POLICY],
+                 after=["eks-pod-identity-agent"])
+    cp.add_addon("kube-proxy", kubernetes_version=version)
+    cp.add_addon("coredns", kubernetes_version=version)
+    statements = []
+    if file_system is not None and file_system.file_system_id is not None:
+        stack = Stack.of(cp)
+        statements.append(iam.PolicyStatement(
+            sid="DescribeTheClusterFileSystem", actions=["fsx:DescribeFileSystems"],
+            resources=[f"arn:{stack.partition}:fsx:{stack.region}:{stack.account}:file-system/"
+                       f"{file_system.file_system_id}"]))
+    cp.add_addon("aws-fsx-csi-driver", kubernetes_version=version,
+                 service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT, policies=statements,
+                 after=["eks-pod-identity-agent"])
 
 
 class EksOrchestration(Construct):
@@ -120,24 +145,5 @@ class EksOrchestration(Construct):
 
     def _addons(self, context: OrchestrationContext) -> None:
         version = settings_of(context.spec).kubernetes_version
-        cp = self.control_plane
-        cp.add_addon("eks-pod-identity-agent", kubernetes_version=version)
-        cp.add_addon("vpc-cni", kubernetes_version=version, configuration={"env": VPC_CNI_ENV},
-                     service_account=VPC_CNI_SERVICE_ACCOUNT, managed_policies=[VPC_CNI_POLICY],
-                     after=["eks-pod-identity-agent"])
-        cp.add_addon("kube-proxy", kubernetes_version=version)
-        cp.add_addon("coredns", kubernetes_version=version)
-        cp.add_addon("eks-node-monitoring-agent", kubernetes_version=version)
-        fs = context.file_system
-        # static volumes only (the storage stack owns the file system): the controller provisions nothing, so its
-        # role may only describe the file system (dynamic provisioning would need the driver's documented policy)
-        statements = []
-        if fs is not None and fs.file_system_id is not None:
-            stack = Stack.of(self)
-            statements.append(iam.PolicyStatement(
-                sid="DescribeTheClusterFileSystem", actions=["fsx:DescribeFileSystems"],
-                resources=[f"arn:{stack.partition}:fsx:{stack.region}:{stack.account}:file-system/"
-                           f"{fs.file_system_id}"]))
-        cp.add_addon("aws-fsx-csi-driver", kubernetes_version=version,
-                     service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT, policies=statements,
-                     after=["eks-pod-identity-agent"])
+        add_standard_addons(self.control_plane, kubernetes_version=version, file_system=context.file_system)
+        self.control_plane.add_addon("eks-node-monitoring-agent", kubernetes_version=version)

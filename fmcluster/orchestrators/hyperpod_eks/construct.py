@@ -25,8 +25,8 @@ from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.ec2_nodes import construct_id
 from fmcluster.orchestrators.eks import gate, labels, metrics, volumes
 from fmcluster.orchestrators.eks.charts import ClusterObjects
-from fmcluster.orchestrators.eks.cluster import VPC_CNI_ENV, EksControlPlane
-from fmcluster.orchestrators.eks.construct import FSX_CSI_CONTROLLER_SERVICE_ACCOUNT, VPC_CNI_POLICY, VPC_CNI_SERVICE_ACCOUNT
+from fmcluster.orchestrators.eks.cluster import EksControlPlane
+from fmcluster.orchestrators.eks.construct import add_standard_addons
 from fmcluster.orchestrators.eks.scraper import ManagedScraper
 from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole
 from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
@@ -156,25 +156,8 @@ class HyperPodEksOrchestration(Construct):
         """The eks kind's add-ons (CloudFormation completes an add-on that has no nodes to run on yet as DEGRADED,
         docs/hyperpod-eks.md) and task governance; no EKS node monitoring agent (HyperPod's agent watches its nodes)."""
         version = settings_of(context.spec).eks.kubernetes_version
-        cp = self.control_plane
-        cp.add_addon("eks-pod-identity-agent", kubernetes_version=version)
-        cp.add_addon("vpc-cni", kubernetes_version=version, configuration={"env": VPC_CNI_ENV},
-                     service_account=VPC_CNI_SERVICE_ACCOUNT, managed_policies=[VPC_CNI_POLICY],
-                     after=["eks-pod-identity-agent"])
-        cp.add_addon("kube-proxy", kubernetes_version=version)
-        cp.add_addon("coredns", kubernetes_version=version)
-        fs = context.file_system
-        statements = []
-        if fs is not None and fs.file_system_id is not None:
-            stack = Stack.of(self)
-            statements.append(iam.PolicyStatement(
-                sid="DescribeTheClusterFileSystem", actions=["fsx:DescribeFileSystems"],
-                resources=[f"arn:{stack.partition}:fsx:{stack.region}:{stack.account}:file-system/"
-                           f"{fs.file_system_id}"]))
-        cp.add_addon("aws-fsx-csi-driver", kubernetes_version=version,
-                     service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT, policies=statements,
-                     after=["eks-pod-identity-agent"])
-        cp.add_addon(TASK_GOVERNANCE, kubernetes_version=version)
+        add_standard_addons(self.control_plane, kubernetes_version=version, file_system=context.file_system)
+        self.control_plane.add_addon(TASK_GOVERNANCE, kubernetes_version=version)
 
     def _instance_role(self, context: OrchestrationContext) -> HyperPodInstanceRole:
         """The hyperpod kind's instance role, plus what an EKS node does with it: pull images from ECR (kubelet) and
