@@ -101,7 +101,9 @@ def cluster_section(report: Dict[str, Any], spec: Any) -> str:
     storage = (f"<p>FSx for Lustre {escape(fsx['deployment_type'])}: {fsx['capacity_tib']:g} TiB, "
                f"{fsx['throughput_gbps']:g} GB/s ({fsx['throughput_mbps_per_tib']} MB/s per TiB), "
                f"{fsx['associations']} S3 association(s)</p>") if fsx else "<p>No FSx for Lustre in the spec.</p>"
-    return f"<section><h2>Cluster</h2>{picture}{groups}{storage}</section>"
+    notes = "".join(f"<li>{escape(line)}</li>" for line in c.get("orchestrator_notes", []))
+    orchestrator = f"<ul>{notes}</ul>" if notes else ""
+    return f"<section><h2>Cluster</h2>{picture}{groups}{storage}{orchestrator}</section>"
 
 
 def job_section(j: Dict[str, Any], report: Dict[str, Any]) -> str:

@@ -83,3 +83,18 @@ def test_page_without_graphviz_says_why_and_still_has_the_tables(tmp_path, capsy
     monkeypatch.setattr(diagram, "render", missing)
     html = write_page(tmp_path, str(ROOT / "examples" / "default.yaml"), "--model", "llama3-8b").read_text()
     assert "No diagram: Graphviz&#x27;s dot is not installed" in html and "Memory fit per GPU" in html
+
+
+def test_page_carries_the_orchestrators_notes(tmp_path, capsys):
+    """What the text report says about the orchestrator (HyperPod on EKS: nodes without a controller, what
+    CloudFormation cannot build) is on the page too."""
+    from fmcluster.spec import load_spec
+
+    spec = load_spec(ROOT / "examples" / "hyperpod-eks-p5.yaml")
+    notes = spec.orchestrator_kind.plan_notes(spec)
+    assert notes
+    html = write_page(tmp_path, str(ROOT / "examples" / "hyperpod-eks-p5.yaml")).read_text()
+    from html import escape
+
+    for line in notes:
+        assert f"<li>{escape(line)}</li>" in html
