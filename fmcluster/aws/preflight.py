@@ -183,8 +183,8 @@ def checks_for(spec: ClusterSpec) -> List[PreflightCheck]:
         if g.ami_id:
             p.append(PreflightCheck(f"ami:{g.name}", f"AMI of group {g.name}", "ec2", partial(
                 check_ami, ami=g.ami_id, arch=g.instance.architecture, instance_type=g.instance_type,
-                root_device=g.image.root_device)))
-        elif kind.instances_in_account:
+                root_device=g.image.root_device if kind.uses_image_family else None)))
+        elif kind.uses_image_family:  # other kinds boot their own image (EKS AMI type, HyperPod, ParallelCluster's Os)
             parameter = g.image.default_parameter(g.instance.architecture)
             if parameter:
                 images.setdefault(parameter, g)

@@ -6,10 +6,13 @@ from typing import Any, Dict
 
 import boto3
 import pytest
+import yaml
+from helpers import ROOT
 from helpers.aws import ACCOUNT, AZ, REGION, group, make_ctx, make_spec, stub_operation, stubbed
 
 from fmcluster.aws.context import run_checks
 from fmcluster.aws.preflight import CDK_BOOTSTRAP_PARAMETER, checks_for, run_preflight
+from fmcluster.spec import load_spec, parse_spec
 
 pytestmark = pytest.mark.usefixtures("moto")
 
@@ -173,6 +176,22 @@ def test_ami_checks() -> None:
         assert r.status == status, (family, r)
         if (ami_id, family) == (xvda, "dlami-ubuntu-22.04"):
             assert "root device /dev/xvda" in r.observed and "image_family" in r.remedy
+
+
+def test_kinds_that_boot_their_own_image_check_no_launch_template_image() -> None:
+    """EKS (AMI type), HyperPod and ParallelCluster (its Image.Os) never launch the DLAMI parameter; a
+    ParallelCluster queue's own AMI is checked for existence and architecture, not for image_family's root device."""
+    ec2 = boto3.client("ec2", region_name=REGION)
+    xvda = next(i["ImageId"] for i in ec2.describe_images(Owners=["amazon"])["Images"]
+                if i["Architecture"] == "x86_64" and i.get("RootDeviceName") == "/dev/xvda")
+    for example in ("eks-p5", "hyperpod-eks-p5", "hyperpod-slurm-p5", "parallelcluster-p5"):
+        ids = [p.id for p in checks_for(load_spec(ROOT / "examples" / f"{example}.yaml"))]
+        assert not [i for i in ids if i.startswith("image:")], (example, ids)
+    data = yaml.safe_load((ROOT / "examples" / "parallelcluster-p5.yaml").read_text())
+    data["node_groups"][0]["ami_id"] = xvda
+    ctx = make_ctx(parse_spec(data))
+    [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == "ami:h100"])
+    assert r.status == "pass", r
 
 
 def test_the_default_image_parameter_is_checked_against_the_account() -> None:
