@@ -269,21 +269,21 @@ def test_hyperpod_starts_slurm_and_mounts_fsx_before_our_script_runs(p5):
     assert all(any("FsxLustreConfig" in c for c in g["InstanceStorageConfigs"]) for g in groups.values())
 
 
-def test_an_efa_file_system_is_mounted_by_the_lifecycle_not_by_hyperpod():
-    from fmcluster.orchestrators.context import SharedFileSystem
-    from fmcluster.orchestrators.hyperpod.construct import instance_groups, lifecycle_parameters
-    from fmcluster.spec import load_spec
-
-    spec = load_spec("examples/hyperpod-p6-b200-training-plan.yaml")
-    assert spec.storage.fsx is not None and spec.storage.fsx.efa
-    fsx = SharedFileSystem(dns_name="fs-1.fsx.us-west-2.amazonaws.com", mount_name="abc", mount_point="/fsx", efa=True)
-    # the construct passes HyperPod no file system when it is EFA-enabled, and the lifecycle parameters carry it
-    assert all(g.fsx_lustre is None for g in instance_groups(spec, None))
-    assert lifecycle_parameters(spec, "us-west-2", fsx, None)["fsx"]["efa"] is True
+def lifecycle_markers(cluster: Dict[str, Any]) -> str:
+    """What the lifecycle parameters file takes from other stacks (the Scripts deployment's deploy-time markers)."""
+    (scripts,) = [r for n, r in cluster["Resources"].items()
+                  if r["Type"] == "Custom::CDKBucketDeployment" and n.startswith("HyperPodLifecycleScripts")]
+    return json.dumps(scripts["Properties"].get("SourceMarkers", []))
 
 
-def test_the_efa_example_template_gives_hyperpod_no_file_system(synth_example):
-    cluster = next(t for n, t in synth_example("hyperpod-p6-b200-training-plan").items() if n.endswith("-cluster"))
+@pytest.mark.parametrize("example, lifecycle_mounts", [("hyperpod-slurm-p5", False),
+                                                      ("hyperpod-p6-b200-training-plan", True)])
+def test_exactly_one_side_mounts_the_file_system(synth_example, example, lifecycle_mounts):
+    """A TCP file system is HyperPod's to mount (InstanceStorageConfigs) and the lifecycle parameters never name it;
+    an EFA-enabled one (LNet over EFA) is the lifecycle's, and HyperPod is given none."""
+    cluster = next(t for n, t in synth_example(example).items() if n.endswith("-cluster"))
     (hp,) = [r for r in cluster["Resources"].values() if r["Type"] == "AWS::SageMaker::Cluster"]
-    for g in hp["Properties"]["InstanceGroups"]:
-        assert not any("FsxLustreConfig" in c for c in g.get("InstanceStorageConfigs", []))
+    hyperpod_mounts = [any("FsxLustreConfig" in c for c in g.get("InstanceStorageConfigs", []))
+                       for g in hp["Properties"]["InstanceGroups"]]
+    assert set(hyperpod_mounts) == {not lifecycle_mounts}
+    assert ("FileSystemDNSName" in lifecycle_markers(cluster)) is lifecycle_mounts
