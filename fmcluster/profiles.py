@@ -42,7 +42,7 @@ def node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
         min_versions=dict(spec.validation.min_versions),
         pinned_versions=dict(spec.validation.pinned_versions),
         orchestrator=spec.orchestrator_kind.node_agent,
-        policy=spec.validation.policy,
+        policy=spec.validation_policy,
         level=spec.validation.level,
     )
 

@@ -93,7 +93,7 @@ class Ec2NodeGroups:
         if fs is None:
             return ""
         return mount_step(dns_name=fs.dns_name, mount_name=fs.mount_name, mount_point=fs.mount_point,
-                          efa=fs.efa and efa_client, fatal=not validated and self.spec.validation.policy == "fail")
+                          efa=fs.efa and efa_client, fatal=not validated and self.spec.validation_policy == "fail")
 
     def bootstrap_shell(
         self,
@@ -119,7 +119,7 @@ class Ec2NodeGroups:
             region=region,
             profile_json=profile_json if profile_json is not None else node_profile_json(self.spec, group),
             level=self.spec.validation.level,
-            policy=policy or self.spec.validation.policy,
+            policy=policy or self.spec.validation_policy,
             collectors=collector_lines,
             mount=before_mount + self._mount_step(efa_client=group.efa_enabled),
         )

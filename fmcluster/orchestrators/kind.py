@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Type
 
 from fmcluster.runtime.contract import NODE_AGENTS
+from fmcluster.runtime.profile import POLICIES as VALIDATION_POLICIES
 from fmcluster.spec.base import Problem, SpecModel
 
 if TYPE_CHECKING:
@@ -93,6 +94,9 @@ class OrchestratorKind:
     :param status: ``module:MAPPING`` of CloudFormation resource type to status describer, or None.
     :param plan_notes: lines ``fmcluster plan`` prints about the orchestrator (node counts it runs, what it builds
         that CloudFormation cannot).
+    :param validation_policies: what a failed boot validation may do on its nodes (``validation.policy``), its
+        default first; the spec refuses the others.
+    :param validation_policy_note: why the policies it does not take do not apply (said when the spec asks for one).
     :param rule_groups: extra alert rule files the observability stack adds for this kind, by name:
         ``fmcluster/observability/rules.<name>.yaml`` (rules on metrics only this kind produces).
     """
@@ -115,10 +119,15 @@ class OrchestratorKind:
     status: Optional[str] = None
     plan_notes: Callable[[ClusterSpec], List[str]] = no_plan_notes
     rule_groups: Tuple[str, ...] = ()
+    validation_policies: Tuple[str, ...] = ("drain", "fail", "report")
+    validation_policy_note: str = ""
 
     def __post_init__(self) -> None:
         if self.node_agent is not None and self.node_agent not in NODE_AGENTS:
             raise ValueError(f"node_agent: {self.node_agent!r} is not one of {', '.join(NODE_AGENTS)} or None")
+        if not self.validation_policies or set(self.validation_policies) - set(VALIDATION_POLICIES):
+            raise ValueError(f"validation_policies: {self.validation_policies!r} must name some of "
+                             f"{', '.join(VALIDATION_POLICIES)}")
         declared = self.settings.model_fields["type"].annotation
         if getattr(declared, "__args__", None) != (self.name,):
             raise ValueError(f"settings: {self.settings.__name__}.type must be Literal[{self.name!r}]")

@@ -108,10 +108,17 @@ class ClusterSpec(SpecModel):
                 hint = " (training plans are SageMaker HyperPod capacity)" if g.capacity.type == "training-plan" else ""
                 found.append((f"node_groups[{i}].capacity.type", f"orchestrator {kind.name} takes "
                               f"{', '.join(sorted(kind.capacity_types))}, not {g.capacity.type}{hint}"))
-        if self.validation.policy == "taint" and kind.node_agent != "kubernetes":
-            found.append(("validation.policy", f"taint applies to Kubernetes nodes; orchestrator {kind.name} "
-                          "has none: use drain (Slurm), fail or report"))
+        policy = self.validation.policy
+        if policy is not None and policy not in kind.validation_policies:
+            note = f" ({kind.validation_policy_note})" if kind.validation_policy_note else ""
+            found.append(("validation.policy", f"{policy} does not apply to orchestrator {kind.name}{note}; use "
+                          f"{' or '.join(kind.validation_policies)} (default {kind.validation_policies[0]})"))
         return found + kind.spec_rules(self)
+
+    @property
+    def validation_policy(self) -> str:
+        """What a failed boot validation does on this cluster's nodes: the spec's policy, or the orchestrator's."""
+        return self.validation.policy or self.orchestrator_kind.validation_policies[0]
 
     @property
     def orchestrator_kind(self) -> OrchestratorKind:

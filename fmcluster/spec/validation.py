@@ -40,8 +40,10 @@ class Validation(SpecModel):
     level: Literal["fast", "standard", "deep"] = Field(
         "standard", description="fast: sysfs/procfs; standard: + one call of each tool; deep: + DCGM, GEMM, NCCL."
     )
-    policy: Literal["fail", "drain", "taint", "report"] = Field(
-        "drain", description="fail stops provisioning; drain (Slurm) / taint (Kubernetes) keep the node out of work."
+    policy: Optional[Literal["fail", "drain", "taint", "report"]] = Field(
+        None, description="fail stops provisioning; drain (Slurm) / taint (Kubernetes) keep the node out of work; "
+        "report only reports. Default: the orchestrator's (drain on Slurm, taint on Kubernetes, fail on "
+        "ParallelCluster, report without an orchestrator)."
     )
     skip_checks: List[str] = Field(
         default_factory=list, description="Check ids to skip on every node (reported as skip), e.g. hw.mig."

@@ -8,9 +8,11 @@ import json
 from typing import List, Literal
 
 import pytest
+import yaml
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
+from helpers import ROOT
 from pydantic import Field
 
 from fmcluster.orchestrators import registry
@@ -127,3 +129,39 @@ def test_a_kind_says_how_many_nodes_of_each_group_are_expected_up(toy_kind):
     registry.unregister(TOY.name)
     registry.register(dataclasses.replace(TOY, expected_nodes=lambda spec: {g.name: 0 for g in spec.node_groups}))
     assert expected_nodes(parse_spec(SPEC)) == [ExpectedNodes("gpu", 0, 8)]
+
+
+def _example_of_each_kind() -> List[dict]:
+    seen, found = set(), []
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        data = yaml.safe_load(path.read_text())
+        kind = data.get("orchestrator", {}).get("type", "none")
+        if kind not in seen:
+            seen.add(kind)
+            found.append(data)
+    return found
+
+
+@pytest.mark.parametrize("data", _example_of_each_kind(), ids=lambda d: d.get("orchestrator", {}).get("type", "none"))
+def test_each_kind_takes_the_validation_policies_it_declares_and_refuses_the_others(data):
+    """drain needs Slurm, taint the Kubernetes node gate, fail a provisioning step that a failure stops; a kind says
+    which its nodes honour (its default first) and the spec refuses the others by field, never silently reporting."""
+    data = {**data, "validation": {}}
+    kind = parse_spec(data).orchestrator_kind
+    assert parse_spec(data).validation_policy == kind.validation_policies[0]
+    for policy in ("fail", "drain", "taint", "report"):
+        asked = {**data, "validation": {"policy": policy}}
+        if policy in kind.validation_policies:
+            assert parse_spec(asked).validation_policy == policy
+            continue
+        with pytest.raises(SpecError) as e:
+            parse_spec(asked)
+        assert any(p.startswith(f"validation.policy: {policy} does not apply to orchestrator {kind.name}")
+                   and " or ".join(kind.validation_policies) in p for p in e.value.problems), e.value.problems
+
+
+def test_what_a_failed_validation_may_do_on_each_kind():
+    """docs/validation.md's table: the default first."""
+    assert {k.name: k.validation_policies for k in registry.kinds()} == {
+        "none": ("report", "fail"), "pcs": ("drain", "fail", "report"), "hyperpod-slurm": ("drain", "fail", "report"),
+        "eks": ("taint", "report"), "hyperpod-eks": ("taint", "fail", "report"), "parallelcluster": ("fail", "report")}

@@ -42,7 +42,7 @@ def test_minimal_spec_gets_secure_defaults():
     g = spec.node_groups[0]
     assert spec.network.new_vpc is not None and spec.network.new_vpc.cidr == "10.0.0.0/16"
     assert g.efa_enabled and g.placement_strategy == "cluster" and g.capacity.type == "on-demand"
-    assert spec.validation.policy == "drain" and spec.account is None
+    assert spec.validation.policy is None and spec.validation_policy == "report" and spec.account is None
 
 
 def test_hyperpod_prefix_is_normalized():
@@ -98,7 +98,8 @@ def test_hyperpod_prefix_is_normalized():
         (spec_with(network={"flow_logs_retention_days": 42}), "network.flow_logs_retention_days", "allowed: 1, 3"),
         (spec_with(validation={"level": "slow"}), "validation.level", "'fast', 'standard' or 'deep'"),
         (spec_with(validation={"policy": "reboot"}), "validation.policy", "'fail', 'drain', 'taint' or 'report'"),
-        (spec_with(validation={"policy": "taint"}), "validation.policy", "taint applies to Kubernetes nodes"),
+        (spec_with(validation={"policy": "taint"}), "validation.policy", "taint does not apply to orchestrator none"),
+        (spec_with(validation={"policy": "drain"}), "validation.policy", "no scheduler runs here to drain"),
         (spec_with(observability={"alert_emails": ["not-an-address"]}), "observability.alert_emails",
          "not e-mail"),
     ],

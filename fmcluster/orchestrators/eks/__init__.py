@@ -26,4 +26,7 @@ KIND = OrchestratorKind(
     addresses_per_node=POD_ADDRESSES_PER_NODE,
     preflight="fmcluster.orchestrators.eks.preflight:checks",
     status="fmcluster.orchestrators.eks.status:DESCRIBERS",
+    validation_policies=settings.POLICIES,
+    validation_policy_note="drain is Slurm's, and fail cannot stop provisioning: EKS joins a node whatever its user "
+    "data returns. taint: the node gate keeps a failed node tainted, with the reason",
 )

@@ -17,7 +17,7 @@ from fmcluster.orchestrators.eks.charts import ClusterObjects
 from fmcluster.orchestrators.eks.cluster import VPC_CNI_ENV, EksControlPlane
 from fmcluster.orchestrators.eks.node_groups import EksNodeGroups
 from fmcluster.orchestrators.eks.scraper import ManagedScraper
-from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, node_policy, settings_of
+from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
 
 # EKS user guide, "Amazon VPC CNI": the add-on's service account and the managed policy it documents for it.
 VPC_CNI_SERVICE_ACCOUNT, VPC_CNI_POLICY = "aws-node", "AmazonEKS_CNI_Policy"
@@ -94,7 +94,7 @@ class EksOrchestration(Construct):
         objects = self.objects
         system = self.nodes.managed[SYSTEM_GROUP]
         node_gate = objects.manifest("NodeGate", gate.objects(groups=[g.name for g in spec.node_groups],
-                                                              policy=node_policy(spec)))
+                                                              policy=spec.validation_policy))
         if context.metrics_workspace_arn is not None:
             objects.manifest("Exporters", metrics.exporter_objects(
                 system_selector={labels.GROUP: SYSTEM_GROUP}, gpus=any(g.instance.is_gpu for g in spec.node_groups)),

@@ -176,14 +176,6 @@ def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
     return [ExtraInstance(SYSTEM_GROUP, system.instance_type, system.count)]
 
 
-def node_policy(spec: ClusterSpec) -> str:
-    """validation.policy as the node gate applies it: taint unless the spec says report (``drain``, the spec's
-    default for Slurm, becomes taint when left unset)."""
-    if "policy" in spec.validation.model_fields_set:
-        return spec.validation.policy
-    return "taint"
-
-
 def spec_rules(spec: ClusterSpec) -> List[Problem]:
     s = settings_of(spec)
     found: List[Problem] = []
@@ -192,10 +184,6 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
         found.append((f"{at}.efa_device", f"the EFA DRA driver needs Kubernetes >= {DRA_MIN_KUBERNETES_VERSION}; the "
                       f"cluster runs {s.kubernetes_version}: use plugin or a newer kubernetes_version"))
     found += control_plane_rules(spec)
-    if "policy" in spec.validation.model_fields_set and spec.validation.policy not in POLICIES:
-        found.append(("validation.policy", f"{spec.validation.policy} does not apply to EKS managed nodes (EKS joins a "
-                      "node whatever its user data returns; drain is Slurm's): use taint (the node gate keeps a "
-                      "failed node tainted, with the reason) or report"))
     if spec.validation.level == "deep":
         found.append(("validation.level", "the deep checks run host tools (DCGM diagnostics, nccl-tests, fi_pingpong) "
                       "the EKS AMI does not carry; use standard, and run deep tests as jobs"))

@@ -21,4 +21,5 @@ SLURM = OrchestratorKind(
     extra_instances=settings.extra_instances,
     preflight="fmcluster.orchestrators.hyperpod.preflight:checks",
     status="fmcluster.orchestrators.hyperpod.status:DESCRIBERS",
+    validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason",
 )

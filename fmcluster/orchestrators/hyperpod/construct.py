@@ -112,7 +112,7 @@ def lifecycle_parameters(
             for g in spec.node_groups
         ],
         "fsx": fsx.parameters() if fsx is not None else None,
-        "validation": {"level": spec.validation.level, "policy": spec.validation.policy},
+        "validation": {"level": spec.validation.level, "policy": spec.validation_policy},
         "observability": (
             {"remote_write_url": remote_write_url, "scrape_interval_seconds": spec.observability.scrape_interval_seconds}
             if remote_write_url else None

@@ -30,4 +30,7 @@ KIND = OrchestratorKind(
     status="fmcluster.orchestrators.hyperpod_eks.status:DESCRIBERS",
     plan_notes=settings.plan_notes,
     rule_groups=("hyperpod",),
+    validation_policies=settings.POLICIES,
+    validation_policy_note="drain is Slurm's. taint: the node gate keeps a failed node out of work, with the reason; "
+    "fail: the lifecycle script fails and HyperPod provisions another instance",
 )

@@ -33,7 +33,7 @@ from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
 from fmcluster.orchestrators.hyperpod_eks import governance, nodes
 from fmcluster.orchestrators.hyperpod_eks.cluster import HyperPodEksCluster
 from fmcluster.orchestrators.hyperpod_eks.dependencies import GitHelmChart
-from fmcluster.orchestrators.hyperpod_eks.settings import SYSTEM_GROUP, node_policy, settings_of
+from fmcluster.orchestrators.hyperpod_eks.settings import SYSTEM_GROUP, settings_of
 from fmcluster.orchestrators.hyperpod_eks.versions import (
     ADDONS,
     HYPERPOD_CHART,
@@ -181,7 +181,7 @@ class HyperPodEksOrchestration(Construct):
         after_gate: List[IConstruct] = []
         if nodes.gated(spec):
             after_gate.append(objects.manifest("NodeGate", gate.objects(
-                groups=[g.name for g in spec.node_groups], policy=node_policy(spec),
+                groups=[g.name for g in spec.node_groups], policy=spec.validation_policy,
                 tolerations=[nodes.HEALTH_TOLERATION], adopt=True)))
         if context.metrics_workspace_arn is not None:
             objects.manifest("Exporters", metrics.exporter_objects(

@@ -13,7 +13,6 @@ from fmcluster.orchestrators.hyperpod.cluster import HyperPodInstanceGroup
 from fmcluster.orchestrators.hyperpod_eks.settings import (
     SYSTEM_GROUP,
     deep_health_checked,
-    node_policy,
     settings_of,
 )
 from fmcluster.profiles import mounts
@@ -51,7 +50,7 @@ def group_names(spec: ClusterSpec) -> List[str]:
 
 def gated(spec: ClusterSpec) -> bool:
     """Whether the node gate runs: under taint and report (under fail a failed node never joins)."""
-    return node_policy(spec) in ("taint", "report")
+    return spec.validation_policy in ("taint", "report")
 
 
 def node_labels(group: NodeGroup) -> Dict[str, str]:
@@ -107,7 +106,7 @@ def node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
         exporters=[],  # the exporters run as pods once the node joins
         group=group.name,
         orchestrator=spec.orchestrator_kind.node_agent,
-        policy="fail" if node_policy(spec) == "fail" else "report",
+        policy="fail" if spec.validation_policy == "fail" else "report",
         level=spec.validation.level,
         instance_store=None,
         min_versions={**MIN_VERSIONS, **spec.validation.min_versions},
@@ -130,7 +129,7 @@ def lifecycle_parameters(spec: ClusterSpec, region: str, fsx: Optional[SharedFil
         "worker_groups": [{"instance_group_name": g.name, "instance_type": ml_type(g.instance_type),
                            "gpu": g.instance.is_gpu, "efa": g.efa_enabled} for g in spec.node_groups],
         "fsx": fsx.parameters() if fsx is not None else None,
-        "validation": {"level": spec.validation.level, "policy": node_policy(spec)},
+        "validation": {"level": spec.validation.level, "policy": spec.validation_policy},
         "observability": {"efa_textfile": True} if observability else None,
     }
 

@@ -211,14 +211,6 @@ def extra_availability_zones(spec: ClusterSpec) -> List[str]:
     return [control_plane_zone(spec)]
 
 
-def node_policy(spec: ClusterSpec) -> str:
-    """validation.policy as the nodes apply it: taint unless the spec says fail or report (drain, the spec's default
-    for Slurm, becomes taint when left unset)."""
-    if "policy" in spec.validation.model_fields_set:
-        return spec.validation.policy
-    return "taint"
-
-
 def deep_health_checked(spec: ClusterSpec, group: NodeGroup) -> bool:
     """Whether HyperPod runs its deep health checks on the group's instances (GPU groups, when the spec says so)."""
     return settings_of(spec).hyperpod.deep_health_checks and group.role == "gpu"
@@ -257,10 +249,6 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
         if g.placement is not None:
             found.append((f"{at}.placement", "HyperPod places instances itself; remove placement"))
     found += control_plane_rules(spec)
-    if "policy" in spec.validation.model_fields_set and spec.validation.policy not in POLICIES:
-        found.append(("validation.policy", f"{spec.validation.policy} is Slurm's; HyperPod on EKS nodes take taint (the "
-                      "node gate keeps a failed node out of work, with the reason), fail (the lifecycle script fails "
-                      "and HyperPod provisions another instance) or report"))
     if spec.validation.level == "deep":
         found.append(("validation.level", "HyperPod's own deep health checks (DCGM diagnostics, NCCL, EFA) cover what "
                       "the deep level would run: keep orchestrator.hyperpod.deep_health_checks on and use standard"))

@@ -12,4 +12,6 @@ KIND = OrchestratorKind(
     node_agent=None,
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
     construct="fmcluster.orchestrators.none.construct:Ec2Nodes",
+    validation_policies=("report", "fail"),
+    validation_policy_note="no scheduler runs here to drain or taint the node from",
 )

@@ -22,4 +22,9 @@ KIND = OrchestratorKind(
     expected_nodes=settings.static_nodes,  # dynamic nodes power off when idle: only static ones always report
     preflight="fmcluster.orchestrators.parallelcluster.preflight:checks",
     status="fmcluster.orchestrators.parallelcluster.status:DESCRIBERS",
+    validation_policies=settings.POLICIES,
+    validation_policy_note="taint is Kubernetes'; drain would loop: clustermgtd terminates a drained static node and "
+    "launches a replacement, which fails and drains again, and the bootstrap succeeded, so protected mode never "
+    "stops it. fail: the bootstrap fails and ParallelCluster replaces the node until protected mode stops the queue; "
+    "report: the node joins Slurm, its report and metrics say why it failed",
 )

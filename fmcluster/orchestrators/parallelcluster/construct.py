@@ -26,7 +26,6 @@ from fmcluster.orchestrators.parallelcluster.settings import (
     PCLUSTER_VERSION,
     VALIDATION_MESSAGES_OUTPUT,
     cluster_name,
-    node_policy,
     settings_of,
 )
 from fmcluster.profiles import node_profile
@@ -38,10 +37,10 @@ def node_profile_json(spec: ClusterSpec, group: NodeGroup) -> str:
     in the same runtime. Its minimum versions are the instance type's compatibility floors, which the official
     ParallelCluster 3.16.1 AMI meets (docs/validation.md, "Each orchestrator's default AMI"; tested in
     tests/runtime/test_default_amis.py); being behind the newest known-good bundle only warns. Its policy is the one
-    ParallelCluster nodes apply (`node_policy`)."""
+    ParallelCluster nodes apply (`ClusterSpec.validation_policy`)."""
     profile = node_profile(spec, group)
     data = {k: v for k, v in profile.to_dict().items() if k != "facts"}
-    data["policy"] = node_policy(spec)
+    data["policy"] = spec.validation_policy
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
@@ -107,7 +106,7 @@ class ParallelClusterOrchestration(Construct):
             head_node_actions=self.script.head_action(node_group=HEAD_NODE_GROUP),
             compute_actions={
                 g.name: self.script.compute_action(node_group=g.name, level=spec.validation.level,
-                                                   policy=node_policy(spec))
+                                                   policy=spec.validation_policy)
                 for g in spec.node_groups
             },
             tags=context.instance_tags,

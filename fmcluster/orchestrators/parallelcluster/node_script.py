@@ -18,11 +18,11 @@ from constructs import Construct
 from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
 from fmcluster.orchestrators.parallelcluster.assets import SCRIPT as SCRIPT_NAME
 from fmcluster.orchestrators.parallelcluster.assets import SCRIPT_DIR, NodeAssets
+from fmcluster.orchestrators.parallelcluster.settings import POLICIES
 
 SCRIPT = RUNTIME_DIR / SCRIPT_DIR / SCRIPT_NAME
 
 ROLES = ("head", "compute")
-POLICIES = ("fail", "report")  # settings.POLICIES: drain is refused on ParallelCluster
 LEVELS = ("fast", "standard")  # settings.LEVELS: deep is refused on ParallelCluster
 # ParallelCluster passes Args to the script as words: every literal value must be one word.
 WORD = re.compile(r"^\S+$")

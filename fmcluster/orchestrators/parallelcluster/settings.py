@@ -47,11 +47,10 @@ RESERVED_TAG_PREFIX = "parallelcluster:"
 # Head node types by architecture: the head node must match the compute nodes' architecture.
 DEFAULT_HEAD_NODE = {"x86_64": "m7i.2xlarge", "arm64": "m7g.2xlarge"}
 HEAD_NODE_GROUP = "head-node"
-# What a failed boot validation may do on ParallelCluster (validation.policy), and the policy it takes when the
-# spec leaves it unset. drain is refused: ParallelCluster's clustermgtd terminates a drained static node and
-# launches a replacement (docs/parallelcluster.md), so drain would only loop.
+# What a failed boot validation may do on ParallelCluster (validation.policy), the default first. drain is refused:
+# ParallelCluster's clustermgtd terminates a drained static node and launches a replacement (docs/parallelcluster.md),
+# so drain would only loop.
 POLICIES = ("fail", "report")
-DEFAULT_POLICY = "fail"
 # validation.level values that fit a node's bootstrap and CloudFormation's one-hour wait (deep is refused).
 LEVELS = ("fast", "standard")
 # Outputs of the cluster stack that `fmcluster status` reads back.
@@ -178,14 +177,6 @@ def static_nodes(spec: ClusterSpec) -> Dict[str, int]:
     return {g.name: min_count(spec, g) for g in spec.node_groups}
 
 
-def node_policy(spec: ClusterSpec) -> str:
-    """validation.policy as ParallelCluster nodes apply it: the spec's fail or report; fail when the spec leaves it
-    unset (the spec's default, drain, is Slurm's elsewhere and a replacement loop here)."""
-    if "policy" in spec.validation.model_fields_set:
-        return spec.validation.policy
-    return DEFAULT_POLICY
-
-
 def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
     return [ExtraInstance(HEAD_NODE_GROUP, head_node_instance_type(spec))]
 
@@ -214,13 +205,6 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
         if queue.min_count is not None and g.capacity.type == "capacity-block" and queue.min_count != g.count:
             found.append((f"{at}.queues.{key}.min_count", "a Capacity Block queue is all static nodes (ParallelCluster "
                           f"requires MinCount == MaxCount); use {g.count} or leave min_count out"))
-    if "policy" in spec.validation.model_fields_set and spec.validation.policy == "drain":
-        found.append(("validation.policy", "drain does not apply to ParallelCluster: its clustermgtd terminates a "
-                      "drained static node and launches a replacement, which fails validation and drains again, "
-                      "without end (the bootstrap succeeded, so protected mode never stops it); use fail (the "
-                      "bootstrap fails and ParallelCluster replaces the node, until protected mode stops a queue "
-                      "whose nodes keep failing) or report (the node joins Slurm; the report and metrics say why it "
-                      "failed)"))
     if spec.validation.level not in LEVELS:
         found.append(("validation.level", f"{spec.validation.level} does not fit ParallelCluster: the validator runs "
                       "inside each node's bootstrap, and creating the cluster waits for every static node's bootstrap "

@@ -16,4 +16,5 @@ KIND = OrchestratorKind(
     extra_instances=settings.extra_instances,
     preflight="fmcluster.orchestrators.pcs.preflight:checks",
     status="fmcluster.orchestrators.pcs.status:DESCRIBERS",
+    validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason",
 )

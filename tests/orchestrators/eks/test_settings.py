@@ -113,9 +113,9 @@ def test_policy_defaults_to_taint_on_eks(base):
     data = copy.deepcopy(base)
     data.pop("validation")
     spec = parse_spec(data)
-    assert spec.validation.policy == "drain" and eks_settings.node_policy(spec) == "taint"
+    assert spec.validation.policy is None and spec.validation_policy == "taint"
     data["validation"] = {"policy": "report"}
-    assert eks_settings.node_policy(parse_spec(data)) == "report"
+    assert parse_spec(data).validation_policy == "report"
 
 
 def test_default_second_az(base):

@@ -12,7 +12,6 @@ import yaml
 
 from fmcluster.cli import main
 from fmcluster.orchestrators import registry
-from fmcluster.orchestrators.hyperpod_eks import settings as hp_settings
 from fmcluster.spec import SpecError, parse_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -145,9 +144,9 @@ def test_node_group_rules(base):
 def test_policy_defaults_to_taint_and_fail_is_accepted(base):
     data = copy.deepcopy(base)
     data.pop("validation")
-    assert hp_settings.node_policy(parse_spec(data)) == "taint"
+    assert parse_spec(data).validation_policy == "taint"
     data["validation"] = {"policy": "fail"}
-    assert hp_settings.node_policy(parse_spec(data)) == "fail"
+    assert parse_spec(data).validation_policy == "fail"
 
 
 def test_cli_validate_exits_2_naming_the_field(tmp_path, capsys, base):

@@ -15,7 +15,6 @@ from fmcluster.orchestrators.parallelcluster.settings import (
     extra_instances,
     head_node_instance_type,
     min_count,
-    node_policy,
 )
 from fmcluster.spec import SpecError
 
@@ -197,9 +196,10 @@ def test_reserved_tags_and_taint_exit_2(tmp_path, capsys):
 def test_drain_exits_2_naming_what_parallelcluster_allows(tmp_path, capsys):
     """Review of #15, M1: clustermgtd replaces drained static nodes, so drain would loop; fail and report remain."""
     err = problems_of(spec_data(validation={"policy": "drain"}), tmp_path, capsys)
-    assert "validation.policy: drain does not apply to ParallelCluster" in err and "use fail" in err and "report" in err
+    assert "validation.policy: drain does not apply to orchestrator parallelcluster" in err and "drain would loop" in err
+    assert "use fail or report" in err
     for policy in ("fail", "report"):
-        assert node_policy(make_spec(validation={"policy": policy})) == policy
+        assert make_spec(validation={"policy": policy}).validation_policy == policy
 
 
 def test_deep_validation_exits_2_naming_validation_level(tmp_path, capsys):
@@ -212,10 +212,8 @@ def test_deep_validation_exits_2_naming_validation_level(tmp_path, capsys):
 
 
 def test_without_a_policy_parallelcluster_nodes_fail_their_bootstrap():
-    """The spec's default (drain, for Slurm elsewhere) becomes fail here: the node is replaced, bounded by
-    ParallelCluster's protected mode."""
-    spec = make_spec()
-    assert spec.validation.policy == "drain" and node_policy(spec) == "fail"
+    """ParallelCluster's default policy is fail: the node is replaced, bounded by ParallelCluster's protected mode."""
+    assert make_spec().validation_policy == "fail"
 
 
 def test_training_plans_are_not_parallelcluster_capacity(tmp_path, capsys):
