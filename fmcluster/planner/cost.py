@@ -39,7 +39,8 @@ def hourly(instance_type: str, region: str) -> Tuple[Optional[float], str]:
     return None, f"no price for {name} in the data"
 
 
-def _line(item: str, instance_type: str, count: int, region: str, capacity: str, service: bool) -> Dict[str, Any]:
+def _line(item: str, instance_type: str, count: int, region: str, capacity: str, service: bool,
+          gpu_group: Optional[str] = None) -> Dict[str, Any]:
     price, how = hourly(instance_type, region)
     notes: List[str] = []
     varies = prices()["varies"]
@@ -51,7 +52,8 @@ def _line(item: str, instance_type: str, count: int, region: str, capacity: str,
         notes.append(how)
     line: Dict[str, Any] = {"item": item, "instance_type": instance_type, "count": count, "capacity": capacity,
                             "usd_per_hour_each": price, "price_status": "listed" if how == "listed" else
-                            ("estimate" if price is not None else "unknown"), "notes": notes}
+                            ("estimate" if price is not None else "unknown"), "notes": notes,
+                            "gpu_group": gpu_group}
     if price is not None:
         line["usd_per_hour"] = fig(price * count, "USD/h", "count x On-Demand USD/h", count=count, usd_per_hour_each=price)
     return line
@@ -60,8 +62,8 @@ def _line(item: str, instance_type: str, count: int, region: str, capacity: str,
 def hourly_cost(spec: Any) -> Dict[str, Any]:
     kind = spec.orchestrator_kind
     service = not kind.instances_in_account
-    lines = [_line(f"node group {g.name}", g.instance_type, g.count, spec.region, g.capacity.type, service)
-             for g in spec.node_groups]
+    lines = [_line(f"node group {g.name}", g.instance_type, g.count, spec.region, g.capacity.type, service,
+                   g.name if g.role == "gpu" else None) for g in spec.node_groups]
     for extra in kind.extra_instances(spec):
         lines.append(_line(f"{kind.summary}: {extra.role}", extra.instance_type, extra.count, spec.region, "on-demand",
                            service))
@@ -82,11 +84,24 @@ def hourly_cost(spec: Any) -> Dict[str, Any]:
     }
 
 
-def token_cost(tokens: float, tokens_per_s: float, usd_per_hour: float) -> Dict[str, Any]:
+def job_lines(cost: Dict[str, Any], group: str) -> List[Dict[str, Any]]:
+    """The lines a job on GPU group `group` pays for: its group and what every job shares (CPU groups, controllers,
+    login and system nodes); other GPU groups are left to their own jobs."""
+    return [ln for ln in cost["lines"] if ln.get("gpu_group") in (None, group)]
+
+
+def token_cost(tokens: float, tokens_per_s: float, lines: List[Dict[str, Any]]) -> Dict[str, Any]:
     hours = tokens / tokens_per_s / 3600 if tokens_per_s > 0 else float("inf")
-    return {
+    usd_per_hour = sum(ln["usd_per_hour"]["value"] for ln in lines if "usd_per_hour" in ln)
+    out: Dict[str, Any] = {
         "hours": fig(hours, "h", "tokens / tokens per second at the step bound / 3600", tokens=tokens,
                      tokens_per_s=tokens_per_s),
-        "usd": fig(hours * usd_per_hour, "USD", "hours x cluster USD/h (the whole cluster runs while the job trains)",
-                   hours=hours, usd_per_hour=usd_per_hour),
+        "usd": fig(hours * usd_per_hour, "USD", "hours x USD/h of the job's GPU group and the shared instances (CPU "
+                   "groups, controllers); other GPU groups are left out", hours=hours, usd_per_hour=usd_per_hour,
+                   lines=[ln["item"] for ln in lines]),
     }
+    unpriced = sorted({ln["instance_type"] for ln in lines if "usd_per_hour" not in ln})
+    if unpriced:
+        out["usd"] = None
+        out["usd_reason"] = f"no On-Demand price for {', '.join(unpriced)}"
+    return out

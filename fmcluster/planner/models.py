@@ -1,7 +1,8 @@
 """What is trained: a model description from a preset, a YAML/JSON file or the size flags.
 
 Parameter counts follow the Llama/Mixtral layout (Hugging Face config.json): per layer,
-attention q and o projections h x (heads x 128) each, k and v h x (kv_heads x 128) each,
+attention q and o projections h x (heads x head_dim) each, k and v h x (kv_heads x head_dim) each
+(head_dim: given, else hidden / heads, else 128),
 a SwiGLU MLP of three h x ffn matrices, two RMSNorm vectors; untied input and output
 embeddings of vocab x h. For the Llama 3.1 presets this gives the checkpoints' exact count.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -18,10 +20,10 @@ from typing import Any, Dict, List, Optional, Tuple
 from fmcluster.planner.errors import PlanUsageError
 
 DATA = Path(__file__).parent / "data"
-HEAD_DIM = 128  # Llama 3.x, Mixtral, most current models; only used when heads are not given
+HEAD_DIM = 128  # Llama 3.x, Mixtral, most current models; only used when neither heads nor head_dim is given
 DEFAULT_SEQ = 4096
 INT_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "experts", "active_experts", "expert_ffn",
-            "shared_experts", "dense_layers")
+            "shared_experts", "dense_layers", "head_dim")
 FILE_KEYS = ("name", "params", "active_params", *INT_KEYS, "sources", "notes")
 
 
@@ -69,9 +71,10 @@ class Model:
 
 
 def architecture_params(layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int,
-                        experts: int = 1, expert_ffn: int = 0, shared_experts: int = 0, dense_layers: int = 0) -> float:
+                        experts: int = 1, expert_ffn: int = 0, shared_experts: int = 0, dense_layers: int = 0,
+                        head_dim: int = HEAD_DIM) -> float:
     """Total parameters of a Llama/Mixtral-style decoder (see the module doc)."""
-    attn = 2 * hidden * heads * HEAD_DIM + 2 * hidden * kv_heads * HEAD_DIM
+    attn = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
     norms = 2 * hidden
     if experts > 1:
         moe = (experts + shared_experts) * 3 * hidden * expert_ffn + hidden * experts  # experts and the router
@@ -111,9 +114,10 @@ def build(raw: Dict[str, Any], option: str) -> Model:
             ints[key] = _positive_int(raw[key], key, option, allow_zero=key in ("shared_experts", "dense_layers"))
     assumptions: List[str] = []
     hidden, layers = ints["hidden"], ints["layers"]
-    heads = ints.get("heads") or max(1, hidden // HEAD_DIM)
+    head_dim = ints.get("head_dim") or (hidden // ints["heads"] if "heads" in ints else HEAD_DIM)
+    heads = ints.get("heads") or max(1, hidden // head_dim)
     if "heads" not in ints:
-        assumptions.append(f"heads not given: hidden / {HEAD_DIM} = {heads}")
+        assumptions.append(f"heads not given: hidden / {head_dim} = {heads}")
     kv_heads = ints.get("kv_heads", heads)
     seq = ints.get("seq", DEFAULT_SEQ)
     if "seq" not in ints:
@@ -128,10 +132,13 @@ def build(raw: Dict[str, Any], option: str) -> Model:
         raise PlanUsageError(f"{option}: dense_layers ({dense_layers}) leaves no MoE layer of {layers}")
     ffn, vocab, expert_ffn = ints.get("ffn", 0), ints.get("vocab", 0), ints.get("expert_ffn", 0)
     shared = ints.get("shared_experts", 0)
+    if not vocab:
+        assumptions.append("vocab not given: embeddings and the output layer are left out of memory and FLOPs")
     if "params" in raw:
         params = _positive_number(raw["params"], "params", option)
     elif ffn and vocab and (experts == 1 or expert_ffn):
-        params = architecture_params(layers, hidden, heads, kv_heads, ffn, vocab, experts, expert_ffn, shared, dense_layers)
+        params = architecture_params(layers, hidden, heads, kv_heads, ffn, vocab, experts, expert_ffn, shared, dense_layers,
+                                     max(1, head_dim))
         assumptions.append("params computed from the architecture (Llama/Mixtral layout)")
     else:
         raise PlanUsageError(f"{option}: give 'params', or 'ffn' and 'vocab' (and 'expert_ffn' for experts) to count them")
@@ -154,7 +161,8 @@ def build(raw: Dict[str, Any], option: str) -> Model:
         name=str(raw.get("name", "custom")), params=params, active_params=active, layers=layers, hidden=hidden,
         heads=heads, kv_heads=kv_heads, seq=seq, vocab=vocab, ffn=ffn, experts=experts, active_experts=max(k, 1),
         expert_ffn=expert_ffn, shared_experts=shared, dense_layers=dense_layers if experts > 1 else 0,
-        expert_params=expert_params, sources=tuple(raw.get("sources", ())), notes=str(raw.get("notes", "")),
+        expert_params=expert_params, sources=_sources(raw.get("sources", []), option),
+        notes=_text(raw.get("notes", ""), "notes", option),
         assumptions=tuple(assumptions),
     )
 
@@ -208,9 +216,21 @@ def _positive_number(v: Any, key: str, option: str) -> float:
             raise PlanUsageError(f"{option}: '{key}' must be a number, not {v!r}") from None
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise PlanUsageError(f"{option}: '{key}' must be a number, not {v!r}")
-    if v <= 0:
-        raise PlanUsageError(f"{option}: '{key}' must be greater than 0")
+    if not math.isfinite(v) or v <= 0:
+        raise PlanUsageError(f"{option}: '{key}' must be a finite number greater than 0, not {v!r}")
     return float(v)
+
+
+def _sources(v: Any, option: str) -> Tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
+        raise PlanUsageError(f"{option}: 'sources' must be a list of strings (URLs), not {v!r}")
+    return tuple(v)
+
+
+def _text(v: Any, key: str, option: str) -> str:
+    if not isinstance(v, str):
+        raise PlanUsageError(f"{option}: '{key}' must be a string, not {v!r}")
+    return v
 
 
 def _positive_int(v: Any, key: str, option: str, allow_zero: bool = False) -> int:

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional
 from fmcluster.planner import collectives as coll
 from fmcluster.planner.checkpoints import checkpoint, data_path
 from fmcluster.planner.cluster import cluster_figures
-from fmcluster.planner.cost import hourly_cost, token_cost
+from fmcluster.planner.cost import hourly_cost, job_lines, token_cost
 from fmcluster.planner.errors import PlanUsageError
 from fmcluster.planner.figures import fig
 from fmcluster.planner.hardware import HBM_USABLE_FRACTION, Hardware, of_group
@@ -79,12 +79,8 @@ def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, 
     out["best"] = [detail(c, model, hw, opts) for c in fitting[: opts.top]]
     out["checkpoint"] = checkpoint(model, group, spec, best.step)
     out["data_path"] = data_path(best.step, spec, opts.bytes_per_token)
-    unpriced = [ln["instance_type"] for ln in cost["lines"] if "usd_per_hour" not in ln]
-    out["tokens"] = dict(token_cost(opts.tokens, best.step.tokens_per_s, cost["total_usd_per_hour"]["value"]),
+    out["tokens"] = dict(token_cost(opts.tokens, best.step.tokens_per_s, job_lines(cost, group.name)),
                          count=opts.tokens)
-    if unpriced:
-        out["tokens"]["usd"] = None
-        out["tokens"]["usd_reason"] = f"no On-Demand price for {', '.join(sorted(set(unpriced)))}"
 
     if model.is_moe:
         out["expert_parallel"] = expert_parallel(cands, hw)

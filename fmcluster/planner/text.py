@@ -102,7 +102,8 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
         verdict = "FSx delivers it" if d["delivers"] else "MORE than FSx delivers"
         lines.append(data + f" = {percent(d['share_of_fsx'])} of FSx {human_bytes(val(d['fsx']))}/s: {verdict}")
     t = j["tokens"]
-    usd = (f">= {money(val(t['usd']))} at {money(val(p['cost']['total_usd_per_hour']))}/h" if t["usd"] is not None
+    usd = (f">= {money(val(t['usd']))} at {money(t['usd']['inputs']['usd_per_hour'])}/h (this group and the shared "
+           "instances)" if t["usd"] is not None
            else f"cost unknown ({t['usd_reason']})")
     lines.append(f"  {human_count(t['count'])} tokens: >= {human_seconds(val(t['hours']) * 3600)}, {usd}")
     return lines

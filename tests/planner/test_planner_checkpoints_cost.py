@@ -97,6 +97,21 @@ def test_cost_of_tokens_at_the_bound():
     assert gb["tokens"]["usd"] is None and "p6e-gb200" in gb["tokens"]["usd_reason"]
 
 
+def test_a_job_pays_for_its_gpu_group_and_the_shared_instances_not_for_other_gpu_groups():
+    groups = [{"name": "h100", "instance_type": "p5.48xlarge", "count": 2},
+              {"name": "b200", "instance_type": "p6-b200.48xlarge", "count": 4},
+              {"name": "prep", "role": "cpu", "instance_type": "c5.18xlarge", "count": 1}]
+    s = spec("p5.48xlarge", 2, node_groups=groups,
+             orchestrator={"type": "hyperpod-slurm", "hyperpod": {"login_instance_type": "ml.m5.4xlarge"}})
+    lines = {ln["item"]: ln["usd_per_hour"]["value"] for ln in cost.hourly_cost(s)["lines"]}
+    shared = sum(v for item, v in lines.items() if item not in ("node group h100", "node group b200"))
+    assert shared > lines["node group prep"]  # the controller and login nodes are shared too
+    j = job(s, tokens=1e12)
+    usd = j["tokens"]["usd"]
+    assert usd["inputs"]["usd_per_hour"] == pytest.approx(2 * 55.04 + shared)
+    assert "node group b200" not in usd["inputs"]["lines"]
+
+
 def test_cluster_figures_keep_what_plan_always_printed():
     c = build(spec("p5.48xlarge", 4), None, PlanOptions(gradient_gb=10))["cluster"]
     g = c["groups"][0]

@@ -116,6 +116,21 @@ def test_model_file_and_seq_override(tmp_path, capsys):
         run_plan(harness().parse_args(["plan", DEFAULT, "--model", str(f)]))
 
 
+@pytest.mark.parametrize("line, words", [
+    ("sources: 5", "'sources' must be a list of strings"),
+    ("sources: null", "'sources' must be a list of strings"),
+    ("sources: abc", "'sources' must be a list of strings"),
+    ("notes: [a]", "'notes' must be a string"),
+    ("params: .nan", "'params' must be a finite number greater than 0"),
+    ("params: .inf", "'params' must be a finite number greater than 0"),
+])
+def test_a_malformed_model_file_is_a_usage_error(tmp_path, line, words):
+    f = tmp_path / "m.yaml"
+    f.write_text(f"layers: 16\nhidden: 2048\nffn: 8192\nvocab: 32000\n{line}\n")
+    with pytest.raises(PlanUsageError, match=rf"^--model .*m.yaml: {words}"):
+        run_plan(harness().parse_args(["plan", DEFAULT, "--model", str(f)]))
+
+
 def test_explicit_moe_sizes(capsys):
     rc, out = run(["plan", DEFAULT, "--params", "47B", "--layers", "32", "--hidden", "4096", "--experts", "8",
                    "--active-experts", "2", "--seq", "4096", "--json"], capsys)

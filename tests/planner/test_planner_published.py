@@ -70,6 +70,16 @@ def test_llama_parameter_counts_equal_the_checkpoints():
     assert architecture_params(126, 16384, 128, 8, 53248, 128256) == 405_853_388_800
 
 
+def test_a_head_size_other_than_128_comes_from_hidden_over_heads():
+    """Llama 3.2 1B (Hugging Face config: hidden 2048, 32 heads of 64, 8 KV heads, ffn 8192, vocab 128256) has
+    1,235,814,400 parameters with its embeddings tied; the planner counts the output layer apart (untied)."""
+    tied_published, output_layer = 1_235_814_400, 128256 * 2048
+    raw = {"layers": 16, "hidden": 2048, "heads": 32, "kv_heads": 8, "ffn": 8192, "vocab": 128256}
+    assert build(raw, "--model").params == tied_published + output_layer
+    assert build({**raw, "head_dim": 64}, "--model").params == tied_published + output_layer
+    assert build({**raw, "head_dim": 128}, "--model").params > tied_published + output_layer
+
+
 def test_mixtral_total_and_active_parameters():
     # Jiang et al., arXiv:2401.04088 §2: 47B parameters, 13B active per token
     m = preset("mixtral-8x7b")
