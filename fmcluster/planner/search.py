@@ -46,12 +46,19 @@ def evaluate(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch
         chosen = best or smallest
         if chosen is not None:
             out.append(chosen)
-    out.sort(key=lambda x: (not x.fits, x.step.bound_s if x.fits else x.memory.total, x.step.serial_s))
+    out.sort(key=lambda x: (not x.fits, _per_token(x.step.bound_s, x) if x.fits else x.memory.total,
+                            _per_token(x.step.serial_s, x)))
     return out
 
 
+def _per_token(seconds: float, c: Candidate) -> float:
+    """Seconds per token: layouts round the batch to their data-parallel width differently, so step times alone do
+    not compare."""
+    return seconds / c.step.tokens if c.step.tokens else float("inf")
+
+
 def _rank(c: Candidate) -> tuple:
-    return (c.step.bound_s, c.step.serial_s, c.memory.total)
+    return (_per_token(c.step.bound_s, c), _per_token(c.step.serial_s, c), c.memory.total)
 
 
 def describe(c: Candidate) -> str:
