@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from helpers.planner import hardware
+from helpers.planner import hardware, spec
 
 from fmcluster.planner import collectives as c
+from fmcluster.planner.hardware import of_group
 from fmcluster.planner.layouts import Layout, enumerate_layouts, stage_params
 from fmcluster.planner.models import build, preset
 from fmcluster.planner.report import PlanOptions
 from fmcluster.planner.report import build as build_report
+from fmcluster.planner.search import evaluate
 from fmcluster.planner.steptime import step
 
 
@@ -110,3 +112,12 @@ def test_stage_parameters_add_up():
     assert whole["dense"] + whole["expert"] == pytest.approx(m.params)
     split = stage_params(m, Layout(2, 4, 1, 1, 1, 1, 4096))
     assert split["layers"] == 8 and split["expert"] == pytest.approx(m.expert_params / 4 / 2)
+
+
+def test_layouts_are_ranked_by_time_per_token_not_per_step():
+    """DeepSeek-V3 on one GB200 NVL72: layouts round the 4M-token batch to their data-parallel width differently
+    (4,423,680 tokens against 4,194,304), so the fastest step is not the fastest per token."""
+    hw = of_group(spec("p6e-gb200.36xlarge", 18).node_groups[0], "bf16")
+    fitting = [c for c in evaluate(preset("deepseek-v3"), hw, 4194304, 1, 0.4) if c.fits]
+    per_token = [c.step.bound_s / c.step.tokens for c in fitting]
+    assert len({c.step.tokens for c in fitting[:3]}) > 1 and per_token == sorted(per_token)
