@@ -33,8 +33,8 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--active-experts", help="experts each token is routed to (top-k)")
     t = parser.add_argument_group("training")
     t.add_argument("--precision", choices=("bf16", "fp8"), default="bf16", help="compute precision (default bf16)")
-    t.add_argument("--mfu", default="0.4", help="share of peak FLOPs the GPUs sustain on what they compute, recomputation included "
-                   "(equals MFU without recomputation; default 0.4)")
+    t.add_argument("--mfu", default="0.4", help="share of peak FLOPs the GPUs sustain on what they compute, "
+                   "recomputation included (equals MFU without recomputation; default 0.4)")
     t.add_argument("--global-batch-tokens", default="4194304", help="tokens per optimizer step (default 4M = 2^22)")
     t.add_argument("--micro-batch", default="1", help="sequences per micro-batch (default 1)")
     t.add_argument("--tokens", default="1T", help="tokens to train, for time and cost (default 1T)")

@@ -113,6 +113,17 @@ def communication(model: Model, hw: Hardware, layout: Layout, sharding: str, rec
                                     params * GRAD_BYTES, m, m * rs[0], m * rs[1],
                                     "microbatches x (n-1)/n x 2 bytes x params", link))
             return
+        if sharding == "zero2" and m > 1:
+            # sharded gradients cannot accumulate whole: each micro-batch's are reduce-scattered to their owners
+            # (DeepSpeed stage 2), then the updated weight shards are all-gathered once
+            rs = c.hierarchical(c.REDUCE_SCATTER, params * GRAD_BYTES, ranks, per_domain, nvl, net)
+            ag = c.hierarchical(c.ALL_GATHER, params * WEIGHT_BYTES, ranks, per_domain, nvl, net)
+            out.append(c.Collective(f"{name} gradient reduce-scatter", c.REDUCE_SCATTER, group, ranks,
+                                    params * GRAD_BYTES, m, m * rs[0], m * rs[1],
+                                    "microbatches x (n-1)/n x 2 bytes x params", link))
+            out.append(c.Collective(f"{name} weight all-gather", c.ALL_GATHER, group, ranks, params * WEIGHT_BYTES,
+                                    1, ag[0], ag[1], "(n-1)/n x 2 bytes x params", link))
+            return
         ar = c.hierarchical(c.ALL_REDUCE, params * GRAD_BYTES, ranks, per_domain, nvl, net)
         out.append(c.Collective(f"{name} gradient all-reduce", c.ALL_REDUCE, group, ranks, params * GRAD_BYTES, 1,
                                 ar[0], ar[1], "2(n-1)/n x 2 bytes x params, hierarchical", link))

@@ -83,6 +83,22 @@ def test_zero3_gathers_weights_every_micro_batch():
     assert full.compute_s == pytest.approx(z3.compute_s * 8 / 6)
 
 
+def test_zero2_reduce_scatters_gradients_every_micro_batch():
+    """Sharded gradients cannot accumulate whole, so stage 2 reduces after every backward pass
+    (deepspeedai/DeepSpeed#2252); with one micro-batch it moves what ZeRO-1's all-reduce does."""
+    hw = hardware("p5.48xlarge", 4)
+    m = preset("llama3-8b")
+    lay = Layout(tp=1, pp=1, dp=32, ep=1, micro_batch=1, microbatches=4, seq=8192)
+    z1 = step(m, hw, lay, "zero1", "selective", 0.4)
+    z2 = step(m, hw, lay, "zero2", "selective", 0.4)
+    rs = next(x for x in z2.collectives if x.kind == c.REDUCE_SCATTER)
+    assert rs.calls == 4 and next(x for x in z2.collectives if x.kind == c.ALL_GATHER).calls == 1
+    assert sum(x.seconds for x in z2.collectives) > sum(x.seconds for x in z1.collectives)
+    one = Layout(tp=1, pp=1, dp=32, ep=1, micro_batch=1, microbatches=1, seq=8192)
+    assert sum(x.seconds for x in step(m, hw, one, "zero2", "selective", 0.4).collectives) == pytest.approx(
+        sum(x.seconds for x in step(m, hw, one, "zero1", "selective", 0.4).collectives))
+
+
 def test_pipeline_bubble_and_tensor_parallel_traffic():
     hw = hardware("p5.48xlarge", 4)
     m = preset("llama3-70b")
