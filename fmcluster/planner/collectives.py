@@ -12,7 +12,9 @@ bandwidth bounds, the time can only be longer.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Tuple
 
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, SEND_RECV = "all-reduce", "all-gather", "reduce-scatter", "all-to-all", \
@@ -29,9 +31,21 @@ def ring_seconds(kind: str, size_bytes: float, ranks: int, bytes_per_s: float) -
     return RING_FACTOR[kind] * (ranks - 1) / ranks * size_bytes / bytes_per_s
 
 
-def members_per_domain(ranks: int, stride: int, domain: int) -> int:
-    """Members of a group (rank stride `stride`) that share one NVLink domain of `domain` GPUs."""
-    return max(1, min(ranks, domain // max(stride, 1)))
+@lru_cache(maxsize=4096)
+def members_per_domain(ranks: int, stride: int, domain: int, gpus: int) -> int:
+    """The fewest members of any one group that share an NVLink domain of `domain` GPUs, for groups of `ranks` at rank
+    stride `stride` laid out in rank order over `gpus` GPUs. A group that straddles a domain boundary (16-rank groups
+    on 72-GPU domains) sends the most through EFA, and the step waits for it."""
+    s = max(stride, 1)
+    span = ranks * s
+    if ranks <= 1 or span > gpus:
+        return max(1, min(ranks, domain // s))
+    fewest = ranks
+    for start in range(0, gpus - span + 1, span):
+        for offset in range(s):
+            counts = Counter((start + offset + i * s) // domain for i in range(ranks))
+            fewest = min(fewest, min(counts.values()))
+    return max(1, fewest)
 
 
 def hierarchical(kind: str, size_bytes: float, ranks: int, per_domain: int, nvlink_bps: float,

@@ -137,7 +137,8 @@ def detail(c: Candidate, model: Model, hw: Hardware, opts: PlanOptions) -> Dict[
         "bubble": fig(st.bubble_s, "s", "compute x (pp - 1) / microbatches", pp=lay.pp, microbatches=lay.microbatches),
         "collectives": [dict(collective_summary(x), nvlink_bytes_s=hw.nvlink_bytes_s,
                              internode_bytes_s_per_gpu=hw.internode_bytes_s_per_gpu,
-                             members_per_domain=coll.members_per_domain(x.ranks, _stride(x.group, lay), hw.domain))
+                             members_per_domain=coll.members_per_domain(x.ranks, _stride(x.group, lay), hw.domain,
+                                                                              hw.gpus))
                         for x in st.collectives],
         "bound": fig(st.bound_s, "s", "max(compute + bubble, NVLink seconds, inter-node seconds)",
                      compute_s=st.compute_s, bubble_s=st.bubble_s, nvlink_s=st.nvlink_s, internode_s=st.internode_s),
@@ -157,7 +158,7 @@ def expert_parallel(cands: List[Candidate], hw: Hardware) -> List[Dict[str, Any]
     out: List[Dict[str, Any]] = []
     for ep in sorted({c.layout.ep for c in cands if c.layout.ep > 1}):
         c = next(x for x in cands if x.layout.ep == ep)
-        k = coll.members_per_domain(ep, c.layout.tp, hw.domain)
+        k = coll.members_per_domain(ep, c.layout.tp, hw.domain, hw.gpus)
         a2a = next((x for x in c.step.collectives if x.kind == coll.ALL_TO_ALL), None)
         out.append({"ep": ep, "tp": c.layout.tp, "layout": c.layout.key(), "fits": c.fits, "members_per_domain": k,
                     "share_across_domains": round((ep - k) / (ep - 1), 4), "stays_on_nvlink": k >= ep,

@@ -100,7 +100,7 @@ def communication(model: Model, hw: Hardware, layout: Layout, sharding: str, rec
     def data_parallel(name: str, group: str, params: float, ranks: int, stride: int) -> None:
         if ranks <= 1 or params <= 0:
             return
-        per_domain = c.members_per_domain(ranks, stride, hw.domain)
+        per_domain = c.members_per_domain(ranks, stride, hw.domain, hw.gpus)
         if sharding == "zero3":
             # per micro-batch: all-gather weights per forward pass and for backward, reduce-scatter gradients
             gathers = (forward_passes + 1) * m
@@ -147,7 +147,7 @@ def communication(model: Model, hw: Hardware, layout: Layout, sharding: str, rec
     if layout.ep > 1 and p["moe_layers"]:
         size = float(b * s / t * model.active_experts * h * ACT_BYTES)
         calls = (2 + 2 * forward_passes) * p["moe_layers"] * m
-        per_domain = c.members_per_domain(layout.ep, t, hw.domain)
+        per_domain = c.members_per_domain(layout.ep, t, hw.domain, hw.gpus)
         a2a = c.all_to_all(size, layout.ep, per_domain, nvl, net)
         out.append(c.Collective("expert all-to-all", c.ALL_TO_ALL, "ep", layout.ep, size, calls, calls * a2a[0],
                                 calls * a2a[1], "(2 + 2 x passes) x moe layers/pp x microbatches x "

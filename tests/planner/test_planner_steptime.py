@@ -64,9 +64,17 @@ def test_hierarchical_all_reduce_splits_nvlink_and_efa():
 
 
 def test_members_per_domain_follow_the_rank_stride():
-    assert c.members_per_domain(ranks=16, stride=1, domain=8) == 8
-    assert c.members_per_domain(ranks=16, stride=8, domain=8) == 1  # dp with tp = 8: one rank per node
-    assert c.members_per_domain(ranks=64, stride=1, domain=72) == 64
+    assert c.members_per_domain(ranks=16, stride=1, domain=8, gpus=32) == 8
+    assert c.members_per_domain(ranks=16, stride=8, domain=8, gpus=128) == 1  # dp with tp = 8: one rank per node
+    assert c.members_per_domain(ranks=64, stride=1, domain=72, gpus=64) == 64
+
+
+def test_a_group_that_straddles_an_nvlink_domain_is_the_one_the_step_waits_for():
+    """144 GB200 GPUs in two 72-GPU domains: 16-rank groups in rank order put ranks 64-79 across the boundary, 8 on
+    each side; 8-rank groups tile the domain."""
+    assert c.members_per_domain(ranks=16, stride=1, domain=72, gpus=144) == 8
+    assert c.members_per_domain(ranks=8, stride=1, domain=72, gpus=144) == 8
+    assert c.members_per_domain(ranks=36, stride=2, domain=72, gpus=144) == 36
 
 
 def test_zero3_gathers_weights_every_micro_batch():
