@@ -75,7 +75,7 @@ def _group(parent: Any, grp: Any, index: int) -> tuple:
             nodes = min(per_domain, grp.count - d * per_domain)
             name = f"cluster_g{index}_d{d}"
             with c.subgraph(name=name) as dom:
-                link = f"{t.nvlink_gbs_per_gpu:g} GB/s per GPU" if t.nvlink_gbs_per_gpu else "no NVLink"
+                link = f"{t.nvlink_gbs_per_gpu:g} GB/s per GPU (bidirectional)" if t.nvlink_gbs_per_gpu else "no NVLink"
                 dom.attr(label=f"NVLink domain {d + 1}: {nodes * t.gpus} GPU{'s' if nodes * t.gpus > 1 else ''}, {link}",
                          style="rounded,filled", fillcolor=COLORS["domain"], color="#2e7d32", fontsize="11")
                 for n in _node_labels(nodes, t):

@@ -54,12 +54,15 @@ def cost_lines(cost: Dict[str, Any]) -> List[str]:
     total = val(cost["total_usd_per_hour"])
     mark = f" ({cost['region_note']})" if cost["region_note"] else (" (estimate)" if cost["estimate"] else "")
     partial = "" if cost["complete"] else " for the priced items"
-    lines = [f"cost: {money(total)}/h On-Demand{partial}{mark}, prices as of {cost['as_of']}"]
+    if not any(ln["usd_per_hour_each"] is not None for ln in cost["lines"]):
+        lines = [f"cost: no On-Demand price for any item{mark}, prices as of {cost['as_of']}"]
+    else:
+        lines = [f"cost: {money(total)}/h On-Demand{partial}{mark}, prices as of {cost['as_of']}"]
     for ln in cost["lines"]:
         each = ln["usd_per_hour_each"]
         price = f"{money(val(ln['usd_per_hour']))}/h" if each is not None else "no price"
         lines.append(f"  {ln['item']}: {ln['count']} x {ln['instance_type']} {price}"
-                     + "".join(f"; {n}" for n in ln["notes"][:1]))
+                     + "".join(f"; {n}" for n in ln["notes"]))
     return lines
 
 
@@ -73,9 +76,11 @@ def model_lines(p: Dict[str, Any]) -> List[str]:
 
 def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     hw = j["hardware"]
-    head = (f"job on {j['group']} ({hw['gpus']} x {hw['gpu']}, NVLink domain {hw['nvlink_domain_gpus']} GPUs at "
-            f"{hw['nvlink_gb_s_one_way_per_gpu']:g} GB/s, {hw['internode_link']} {hw['internode_gb_s_per_gpu']:.3g} GB/s "
-            f"per GPU): {j['layouts_fitting']} of {j['layouts_evaluated']} layouts fit {hw['hbm_gib_per_gpu']:g} GiB")
+    nvlink = (f"NVLink domain {hw['nvlink_domain_gpus']} GPUs at {hw['nvlink_gb_s_one_way_per_gpu']:g} GB/s"
+              if hw["nvlink_gb_s_one_way_per_gpu"] else "no NVLink")
+    head = (f"job on {j['group']} ({hw['gpus']} x {hw['gpu']}, {nvlink}, {hw['internode_link']} "
+            f"{hw['internode_gb_s_per_gpu']:.3g} GB/s per GPU): {j['layouts_fitting']} of {j['layouts_evaluated']} "
+            f"layouts fit {hw['hbm_gib_per_gpu']:g} GiB")
     if not j["fits"]:
         return [head, f"  does not fit: {j['overflow']}"]
     lines = [head, "  fastest layouts (step lower bound with perfect overlap; serial sum in brackets):"]
