@@ -127,7 +127,10 @@ def memory_table(j: Dict[str, Any]) -> str:
                      gib(val(mem["optimizer"])), gib(val(mem["activations"])), gib(val(mem["total"])),
                      gib(val(mem["usable_hbm"])), fits, human_seconds(val(b["step"]["bound"])),
                      human_seconds(val(b["step"]["serial"]))))
-    return "<h3>Memory fit per GPU (GiB), fastest layouts first</h3>" + table(
+    by = j["best"][0]["memory"]["activations_by_recompute"]
+    note = ("<p>Activations of layout 1 by recomputation policy: " + ", ".join(
+        f"{escape(policy)} {gib(val(f))} GiB" for policy, f in by.items()) + ".</p>")
+    return "<h3>Memory fit per GPU (GiB), fastest layouts first</h3>" + note + table(
         ("#", "layout", "weights", "gradients", "optimizer", "activations", "total", "usable HBM", "fit", "step bound",
          "serial"), rows, numeric=(2, 3, 4, 5, 6, 7))
 

@@ -14,7 +14,7 @@ from fmcluster.planner.errors import PlanUsageError
 from fmcluster.planner.figures import fig
 from fmcluster.planner.hardware import HBM_USABLE_FRACTION, Hardware, of_group
 from fmcluster.planner.layouts import stage_params
-from fmcluster.planner.memory import SHARDINGS, activation_coefficient
+from fmcluster.planner.memory import RECOMPUTE, SHARDINGS, activation_coefficient, activations
 from fmcluster.planner.models import Model
 from fmcluster.planner.search import Candidate, describe, evaluate, overflow_message
 from fmcluster.planner.steptime import collective_summary
@@ -122,7 +122,11 @@ def detail(c: Candidate, model: Model, hw: Hardware, opts: PlanOptions) -> Dict[
                            + " + 4 s b v / t (fp32 logits)", s=model.seq, b=lay.micro_batch, h=model.hidden,
                            heads=model.heads, t=lay.tp, coefficient=coef, layers_on_stage=p["layers"],
                            in_flight=min(lay.pp, lay.microbatches), vocab=model.vocab, recompute=mem.recompute),
-        "total": fig(mem.total, "bytes", "weights + gradients + optimizer + activations"),
+        "activations_by_recompute": {policy: fig(activations(model, lay, policy), "bytes", "the activations formula "
+                                                 "with this recomputation policy", recompute=policy)
+                                     for policy in RECOMPUTE},
+        "total": fig(mem.total, "bytes", "weights + gradients + optimizer + activations",
+                     weights=mem.weights, gradients=mem.gradients, optimizer=mem.optimizer, activations=mem.activations),
         "usable_hbm": fig(hw.usable_hbm_bytes, "bytes", "HBM per GPU x usable fraction", hbm=hw.hbm_bytes,
                           fraction=HBM_USABLE_FRACTION),
         "fits": c.fits,

@@ -91,6 +91,9 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
                      f"({human_seconds(val(st['serial']))}), {human_count(val(st['tokens_per_s']))} tokens/s")
         if i == 1:
             lines.append("       " + step_breakdown(st, hw["internode_link"]))
+            by = mem["activations_by_recompute"]
+            lines.append("       activations per GPU by recomputation: " + ", ".join(
+                f"{policy} {val(f) / GIB:.1f} GiB" for policy, f in by.items()))
     for e in j.get("expert_parallel", []):
         where = "stays on NVLink" if e["stays_on_nvlink"] else \
             f"{e['share_across_domains']:.0%} of it crosses {hw['internode_link']}"

@@ -145,3 +145,11 @@ def test_layouts_are_ranked_by_time_per_token_not_per_step():
     fitting = [c for c in evaluate(preset("deepseek-v3"), hw, 4194304, 1, 0.4) if c.fits]
     per_token = [c.step.bound_s / c.step.tokens for c in fitting]
     assert len({c.step.tokens for c in fitting[:3]}) > 1 and per_token == sorted(per_token)
+
+
+def test_each_shown_layout_reports_activations_with_and_without_recomputation():
+    report = build_report(spec("p5.48xlarge", 2), preset("llama3-8b"), PlanOptions())
+    mem = report["jobs"][0]["best"][0]["memory"]
+    by = {policy: f["value"] for policy, f in mem["activations_by_recompute"].items()}
+    assert by["none"] > by["selective"] > by["full"] > 0
+    assert mem["activations"]["value"] == by[report["jobs"][0]["best"][0]["layout"]["recompute"]]
