@@ -1,14 +1,16 @@
 """EC2 node groups as every kind that launches its own instances builds them (none, pcs, eks): the
 node runtime asset, user data that mounts storage, installs collectors and runs the boot validator with the
-group's NodeProfile, the AMI, and one `Ec2NodeGroup` per spec node group."""
+group's NodeProfile, the AMI, and one `Ec2NodeGroup` per spec node group. `Ec2Nodes` is all of that with a node
+role: the whole of orchestrator none, and what PCS launches its node groups from."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Dict, Optional, Sequence
 
-from aws_cdk import Stack
+from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.catalog import InstanceType
@@ -22,7 +24,8 @@ from fmcluster.constructs.node_bootstrap import (
     mount_step,
 )
 from fmcluster.constructs.node_group import Ec2NodeGroup
-from fmcluster.orchestrators.context import SharedFileSystem
+from fmcluster.constructs.node_role import NodeRole
+from fmcluster.orchestrators.context import OrchestrationContext, SharedFileSystem
 from fmcluster.profiles import node_profile_json
 from fmcluster.spec import ClusterSpec, NodeGroup
 
@@ -196,3 +199,43 @@ class Ec2NodeGroups:
         )
         self.runtime(scope).required_by(template)
         return template
+
+
+class Ec2Nodes(Construct):
+    """The node role, the runtime asset it may read, and one `Ec2NodeGroup` per node group.
+
+    Exposes ``node_role``, ``runtime``, ``node_groups`` (by group name) and ``grantee``.
+
+    :param role_path: IAM path of the node role.
+    :param set_instance_type: launch templates name the instance type and the node role's profile (plain EC2);
+        False when the launching service sets both itself (PCS).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        context: OrchestrationContext,
+        role_path: str = "/",
+        set_instance_type: bool = True,
+    ) -> None:
+        super().__init__(scope, id)
+        self.context = context
+        self.node_role = NodeRole(self, "NodeRole", path=role_path, description=f"fmcluster {context.spec.name} nodes")
+        self.runtime = context.node_groups.runtime(self)
+        self.runtime.grant_read(self.node_role.role)
+        self.node_groups: Dict[str, Ec2NodeGroup] = {
+            group.name: context.node_groups.build(
+                self,
+                group,
+                instance_profile_arn=self.node_role.instance_profile_arn if set_instance_type else None,
+                set_instance_type=set_instance_type,
+            )
+            for group in context.spec.node_groups
+        }
+        CfnOutput(self, "NodeRoleArn", value=self.node_role.role.role_arn)
+
+    @property
+    def grantee(self) -> iam.IGrantable:
+        return self.node_role.role

@@ -11,7 +11,7 @@ KIND = OrchestratorKind(
     settings=NoOrchestrator,
     node_agent=None,
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
-    construct="fmcluster.orchestrators.none.construct:Ec2Nodes",
+    construct="fmcluster.orchestrators.ec2_nodes:Ec2Nodes",
     validation_policies=("report", "fail"),
     validation_policy_note="no scheduler runs here to drain or taint the node from",
 )

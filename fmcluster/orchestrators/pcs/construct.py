@@ -11,8 +11,7 @@ from constructs import Construct
 from fmcluster import catalog
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.ec2_nodes import construct_id
-from fmcluster.orchestrators.none.construct import Ec2Nodes
+from fmcluster.orchestrators.ec2_nodes import Ec2Nodes, construct_id
 from fmcluster.orchestrators.pcs.cluster import PcsCluster
 from fmcluster.orchestrators.pcs.settings import instances, login_ami_id, login_image, settings_of
 
