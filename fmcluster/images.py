@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
+from fmcluster.runtime.contract import INSTANCE_NVME_ROOT
+
 DLAMI_PARAMETER = "/aws/service/deeplearning/ami/{arch}/base-oss-nvidia-driver-gpu-{os}/latest/ami-id"
 
 
@@ -32,11 +34,11 @@ FAMILIES: Dict[str, ImageFamily] = {
     f.name: f
     for f in (
         ImageFamily("dlami-ubuntu-22.04", "Deep Learning Base OSS NVIDIA Driver GPU AMI (Ubuntu 22.04)", "/dev/sda1",
-                    _dlami("ubuntu-22.04"), "/opt/dlami/nvme", ("root_device",)),
+                    _dlami("ubuntu-22.04"), INSTANCE_NVME_ROOT, ("root_device",)),
         ImageFamily("dlami-ubuntu-24.04", "Deep Learning Base OSS NVIDIA Driver GPU AMI (Ubuntu 24.04)", "/dev/sda1",
-                    _dlami("ubuntu-24.04"), "/opt/dlami/nvme", ("root_device",)),
+                    _dlami("ubuntu-24.04"), INSTANCE_NVME_ROOT, ("root_device",)),
         ImageFamily("dlami-al2023", "Deep Learning Base OSS NVIDIA Driver GPU AMI (Amazon Linux 2023)", "/dev/xvda",
-                    _dlami("amazon-linux-2023"), "/opt/dlami/nvme", ()),
+                    _dlami("amazon-linux-2023"), INSTANCE_NVME_ROOT, ()),
     )
 }
 DEFAULT_FAMILY = "dlami-ubuntu-22.04"

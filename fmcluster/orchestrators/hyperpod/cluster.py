@@ -39,6 +39,7 @@ from fmcluster.orchestrators.hyperpod.instance_role import (
     subnet_id,
 )
 from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
+from fmcluster.runtime.contract import ML_PREFIX
 
 NODE_TYPES = ("Controller", "Login", "Compute")
 
@@ -105,8 +106,8 @@ class HyperPodInstanceGroup:
         where = f"instance_groups[{self.name!r}]"
         if not (NAME.match(self.name) and len(self.name) <= 63):
             raise ValueError(f"{where}.name: 1-63 chars of letters, digits and inner hyphens")
-        if not self.instance_type.startswith("ml."):
-            raise ValueError(f"{where}.instance_type: {self.instance_type!r} must start with 'ml.'")
+        if not self.instance_type.startswith(ML_PREFIX):
+            raise ValueError(f"{where}.instance_type: {self.instance_type!r} must start with {ML_PREFIX!r}")
         if self.count < 1:
             raise ValueError(f"{where}.count: must be at least 1")
         if self.node_type is not None and self.node_type not in NODE_TYPES:

@@ -15,6 +15,7 @@ from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole
 from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
 from fmcluster.orchestrators.hyperpod.settings import CONTROLLER_GROUP, LOGIN_GROUP, ml_type, settings_of
 from fmcluster.profiles import node_profile_json
+from fmcluster.runtime.contract import LIFECYCLE_PARAMETERS_VERSION
 from fmcluster.spec import ClusterSpec
 
 
@@ -100,7 +101,7 @@ def lifecycle_parameters(
     """fmcluster_parameters.json, the contract with fmcluster/runtime/lifecycle (see its README)."""
     settings = settings_of(spec)
     return {
-        "version": 1,
+        "version": LIFECYCLE_PARAMETERS_VERSION,
         "workload_manager": "slurm",
         "cluster_name": spec.name,
         "region": region,

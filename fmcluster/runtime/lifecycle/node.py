@@ -40,16 +40,20 @@ import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from fmcluster.runtime.contract import (
+    EKS_LIFECYCLE_PARAMETERS_KEYS,
     EKS_OBSERVABILITY_KEYS,
+    EKS_WORKER_GROUP_KEYS,
     ENROOT_PATH_KEYS,
     HYPERPOD_EBS_ROOT,
     INSTANCE_NVME_ROOT,
     KUBERNETES_DATA_DIRS,
     LIFECYCLE_PARAMETERS_FILE,
+    LIFECYCLE_PARAMETERS_KEYS,
     LIFECYCLE_PARAMETERS_VERSION,
     UID_MAX,
     UID_MIN,
     USER_NAME_PATTERN,
+    WORKER_GROUP_KEYS,
     ssh_key_ok,
 )
 from fmcluster.runtime.profile import LEVELS, POLICIES
@@ -93,6 +97,13 @@ def _clean(value: Any, field: str) -> str:
     return value
 
 
+def _known_keys(obj: Dict[str, Any], allowed: Iterable[str], where: str) -> None:
+    """Keys the node does not know mean the synth side and the node disagree (contract drift): refuse them."""
+    unknown = sorted(set(obj) - set(allowed))
+    if unknown:
+        raise LifecycleError(f"{where}: unknown key(s) {', '.join(unknown)}; this node knows {', '.join(allowed)}")
+
+
 def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
     """Check fmcluster_parameters.json and return it with defaults filled in."""
     if params.get("version") != LIFECYCLE_PARAMETERS_VERSION:
@@ -100,6 +111,7 @@ def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
                              f"got {params.get('version')!r}")
     if params.get("workload_manager") != "slurm":
         raise LifecycleError(f"workload_manager must be 'slurm', got {params.get('workload_manager')!r}")
+    _known_keys(params, LIFECYCLE_PARAMETERS_KEYS, LIFECYCLE_PARAMETERS_FILE)
     out = dict(params)
     for key in ("cluster_name", "region", "controller_group"):
         _clean(params.get(key), key)
@@ -111,6 +123,7 @@ def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
     for i, w in enumerate(workers):
         if not isinstance(w, dict):
             raise LifecycleError(f"worker_groups[{i}] must be an object")
+        _known_keys(w, WORKER_GROUP_KEYS, f"worker_groups[{i}]")
         for key in ("instance_group_name", "partition_name", "instance_type"):
             _clean(w.get(key), f"worker_groups[{i}].{key}")
         if not isinstance(w.get("gpu"), bool):
@@ -202,6 +215,7 @@ def validate_eks_params(params: Dict[str, Any]) -> Dict[str, Any]:
                              f"got {params.get('version')!r}")
     if params.get("workload_manager") != "eks":
         raise LifecycleError(f"workload_manager must be 'eks', got {params.get('workload_manager')!r}")
+    _known_keys(params, EKS_LIFECYCLE_PARAMETERS_KEYS, LIFECYCLE_PARAMETERS_FILE)
     out = dict(params)
     for key in ("cluster_name", "region", "system_group"):
         _clean(params.get(key), key)
@@ -211,6 +225,7 @@ def validate_eks_params(params: Dict[str, Any]) -> Dict[str, Any]:
     for i, w in enumerate(workers):
         if not isinstance(w, dict):
             raise LifecycleError(f"worker_groups[{i}] must be an object")
+        _known_keys(w, EKS_WORKER_GROUP_KEYS, f"worker_groups[{i}]")
         for key in ("instance_group_name", "instance_type"):
             _clean(w.get(key), f"worker_groups[{i}].{key}")
         for key in ("gpu", "efa"):
