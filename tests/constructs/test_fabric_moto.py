@@ -54,7 +54,7 @@ def test_ec2_accepts_the_p5_launch_template_and_launches_from_it(p5_launch_templ
     placement_ref = p5_launch_template_data["Placement"]["GroupName"]["Ref"]
     refs = {"sg": sg, "subnet": subnet, "ami": ami, "profile_arn": profile, placement_ref: "fm-dev-gpu"}
     data = _resolve(p5_launch_template_data, refs)
-    data.pop("Placement")  # moto implements no placement groups (docs/testing.md)
+    data.pop("Placement")  # moto 5 implements no placement groups: the launch is checked without one
 
     lt = ec2.create_launch_template(LaunchTemplateName="p5", LaunchTemplateData=data)["LaunchTemplate"]
     stored = ec2.describe_launch_template_versions(LaunchTemplateId=lt["LaunchTemplateId"])[
