@@ -36,9 +36,14 @@ from fmcluster.spec import ClusterSpec, NodeGroup
 # Amazon Linux 2023 boots from /dev/xvda (the DLAMI's Ubuntu from /dev/sda1).
 AL2023_ROOT_DEVICE = "/dev/xvda"
 # nodeadm's localStorage RAID0 strategy assembles the instance NVMe into one xfs array mounted here and bind-mounts
-# kubelet, containerd and pod logs onto it (amazon-eks-ami, nodeadm API "LocalStorageOptions").
+# kubelet, containerd and pod logs onto it (amazon-eks-ami, nodeadm API "LocalStorageOptions";
+# templates/al2023/runtime/bin/setup-local-disks).
 K8S_DISKS = "/mnt/k8s-disks/0"
 NODE_CONFIG = "application/node.eks.aws"
+# On the AL2023 AMI nodeadm sets up the local disks and starts kubelet in its run phase, in nodeadm-run.service, which
+# is ordered After=cloud-final.service: after our user data has ended (docs/eks.md, "Boot order on AL2023"). The boot
+# validation therefore runs as a unit ordered after it (constructs/node_bootstrap.py deferred_validation).
+VALIDATE_AFTER = ("nodeadm-run.service", "kubelet.service")
 
 # What the boot validator checks on the EKS AL2023 NVIDIA AMI. The AMI carries the driver (580 branch), the EFA
 # kernel module and rdma-core (aws-efa-installer --minimal), the container toolkit and containerd; CUDA, NCCL,
@@ -90,18 +95,20 @@ EFA_TEXTFILE_UNITS = efa_textfile_shell()
 
 
 def pre_validation_steps(spec: ClusterSpec, group: NodeGroup) -> str:
-    """Shell lines before the mount and the validator: wait for nodeadm's RAID0 mount, install the Lustre client
-    (the EKS AMI has none; FSx user guide, "Installing the Lustre client", Amazon Linux 2023), and with observability
-    the EFA counters' textfile timer."""
+    """Shell lines before the mount and the validator, in the boot-validation unit (after nodeadm-run.service): with
+    observability the EFA counters' textfile timer, a short wait for nodeadm's RAID0 mount (nodeadm-run.service
+    mounts it before it starts kubelet, so it is normally there), and the Lustre client (the EKS AMI has none; FSx
+    user guide, "Installing the Lustre client", Amazon Linux 2023). Every command under a timeout."""
     lines = ""
     if spec.observability.enabled and group.efa_enabled:
         lines += EFA_TEXTFILE_UNITS
     if group.instance.nvme_disks:
-        lines += (f"for i in $(seq 60); do mountpoint -q {K8S_DISKS} && break; sleep 5; done\n"
-                  f"mountpoint -q {K8S_DISKS} || echo 'fmcluster: {K8S_DISKS} not mounted after 5 min'\n")
+        lines += (f"for i in $(seq 24); do timeout 10 mountpoint -q {K8S_DISKS} && break; sleep 5; done\n"
+                  f"timeout 10 mountpoint -q {K8S_DISKS} || echo 'fmcluster: {K8S_DISKS} not mounted after 2 min'\n")
     if spec.storage.fsx is not None:
-        lines += ("for i in 1 2 3 4 5; do dnf install -y -q lustre-client && break; sleep $((i * 10)); done "
-                  "|| echo 'fmcluster: lustre-client install failed'\n")
+        lines += ("lustre=no\nfor i in 1 2 3 4 5; do timeout 300 dnf install -y -q lustre-client && { lustre=yes; "
+                  "break; }; sleep $((i * 10)); done\n"
+                  "[ \"$lustre\" = yes ] || echo 'fmcluster: lustre-client install failed'\n")
     return lines
 
 
@@ -150,7 +157,7 @@ class EksNodeGroups(Construct):
         profile = eks_node_profile(spec, group)
         shell = context.node_groups.bootstrap_shell(
             self, group, profile_json=profile.to_json(indent=None), policy="report", collectors=False,
-            before_mount=pre_validation_steps(spec, group))
+            before_mount=pre_validation_steps(spec, group), after_units=VALIDATE_AFTER)
         image = NodeImage(image_id=None, user_data=mime_user_data(shell, [(NODE_CONFIG, node_config(group))]),
                           root_device_name=AL2023_ROOT_DEVICE)
         # the instance type goes in the template (Capacity Blocks require it there, EKS user guide "Capacity Blocks
