@@ -61,6 +61,15 @@ EKS_OPTIONAL = ["torch", "gdrcopy", "dcgm", "nccl"]
 EKS_KNOWN_GOOD: Dict[str, str] = {"driver": "580.159.03"}
 
 
+def ami_type(instance: catalog.InstanceType) -> eks.NodegroupAmiType:
+    """The managed node group's AL2023 AMI type for the instance's architecture and accelerator: EKS refuses an
+    instance type whose architecture differs from the AMI type's (EKS API reference, Nodegroup amiType)."""
+    arm = instance.architecture == "arm64"
+    if instance.is_gpu:
+        return eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA if arm else eks.NodegroupAmiType.AL2023_X86_64_NVIDIA
+    return eks.NodegroupAmiType.AL2023_ARM_64_STANDARD if arm else eks.NodegroupAmiType.AL2023_X86_64_STANDARD
+
+
 def eks_node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
     """The group's NodeProfile as EKS nodes check it: the AL2023 NVIDIA AMI's stack, instance NVMe where nodeadm
     mounts it, kubelet as the agent, the report left to the node gate (policy report on the node)."""
@@ -173,10 +182,7 @@ class EksNodeGroups(Construct):
             f"{construct_id(group.name)}NodeGroup",
             cluster=cluster,
             nodegroup_name=group.name,
-            ami_type=(eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA if group.instance.architecture == "arm64"
-                      else eks.NodegroupAmiType.AL2023_X86_64_NVIDIA) if group.instance.is_gpu else
-            (eks.NodegroupAmiType.AL2023_ARM_64_STANDARD if group.instance.architecture == "arm64"
-             else eks.NodegroupAmiType.AL2023_X86_64_STANDARD),
+            ami_type=ami_type(group.instance),
             capacity_type=eks.CapacityType.CAPACITY_BLOCK if block else eks.CapacityType.ON_DEMAND,
             launch_template_spec=eks.LaunchTemplateSpec(id=lt.launch_template_id, version=lt.latest_version),
             # static like the other kinds; a Capacity Block group may sit at 0 (EKS scales it to 0 before the block ends)
@@ -215,7 +221,7 @@ class EksNodeGroups(Construct):
             "SystemNodeGroup",
             cluster=cluster,
             nodegroup_name=SYSTEM_GROUP,
-            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+            ami_type=ami_type(instance),  # arm64 system types (m7g) get the ARM AMI
             capacity_type=eks.CapacityType.ON_DEMAND,
             launch_template_spec=eks.LaunchTemplateSpec(id=lt.launch_template_id, version=lt.latest_version),
             min_size=system.count,
