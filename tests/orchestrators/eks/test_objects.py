@@ -224,6 +224,23 @@ def test_device_plugins_never_share_a_node(synth_example):
         assert {"nvidia.com/gpu", labels.VALIDATION_TAINT_KEY} <= keys
 
 
+def test_helm_gives_up_before_the_kubectl_handler_lambda_is_killed(example):
+    """A waited-on chart's Helm timeout is shorter than the kubectl provider Lambda's 15 minutes, so Helm reports a
+    slow install itself."""
+    from fmcluster.orchestrators.eks.charts import HELM_TIMEOUT, KUBECTL_HANDLER_TIMEOUT
+
+    _, template = example
+    waited = [r["Properties"] for r in resources_of(template, "Custom::AWSCDK-EKS-HelmChart").values()
+              if r["Properties"].get("Wait")]
+    assert waited, "the scheduler chart is waited on"
+    for chart in waited:
+        assert chart["Timeout"] == f"{HELM_TIMEOUT.to_seconds():.0f}s" == "720s"
+    (handler,) = [r["Properties"] for lid, r in resources_of(template, "AWS::Lambda::Function").items()
+                  if "KubectlProviderHandler" in lid]
+    assert handler["Timeout"] == KUBECTL_HANDLER_TIMEOUT.to_seconds() == 900
+    assert HELM_TIMEOUT.to_seconds() < handler["Timeout"]
+
+
 def test_charts_are_pinned(example):
     _, template = example
     from fmcluster.orchestrators.eks.versions import CHARTS
