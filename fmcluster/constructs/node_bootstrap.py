@@ -148,16 +148,64 @@ def bootstrap_script(
     policy: str,
     collectors: str = "",
     mount: str = "",
+    after_units: Sequence[str] = (),
 ) -> str:
     """The shell part of the user data: fetch and unpack the runtime, write the profile,
-    mount shared storage and install collectors (when given), run the shared bootstrap. Network steps retry with backoff."""
-    return f"""#!/bin/bash
+    mount shared storage and install collectors (when given), run the shared bootstrap. Network steps retry with backoff.
+
+    With `after_units` the user data runs none of the steps after the profile itself: it writes them to
+    `BOOT_VALIDATION_SCRIPT` and starts that as the systemd unit `BOOT_VALIDATION_UNIT`, ordered after those units
+    (`deferred_validation`), for images whose node agent and local disks come up only after cloud-init's user data."""
+    head = f"""#!/bin/bash
 set -euo pipefail
 {_fetch_runtime(runtime_s3_url, region)}cat >/etc/fmcluster/profile.json <<'FMCLUSTER_PROFILE'
 {profile_json}
 FMCLUSTER_PROFILE
-{mount}{collectors}FMCLUSTER_LEVEL={level} FMCLUSTER_POLICY={policy} \\
-  bash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh
+"""
+    run = (f"FMCLUSTER_LEVEL={level} FMCLUSTER_POLICY={policy} \\\n"
+           "  bash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh\n")
+    if not after_units:
+        return head + mount + collectors + run
+    return head + deferred_validation(mount + collectors + run, after_units)
+
+
+# The unit and script of a deferred boot validation (bootstrap_script's after_units).
+BOOT_VALIDATION_UNIT = "fmcluster-boot-validation.service"
+BOOT_VALIDATION_SCRIPT = "/etc/fmcluster/boot-validation.sh"
+BOOT_VALIDATION_LOG = "/var/log/fmcluster/boot-validation.log"
+
+
+def deferred_validation(steps: str, after_units: Sequence[str]) -> str:
+    """Shell lines for user data that write `steps` (shell lines ending in the bootstrap) to BOOT_VALIDATION_SCRIPT and
+    run it as the oneshot unit BOOT_VALIDATION_UNIT ordered ``After=`` `after_units`.
+
+    The unit is started with ``--no-block``: on the EKS AL2023 AMI `nodeadm-run.service` (local disks, then kubelet) is
+    itself ordered after cloud-final.service, the unit this user data runs in, so a blocking start would wait for
+    this very script. A queued start job keeps its ordering after the script ends (systemd.unit(5), ``After=``). The
+    unit is not enabled: it runs once per instance, at first boot, as user data does. The script runs without
+    ``set -e``, so the bootstrap (which publishes a crashed or timed-out validator as a failure) runs whatever a
+    step before it did."""
+    after = " ".join(after_units)
+    return f"""cat >{BOOT_VALIDATION_SCRIPT} <<'FMCLUSTER_STAGE'
+#!/bin/bash
+# fmcluster boot validation, run by {BOOT_VALIDATION_UNIT} after {after}
+set -uo pipefail
+exec >>{BOOT_VALIDATION_LOG} 2>&1
+echo "$(date -Is) fmcluster boot validation starts"
+{steps}FMCLUSTER_STAGE
+chmod 0755 {BOOT_VALIDATION_SCRIPT}
+cat >/etc/systemd/system/{BOOT_VALIDATION_UNIT} <<'FMCLUSTER_UNIT'
+[Unit]
+Description=fmcluster boot validation, after {after}
+After={after} network-online.target
+Wants=network-online.target
+
+[Service]
+Type=oneshot
+ExecStart=/bin/bash {BOOT_VALIDATION_SCRIPT}
+FMCLUSTER_UNIT
+timeout 60 systemctl daemon-reload
+timeout 60 systemctl start --no-block {BOOT_VALIDATION_UNIT}
 """
 
 

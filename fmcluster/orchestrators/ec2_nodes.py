@@ -107,10 +107,12 @@ class Ec2NodeGroups:
         policy: Optional[str] = None,
         collectors: bool = True,
         before_mount: str = "",
+        after_units: Sequence[str] = (),
     ) -> str:
         """The shell script every node runs: fetch the runtime, write the profile, mount the shared file system,
         install collectors, run the boot validator. A kind may pass its own profile (JSON) and node-side policy,
-        leave the host collectors out (collectors: False), and add shell lines before the mount."""
+        leave the host collectors out (collectors: False), add shell lines before the mount, and with `after_units`
+        run everything after the profile as a systemd unit ordered after those units (bootstrap_script)."""
         region = Stack.of(scope).region
         collector_lines = ""
         if collectors and self.remote_write_url is not None:
@@ -125,6 +127,7 @@ class Ec2NodeGroups:
             policy=policy or self.spec.validation_policy,
             collectors=collector_lines,
             mount=before_mount + self._mount_step(efa_client=group.efa_enabled),
+            after_units=after_units,
         )
 
     def user_data(self, scope: Construct, group: NodeGroup) -> str:

@@ -10,8 +10,10 @@ validation result, which ``node_bootstrap.sh`` renames into place when the valid
 - fail, policy report: remove the taint anyway, with the same condition and event (the failure is only reported).
 - no result within ``--timeout`` of the node's creation: as a failure (reason ``NoResult``).
 
-Kubelet may start before the validator ends; the node is tainted from its registration until this script has read a
-result, so nothing without a toleration of the taint is scheduled there first. The kubelet itself cannot lift its own
+Kubelet starts before the validator ends (on the EKS AL2023 AMI the validation runs in a unit ordered after
+nodeadm-run.service, which starts kubelet; docs/eks.md, "Boot order on AL2023"); the node is tainted from its
+registration until this script has read a result, so nothing without a toleration of the taint is scheduled there
+first. The kubelet itself cannot lift its own
 taint (the NodeRestriction admission plugin forbids a node to change its taints), hence the separate identity.
 
 With ``--adopt`` the gate also decides for a node that carries no taint of ours and no ``FmclusterValidated``

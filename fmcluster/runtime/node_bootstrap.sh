@@ -30,7 +30,9 @@ exec >>"$log_dir/bootstrap.log" 2>&1
 agent=$(PYTHONPATH="$home/pkg" python3 -m fmcluster.runtime.contract agent-unit --profile "$profile") || agent=none
 echo "$(date -Is) fmcluster bootstrap: level=$level policy=$policy agent=$agent"
 
-# The agent (slurmd, kubelet) starts after this script, so its check waits for the run after it.
+# At first boot the agent (slurmd, kubelet) starts after this script, so its check waits for the run after it. On EKS
+# managed nodes kubelet already runs when this script starts (docs/eks.md, "Boot order on AL2023"); there the node
+# gate, a pod that runs only once kubelet does, stands for that check.
 skip=()
 if [ "$agent" != none ]; then
   skip=(--skip orch.agent)

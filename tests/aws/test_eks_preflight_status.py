@@ -31,7 +31,17 @@ def addon_versions(name: str, versions: List[str], default: str) -> Dict[str, An
 def test_preflight_plans_the_eks_checks() -> None:
     ids = [c.id for c in checks_for(eks_spec())]
     assert {"quota:eks-clusters", "eks:version:1.35", "eks:addons", "eks:control-plane-az"} <= set(ids)
-    assert "ami:1.35-x86_64" in ids and "quota:ec2-p-vcpus" in ids and "offering:m6i.2xlarge" in ids
+    assert {"ami:1.35-x86_64-nvidia", "ami:1.35-x86_64-standard"} <= set(ids)
+    assert "quota:ec2-p-vcpus" in ids and "offering:m6i.2xlarge" in ids
+    assert len(ids) == len(set(ids)), "one check per id"
+
+
+def test_the_system_nodes_ami_parameter_follows_their_architecture() -> None:
+    """An arm64 system type (m7g) boots the ARM AL2023 AMI: preflight checks that parameter, not the x86 one."""
+    arm = dict(EKS, eks={**EKS["eks"], "system_nodes": {"instance_type": "m7g.2xlarge"}})
+    names = {c.title for c in preflight.checks(eks_spec(orchestrator=arm))}
+    assert "EKS AMI /aws/service/eks/optimized-ami/1.35/amazon-linux-2023/arm64/standard/recommended/image_id" in names
+    assert not any("x86_64/standard" in n for n in names), "no x86 CPU group left"
 
 
 def test_ami_parameters_follow_version_and_architecture() -> None:

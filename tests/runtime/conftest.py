@@ -18,6 +18,12 @@ NODES = REPO / "tests" / "fixtures" / "nodes"
 TYPES = ["p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"]
 SYSTEM_PATH = "/usr/bin:/bin"
 KEEP = "keep the fixture's"  # set_stack: leave this component as the fixture has it
+# The boot units of the EKS-optimized AL2023 AMI in the order they run (amazon-eks-ami,
+# templates/al2023/runtime/rootfs/etc/systemd/system/: nodeadm-config.service is Before=cloud-init.service and runs
+# `nodeadm init --skip run`; nodeadm-run.service is After=nodeadm-config.service cloud-final.service and runs the run
+# phase, whose aspects set up the local disks before kubelet starts: nodeadm/cmd/nodeadm/init/init.go). User data is
+# part of cloud-final.service.
+EKS_BOOT_ORDER = ("nodeadm-config.service", "cloud-final.service", "nodeadm-run.service")
 
 
 class FixtureNode:
@@ -95,12 +101,18 @@ class FixtureNode:
             else:
                 self.write("/sys/module/gdrdrv/version", gdrcopy + "\n")
 
-    def eks_al2023(self, driver: str, disks: str) -> None:
+    def eks_al2023(self, driver: str, disks: str, *, after: str) -> None:
         """Turn the DLAMI node into what the EKS-optimized AL2023 NVIDIA AMI carries (amazon-eks-ami CHANGELOG and its
         al2023 provisioners): the NVIDIA open kernel module `driver` with its user-space libraries in /usr/lib64, kernel
         6.12, the EFA kernel module and rdma-core only (aws-efa-installer --minimal: no libfabric, fi_info or
-        aws-ofi-nccl on the host), no CUDA toolkit, DCGM or GDRCopy, containerd instead of docker, and nodeadm's RAID0 of
-        the instance NVMe on `disks` (xfs). Synthesized, not captured: no public capture of such a node exists."""
+        aws-ofi-nccl on the host), no CUDA toolkit, DCGM or GDRCopy, containerd instead of docker.
+
+        `after`: the boot unit that has just ended (EKS_BOOT_ORDER). User data runs in cloud-final.service, before
+        nodeadm-run.service has assembled the instance NVMe or started kubelet; after nodeadm-run.service nodeadm's
+        RAID0 of the instance NVMe is mounted on `disks` (xfs) and kubelet is active. Synthesized, not captured: no
+        public capture of such a node exists."""
+        if after not in EKS_BOOT_ORDER:
+            raise ValueError(f"after: {after!r} is not one of {EKS_BOOT_ORDER}")
         root = self.root
         for path in [*root.rglob("*"), *self.bin.iterdir()]:
             if path.is_file() and not path.is_symlink():
@@ -130,10 +142,18 @@ class FixtureNode:
         mounts = (root / "proc/mounts").read_text()
         mounts = mounts.replace("/dev/nvme0n1p1 / ext4 rw,relatime,discard,errors=remount-ro 0 0",
                                 "/dev/nvme0n1p1 / xfs rw,noatime,attr2,inode64,logbufs=8,logbsize=32k,noquota 0 0")
-        mounts = mounts.replace("/dev/mapper/vg.01-lv_ephemeral /opt/dlami/nvme ext4 rw,relatime 0 0",
-                                f"/dev/md127 {disks} xfs rw,relatime,attr2,inode64,logbufs=8,logbsize=32k,sunit=1024,"
-                                "swidth=8192,noquota 0 0")
+        raid0 = (f"/dev/md127 {disks} xfs rw,relatime,attr2,inode64,logbufs=8,logbsize=32k,sunit=1024,swidth=8192,"
+                 "noquota 0 0")
+        disks_up = EKS_BOOT_ORDER.index(after) >= EKS_BOOT_ORDER.index("nodeadm-run.service")
+        dlami_nvme = "/dev/mapper/vg.01-lv_ephemeral /opt/dlami/nvme ext4 rw,relatime 0 0"
+        assert dlami_nvme in mounts
+        mounts = mounts.replace(dlami_nvme + "\n", raid0 + "\n" if disks_up else "")
         (root / "proc/mounts").write_text(mounts)
+        # kubelet.service is not enabled on the AMI: nodeadm-run.service starts it (nodeadm init's run phase)
+        self.tool("systemctl", '[ "$1" = "is-active" ] || { echo "fake systemctl: unsupported: $*" >&2; exit 1; }\n'
+                               'shift\nfor u in "$@"; do\n'
+                               f'  if [ "$u" = kubelet ]; then echo {"active" if disks_up else "inactive"}; '
+                               'else echo active; fi\ndone\n')
         (root / "etc/containerd").mkdir(parents=True, exist_ok=True)
         (root / "etc/containerd/config.toml").write_text('version = 3\nroot = "/var/lib/containerd"\n')
 

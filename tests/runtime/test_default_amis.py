@@ -206,7 +206,8 @@ def on_the_ami(tmp_path: Path, itype: str, ami: Ami, profile: NodeProfile):
     node = copy_node(tmp_path, itype)
     if ami is EKS:
         assert profile.instance_store  # nodeadm's RAID0 of the instance NVMe
-        node.eks_al2023(ami.driver, profile.instance_store)
+        # the boot validation runs after nodeadm-run.service (node_groups.VALIDATE_AFTER), once the RAID0 is mounted
+        node.eks_al2023(ami.driver, profile.instance_store, after="nodeadm-run.service")
         return node
     assert ami.efa_installer and ami.libfabric and ami.aws_ofi_nccl
     node.set_stack(driver=ami.driver, cuda=ami.cuda, efa_installer=ami.efa_installer, libfabric=ami.libfabric,

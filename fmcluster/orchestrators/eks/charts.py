@@ -13,6 +13,12 @@ from constructs import Construct, IConstruct
 
 from fmcluster.orchestrators.eks.versions import CHARTS
 
+# Helm's own --timeout for a chart CloudFormation waits on. It runs inside the kubectl provider's handler Lambda,
+# which aws-cdk-lib's aws_eks_v2 KubectlProvider gives 15 minutes (and HelmChart refuses a timeout above that), so
+# Helm must give up first and report why (which pods are not ready) rather than the Lambda being killed mid-install.
+HELM_TIMEOUT = Duration.minutes(12)
+KUBECTL_HANDLER_TIMEOUT = Duration.minutes(15)
+
 
 def _id(name: str) -> str:
     return "".join(p.capitalize() for p in name.replace("_", "-").split("-"))
@@ -33,7 +39,7 @@ class ClusterObjects(Construct):
     def chart(self, name: str, *, namespace: str, values: Dict[str, Any], release: Optional[str] = None,
               wait: bool = False, after: Sequence[IConstruct] = ()) -> eks.HelmChart:
         """Install chart `name` from `versions.CHARTS`. With `wait`, CloudFormation waits until its pods are ready
-        (needed before objects its webhooks admit)."""
+        (needed before objects its webhooks admit), for at most HELM_TIMEOUT."""
         if name not in CHARTS:
             raise ValueError(f"name: {name!r} is not a pinned chart ({', '.join(CHARTS)})")
         pin = CHARTS[name]
@@ -49,7 +55,7 @@ class ClusterObjects(Construct):
             release=release or name,
             values=values,
             wait=wait,
-            timeout=Duration.minutes(15) if wait else None,
+            timeout=HELM_TIMEOUT if wait else None,
         )
         for dependency in after:
             chart.node.add_dependency(dependency)

@@ -113,7 +113,8 @@ class EksOrchestration(Construct):
                               values=devices.efa_device_plugin())
         namespace = objects.manifest("TrainingNamespace", [volumes.namespace(settings.training_namespace)])
         if settings.efa_device == "dra" and any(g.efa_enabled for g in spec.node_groups):
-            objects.manifest("EfaClaimTemplate", [devices.efa_claim_template(settings.training_namespace)],
+            objects.manifest("EfaClaimTemplate", devices.efa_claim_templates(spec.node_groups,
+                                                                             settings.training_namespace),
                              after=[namespace])
         fs = context.file_system
         if fs is not None and spec.storage.fsx is not None and fs.file_system_id is not None:

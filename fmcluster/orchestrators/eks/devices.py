@@ -8,9 +8,10 @@ Every plugin tolerates the GPU taint and the validation gate's, so devices are a
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
 from fmcluster.orchestrators.eks import labels
+from fmcluster.spec import NodeGroup
 
 CRITICAL_ADDONS = {"key": "CriticalAddonsOnly", "operator": "Exists"}
 
@@ -44,17 +45,34 @@ def efa_dra_driver() -> Dict[str, Any]:
 
 
 EFA_DEVICE_CLASS = "efa.networking.k8s.aws"  # the aws-dranet chart's DeviceClass (deviceClass.name)
-EFA_CLAIM_TEMPLATE = "efa"
 
 
-def efa_claim_template(namespace: str) -> Dict[str, Any]:
-    """With the DRA driver, what a pod claims instead of vpc.amazonaws.com/efa: every EFA device of its node
-    (allocationMode All), as a ResourceClaimTemplate in the training namespace (resource.k8s.io/v1, Kubernetes >= 1.34).
-    A pod lists it under spec.resourceClaims and each container under resources.claims."""
+def efa_claim_template_name(group: NodeGroup) -> str:
+    """The ResourceClaimTemplate a pod on `group`'s nodes claims its EFA devices with (efa_device: dra)."""
+    return f"efa-{group.name}"
+
+
+def efa_claim_template(group: NodeGroup, namespace: str) -> Dict[str, Any]:
+    """With the DRA driver, what a pod claims instead of vpc.amazonaws.com/efa: all `efa_interfaces` EFA devices of
+    a node of `group` (allocationMode ExactCount, count = the type's EFA interfaces, one EFA PCI device each, which
+    the DeviceClass selects), as a ResourceClaimTemplate in the training namespace (resource.k8s.io/v1, Kubernetes
+    >= 1.34). A pod lists it under spec.resourceClaims and each container under resources.claims.
+
+    ExactCount, not All: Kueue (the default scheduler) charges a claim's ``count`` to the quota resource its
+    DeviceClass is mapped to and marks a workload whose claim uses allocationMode All inadmissible ("AllocationMode
+    'All' is not supported", kueue v0.19.2 pkg/dra/claims.go countDevicesPerClass)."""
+    if not group.efa_enabled:
+        raise ValueError(f"group {group.name}: no EFA devices to claim")
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
-        "metadata": {"name": EFA_CLAIM_TEMPLATE, "namespace": namespace},
+        "metadata": {"name": efa_claim_template_name(group), "namespace": namespace},
         "spec": {"spec": {"devices": {"requests": [
-            {"name": "efa", "exactly": {"deviceClassName": EFA_DEVICE_CLASS, "allocationMode": "All"}}]}}},
+            {"name": "efa", "exactly": {"deviceClassName": EFA_DEVICE_CLASS, "allocationMode": "ExactCount",
+                                        "count": group.instance.efa_interfaces}}]}}},
     }
+
+
+def efa_claim_templates(groups: Sequence[NodeGroup], namespace: str) -> List[Dict[str, Any]]:
+    """One claim template per EFA-enabled node group."""
+    return [efa_claim_template(g, namespace) for g in groups if g.efa_enabled]

@@ -10,7 +10,7 @@ from typing import Any, Dict, List
 
 import yaml
 
-from fmcluster.orchestrators.eks import labels
+from fmcluster.orchestrators.eks import devices, labels
 from fmcluster.orchestrators.eks.settings import EksSettings
 from fmcluster.spec import NodeGroup
 
@@ -34,10 +34,26 @@ def topology_name(instance_type: str) -> str:
     return f"aws-{len(labels.topology_levels(instance_type)) - 1}-layers"
 
 
+def device_class_mappings(efa_device: str) -> List[Dict[str, Any]]:
+    """With the EFA DRA driver: its DeviceClass mapped to the quota resource vpc.amazonaws.com/efa (the one the device
+    plugin's extended resource is charged to), so a claim's ExactCount ``count`` is charged like the plugin's request.
+    Without a mapping Kueue marks every workload claiming the class inadmissible ("DeviceClass ... is not mapped in
+    DRA configuration", kueue v0.19.2 pkg/dra/claims.go; Configuration resources.deviceClassMappings,
+    apis/config/v1beta2; site docs tasks/manage/setup_dra.md)."""
+    if efa_device != "dra":
+        return []
+    return [{"name": labels.EFA_RESOURCE, "deviceClassNames": [devices.EFA_DEVICE_CLASS]}]
+
+
 def configuration(settings: EksSettings) -> Dict[str, Any]:
     """The controller manager's Configuration (config.kueue.x-k8s.io/v1beta2): the chart's defaults plus
     waitForPodsReady. blockAdmission admits one workload at a time until its pods are ready, so two gangs never hold
-    half the cluster each; a workload not ready in time is evicted and requeued with backoff."""
+    half the cluster each; a workload not ready in time is evicted and requeued with backoff. With the EFA DRA
+    driver, the DeviceClass's mapping to the EFA quota resource."""
+    resources: Dict[str, Any] = {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)}
+    mappings = device_class_mappings(settings.efa_device)
+    if mappings:
+        resources["deviceClassMappings"] = mappings
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -52,7 +68,7 @@ def configuration(settings: EksSettings) -> Dict[str, Any]:
             "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
         },
         "integrations": {"frameworks": list(FRAMEWORKS)},
-        "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},
+        "resources": resources,
     }
 
 
@@ -86,14 +102,17 @@ def flavor(group: NodeGroup, *, topology_aware: bool) -> Dict[str, Any]:
 
 
 def covered_resources(efa_device: str) -> List[str]:
-    found = ["cpu", "memory", labels.GPU_RESOURCE]
-    if efa_device == "plugin":
-        found.append(labels.EFA_RESOURCE)  # with the DRA driver, EFA devices are claims, not extended resources
-    return found
+    """What the ClusterQueue's quotas cover. EFA with either driver: the device plugin's extended resource, or the
+    DRA driver's DeviceClass mapped to the same name (device_class_mappings); Kueue refuses a workload asking for a
+    resource its ClusterQueue does not cover."""
+    if efa_device not in ("plugin", "dra"):
+        raise ValueError(f"efa_device: {efa_device!r} is not plugin or dra")
+    return ["cpu", "memory", labels.GPU_RESOURCE, labels.EFA_RESOURCE]
 
 
 def quotas(group: NodeGroup, efa_device: str) -> List[Dict[str, Any]]:
-    """Nominal quota of a flavor: the group's whole capacity (the scheduler still places against allocatable)."""
+    """Nominal quota of a flavor: the group's whole capacity (the scheduler still places against allocatable). EFA:
+    the group's EFA interfaces, which are its EFA devices under either driver."""
     t = group.instance
     amounts = {
         "cpu": t.vcpus * group.count,

@@ -36,9 +36,14 @@ from fmcluster.spec import ClusterSpec, NodeGroup
 # Amazon Linux 2023 boots from /dev/xvda (the DLAMI's Ubuntu from /dev/sda1).
 AL2023_ROOT_DEVICE = "/dev/xvda"
 # nodeadm's localStorage RAID0 strategy assembles the instance NVMe into one xfs array mounted here and bind-mounts
-# kubelet, containerd and pod logs onto it (amazon-eks-ami, nodeadm API "LocalStorageOptions").
+# kubelet, containerd and pod logs onto it (amazon-eks-ami, nodeadm API "LocalStorageOptions";
+# templates/al2023/runtime/bin/setup-local-disks).
 K8S_DISKS = "/mnt/k8s-disks/0"
 NODE_CONFIG = "application/node.eks.aws"
+# On the AL2023 AMI nodeadm sets up the local disks and starts kubelet in its run phase, in nodeadm-run.service, which
+# is ordered After=cloud-final.service: after our user data has ended (docs/eks.md, "Boot order on AL2023"). The boot
+# validation therefore runs as a unit ordered after it (constructs/node_bootstrap.py deferred_validation).
+VALIDATE_AFTER = ("nodeadm-run.service", "kubelet.service")
 
 # What the boot validator checks on the EKS AL2023 NVIDIA AMI. The AMI carries the driver (580 branch), the EFA
 # kernel module and rdma-core (aws-efa-installer --minimal), the container toolkit and containerd; CUDA, NCCL,
@@ -54,6 +59,15 @@ EKS_OPTIONAL = ["torch", "gdrcopy", "dcgm", "nccl"]
 # The newest EKS AL2023 NVIDIA AMI fmcluster knows (amazon-eks-ami CHANGELOG, release v20260714): a node behind it
 # warns. CUDA, libfabric, aws-ofi-nccl and NCCL come with the job's container, not the AMI.
 EKS_KNOWN_GOOD: Dict[str, str] = {"driver": "580.159.03"}
+
+
+def ami_type(instance: catalog.InstanceType) -> eks.NodegroupAmiType:
+    """The managed node group's AL2023 AMI type for the instance's architecture and accelerator: EKS refuses an
+    instance type whose architecture differs from the AMI type's (EKS API reference, Nodegroup amiType)."""
+    arm = instance.architecture == "arm64"
+    if instance.is_gpu:
+        return eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA if arm else eks.NodegroupAmiType.AL2023_X86_64_NVIDIA
+    return eks.NodegroupAmiType.AL2023_ARM_64_STANDARD if arm else eks.NodegroupAmiType.AL2023_X86_64_STANDARD
 
 
 def eks_node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
@@ -90,18 +104,20 @@ EFA_TEXTFILE_UNITS = efa_textfile_shell()
 
 
 def pre_validation_steps(spec: ClusterSpec, group: NodeGroup) -> str:
-    """Shell lines before the mount and the validator: wait for nodeadm's RAID0 mount, install the Lustre client
-    (the EKS AMI has none; FSx user guide, "Installing the Lustre client", Amazon Linux 2023), and with observability
-    the EFA counters' textfile timer."""
+    """Shell lines before the mount and the validator, in the boot-validation unit (after nodeadm-run.service): with
+    observability the EFA counters' textfile timer, a short wait for nodeadm's RAID0 mount (nodeadm-run.service
+    mounts it before it starts kubelet, so it is normally there), and the Lustre client (the EKS AMI has none; FSx
+    user guide, "Installing the Lustre client", Amazon Linux 2023). Every command under a timeout."""
     lines = ""
     if spec.observability.enabled and group.efa_enabled:
         lines += EFA_TEXTFILE_UNITS
     if group.instance.nvme_disks:
-        lines += (f"for i in $(seq 60); do mountpoint -q {K8S_DISKS} && break; sleep 5; done\n"
-                  f"mountpoint -q {K8S_DISKS} || echo 'fmcluster: {K8S_DISKS} not mounted after 5 min'\n")
+        lines += (f"for i in $(seq 24); do timeout 10 mountpoint -q {K8S_DISKS} && break; sleep 5; done\n"
+                  f"timeout 10 mountpoint -q {K8S_DISKS} || echo 'fmcluster: {K8S_DISKS} not mounted after 2 min'\n")
     if spec.storage.fsx is not None:
-        lines += ("for i in 1 2 3 4 5; do dnf install -y -q lustre-client && break; sleep $((i * 10)); done "
-                  "|| echo 'fmcluster: lustre-client install failed'\n")
+        lines += ("lustre=no\nfor i in 1 2 3 4 5; do timeout 300 dnf install -y -q lustre-client && { lustre=yes; "
+                  "break; }; sleep $((i * 10)); done\n"
+                  "[ \"$lustre\" = yes ] || echo 'fmcluster: lustre-client install failed'\n")
     return lines
 
 
@@ -150,7 +166,7 @@ class EksNodeGroups(Construct):
         profile = eks_node_profile(spec, group)
         shell = context.node_groups.bootstrap_shell(
             self, group, profile_json=profile.to_json(indent=None), policy="report", collectors=False,
-            before_mount=pre_validation_steps(spec, group))
+            before_mount=pre_validation_steps(spec, group), after_units=VALIDATE_AFTER)
         image = NodeImage(image_id=None, user_data=mime_user_data(shell, [(NODE_CONFIG, node_config(group))]),
                           root_device_name=AL2023_ROOT_DEVICE)
         # the instance type goes in the template (Capacity Blocks require it there, EKS user guide "Capacity Blocks
@@ -166,10 +182,7 @@ class EksNodeGroups(Construct):
             f"{construct_id(group.name)}NodeGroup",
             cluster=cluster,
             nodegroup_name=group.name,
-            ami_type=(eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA if group.instance.architecture == "arm64"
-                      else eks.NodegroupAmiType.AL2023_X86_64_NVIDIA) if group.instance.is_gpu else
-            (eks.NodegroupAmiType.AL2023_ARM_64_STANDARD if group.instance.architecture == "arm64"
-             else eks.NodegroupAmiType.AL2023_X86_64_STANDARD),
+            ami_type=ami_type(group.instance),
             capacity_type=eks.CapacityType.CAPACITY_BLOCK if block else eks.CapacityType.ON_DEMAND,
             launch_template_spec=eks.LaunchTemplateSpec(id=lt.launch_template_id, version=lt.latest_version),
             # static like the other kinds; a Capacity Block group may sit at 0 (EKS scales it to 0 before the block ends)
@@ -208,7 +221,7 @@ class EksNodeGroups(Construct):
             "SystemNodeGroup",
             cluster=cluster,
             nodegroup_name=SYSTEM_GROUP,
-            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+            ami_type=ami_type(instance),  # arm64 system types (m7g) get the ARM AMI
             capacity_type=eks.CapacityType.ON_DEMAND,
             launch_template_spec=eks.LaunchTemplateSpec(id=lt.launch_template_id, version=lt.latest_version),
             min_size=system.count,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Dict, List, Mapping
 
+from fmcluster import catalog
 from fmcluster.aws.context import Context, PreflightCheck, paginate
 from fmcluster.aws.quotas import find_quota, judge
 from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
@@ -34,9 +35,11 @@ def checks(spec: Any) -> List[PreflightCheck]:
         PreflightCheck("eks:control-plane-az", f"second AZ {control_plane_zone(spec)}", "ec2", check_second_az),
     ]
     parameters = {ami_parameter(version, g.instance.architecture, g.instance.is_gpu) for g in spec.node_groups}
-    parameters.add(ami_parameter(version, "x86_64", False))  # the system node group
+    system = catalog.get(settings_of(spec).system_nodes.instance_type)
+    parameters.add(ami_parameter(version, system.architecture, False))  # the system node group
     for name in sorted(parameters):
-        found.append(PreflightCheck(f"ami:{name.split('/')[5]}-{name.split('/')[7]}", f"EKS AMI {name}", "ssm",
+        arch, variant = name.split("/")[7:9]
+        found.append(PreflightCheck(f"ami:{version}-{arch}-{variant}", f"EKS AMI {name}", "ssm",
                                     partial(check_ami_parameter, name=name)))
     return found
 

@@ -226,3 +226,29 @@ def test_constructs_refuse_one_az_naming_the_prop():
     with pytest.raises(ValueError, match="^subnets: a managed scraper"):
         ManagedScraper(stack, "Sc", alias="a", cluster_arn="arn", subnets=one_az, security_groups=[group],
                        workspace_arn="arn", config={"scrape_configs": []})
+
+
+@pytest.mark.parametrize("system_type, ami", [("m7g.2xlarge", "AL2023_ARM_64_STANDARD"),
+                                              ("m7i.2xlarge", "AL2023_x86_64_STANDARD")])
+def test_the_system_node_groups_ami_type_follows_its_architecture(system_type, ami):
+    """EKS refuses an instance type whose architecture is not the AMI type's: an arm64 system type (m7g) needs the
+    ARM AMI type."""
+    from pathlib import Path
+
+    import yaml
+
+    from fmcluster import catalog
+    from fmcluster.app import synthesize
+    from fmcluster.orchestrators.eks.node_groups import ami_type
+    from fmcluster.spec import parse_spec
+
+    data = yaml.safe_load((Path(__file__).resolve().parents[3] / "examples" / "eks-p5.yaml").read_text())
+    data["orchestrator"]["eks"]["system_nodes"] = {"instance_type": system_type}
+    data.pop("storage")
+    data["observability"] = {"enabled": False}
+    template = synthesize(parse_spec(data))["eks-p5-cluster"]
+    system = node_groups(template)["system"]
+    assert system["AmiType"] == ami
+    assert launch_data(template, system)["InstanceType"] == system_type
+    assert node_groups(template)["h100"]["AmiType"] == "AL2023_x86_64_NVIDIA"
+    assert ami_type(catalog.get("p6e-gb200.36xlarge")).value == "AL2023_ARM_64_NVIDIA"

@@ -1,16 +1,20 @@
 """examples/jobs/nccl-allreduce.yaml runs on examples/eks-p5.yaml as written: valid objects for its Kubernetes
-version, admitted through its queue, one pod per GPU node asking for every GPU and EFA interface of the node."""
+version, admitted through its queue, one pod per GPU node asking for every GPU and EFA interface of the node. Its DRA
+form (EFA devices from the group's ResourceClaimTemplate, as docs/eks.md shows) is admitted on
+examples/eks-p6-b200-capacity-block.yaml. Admission follows Kueue's own rules (kueue_rules)."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
 import yaml
 
-from fmcluster.orchestrators.eks import kueue, labels, volumes
+from fmcluster.orchestrators.eks import devices, kueue, labels, volumes
 from fmcluster.spec import load_spec
 
+from . import kueue_rules
 from .schemas import validate
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -65,3 +69,56 @@ def test_the_pods_mount_the_shared_file_system_claim(job_objects, spec):
 
 def test_the_benchmark_script_compiles(job_objects):
     compile(job_objects["ConfigMap"]["data"]["allreduce.py"], "allreduce.py", "exec")
+
+
+def rendered_kueue(spec):
+    """The Configuration, ClusterQueue and EFA claim templates fmcluster renders for `spec`."""
+    settings = spec.orchestrator.eks
+    (cq,) = [o for o in kueue.queue_objects(spec.node_groups, settings) if o["kind"] == "ClusterQueue"]
+    claims = devices.efa_claim_templates(spec.node_groups, settings.training_namespace) \
+        if settings.efa_device == "dra" else []
+    return kueue.configuration(settings), cq, claims
+
+
+def dra_pod_spec(pod_spec, group):
+    """The job's pod for `group` with EFA from the DRA driver: every GPU, the group's claim template instead of
+    vpc.amazonaws.com/efa."""
+    pod = copy.deepcopy(pod_spec)
+    (container,) = pod["containers"]
+    for side in ("requests", "limits"):
+        container["resources"][side].pop(labels.EFA_RESOURCE)
+        container["resources"][side][labels.GPU_RESOURCE] = group.instance.gpus
+    container["resources"]["claims"] = [{"name": "efa"}]
+    pod["resourceClaims"] = [{"name": "efa", "resourceClaimTemplateName": devices.efa_claim_template_name(group)}]
+    return pod
+
+
+def test_kueue_admits_the_job_on_the_plugin_cluster(job_objects, spec):
+    config, cq, claims = rendered_kueue(spec)
+    job = job_objects["Job"]
+    charged = kueue_rules.admit(job["spec"]["template"]["spec"], job["spec"]["parallelism"], claims, config, cq)
+    assert charged[labels.EFA_RESOURCE] == 4 * 32 and "hugepages-2Mi" not in charged
+
+
+def test_kueue_admits_the_dra_job_on_the_b200_cluster(job_objects):
+    b200 = load_spec(ROOT / "examples" / "eks-p6-b200-capacity-block.yaml")
+    assert b200.orchestrator.eks.efa_device == "dra" and b200.orchestrator.eks.scheduler == "kueue"
+    (group,) = b200.gpu_groups
+    config, cq, claims = rendered_kueue(b200)
+    pod = dra_pod_spec(job_objects["Job"]["spec"]["template"]["spec"], group)
+    validate({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "training"}, "spec": pod},
+             b200.orchestrator.eks.kubernetes_version)
+    charged = kueue_rules.admit(pod, group.count, claims, config, cq)
+    assert charged[labels.EFA_RESOURCE] == group.count * group.instance.efa_interfaces == 16
+    assert charged[labels.GPU_RESOURCE] == 16
+    with pytest.raises(kueue_rules.Inadmissible, match="unavailable in ClusterQueue|insufficient quota"):
+        kueue_rules.admit(pod, group.count + 1, claims, config, cq)
+
+
+def test_the_docs_dra_snippet_is_the_rendered_claim():
+    """docs/eks.md and README.md show how a pod claims its EFA devices with the DRA driver: by the rendered name."""
+    b200 = load_spec(ROOT / "examples" / "eks-p6-b200-capacity-block.yaml")
+    (group,) = b200.gpu_groups
+    name = devices.efa_claim_template_name(group)
+    assert f"resourceClaimTemplateName: {name}" in (ROOT / "docs" / "eks.md").read_text()
+    assert "efa-<group>" in (ROOT / "README.md").read_text()

@@ -15,6 +15,7 @@ from helpers import resources_of
 from fmcluster.orchestrators.eks import devices, gate, kueue, labels, volumes
 from fmcluster.spec import load_spec
 
+from . import kueue_rules
 from .schemas import validate
 
 EXAMPLES = {"eks-p5": "eks-p5-cluster", "eks-p6-b200-capacity-block": "eks-b200-cluster"}
@@ -124,7 +125,51 @@ def test_four_layer_topology_and_dra_quotas_on_p6(synth_example):
     assert [level["nodeLabel"] for level in queue["Topology"]["spec"]["levels"]][-2:] == [
         "topology.k8s.aws/network-node-layer-4", "kubernetes.io/hostname"]
     (group,) = queue["ClusterQueue"]["spec"]["resourceGroups"]
-    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"], "DRA: EFA devices are claims, not quota"
+    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa"], \
+        "DRA: EFA claims are charged to the resource their DeviceClass is mapped to"
+    quota = {r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]}
+    assert quota["vpc.amazonaws.com/efa"] == 2 * 8, "2 nodes x 8 EFA devices"
+
+
+def test_every_claimed_device_class_is_mapped_for_kueue_and_no_claim_takes_all(synth_example):
+    """What Kueue checks before admitting a workload with a ResourceClaimTemplate (kueue_rules: v0.19.2 source)."""
+    import yaml
+
+    template = synth_example("eks-p6-b200-capacity-block")["eks-b200-cluster"]
+    config = yaml.safe_load(helm_values(template)["kueue"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert kueue_rules.validate_device_class_mappings(config) == []
+    assert config["resources"]["deviceClassMappings"] == [
+        {"name": "vpc.amazonaws.com/efa", "deviceClassNames": ["efa.networking.k8s.aws"]}]
+    claims = next(v for k, v in applied_objects(template).items() if k.startswith("EksObjectsEfaClaimTemplate"))
+    queue = next(v for k, v in applied_objects(template).items() if k.startswith("EksObjectsKueueQueues"))
+    (cq,) = [o for o in queue if o["kind"] == "ClusterQueue"]
+    for claim in claims:
+        charged = kueue_rules.claim_requests(claim, config)
+        assert set(charged) <= set(cq["spec"]["resourceGroups"][0]["coveredResources"])
+    p5 = helm_values(synth_example("eks-p5")["eks-p5-cluster"])["kueue"]
+    assert "deviceClassMappings" not in yaml.safe_load(p5["managerConfig"]["controllerManagerConfigYaml"])["resources"]
+
+
+def test_the_kueue_rules_refuse_what_kueue_refuses():
+    """The transcription catches the mistakes Kueue v0.19.2 turns into an inadmissible workload."""
+    config = {"resources": {"deviceClassMappings": [{"name": "vpc.amazonaws.com/efa",
+                                                     "deviceClassNames": ["efa.networking.k8s.aws"]}]}}
+    claim = {"metadata": {"name": "efa"}, "spec": {"spec": {"devices": {"requests": [
+        {"name": "efa", "exactly": {"deviceClassName": "efa.networking.k8s.aws", "allocationMode": "All"}}]}}}}
+    with pytest.raises(kueue_rules.Inadmissible, match="AllocationMode 'All' is not supported"):
+        kueue_rules.claim_requests(claim, config)
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"].update(allocationMode="ExactCount", count=8)
+    assert kueue_rules.claim_requests(claim, config) == {"vpc.amazonaws.com/efa": 8}
+    with pytest.raises(kueue_rules.Inadmissible, match="is not mapped in DRA configuration"):
+        kueue_rules.claim_requests(claim, {"resources": {}})
+    cq = {"spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+        {"name": "f", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}}
+    assert kueue_rules.admission_problems({"vpc.amazonaws.com/efa": 8}, cq) == [
+        "resource vpc.amazonaws.com/efa unavailable in ClusterQueue"]
+    assert kueue_rules.admission_problems({"cpu": 8}, cq) == ["flavor f: insufficient quota (cpu: 8 > 4)"]
+    bad = {"resources": {"deviceClassMappings": [{"name": "efa", "deviceClassNames": []},
+                                                 {"name": "efa", "deviceClassNames": ["Not_A/dns label"]}]}}
+    assert len(kueue_rules.validate_device_class_mappings(bad)) == 3
 
 
 def test_all_or_nothing_admission_is_configured(synth_example):
@@ -158,8 +203,9 @@ def test_dra_jobs_claim_every_efa_device_of_a_node(synth_example):
     objects = applied_objects(synth_example("eks-p6-b200-capacity-block")["eks-b200-cluster"])
     (claim,) = next(v for k, v in objects.items() if k.startswith("EksObjectsEfaClaimTemplate"))
     (request,) = claim["spec"]["spec"]["devices"]["requests"]
-    assert request["exactly"] == {"deviceClassName": "efa.networking.k8s.aws", "allocationMode": "All"}
-    assert claim["metadata"]["namespace"] == "training"
+    assert request["exactly"] == {"deviceClassName": "efa.networking.k8s.aws", "allocationMode": "ExactCount",
+                                  "count": 8}, "Kueue refuses allocationMode All; p6-b200 has 8 EFA devices"
+    assert (claim["metadata"]["name"], claim["metadata"]["namespace"]) == ("efa-b200", "training")
     assert not any(k.startswith("EksObjectsEfaClaimTemplate") for k in applied_objects(
         synth_example("eks-p5")["eks-p5-cluster"])), "the device plugin needs no claim"
 
@@ -176,6 +222,23 @@ def test_device_plugins_never_share_a_node(synth_example):
     for values in (nvidia, p5["aws-efa-k8s-device-plugin"], b200["aws-dranet"]):
         keys = {t.get("key") for t in values["tolerations"]}
         assert {"nvidia.com/gpu", labels.VALIDATION_TAINT_KEY} <= keys
+
+
+def test_helm_gives_up_before_the_kubectl_handler_lambda_is_killed(example):
+    """A waited-on chart's Helm timeout is shorter than the kubectl provider Lambda's 15 minutes, so Helm reports a
+    slow install itself."""
+    from fmcluster.orchestrators.eks.charts import HELM_TIMEOUT, KUBECTL_HANDLER_TIMEOUT
+
+    _, template = example
+    waited = [r["Properties"] for r in resources_of(template, "Custom::AWSCDK-EKS-HelmChart").values()
+              if r["Properties"].get("Wait")]
+    assert waited, "the scheduler chart is waited on"
+    for chart in waited:
+        assert chart["Timeout"] == f"{HELM_TIMEOUT.to_seconds():.0f}s" == "720s"
+    (handler,) = [r["Properties"] for lid, r in resources_of(template, "AWS::Lambda::Function").items()
+                  if "KubectlProviderHandler" in lid]
+    assert handler["Timeout"] == KUBECTL_HANDLER_TIMEOUT.to_seconds() == 900
+    assert HELM_TIMEOUT.to_seconds() < handler["Timeout"]
 
 
 def test_charts_are_pinned(example):
