@@ -83,6 +83,7 @@ class HyperPodEksOrchestration(Construct):
             kubectl_layer=self._layer(),
             source=HYPERPOD_CHART,
             values=nodes.chart_values(spec),
+            namespaces=nodes.chart_namespaces(spec),
             vpc=context.vpc,
             subnets=private,
             security_groups=context.security_groups[:1],

@@ -61,6 +61,12 @@ HYPERPOD_CHART = ChartSource(
     namespace="kube-system",
     source="https://github.com/aws/sagemaker-hyperpod-cli/tree/011ca927123e02b35a399935bbb3ab1905fe33c7/helm_chart",
 )
+# cert-manager's namespace when the chart installs it (the chart's values.yaml: cert-manager.namespace and
+# cert-manager.global.leaderElection.namespace, "namespace specifies which name space cert-manager should be installed",
+# helm_chart/readme.md). cert-manager's own chart (v1.18.2, the pinned sub-chart) puts every object in that namespace
+# (its "cert-manager.namespace" helper) and has no Namespace template, nor has any template of HyperPodHelmChart: the
+# installer creates it before helm runs. https://github.com/cert-manager/cert-manager/tree/v1.18.2/deploy/charts/cert-manager
+CERT_MANAGER_NAMESPACE = "cert-manager"
 # The namespace HyperPod's agents run in (the chart's namespace.name; "The aws-hyperpod namespace name cannot be
 # modified", SageMaker guide, "Installing packages on the Amazon EKS cluster using Helm").
 HYPERPOD_NAMESPACE = "aws-hyperpod"

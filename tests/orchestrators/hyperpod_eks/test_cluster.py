@@ -124,6 +124,10 @@ def test_the_chart_is_fetched_at_deploy_time_at_the_pinned_commit(p5):
     assert values["cert-manager"]["startupapicheck"]["enabled"] is False, "a hook Job would wait for nodes"
     assert values["neuron-device-plugin"]["devicePlugin"]["enabled"] is False
     assert values["health-monitoring-agent"]["enabled"] and values["job-auto-restart"]["enabled"]
+    # cert-manager's objects go to its own namespace, which no template of the chart creates: the installer does
+    assert values["cert-manager"]["namespace"] == "cert-manager"
+    assert values["cert-manager"]["global"]["leaderElection"]["namespace"] == "cert-manager"
+    assert props["Namespaces"] == ["cert-manager"]
     fn_id = props["ServiceToken"]["Fn::GetAtt"][0]
     fn = p5["Resources"][fn_id]["Properties"]
     assert fn["Timeout"] == 900 and fn["VpcConfig"]["SubnetIds"] and fn["Layers"], "in the VPC, with helm"
@@ -132,6 +136,12 @@ def test_the_chart_is_fetched_at_deploy_time_at_the_pinned_commit(p5):
     assert len(access) == 1 and "AmazonEKSClusterAdminPolicy" in json.dumps(access[0]["AccessPolicies"])
     assert set(chart["DependsOn"]) >= {r for r in resources_of(p5, "AWS::EKS::AccessEntry")
                                        if r.startswith("HyperPodEksDependencies")}
+
+
+def test_without_the_training_operator_the_installer_creates_no_namespace(p5en):
+    _, chart = one(p5en, "Custom::GitHelmChart")
+    assert json.loads(chart["Properties"]["Values"])["cert-manager"]["enabled"] is False
+    assert "Namespaces" not in chart["Properties"]
 
 
 def test_task_governance_objects(p5):

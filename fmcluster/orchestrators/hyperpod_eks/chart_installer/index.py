@@ -4,14 +4,17 @@ aws/sagemaker-hyperpod-cli helm_chart/HyperPodHelmChart). Runs in AWS Lambda (Py
 the runtime ships) with the kubectl/Helm layer of CDK's kubectl provider (``/opt/helm/helm``), in the cluster's VPC.
 
 Create/Update: download the archive (``ArchiveUrl``), extract the chart directory (``ChartPath``) refusing links and
-paths outside it, check its Git tree id against ``TreeId`` (the commit's content, verified file by file), run ``helm
-dependency update`` (its sub-charts come from their own repositories), then ``helm upgrade --install`` with
-``Values`` (JSON) and without --wait: the cluster has no nodes before the HyperPod cluster exists. Delete: ``helm
-uninstall`` (a cluster that is gone already counts as done; a failed uninstall is logged and ignored, so the stack
-can still be deleted). The handler answers CloudFormation itself (the
-ResponseURL), also when it fails, and leaves itself a margin before the Lambda timeout.
+paths outside it, check its Git tree id against ``TreeId`` (the commit's content, verified file by file), create the
+namespaces the chart's values put objects in but no template of the chart creates (``Namespaces``; ``kubectl apply``,
+so an existing one is left as it is), run ``helm dependency update`` (its sub-charts come from their own
+repositories), then ``helm upgrade --install`` with ``Values`` (JSON) and without --wait: the cluster has no nodes
+before the HyperPod cluster exists. Delete: ``helm uninstall`` (a cluster that is gone already counts as done; a
+failed uninstall is logged and ignored, so the stack can still be deleted); the namespaces stay (the EKS cluster goes
+with the stack). The handler answers CloudFormation itself (the ResponseURL), also when it
+fails, and leaves itself a margin before the Lambda timeout.
 
-Properties: ClusterName, ArchiveUrl, ChartPath, TreeId, Release, Namespace, Values (a JSON object as a string).
+Properties: ClusterName, ArchiveUrl, ChartPath, TreeId, Release, Namespace, Namespaces (a list of names, optional),
+Values (a JSON object as a string).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import urllib.request
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 HELM = os.environ.get("FMCLUSTER_HELM", "/opt/helm/helm")
+KUBECTL = os.environ.get("FMCLUSTER_KUBECTL", "/opt/kubectl/kubectl")
 WORK = os.environ.get("FMCLUSTER_WORK_DIR", "/tmp")  # noqa: S108 - Lambda's only writable directory
 MARGIN_S = 30  # answer CloudFormation this long before the Lambda times out
 DOWNLOAD_TIMEOUT_S = 120
@@ -156,23 +160,45 @@ def write_kubeconfig(session: Any, cluster_name: str, region: str, path: str) ->
     return path
 
 
-def helm(args: List[str], *, home: str, deadline: float) -> str:
-    """Run helm with its state under `home`; raise InstallError with its output when it fails or runs past the
+def run_tool(tool: str, args: List[str], *, env: Dict[str, str], deadline: float) -> str:
+    """Run `tool` (kubectl or helm) with `args`; raise InstallError with its output when it fails or runs past the
     deadline."""
-    env = dict(os.environ, HOME=home, HELM_CACHE_HOME=f"{home}/cache", HELM_CONFIG_HOME=f"{home}/config",
-               HELM_DATA_HOME=f"{home}/data")
+    name = os.path.basename(tool)
+    what = f"{name} {' '.join(args[:2])}"
     timeout = deadline - time.monotonic()
     if timeout < 5:
-        raise InstallError(f"no time left for helm {args[0]}")
+        raise InstallError(f"no time left for {what}")
     try:
-        done = subprocess.run([HELM, *args], env=env, capture_output=True, text=True, timeout=timeout)  # noqa: S603
+        done = subprocess.run([tool, *args], env=env, capture_output=True, text=True, timeout=timeout)  # noqa: S603
     except subprocess.TimeoutExpired:
-        raise InstallError(f"helm {' '.join(args[:2])} did not finish in {timeout:.0f}s") from None
+        raise InstallError(f"{what} did not finish in {timeout:.0f}s") from None
     output = (done.stdout + done.stderr).strip()
-    print(f"helm {' '.join(args)}\n{output}", flush=True)
+    print(f"{name} {' '.join(args)}\n{output}", flush=True)
     if done.returncode != 0:
-        raise InstallError(f"helm {args[0]} failed (exit {done.returncode}): {output[-700:]}")
+        raise InstallError(f"{name} {args[0]} failed (exit {done.returncode}): {output[-700:]}")
     return output
+
+
+def helm(args: List[str], *, home: str, deadline: float) -> str:
+    """Run helm with its state under `home` (`run_tool`)."""
+    env = dict(os.environ, HOME=home, HELM_CACHE_HOME=f"{home}/cache", HELM_CONFIG_HOME=f"{home}/config",
+               HELM_DATA_HOME=f"{home}/data")
+    return run_tool(HELM, args, env=env, deadline=deadline)
+
+
+def ensure_namespaces(names: List[str], *, kubeconfig: str, work: str, release: str, deadline: float) -> None:
+    """Create the namespaces `names` unless they exist (``kubectl apply`` of Namespace objects: idempotent, and an
+    existing namespace keeps its labels and contents). Labelled with the release they were made for."""
+    if not names:
+        return
+    manifest = {"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": name, "labels": {"fmcluster.io/created-for": release}}} for name in names]}
+    path = os.path.join(work, "namespaces.json")
+    with open(path, "w") as fh:
+        json.dump(manifest, fh)
+    run_tool(KUBECTL, ["apply", "-f", path, "--kubeconfig", kubeconfig], env=dict(os.environ, HOME=work),
+             deadline=deadline)
 
 
 # --- the custom resource -----------------------------------------------------------------------------------------
@@ -191,6 +217,8 @@ def install(props: Dict[str, Any], *, session: Any, region: str, deadline: float
         kubeconfig = write_kubeconfig(session, props["ClusterName"], region, os.path.join(work, "kubeconfig"))
         if kubeconfig is None:
             raise InstallError(f"EKS cluster {props['ClusterName']} not found")
+        ensure_namespaces(list(props.get("Namespaces") or []), kubeconfig=kubeconfig, work=work,
+                          release=props["Release"], deadline=deadline)
         home = os.path.join(work, "helm")
         helm(["dependency", "update", chart], home=home, deadline=deadline)
         values = os.path.join(work, "values.json")
