@@ -46,10 +46,10 @@ def test_hyperpod_cluster_on_the_eks_control_plane(p5):
     assert props["Orchestrator"] == {"Eks": {"ClusterArn": {"Fn::GetAtt": [eks_id, "Arn"]}}}
     assert props["NodeRecovery"] == "Automatic" and props["NodeProvisioningMode"] == "Continuous"
     assert "ImportValue" in json.dumps(props["VpcConfig"]["Subnets"]) and len(props["VpcConfig"]["Subnets"]) == 1
-    # HyperPod's requirements of the EKS cluster: API authentication, a private endpoint, 1.35
+    # HyperPod's requirements of the EKS cluster: API authentication, a private endpoint, a version it supports
     assert eks["Properties"]["AccessConfig"]["AuthenticationMode"] == "API"
     assert eks["Properties"]["ResourcesVpcConfig"]["EndpointPublicAccess"] is False
-    assert eks["Properties"]["Version"] == "1.35"
+    assert eks["Properties"]["Version"] == "1.34"
     assert {"Key": "SageMaker", "Value": "true"} in props["Tags"], "the training operator's policy acts on such clusters"
 
 

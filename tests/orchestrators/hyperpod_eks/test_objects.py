@@ -20,7 +20,7 @@ from fmcluster.orchestrators.hyperpod_eks.settings import LOCAL_QUEUE_SUFFIX, PR
 from fmcluster.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
-VERSION = "1.35"
+VERSION = "1.34"  # the example's
 
 
 @pytest.fixture(scope="module")
