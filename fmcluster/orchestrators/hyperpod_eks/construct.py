@@ -13,7 +13,7 @@ docs/hyperpod-eks.md explains each piece and its sources."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, cast
+from typing import Any, Dict, List, Optional, cast
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_iam as iam
@@ -28,7 +28,7 @@ from fmcluster.orchestrators.eks.charts import ClusterObjects
 from fmcluster.orchestrators.eks.cluster import EksControlPlane
 from fmcluster.orchestrators.eks.construct import add_standard_addons
 from fmcluster.orchestrators.eks.scraper import ManagedScraper
-from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole
+from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole, security_group_id, subnet_id
 from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
 from fmcluster.orchestrators.hyperpod_eks import governance, nodes
 from fmcluster.orchestrators.hyperpod_eks.cluster import HyperPodEksCluster
@@ -44,6 +44,12 @@ from fmcluster.orchestrators.hyperpod_eks.versions import (
     TRAINING_OPERATOR_SERVICE_ACCOUNT,
 )
 
+# What the VPC CNI does on a node's ENI through the node's role, beyond the ENI actions of the hyperpod kind's role:
+# assign and release pods' secondary IPs, set the ENI's attributes (AWS's HyperPod EKS execution role, aws-samples/
+# awsome-distributed-training 1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/
+# sagemaker-iam-role-stack.yaml). Resource types per action: the Service Authorization Reference for Amazon EC2.
+CNI_IP_ACTIONS = ("ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses")
+CNI_MODIFY_ACTION = "ec2:ModifyNetworkInterfaceAttribute"
 # The add-on policy ECR pulls need on a node role (EKS user guide, "Amazon EKS node IAM role"); HyperPod's nodes pull
 # the EKS add-ons' and HyperPod's agents' images from ECR with their execution role.
 ECR_PULL_POLICY = "AmazonEC2ContainerRegistryPullOnly"
@@ -173,6 +179,22 @@ class HyperPodEksOrchestration(Construct):
                     "policy EKS documents for node roles).")
         role.add_to_policy(iam.PolicyStatement(sid="PodIdentity", actions=["eks-auth:AssumeRoleForPodIdentity"],
                                                resources=[self.cluster.cluster_arn]))
+        # The VPC CNI's IP management on the node's ENI, as AWS's HyperPod EKS execution role grants it (on "*" there);
+        # here limited to the resource types the Service Authorization Reference lists for each action: ENIs in this
+        # account and Region for Assign/UnassignPrivateIpAddresses; for ModifyNetworkInterfaceAttribute also the
+        # cluster's security groups and node subnet, and the instance, which runs in a SageMaker-owned account.
+        stack = Stack.of(self)
+
+        def arn(resource: str, account: Optional[str] = None) -> str:
+            return f"arn:{stack.partition}:ec2:{stack.region}:{stack.account if account is None else account}:{resource}"
+
+        eni = arn("network-interface/*")
+        role.add_to_policy(iam.PolicyStatement(
+            sid="VpcCniPrivateIps", actions=list(CNI_IP_ACTIONS), resources=[eni]))
+        role.add_to_policy(iam.PolicyStatement(
+            sid="VpcCniModifyEni", actions=[CNI_MODIFY_ACTION],
+            resources=[eni, *(arn(f"security-group/{security_group_id(g)}") for g in context.security_groups),
+                       *(arn(f"subnet/{subnet_id(n)}") for n in context.subnets[:1]), arn("instance/*", "*")]))
         return role
 
     def _install(self, context: OrchestrationContext) -> None:

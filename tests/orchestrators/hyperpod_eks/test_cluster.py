@@ -190,6 +190,20 @@ def test_the_instance_role_holds_what_an_eks_node_needs_and_no_access_entry(p5):
     assert role_id not in entries, "HyperPod creates its execution role's access entry itself"
 
 
+def test_the_instance_role_lets_the_vpc_cni_manage_ips_on_the_nodes_eni(p5):
+    """AWS's HyperPod EKS execution role grants the VPC CNI's ENI actions; here each is limited to the resource types
+    the Service Authorization Reference lists for it (no action or resource wildcard beyond ENI and instance ids)."""
+    statements = {s.get("Sid"): s for lid, p in resources_of(p5, "AWS::IAM::Policy").items()
+                  if lid.startswith("HyperPodEksInstanceRole") for s in p["Properties"]["PolicyDocument"]["Statement"]}
+    ips, modify = statements["VpcCniPrivateIps"], statements["VpcCniModifyEni"]
+    assert ips["Action"] == ["ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"]
+    assert modify["Action"] == "ec2:ModifyNetworkInterfaceAttribute"
+    assert json.dumps(ips["Resource"]).count("network-interface/*") == 1 and isinstance(ips["Resource"], dict)
+    resources = json.dumps(modify["Resource"])
+    assert "network-interface/*" in resources and ":security-group/" in resources and ":subnet/" in resources
+    assert ":instance/*" in resources and '"*"' not in resources
+
+
 def test_lifecycle_entries_parameters_and_profiles(synth_example):
     from fmcluster.runtime import contract
     from fmcluster.runtime.lifecycle import node
