@@ -166,14 +166,24 @@ def test_task_governance_objects(p5):
     assert all(policy_id in q["DependsOn"] for _, q in quotas.values())
 
 
-def test_each_team_gets_the_shared_file_system_after_its_quota(p5):
+def test_each_team_gets_the_shared_file_system_in_its_namespace_once_task_governance_made_it(p5):
+    """The team's namespace is task governance's (made for the team's quota, with the team's queue): fmcluster's
+    manifest never holds it, so deleting the stack or a team deletes the claim, not the namespace, its queue and its
+    jobs. The claim waits for the namespace: a KubernetesObjectValue after the quota polls for it."""
     quotas = by_name(p5, "AWS::SageMaker::ComputeQuota", "Name")
+    waiters = {r["Properties"]["ObjectName"]: (k, r)
+               for k, r in resources_of(p5, "Custom::AWSCDK-EKS-KubernetesObjectValue").items()
+               if r["Properties"]["ObjectType"] == "namespace"}
     for team in ("research", "production"):
         (lid, res), = [(k, r) for k, r in resources_of(p5, "Custom::AWSCDK-EKS-KubernetesResource").items()
                        if f"hyperpod-ns-{team}" in json.dumps(r["Properties"]["Manifest"])]
         text = json.dumps(res["Properties"]["Manifest"])
         assert '\\"kind\\":\\"PersistentVolumeClaim\\"' in text and f'hpeks-p5-{team}-fsx' in text
-        assert quotas[f"hpeks-p5-{team}"][0] in res["DependsOn"], lid
+        assert '\\"kind\\":\\"Namespace\\"' not in text, "task governance owns the team's namespace"
+        waiter_id, waiter = waiters[f"hyperpod-ns-{team}"]
+        assert quotas[f"hpeks-p5-{team}"][0] in waiter["DependsOn"], "task governance makes it for the quota"
+        assert waiter_id in res["DependsOn"], lid
+        assert int(waiter["Properties"]["TimeoutSeconds"]) <= 14 * 60, "within the kubectl provider's 15 minutes"
 
 
 def test_the_instance_role_holds_what_an_eks_node_needs_and_no_access_entry(p5):
