@@ -159,6 +159,9 @@ def test_task_governance_objects(p5):
     assert props["ComputeQuotaConfig"] == {
         "ComputeQuotaResources": [{"InstanceType": "ml.p5.48xlarge", "Accelerators": 16}],
         "ResourceSharingConfig": {"Strategy": "LendAndBorrow", "BorrowLimit": 100}, "PreemptTeamTasks": "LowerPriority"}
+    assert {"Key": "fmcluster:cluster", "Value": "hpeks-p5"} in props["Tags"], "a plain CfnResource: tagged by hand"
+    _, policy_res = one(p5, "AWS::SageMaker::ClusterSchedulerConfig")
+    assert {t["Key"]: t["Value"] for t in props["Tags"]} == {t["Key"]: t["Value"] for t in policy_res["Properties"]["Tags"]}
     _, production = quotas["hpeks-p5-production"]
     assert production["Properties"]["ComputeQuotaTarget"] == {"TeamName": "production", "FairShareWeight": 80}
     assert production["Properties"]["ComputeQuotaConfig"]["ResourceSharingConfig"] == {"Strategy": "Lend"}
