@@ -302,11 +302,11 @@ def plan_notes(spec: ClusterSpec) -> List[str]:
     """What `fmcluster plan` says about the orchestrator: the nodes it runs (no controller) and what task governance
     builds, including what CloudFormation cannot."""
     s = settings_of(spec)
-    gpu_nodes = sum(g.count for g in spec.node_groups)
+    group_nodes = sum(g.count for g in spec.node_groups)
     hp = s.hyperpod
-    lines = [f"SageMaker HyperPod on EKS: no controller (the EKS control plane schedules); {gpu_nodes} node(s) in "
+    lines = [f"SageMaker HyperPod on EKS: no controller (the EKS control plane schedules); {group_nodes} node(s) in "
              f"{len(spec.node_groups)} instance group(s) + {hp.system_count} x {hp.system_instance_type} system = "
-             f"{gpu_nodes + hp.system_count} HyperPod instances (SageMaker quotas apply)"]
+             f"{group_nodes + hp.system_count} HyperPod instances (SageMaker quotas apply)"]
     tg = s.task_governance
     classes = ", ".join(f"{p.name} {p.weight}" for p in tg.priority_classes) or "none"
     lines.append(f"task governance ({TASK_GOVERNANCE} add-on): cluster policy (AWS::SageMaker::ClusterSchedulerConfig, "
