@@ -135,7 +135,8 @@ class HyperPodEksOrchestration(Construct):
             name=f"{spec.name}-policy",
             cluster_arn=self.hyperpod.cluster_arn,
             scheduler=governance.scheduler_config(tg),
-            quotas={t.name: governance.compute_quota(spec, t, self.hyperpod.cluster_arn) for t in tg.teams},
+            quotas={t.name: governance.compute_quota(spec, t, self.hyperpod.cluster_arn, tags=context.instance_tags)
+                    for t in tg.teams},
         )
         if s.hyperpod.training_operator:
             operator = self.control_plane.add_addon(
