@@ -91,7 +91,8 @@ FSX_KEYS = ("dns_name", "mount_name", "mount_point", "efa")
 USER_KEYS = ("name", "uid", "groups", "ssh_public_keys")
 EKS_LIFECYCLE_PARAMETERS_KEYS = ("version", "workload_manager", "cluster_name", "region", "system_group",
                                  "worker_groups", "fsx", "validation", "observability")
-EKS_WORKER_GROUP_KEYS = ("instance_group_name", "instance_type", "gpu", "efa")
+# instance_store: the type has instance-store NVMe (catalog), so a GPU node waits for /opt/dlami/nvme
+EKS_WORKER_GROUP_KEYS = ("instance_group_name", "instance_type", "gpu", "efa", "instance_store")
 EKS_OBSERVABILITY_KEYS = ("efa_textfile",)
 # The entry script HyperPod runs on an EKS node of group G (LifeCycleConfig.OnCreate): it names its group, so the node
 # needs no lookup in HyperPod's resource_config.json.

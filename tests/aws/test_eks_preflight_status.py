@@ -14,7 +14,8 @@ from fmcluster.orchestrators.eks import preflight
 from fmcluster.orchestrators.eks.versions import ADDONS
 
 pytestmark = pytest.mark.usefixtures("moto")
-EKS = {"type": "eks", "eks": {"admins": ["arn:aws:iam::123456789012:role/admin"]}}
+# 1.35 named (the default is 1.34): the add-on pins these tests check exist for 1.35
+EKS = {"type": "eks", "eks": {"admins": ["arn:aws:iam::123456789012:role/admin"], "kubernetes_version": "1.35"}}
 
 
 def eks_spec(**kw: Any) -> Any:

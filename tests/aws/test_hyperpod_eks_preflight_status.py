@@ -32,7 +32,7 @@ def test_preflight_plans_hyperpod_quotas_eks_checks_and_the_training_plan() -> N
     spec = hp_spec(node_groups=[group(count=2, capacity={"type": "training-plan", "training_plan_arn": PLAN})])
     ids = [c.id for c in checks_for(spec)]
     for wanted in ("quota:hyperpod:ml.p5.48xlarge", "quota:hyperpod:ml.m5.4xlarge", "quota:hyperpod-instances",
-                   "quota:eks-clusters", "eks:version:1.35", "eks:addons", "eks:vpc-cni", "eks:control-plane-az",
+                   "quota:eks-clusters", "eks:version:1.34", "eks:addons", "eks:vpc-cni", "eks:control-plane-az",
                    "training-plan:h100-april"):
         assert any(i == wanted or i.startswith(wanted) for i in ids), wanted
     assert not any(i.startswith("quota:ec2-") for i in ids), "HyperPod's instances run in a SageMaker account"
@@ -51,7 +51,7 @@ def test_the_addons_checked_follow_the_spec() -> None:
 
 def cni(versions: Dict[str, bool]) -> Dict[str, Any]:
     return {"addons": [{"addonName": "vpc-cni", "addonVersions": [
-        {"addonVersion": v, "compatibilities": [{"clusterVersion": "1.35", "defaultVersion": d}]}
+        {"addonVersion": v, "compatibilities": [{"clusterVersion": "1.34", "defaultVersion": d}]}
         for v, d in versions.items()]}]}
 
 
@@ -64,7 +64,7 @@ def cni(versions: Dict[str, bool]) -> Dict[str, Any]:
 def test_the_vpc_cni_hyperpod_requires(versions, status, words) -> None:
     ctx = make_ctx(hp_spec())
     stubbed(ctx, "eks").add_response("describe_addon_versions", cni(versions),
-                                     {"addonName": "vpc-cni", "kubernetesVersion": "1.35"})
+                                     {"addonName": "vpc-cni", "kubernetesVersion": "1.34"})
     out = preflight.check_vpc_cni(ctx)
     assert out.status == status and words in out.observed, out
 

@@ -60,8 +60,10 @@ def resource_config() -> Dict[str, Any]:
 EKS_PARAMS: Dict[str, Any] = {
     "version": 1, "workload_manager": "eks", "cluster_name": "demo", "region": "us-east-1", "system_group": "system",
     "worker_groups": [
-        {"instance_group_name": "h100", "instance_type": "ml.p5.48xlarge", "gpu": True, "efa": True},
-        {"instance_group_name": "prep", "instance_type": "ml.c5.18xlarge", "gpu": False, "efa": False},
+        {"instance_group_name": "h100", "instance_type": "ml.p5.48xlarge", "gpu": True, "efa": True,
+         "instance_store": True},
+        {"instance_group_name": "prep", "instance_type": "ml.c5.18xlarge", "gpu": False, "efa": False,
+         "instance_store": False},
     ],
     "fsx": {"dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com", "mount_name": "abcdefgh", "mount_point": "/fsx",
             "efa": True},

@@ -121,8 +121,8 @@ class EksSettings(EksControlPlaneSettings):
     def _version(cls, v: str) -> str:
         if v not in KUBERNETES_VERSIONS:
             raise ValueError(f"Kubernetes {v} is outside the supported range {KUBERNETES_VERSIONS[0]}-"
-                             f"{KUBERNETES_VERSIONS[-1]} (default {DEFAULT_KUBERNETES_VERSION}: the newest both EKS "
-                             "and SageMaker HyperPod on EKS support)")
+                             f"{KUBERNETES_VERSIONS[-1]}; choose one of {', '.join(KUBERNETES_VERSIONS)} (default "
+                             f"{DEFAULT_KUBERNETES_VERSION}: the newest both EKS and SageMaker HyperPod on EKS support)")
         return v
 
     @field_validator("scheduler")

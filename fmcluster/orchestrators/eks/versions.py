@@ -9,13 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
-# Kubernetes minor versions a cluster may run. 1.35 is the newest that both EKS and SageMaker HyperPod on EKS support
-# (HyperPod EKS prerequisites list 1.30-1.35); EKS upgrades one minor at a time, so three minors are offered, and the
-# kubectl/Helm Lambda layer of each comes from its own PyPI package (aws-cdk.lambda-layer-kubectl-vNN).
+# Kubernetes minor versions an EKS cluster may run: EKS upgrades one minor at a time, so three minors are offered, and
+# the kubectl/Helm Lambda layer of each comes from its own PyPI package (aws-cdk.lambda-layer-kubectl-vNN). The
+# default is the newest that both EKS and SageMaker HyperPod on EKS support (hyperpod_eks/versions.py
+# HYPERPOD_KUBERNETES_VERSIONS: the HyperPod EKS prerequisites list 1.28-1.34, not 1.35), so a spec moves between the
+# eks and hyperpod-eks kinds without a version change; a test keeps the two in step.
 # https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html
 # https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html
 KUBERNETES_VERSIONS: Tuple[str, ...] = ("1.33", "1.34", "1.35")
-DEFAULT_KUBERNETES_VERSION = "1.35"
+DEFAULT_KUBERNETES_VERSION = "1.34"
 # The EFA DRA driver needs DRA's resource.k8s.io/v1 API, GA in Kubernetes 1.34 (EKS user guide, "Manage EFA devices").
 # https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html
 DRA_MIN_KUBERNETES_VERSION = "1.34"

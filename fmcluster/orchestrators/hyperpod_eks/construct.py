@@ -5,17 +5,19 @@
 3. the instance role, the lifecycle bucket with one OnCreate entry per instance group, and the
    AWS::SageMaker::Cluster (Orchestrator.Eks), which depends on 1 and 2;
 4. task governance: the cluster policy and the teams' compute quotas (they name the HyperPod cluster), then the
-   teams' claims of the shared file system (their namespaces exist once the quotas do), and the training operator
-   add-on when asked for (it needs the HyperPod cluster);
+   teams' claims of the shared file system (in the namespaces task governance creates for the quotas, once they
+   exist; fmcluster never owns those namespaces), and the training operator add-on when asked for (it needs the
+   HyperPod cluster);
 5. in the cluster: the node gate, the exporters, and the AMP managed scraper (the eks kind's).
 
 docs/hyperpod-eks.md explains each piece and its sources."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, cast
+from typing import Any, Dict, List, Optional, cast
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct, IConstruct
@@ -28,7 +30,7 @@ from fmcluster.orchestrators.eks.charts import ClusterObjects
 from fmcluster.orchestrators.eks.cluster import EksControlPlane
 from fmcluster.orchestrators.eks.construct import add_standard_addons
 from fmcluster.orchestrators.eks.scraper import ManagedScraper
-from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole
+from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole, security_group_id, subnet_id
 from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
 from fmcluster.orchestrators.hyperpod_eks import governance, nodes
 from fmcluster.orchestrators.hyperpod_eks.cluster import HyperPodEksCluster
@@ -44,6 +46,15 @@ from fmcluster.orchestrators.hyperpod_eks.versions import (
     TRAINING_OPERATOR_SERVICE_ACCOUNT,
 )
 
+# What the VPC CNI does on a node's ENI through the node's role, beyond the ENI actions of the hyperpod kind's role:
+# assign and release pods' secondary IPs, set the ENI's attributes (AWS's HyperPod EKS execution role, aws-samples/
+# awsome-distributed-training 1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/
+# sagemaker-iam-role-stack.yaml). Resource types per action: the Service Authorization Reference for Amazon EC2.
+CNI_IP_ACTIONS = ("ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses")
+CNI_MODIFY_ACTION = "ec2:ModifyNetworkInterfaceAttribute"
+# How long the waiter for a team's namespace polls after the team's quota exists (CDK's kubectl provider runs it in a
+# Lambda function of 15 minutes); how soon task governance creates the namespace is unverified (docs/hyperpod-eks.md).
+NAMESPACE_WAIT = Duration.minutes(12)
 # The add-on policy ECR pulls need on a node role (EKS user guide, "Amazon EKS node IAM role"); HyperPod's nodes pull
 # the EKS add-ons' and HyperPod's agents' images from ECR with their execution role.
 ECR_PULL_POLICY = "AmazonEC2ContainerRegistryPullOnly"
@@ -83,6 +94,7 @@ class HyperPodEksOrchestration(Construct):
             kubectl_layer=self._layer(),
             source=HYPERPOD_CHART,
             values=nodes.chart_values(spec),
+            namespaces=nodes.chart_namespaces(spec),
             vpc=context.vpc,
             subnets=private,
             security_groups=context.security_groups[:1],
@@ -123,7 +135,8 @@ class HyperPodEksOrchestration(Construct):
             name=f"{spec.name}-policy",
             cluster_arn=self.hyperpod.cluster_arn,
             scheduler=governance.scheduler_config(tg),
-            quotas={t.name: governance.compute_quota(spec, t, self.hyperpod.cluster_arn) for t in tg.teams},
+            quotas={t.name: governance.compute_quota(spec, t, self.hyperpod.cluster_arn, tags=context.instance_tags)
+                    for t in tg.teams},
         )
         if s.hyperpod.training_operator:
             operator = self.control_plane.add_addon(
@@ -172,6 +185,22 @@ class HyperPodEksOrchestration(Construct):
                     "policy EKS documents for node roles).")
         role.add_to_policy(iam.PolicyStatement(sid="PodIdentity", actions=["eks-auth:AssumeRoleForPodIdentity"],
                                                resources=[self.cluster.cluster_arn]))
+        # The VPC CNI's IP management on the node's ENI, as AWS's HyperPod EKS execution role grants it (on "*" there);
+        # here limited to the resource types the Service Authorization Reference lists for each action: ENIs in this
+        # account and Region for Assign/UnassignPrivateIpAddresses; for ModifyNetworkInterfaceAttribute also the
+        # cluster's security groups and node subnet, and the instance, which runs in a SageMaker-owned account.
+        stack = Stack.of(self)
+
+        def arn(resource: str, account: Optional[str] = None) -> str:
+            return f"arn:{stack.partition}:ec2:{stack.region}:{stack.account if account is None else account}:{resource}"
+
+        eni = arn("network-interface/*")
+        role.add_to_policy(iam.PolicyStatement(
+            sid="VpcCniPrivateIps", actions=list(CNI_IP_ACTIONS), resources=[eni]))
+        role.add_to_policy(iam.PolicyStatement(
+            sid="VpcCniModifyEni", actions=[CNI_MODIFY_ACTION],
+            resources=[eni, *(arn(f"security-group/{security_group_id(g)}") for g in context.security_groups),
+                       *(arn(f"subnet/{subnet_id(n)}") for n in context.subnets[:1]), arn("instance/*", "*")]))
         return role
 
     def _install(self, context: OrchestrationContext) -> None:
@@ -197,13 +226,20 @@ class HyperPodEksOrchestration(Construct):
         fs = context.file_system
         if fs is not None and spec.storage.fsx is not None and fs.file_system_id is not None:
             for team in settings_of(spec).task_governance.teams:
-                manifest: List[Dict[str, Any]] = [volumes.namespace(team.namespace)]
-                manifest += volumes.fsx_volume(
+                # The team's namespace is task governance's: it creates hyperpod-ns-<team> for the team's quota, with
+                # the team's queue, and owns it. fmcluster's manifest holds only the volume and the claim (a
+                # Namespace in it would be deleted with the manifest, taking the queue and running jobs along), and
+                # is applied once the namespace exists: a waiter after the quota polls for it.
+                cid = construct_id(team.name)
+                namespace_ready = eks.KubernetesObjectValue(
+                    self, f"{cid}NamespaceReady", cluster=self.control_plane.icluster, object_type="namespace",
+                    object_name=team.namespace, json_path=".metadata.name", timeout=NAMESPACE_WAIT)
+                namespace_ready.node.add_dependency(self.governance.quotas[team.name])
+                manifest: List[Dict[str, Any]] = volumes.fsx_volume(
                     cluster=f"{spec.name}-{team.name}", namespace=team.namespace, file_system_id=fs.file_system_id,
                     dns_name=fs.dns_name, mount_name=fs.mount_name, capacity_gib=spec.storage.fsx.storage_capacity_gib)
-                # the team's namespace is task governance's (created with its quota); the claim follows the quota
-                objects.manifest(f"{construct_id(team.name)}SharedFileSystem", manifest,
-                                 after=[self.governance.quotas[team.name], self.control_plane.addons["aws-fsx-csi-driver"]])
+                objects.manifest(f"{cid}SharedFileSystem", manifest,
+                                 after=[namespace_ready, self.control_plane.addons["aws-fsx-csi-driver"]])
 
     def objects_namespace(self) -> IConstruct:
         """The namespace the exporters live in, when the node gate (which creates it) is not installed."""

@@ -7,7 +7,8 @@ commit and verifies the content instead of cloning a branch.
 
 The function runs in the cluster's private subnets (it reaches the private API endpoint; NAT for GitHub and the
 sub-charts' repositories) in the nodes' security group (the control plane's additional group), with a role that may
-describe the cluster and holds a cluster-admin access entry (the chart creates CRDs, cluster roles and namespaces).
+describe the cluster and holds a cluster-admin access entry (the chart creates CRDs, cluster roles and namespaces; the
+installer creates the namespaces the chart uses but does not create itself, cert-manager's).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ class GitHelmChart(Construct):
     :param kubectl_layer: the kubectl/Helm Lambda layer (``/opt/helm/helm``).
     :param source: repository, commit, chart path, release and namespace.
     :param values: Helm values.
+    :param namespaces: namespaces the chart puts objects in and creates no Namespace for; the installer creates them
+        (idempotently) before helm runs.
     :param subnets: private subnets with egress in the cluster's VPC; ``security_groups``: groups that reach the
         cluster's private endpoint.
 
@@ -59,6 +62,7 @@ class GitHelmChart(Construct):
         vpc: ec2.IVpc,
         subnets: Sequence[ec2.ISubnet],
         security_groups: Sequence[ec2.ISecurityGroup],
+        namespaces: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, id)
         tree_id = source.tree
@@ -126,6 +130,7 @@ class GitHelmChart(Construct):
                 "Release": source.release,
                 "Namespace": source.namespace,
                 "Values": json.dumps(values, sort_keys=True),
+                **({"Namespaces": list(namespaces)} if namespaces else {}),
             },
         )
         # the role's policy and access entry before the first call; the function's ENIs before its first run

@@ -12,7 +12,7 @@ https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resou
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Optional
 
 from aws_cdk import Acknowledgment, CfnResource, Validations
 from aws_cdk import aws_sagemaker as sagemaker
@@ -44,9 +44,12 @@ def quota_name(cluster: str, team: Team) -> str:
     return f"{cluster}-{team.name}"
 
 
-def compute_quota(spec: ClusterSpec, team: Team, cluster_arn: str) -> Dict[str, Any]:
+def compute_quota(spec: ClusterSpec, team: Team, cluster_arn: str,
+                  tags: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """AWS::SageMaker::ComputeQuota properties of one team: its GPUs per ml. instance type (accelerators; SageMaker
-    fills vCPUs and memory in proportion), how it shares idle compute, whether its tasks preempt its own."""
+    fills vCPUs and memory in proportion), how it shares idle compute, whether its tasks preempt its own. `tags` (the
+    stacks' tags: fmcluster:cluster and the spec's, `OrchestrationContext.instance_tags`) are set here: CDK's tagging
+    reaches L1 resources only, and the type is taggable (its CloudFormation schema: Tags, tagOnCreate)."""
     sharing: Dict[str, Any] = {"Strategy": SHARING[team.sharing]}
     if team.borrow_limit_percent is not None:
         sharing["BorrowLimit"] = team.borrow_limit_percent
@@ -65,6 +68,7 @@ def compute_quota(spec: ClusterSpec, team: Team, cluster_arn: str) -> Dict[str, 
             "ResourceSharingConfig": sharing,
             "PreemptTeamTasks": PREEMPTION[team.preempt_team_tasks],
         },
+        **({"Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())]} if tags else {}),
     }
 
 

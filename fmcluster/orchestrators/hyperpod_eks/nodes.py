@@ -15,6 +15,7 @@ from fmcluster.orchestrators.hyperpod_eks.settings import (
     deep_health_checked,
     settings_of,
 )
+from fmcluster.orchestrators.hyperpod_eks.versions import CERT_MANAGER_NAMESPACE
 from fmcluster.profiles import mounts
 from fmcluster.runtime.contract import EKS_ENTRY_SCRIPT, LIFECYCLE_PARAMETERS_VERSION, ml_type
 from fmcluster.runtime.profile import NodeProfile
@@ -127,7 +128,8 @@ def lifecycle_parameters(spec: ClusterSpec, region: str, fsx: Optional[SharedFil
         "region": region,
         "system_group": SYSTEM_GROUP,
         "worker_groups": [{"instance_group_name": g.name, "instance_type": ml_type(g.instance_type),
-                           "gpu": g.instance.is_gpu, "efa": g.efa_enabled} for g in spec.node_groups],
+                           "gpu": g.instance.is_gpu, "efa": g.efa_enabled,
+                           "instance_store": bool(g.instance.nvme_disks)} for g in spec.node_groups],
         "fsx": fsx.parameters() if fsx is not None else None,
         "validation": {"level": spec.validation.level, "policy": spec.validation_policy},
         "observability": {"efa_textfile": True} if observability else None,
@@ -139,16 +141,30 @@ def chart_values(spec: ClusterSpec) -> Dict[str, Any]:
     auto-restart, Kubeflow training operator, MPI operator, NVIDIA and EFA device plugins, HyperPod patching) with the
     Region named (the health monitoring agent's image is regional; the chart otherwise guesses it), the Neuron
     plugin off (fmcluster's catalog has no Trainium), and cert-manager on when the HyperPod training operator is
-    installed (its prerequisite)."""
+    installed (its prerequisite), in its own namespace as the chart's defaults have it (named here, so that
+    `chart_namespaces` and the values cannot disagree)."""
     return {
         "global": {"region": spec.region},
         "neuron-device-plugin": {"devicePlugin": {"enabled": False}},
         # cert-manager's chart runs a post-install hook Job (startupapicheck) that Helm waits for: it could never run
         # before the HyperPod cluster brings nodes, so it is off
-        "cert-manager": {"enabled": settings_of(spec).hyperpod.training_operator, "startupapicheck": {"enabled": False}},
+        "cert-manager": {"enabled": settings_of(spec).hyperpod.training_operator,
+                         "namespace": CERT_MANAGER_NAMESPACE,
+                         "global": {"leaderElection": {"namespace": CERT_MANAGER_NAMESPACE}},
+                         "startupapicheck": {"enabled": False}},
         "trainingOperators": {"enabled": True},
         "mpi-operator": {"enabled": True},
         "health-monitoring-agent": {"enabled": True},
         "deep-health-check": {"enabled": True},
         "job-auto-restart": {"enabled": True},
     }
+
+
+def chart_namespaces(spec: ClusterSpec) -> List[str]:
+    """The namespaces the chart, with `chart_values`, puts objects in and no template of it creates: the installer
+    creates them before helm runs (helm creates none but the release's own with --create-namespace, and kube-system
+    exists). The chart's other namespaces come with their sub-charts' Namespace templates (aws-hyperpod: deep health
+    check; kubeflow: training operators; mpi-operator)."""
+    values = chart_values(spec)
+    cert_manager = values["cert-manager"]
+    return [cert_manager["namespace"]] if cert_manager["enabled"] else []

@@ -19,8 +19,10 @@ from fmcluster.orchestrators.eks.settings import (
     control_plane_zone,
     network_rules,
 )
+from fmcluster.orchestrators.eks.versions import KUBERNETES_VERSIONS as EKS_KUBERNETES_VERSIONS
 from fmcluster.orchestrators.hyperpod.settings import offered_problem
 from fmcluster.orchestrators.hyperpod_eks.versions import (
+    DEFAULT_KUBERNETES_VERSION,
     HYPERPOD_KUBERNETES_VERSIONS,
     KUBERNETES_VERSIONS,
     TASK_GOVERNANCE,
@@ -66,15 +68,24 @@ class HyperPodEksControlPlane(EksControlPlaneSettings):
     """The EKS control plane HyperPod's nodes join: private subnets, API authentication (access entries), the VPC
     CNI, and a Kubernetes version SageMaker HyperPod supports."""
 
+    kubernetes_version: str = Field(
+        DEFAULT_KUBERNETES_VERSION,
+        description=f"Kubernetes minor version, one of {', '.join(KUBERNETES_VERSIONS)}: the versions both SageMaker "
+                    f"HyperPod on EKS (its prerequisites list {HYPERPOD_KUBERNETES_VERSIONS[0]}-"
+                    f"{HYPERPOD_KUBERNETES_VERSIONS[-1]}) and fmcluster's EKS control plane support (default: the newest).")
+
     @field_validator("kubernetes_version")
     @classmethod
     def _version(cls, v: str) -> str:
         if v not in KUBERNETES_VERSIONS:
-            supported = (f"SageMaker HyperPod on EKS supports Kubernetes {HYPERPOD_KUBERNETES_VERSIONS[0]}-"
-                         f"{HYPERPOD_KUBERNETES_VERSIONS[-1]}" if v not in HYPERPOD_KUBERNETES_VERSIONS else
-                         f"HyperPod supports {v}, but fmcluster builds EKS clusters of")
-            raise ValueError(f"Kubernetes {v}: {supported} (HyperPod EKS prerequisites); fmcluster offers "
-                             f"{', '.join(KUBERNETES_VERSIONS)}")
+            if v not in HYPERPOD_KUBERNETES_VERSIONS:
+                why = (f"SageMaker HyperPod on EKS does not support Kubernetes {v} (its EKS prerequisites list "
+                       f"{', '.join(HYPERPOD_KUBERNETES_VERSIONS)})")
+            else:
+                why = (f"SageMaker HyperPod supports Kubernetes {v}, but fmcluster builds only EKS control planes of "
+                       f"{', '.join(EKS_KUBERNETES_VERSIONS)}")
+            raise ValueError(f"{why}; choose one of {', '.join(KUBERNETES_VERSIONS)} (default "
+                             f"{DEFAULT_KUBERNETES_VERSION})")
         return v
 
 
@@ -291,11 +302,11 @@ def plan_notes(spec: ClusterSpec) -> List[str]:
     """What `fmcluster plan` says about the orchestrator: the nodes it runs (no controller) and what task governance
     builds, including what CloudFormation cannot."""
     s = settings_of(spec)
-    gpu_nodes = sum(g.count for g in spec.node_groups)
+    group_nodes = sum(g.count for g in spec.node_groups)
     hp = s.hyperpod
-    lines = [f"SageMaker HyperPod on EKS: no controller (the EKS control plane schedules); {gpu_nodes} node(s) in "
+    lines = [f"SageMaker HyperPod on EKS: no controller (the EKS control plane schedules); {group_nodes} node(s) in "
              f"{len(spec.node_groups)} instance group(s) + {hp.system_count} x {hp.system_instance_type} system = "
-             f"{gpu_nodes + hp.system_count} HyperPod instances (SageMaker quotas apply)"]
+             f"{group_nodes + hp.system_count} HyperPod instances (SageMaker quotas apply)"]
     tg = s.task_governance
     classes = ", ".join(f"{p.name} {p.weight}" for p in tg.priority_classes) or "none"
     lines.append(f"task governance ({TASK_GOVERNANCE} add-on): cluster policy (AWS::SageMaker::ClusterSchedulerConfig, "

@@ -11,11 +11,15 @@ from fmcluster.orchestrators.eks.versions import ADDONS as EKS_ADDONS
 from fmcluster.orchestrators.eks.versions import KUBERNETES_VERSIONS as EKS_KUBERNETES_VERSIONS
 from fmcluster.orchestrators.eks.versions import AddonPin
 
-# "SageMaker HyperPod supports Kubernetes versions ..." (HyperPod EKS prerequisites; the list moves with each release:
-# older copies of the page list 1.28-1.32 and 1.28-1.33). fmcluster builds the versions both support.
+# "SageMaker HyperPod supports Kubernetes versions ..." (HyperPod EKS prerequisites). The list moves with each release:
+# the copies read list 1.28-1.32, 1.28-1.33 and, the newest, 1.28-1.34. No public copy found lists 1.35, so 1.35 is not
+# offered for HyperPod (a HyperPod cluster refused on an EKS version would fail after the control plane and add-ons
+# are up); add it here, with the page's wording, once the page lists it. fmcluster builds the versions both support,
+# and defaults to the newest of them.
 # https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html
-HYPERPOD_KUBERNETES_VERSIONS: Tuple[str, ...] = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
+HYPERPOD_KUBERNETES_VERSIONS: Tuple[str, ...] = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
 KUBERNETES_VERSIONS: Tuple[str, ...] = tuple(v for v in EKS_KUBERNETES_VERSIONS if v in HYPERPOD_KUBERNETES_VERSIONS)
+DEFAULT_KUBERNETES_VERSION = KUBERNETES_VERSIONS[-1]
 # Same page: "SageMaker HyperPod requires the Amazon VPC CNI plug-in version 1.18.3 or later" (the only CNI it supports).
 VPC_CNI_MIN_VERSION = "1.18.3"
 
@@ -61,6 +65,12 @@ HYPERPOD_CHART = ChartSource(
     namespace="kube-system",
     source="https://github.com/aws/sagemaker-hyperpod-cli/tree/011ca927123e02b35a399935bbb3ab1905fe33c7/helm_chart",
 )
+# cert-manager's namespace when the chart installs it (the chart's values.yaml: cert-manager.namespace and
+# cert-manager.global.leaderElection.namespace, "namespace specifies which name space cert-manager should be installed",
+# helm_chart/readme.md). cert-manager's own chart (v1.18.2, the pinned sub-chart) puts every object in that namespace
+# (its "cert-manager.namespace" helper) and has no Namespace template, nor has any template of HyperPodHelmChart: the
+# installer creates it before helm runs. https://github.com/cert-manager/cert-manager/tree/v1.18.2/deploy/charts/cert-manager
+CERT_MANAGER_NAMESPACE = "cert-manager"
 # The namespace HyperPod's agents run in (the chart's namespace.name; "The aws-hyperpod namespace name cannot be
 # modified", SageMaker guide, "Installing packages on the Amazon EKS cluster using Helm").
 HYPERPOD_NAMESPACE = "aws-hyperpod"

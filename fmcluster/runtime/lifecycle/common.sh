@@ -23,6 +23,7 @@ ETC_DIR="$ROOT/etc/fmcluster"
 PARAMS_SRC="${FMCLUSTER_PARAMS:-$SRC_PREFIX/fmcluster_parameters.json}"
 PARAMS="$ETC_DIR/fmcluster_parameters.json"
 NVME_WAIT="${FMCLUSTER_NVME_WAIT:-180}"
+NVME_POLL="${FMCLUSTER_NVME_POLL:-5}"  # s between looks at the mount
 RETRY_DELAY="${FMCLUSTER_RETRY_DELAY:-5}"
 
 mkdir -p "$LOG_DIR" "$STATE_DIR"
@@ -108,19 +109,30 @@ step_runtime() {
   log "runtime in $FMCLUSTER_HOME (from $SRC_PREFIX)"
 }
 
-# wait_for_nvme: the instance store mounted at /opt/dlami/nvme, waiting up to $NVME_WAIT s for dlami-nvme.service
-# (it formats and mounts the disks at boot; lifecycle scripts can start before it ends). Prints "BASE<TAB>why" from
-# node.py storage-root: the NVMe, else HyperPod's /opt/sagemaker volume, else an empty BASE.
+# wait_for_nvme [EXPECTED]: the instance store mounted at /opt/dlami/nvme. Prints "BASE<TAB>why" from node.py
+# storage-root: the NVMe, else HyperPod's /opt/sagemaker volume, else an empty BASE. Without EXPECTED (or 0) it waits,
+# up to $NVME_WAIT s, only while dlami-nvme.service exists (it formats and mounts the disks at boot; lifecycle scripts
+# can start before it ends). EXPECTED=1 (the node's instance type has instance-store NVMe) waits on the mount itself
+# for up to $NVME_WAIT s whatever mounts it, as AWS's HyperPod EKS sample waits on its disk: the caller then says
+# clearly, or fails, when the NVMe never came.
 wait_for_nvme() {
-  local deadline=$((SECONDS + NVME_WAIT)) out
+  local expected="${1:-0}" deadline=$((SECONDS + NVME_WAIT)) out unit
   while :; do
     out="$(node_py storage-root --root "${ROOT:-/}")"
     [[ "${out%%$'\t'*}" == /opt/dlami/nvme ]] && break
-    if ! systemctl cat dlami-nvme.service >/dev/null 2>&1 || ((SECONDS >= deadline)); then
-      break
+    ((SECONDS >= deadline)) && break
+    if systemctl cat dlami-nvme.service >/dev/null 2>&1; then
+      unit=1
+    else
+      unit=0
+      [[ "$expected" == 1 ]] || break
     fi
-    log "waiting for dlami-nvme.service to mount the instance NVMe" >&2
-    sleep 5
+    if ((unit)); then
+      log "waiting for dlami-nvme.service to mount the instance NVMe" >&2
+    else
+      log "waiting for the instance NVMe to be mounted at /opt/dlami/nvme (no dlami-nvme.service on this image)" >&2
+    fi
+    sleep "$NVME_POLL"
   done
   printf '%s\n' "$out"
 }

@@ -231,6 +231,8 @@ def validate_eks_params(params: Dict[str, Any]) -> Dict[str, Any]:
         for key in ("gpu", "efa"):
             if not isinstance(w.get(key), bool):
                 raise LifecycleError(f"worker_groups[{i}].{key} must be true or false")
+        if not isinstance(w.get("instance_store", False), bool):
+            raise LifecycleError(f"worker_groups[{i}].instance_store must be true or false")
     if params["system_group"] in {w["instance_group_name"] for w in workers}:
         raise LifecycleError(f"system_group {params['system_group']!r} is also a worker group")
     _check_fsx(params.get("fsx"))
@@ -251,10 +253,11 @@ def eks_node(params: Dict[str, Any], group: str) -> Dict[str, str]:
     _clean(group, "--group")
     workers = {w["instance_group_name"]: w for w in params["worker_groups"]}
     if group == params["system_group"]:
-        role, gpu, efa, instance_type = "system", False, False, ""
+        role, gpu, efa, instance_type, instance_store = "system", False, False, "", False
     elif group in workers:
         role, gpu, efa = "worker", workers[group]["gpu"], workers[group]["efa"]
         instance_type = workers[group]["instance_type"]
+        instance_store = workers[group].get("instance_store", False)
     else:
         raise LifecycleError(f"instance group {group!r} is neither the system_group nor one of the worker_groups in "
                              f"{LIFECYCLE_PARAMETERS_FILE}")
@@ -267,6 +270,8 @@ def eks_node(params: Dict[str, Any], group: str) -> Dict[str, str]:
         "gpu": "1" if gpu else "0",
         "efa": "1" if efa else "0",
         "instance_type": instance_type,
+        # a GPU type with instance-store NVMe: wait for /opt/dlami/nvme itself, and never fall back silently
+        "nvme_expected": "1" if gpu and instance_store else "0",
         "cluster": params["cluster_name"],
         "region": params["region"],
         "fsx": "1" if fsx else "0",

@@ -15,7 +15,9 @@
 #   runtime       copy the runtime, profiles and parameters to /opt/fmcluster (stable; units refer to it)
 #   role          this node's group (from --group), GPU or not, and its settings
 #   containers    containerd's root, the kubelet's root (pods' emptyDirs) and pod logs on the instance NVMe (fallback:
-#                 /opt/sagemaker; never the root volume on GPU nodes), as bind mounts with fstab entries
+#                 /opt/sagemaker; never the root volume on GPU nodes), as bind mounts with fstab entries; a GPU type
+#                 with instance store waits for the NVMe's mount itself and, when it never comes, says so (policy
+#                 fail: fails); what an earlier node or image left in the target directories is removed first
 #   fsx           mount the shared FSx for Lustre file system with the lustre helper (LNet over EFA on EFA nodes when
 #                 the file system has EFA); a failed mount is judged by validation.policy
 #   efa-textfile  the EFA counters' textfile timer on EFA nodes (node-exporter pods read it), with observability
@@ -23,7 +25,8 @@
 #                 result the node gate reads, and fails the script under policy fail
 #
 # Environment (tests; all optional): FMCLUSTER_LIFECYCLE_ROOT prefixes every node path written or read
-# (/opt, /etc, /var, /proc), FMCLUSTER_PARAMS, FMCLUSTER_NVME_WAIT (s, 180), FMCLUSTER_RETRY_DELAY (s, 5).
+# (/opt, /etc, /var, /proc), FMCLUSTER_PARAMS, FMCLUSTER_NVME_WAIT (s, 180), FMCLUSTER_NVME_POLL (s, 5),
+# FMCLUSTER_RETRY_DELAY (s, 5).
 # Exit status: 0 done; 1 with one line "fmcluster lifecycle FAILED at step S: reason" (HyperPod reports it and, with
 # continuous provisioning, provisions another instance); 2 usage.
 set -Eeuo pipefail
@@ -62,10 +65,17 @@ step_role() {
 }
 
 step_containers() {
-  local out base why name src dst unit stopped=()
-  out="$(wait_for_nvme)"
+  local out base why name src dst unit missing stopped=()
+  out="$(wait_for_nvme "${NODE[nvme_expected]}")"
   base="${out%%$'\t'*}"
   why="${out#*$'\t'}"
+  if [[ "${NODE[nvme_expected]}" == 1 && "$base" != /opt/dlami/nvme ]]; then
+    missing="${NODE[instance_type]} has instance-store NVMe, but /opt/dlami/nvme is not mounted after ${NVME_WAIT}s"
+    if [[ "${NODE[policy]}" == fail ]]; then
+      fail "$missing (validation.policy fail: HyperPod provisions another instance)"
+    fi
+    log "WARNING: $missing: containerd, kubelet and pod data go to ${base:-no separate volume} instead (${why})"
+  fi
   if [[ -z "$base" ]]; then
     if [[ "${NODE[gpu]}" == 1 ]]; then
       fail "no instance NVMe (/opt/dlami/nvme) and no /opt/sagemaker volume: images and pod data would fill the root volume"
@@ -84,22 +94,42 @@ step_containers() {
     if systemctl is-active --quiet "$unit"; then
       log "$unit is running: stopping it while its data moves"
       systemctl stop "$unit"
-      stopped=("$unit" "${stopped[@]}")
+      stopped=("$unit" ${stopped[@]+"${stopped[@]}"})
     fi
   done
   while IFS=$'\t' read -r name src dst; do
     [[ -n "$name" ]] || continue
-    install -d -m 0711 "$ROOT$dst" "$ROOT$src"
-    if [[ -n "$(ls -A "$ROOT$src" 2>/dev/null)" ]]; then
-      cp -a "$ROOT$src/." "$ROOT$dst/"  # e.g. images the AMI preloaded into containerd
+    if bind_mounted "$src"; then
+      log "$name: $src is already a mount point (an earlier run this boot); left as it is"
+    else
+      # what an earlier node or AMI left on this volume (/opt/sagemaker outlives the root volume across AMI updates):
+      # containerd's and the kubelet's state must match this image's, as AWS's sample clears it before moving
+      if [[ "$dst" == "$base"/?* && -n "$(ls -A "$ROOT$dst" 2>/dev/null)" ]]; then
+        log "$name: removing stale $dst (left on $base by an earlier node or image)"
+        rm -rf -- "$ROOT$dst"
+      fi
+      install -d -m 0711 "$ROOT$dst" "$ROOT$src"
+      if [[ -n "$(ls -A "$ROOT$src" 2>/dev/null)" ]]; then
+        cp -a "$ROOT$src/." "$ROOT$dst/"  # e.g. images the AMI preloaded into containerd
+      fi
+      mount --bind "$ROOT$dst" "$ROOT$src"
     fi
-    mount --bind "$ROOT$dst" "$ROOT$src"
-    node_py fstab-bind --file "$ROOT/etc/fstab" --source "$dst" --target "$src" --requires "$base" "${after[@]}" >/dev/null
+    node_py fstab-bind --file "$ROOT/etc/fstab" --source "$dst" --target "$src" --requires "$base" \
+      ${after[@]+"${after[@]}"} >/dev/null
     log "$name: $src is $dst (bind mount, in fstab)"
   done <<<"$(node_py container-layout --base "$base")"
-  for unit in "${stopped[@]}"; do
+  for unit in ${stopped[@]+"${stopped[@]}"}; do
     retry 3 systemctl start "$unit"
   done
+}
+
+# bind_mounted PATH: PATH (a node path) is a mount point now (/proc/mounts of the node).
+bind_mounted() {
+  local target rest
+  while read -r _ target rest; do
+    [[ "${target//\\040/ }" == "$1" ]] && return 0
+  done <"$ROOT/proc/mounts"
+  return 1
 }
 
 step_fsx() {

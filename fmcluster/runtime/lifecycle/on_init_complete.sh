@@ -104,7 +104,7 @@ step_fsx() {
 
 step_containers() {
   local out base why
-  out="$(wait_for_nvme)"
+  out="$(wait_for_nvme 0)"  # waits only while dlami-nvme.service exists
   base="${out%%$'\t'*}"
   why="${out#*$'\t'}"
   if [[ -z "$base" ]]; then

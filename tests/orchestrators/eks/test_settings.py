@@ -118,6 +118,18 @@ def test_policy_defaults_to_taint_on_eks(base):
     assert parse_spec(data).validation_policy == "report"
 
 
+def test_the_default_version_is_the_newest_both_eks_and_hyperpod_on_eks_support(base):
+    """The EKS issue's rule: a spec moves between eks and hyperpod-eks without a version change."""
+    from fmcluster.orchestrators.eks.versions import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS, minor
+    from fmcluster.orchestrators.hyperpod_eks.versions import HYPERPOD_KUBERNETES_VERSIONS
+
+    both = [v for v in KUBERNETES_VERSIONS if v in HYPERPOD_KUBERNETES_VERSIONS]
+    assert DEFAULT_KUBERNETES_VERSION == max(both, key=minor) == "1.34"
+    data = edit(base)
+    data["orchestrator"]["eks"].pop("kubernetes_version")
+    assert parse_spec(data).orchestrator.eks.kubernetes_version == "1.34"
+
+
 def test_default_second_az(base):
     data = edit(base)
     data["orchestrator"]["eks"].pop("control_plane_availability_zone")

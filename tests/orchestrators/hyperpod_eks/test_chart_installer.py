@@ -68,16 +68,40 @@ def git_tree(files: Dict[str, str], tmp: Path) -> str:
 
 
 @pytest.fixture
-def fake_helm(tmp_path, monkeypatch):
+def sleeps(monkeypatch) -> List[float]:
+    """The installer's delays between tries, recorded instead of slept."""
+    delays: List[float] = []
+    monkeypatch.setattr(index, "pause", delays.append)
+    return delays
+
+
+@pytest.fixture
+def fake_helm(tmp_path, monkeypatch, sleeps):
+    """A fake helm and a fake kubectl, both logging to helm.log (kubectl's lines start with KUBECTL). FAKE_HELM_RC and
+    FAKE_HELM_OUTPUT: every helm call's exit status and output; FAKE_HELM_FAIL_ONCE=<subcommand>:<message> and
+    FAKE_KUBECTL_FAIL_ONCE=<message>: the first such call fails with the message."""
     log = tmp_path / "helm.log"
     helm = tmp_path / "helm"
     helm.write_text("#!/bin/bash\n"
                     f'echo "$* HOME=$HOME" >> {log}\n'
+                    'if [ -n "$FAKE_HELM_FAIL_ONCE" ] && [ "$1" = "${FAKE_HELM_FAIL_ONCE%%:*}" ] && '
+                    f'[ ! -e {tmp_path}/helm-failed ]; then touch {tmp_path}/helm-failed; '
+                    'echo "${FAKE_HELM_FAIL_ONCE#*:}" >&2; exit 1; fi\n'
                     'if [ "$1" = upgrade ]; then cp "$(echo "$@" | sed -n "s/.*--values \\([^ ]*\\).*/\\1/p")" '
                     f"{tmp_path}/values-seen.json; fi\n"
+                    '[ -n "$FAKE_HELM_OUTPUT" ] && echo "$FAKE_HELM_OUTPUT" >&2\n'
                     'exit "${FAKE_HELM_RC:-0}"\n')
     helm.chmod(0o755)
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text("#!/bin/bash\n"
+                       f'echo "KUBECTL $*" >> {log}\n'
+                       'if [ -n "$FAKE_KUBECTL_FAIL_ONCE" ] && '
+                       f'[ ! -e {tmp_path}/kubectl-failed ]; then touch {tmp_path}/kubectl-failed; '
+                       'echo "$FAKE_KUBECTL_FAIL_ONCE" >&2; exit 1; fi\n'
+                       f'cp "$3" {tmp_path}/kubectl-applied.json\n')
+    kubectl.chmod(0o755)
     monkeypatch.setattr(index, "HELM", str(helm))
+    monkeypatch.setattr(index, "KUBECTL", str(kubectl))
     monkeypatch.setattr(index, "WORK", str(tmp_path))
     monkeypatch.setattr(index, "DOWNLOAD_ATTEMPTS", 1)
     monkeypatch.setenv("AWS_REGION", "us-east-1")
@@ -153,6 +177,70 @@ def test_create_downloads_checks_the_tree_updates_dependencies_and_installs(tmp_
     assert "--namespace kube-system" in calls[1] and "--kubeconfig" in calls[1] and "--wait" not in calls[1]
     assert json.loads((tmp_path / "values-seen.json").read_text()) == {"global": {"region": "us-east-1"}}
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("chart-")], "the work directory is cleaned up"
+
+
+def test_create_makes_the_namespaces_the_chart_needs_before_helm_installs(tmp_path, fake_helm):
+    """cert-manager's sub-chart puts its objects in the cert-manager namespace and nothing in the chart creates it: the
+    installer applies it (idempotent: an existing namespace is left as it is) before helm upgrade --install."""
+    url = archive(tmp_path, CHART_FILES).as_uri()
+    ev = event(tmp_path, "Create", url, git_tree(CHART_FILES, tmp_path), Namespaces=["cert-manager"])
+    (_, status, reason, _), = run(ev, session_with_cluster())
+    assert status == "SUCCESS", reason
+    calls = fake_helm.read_text().splitlines()
+    assert calls[0].startswith("KUBECTL apply -f ") and "--kubeconfig" in calls[0], calls
+    assert [c.split()[0] for c in calls[1:]] == ["dependency", "upgrade"]
+    applied = json.loads((tmp_path / "kubectl-applied.json").read_text())
+    assert [(o["kind"], o["metadata"]["name"]) for o in applied["items"]] == [("Namespace", "cert-manager")]
+    assert applied["items"][0]["metadata"]["labels"] == {"fmcluster.io/created-for": "hyperpod-dependencies"}
+
+
+def test_helm_is_retried_after_a_transient_failure(tmp_path, fake_helm, sleeps, monkeypatch):
+    """Seconds after its access entry exists the installer's first calls may be refused (Unauthorized); a registry or
+    DNS error is as passing. The failed call is made again after a delay and the resource succeeds."""
+    monkeypatch.setenv("FAKE_HELM_FAIL_ONCE", "upgrade:Error: Kubernetes cluster unreachable: the server has asked "
+                                              "for the client to provide credentials (Unauthorized)")
+    url = archive(tmp_path, CHART_FILES).as_uri()
+    (_, status, reason, _), = run(event(tmp_path, "Create", url, git_tree(CHART_FILES, tmp_path)),
+                                  session_with_cluster())
+    assert status == "SUCCESS", reason
+    assert [c.split()[0] for c in fake_helm.read_text().splitlines()] == ["dependency", "upgrade", "upgrade"]
+    assert sleeps == [index.TOOL_FIRST_DELAY_S]
+
+
+def test_kubectl_is_retried_after_a_transient_failure(tmp_path, fake_helm, monkeypatch):
+    monkeypatch.setenv("FAKE_KUBECTL_FAIL_ONCE", 'error: Get "https://ABC.gr7.us-east-1.eks.amazonaws.com/api": dial '
+                                                 "tcp: lookup ABC.gr7.us-east-1.eks.amazonaws.com: no such host")
+    url = archive(tmp_path, CHART_FILES).as_uri()
+    ev = event(tmp_path, "Create", url, git_tree(CHART_FILES, tmp_path), Namespaces=["cert-manager"])
+    (_, status, reason, _), = run(ev, session_with_cluster())
+    assert status == "SUCCESS", reason
+    assert [c.split()[0] for c in fake_helm.read_text().splitlines()] == ["KUBECTL", "KUBECTL", "dependency", "upgrade"]
+
+
+def test_a_lasting_failure_is_not_retried_and_a_transient_one_only_within_the_deadline(tmp_path, fake_helm, sleeps,
+                                                                                        monkeypatch):
+    url = archive(tmp_path, CHART_FILES).as_uri()
+    tree = git_tree(CHART_FILES, tmp_path)
+    monkeypatch.setenv("FAKE_HELM_RC", "1")
+    monkeypatch.setenv("FAKE_HELM_OUTPUT", "Error: template: hyperpod-helm-chart/templates/x.yaml:3: bad character")
+    (_, status, reason, _), = run(event(tmp_path, "Create", url, tree), session_with_cluster())
+    assert status == "FAILED" and "bad character" in reason and "attempts" not in reason
+    assert len(fake_helm.read_text().splitlines()) == 1 and sleeps == []
+    # transient, every time: retried TOOL_ATTEMPTS times, then the resource fails with the output
+    fake_helm.unlink()
+    monkeypatch.setenv("FAKE_HELM_OUTPUT", "Error: looks like \"https://nvidia.github.io/k8s-device-plugin\" is not a "
+                                           "valid chart repository or cannot be reached: 503 Service Unavailable")
+    (_, status, reason, _), = run(event(tmp_path, "Create", url, tree), session_with_cluster())
+    assert status == "FAILED" and f"after {index.TOOL_ATTEMPTS} attempts" in reason and "cannot be reached" in reason
+    assert len(fake_helm.read_text().splitlines()) == index.TOOL_ATTEMPTS and sleeps == [10.0, 20.0, 40.0]
+    # transient, but the Lambda's deadline leaves no room for another try: no retry
+    fake_helm.unlink()
+    sleeps.clear()
+    answers: List[tuple] = []
+    index.handler(event(tmp_path, "Create", url, tree), Context(remaining_ms=(index.MARGIN_S + 60) * 1000),
+                  session_factory=session_with_cluster, answer=lambda *a: answers.append(a))
+    (_, status, reason, _), = answers
+    assert status == "FAILED" and "cannot be reached" in reason and sleeps == []
 
 
 def test_content_other_than_the_pinned_trees_is_refused(tmp_path, fake_helm):

@@ -46,10 +46,10 @@ def test_hyperpod_cluster_on_the_eks_control_plane(p5):
     assert props["Orchestrator"] == {"Eks": {"ClusterArn": {"Fn::GetAtt": [eks_id, "Arn"]}}}
     assert props["NodeRecovery"] == "Automatic" and props["NodeProvisioningMode"] == "Continuous"
     assert "ImportValue" in json.dumps(props["VpcConfig"]["Subnets"]) and len(props["VpcConfig"]["Subnets"]) == 1
-    # HyperPod's requirements of the EKS cluster: API authentication, a private endpoint, 1.35
+    # HyperPod's requirements of the EKS cluster: API authentication, a private endpoint, a version it supports
     assert eks["Properties"]["AccessConfig"]["AuthenticationMode"] == "API"
     assert eks["Properties"]["ResourcesVpcConfig"]["EndpointPublicAccess"] is False
-    assert eks["Properties"]["Version"] == "1.35"
+    assert eks["Properties"]["Version"] == "1.34"
     assert {"Key": "SageMaker", "Value": "true"} in props["Tags"], "the training operator's policy acts on such clusters"
 
 
@@ -124,6 +124,10 @@ def test_the_chart_is_fetched_at_deploy_time_at_the_pinned_commit(p5):
     assert values["cert-manager"]["startupapicheck"]["enabled"] is False, "a hook Job would wait for nodes"
     assert values["neuron-device-plugin"]["devicePlugin"]["enabled"] is False
     assert values["health-monitoring-agent"]["enabled"] and values["job-auto-restart"]["enabled"]
+    # cert-manager's objects go to its own namespace, which no template of the chart creates: the installer does
+    assert values["cert-manager"]["namespace"] == "cert-manager"
+    assert values["cert-manager"]["global"]["leaderElection"]["namespace"] == "cert-manager"
+    assert props["Namespaces"] == ["cert-manager"]
     fn_id = props["ServiceToken"]["Fn::GetAtt"][0]
     fn = p5["Resources"][fn_id]["Properties"]
     assert fn["Timeout"] == 900 and fn["VpcConfig"]["SubnetIds"] and fn["Layers"], "in the VPC, with helm"
@@ -132,6 +136,12 @@ def test_the_chart_is_fetched_at_deploy_time_at_the_pinned_commit(p5):
     assert len(access) == 1 and "AmazonEKSClusterAdminPolicy" in json.dumps(access[0]["AccessPolicies"])
     assert set(chart["DependsOn"]) >= {r for r in resources_of(p5, "AWS::EKS::AccessEntry")
                                        if r.startswith("HyperPodEksDependencies")}
+
+
+def test_without_the_training_operator_the_installer_creates_no_namespace(p5en):
+    _, chart = one(p5en, "Custom::GitHelmChart")
+    assert json.loads(chart["Properties"]["Values"])["cert-manager"]["enabled"] is False
+    assert "Namespaces" not in chart["Properties"]
 
 
 def test_task_governance_objects(p5):
@@ -149,6 +159,9 @@ def test_task_governance_objects(p5):
     assert props["ComputeQuotaConfig"] == {
         "ComputeQuotaResources": [{"InstanceType": "ml.p5.48xlarge", "Accelerators": 16}],
         "ResourceSharingConfig": {"Strategy": "LendAndBorrow", "BorrowLimit": 100}, "PreemptTeamTasks": "LowerPriority"}
+    assert {"Key": "fmcluster:cluster", "Value": "hpeks-p5"} in props["Tags"], "a plain CfnResource: tagged by hand"
+    _, policy_res = one(p5, "AWS::SageMaker::ClusterSchedulerConfig")
+    assert {t["Key"]: t["Value"] for t in props["Tags"]} == {t["Key"]: t["Value"] for t in policy_res["Properties"]["Tags"]}
     _, production = quotas["hpeks-p5-production"]
     assert production["Properties"]["ComputeQuotaTarget"] == {"TeamName": "production", "FairShareWeight": 80}
     assert production["Properties"]["ComputeQuotaConfig"]["ResourceSharingConfig"] == {"Strategy": "Lend"}
@@ -156,14 +169,24 @@ def test_task_governance_objects(p5):
     assert all(policy_id in q["DependsOn"] for _, q in quotas.values())
 
 
-def test_each_team_gets_the_shared_file_system_after_its_quota(p5):
+def test_each_team_gets_the_shared_file_system_in_its_namespace_once_task_governance_made_it(p5):
+    """The team's namespace is task governance's (made for the team's quota, with the team's queue): fmcluster's
+    manifest never holds it, so deleting the stack or a team deletes the claim, not the namespace, its queue and its
+    jobs. The claim waits for the namespace: a KubernetesObjectValue after the quota polls for it."""
     quotas = by_name(p5, "AWS::SageMaker::ComputeQuota", "Name")
+    waiters = {r["Properties"]["ObjectName"]: (k, r)
+               for k, r in resources_of(p5, "Custom::AWSCDK-EKS-KubernetesObjectValue").items()
+               if r["Properties"]["ObjectType"] == "namespace"}
     for team in ("research", "production"):
         (lid, res), = [(k, r) for k, r in resources_of(p5, "Custom::AWSCDK-EKS-KubernetesResource").items()
                        if f"hyperpod-ns-{team}" in json.dumps(r["Properties"]["Manifest"])]
         text = json.dumps(res["Properties"]["Manifest"])
         assert '\\"kind\\":\\"PersistentVolumeClaim\\"' in text and f'hpeks-p5-{team}-fsx' in text
-        assert quotas[f"hpeks-p5-{team}"][0] in res["DependsOn"], lid
+        assert '\\"kind\\":\\"Namespace\\"' not in text, "task governance owns the team's namespace"
+        waiter_id, waiter = waiters[f"hyperpod-ns-{team}"]
+        assert quotas[f"hpeks-p5-{team}"][0] in waiter["DependsOn"], "task governance makes it for the quota"
+        assert waiter_id in res["DependsOn"], lid
+        assert int(waiter["Properties"]["TimeoutSeconds"]) <= 14 * 60, "within the kubectl provider's 15 minutes"
 
 
 def test_the_instance_role_holds_what_an_eks_node_needs_and_no_access_entry(p5):
@@ -178,6 +201,20 @@ def test_the_instance_role_holds_what_an_eks_node_needs_and_no_access_entry(p5):
     assert len(pod_identity) == 1 and "Cluster" in json.dumps(pod_identity[0]["Resource"])
     entries = json.dumps([r["Properties"]["PrincipalArn"] for r in resources_of(p5, "AWS::EKS::AccessEntry").values()])
     assert role_id not in entries, "HyperPod creates its execution role's access entry itself"
+
+
+def test_the_instance_role_lets_the_vpc_cni_manage_ips_on_the_nodes_eni(p5):
+    """AWS's HyperPod EKS execution role grants the VPC CNI's ENI actions; here each is limited to the resource types
+    the Service Authorization Reference lists for it (no action or resource wildcard beyond ENI and instance ids)."""
+    statements = {s.get("Sid"): s for lid, p in resources_of(p5, "AWS::IAM::Policy").items()
+                  if lid.startswith("HyperPodEksInstanceRole") for s in p["Properties"]["PolicyDocument"]["Statement"]}
+    ips, modify = statements["VpcCniPrivateIps"], statements["VpcCniModifyEni"]
+    assert ips["Action"] == ["ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"]
+    assert modify["Action"] == "ec2:ModifyNetworkInterfaceAttribute"
+    assert json.dumps(ips["Resource"]).count("network-interface/*") == 1 and isinstance(ips["Resource"], dict)
+    resources = json.dumps(modify["Resource"])
+    assert "network-interface/*" in resources and ":security-group/" in resources and ":subnet/" in resources
+    assert ":instance/*" in resources and '"*"' not in resources
 
 
 def test_lifecycle_entries_parameters_and_profiles(synth_example):

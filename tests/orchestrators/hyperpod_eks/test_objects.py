@@ -20,7 +20,7 @@ from fmcluster.orchestrators.hyperpod_eks.settings import LOCAL_QUEUE_SUFFIX, PR
 from fmcluster.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
-VERSION = "1.35"
+VERSION = "1.34"  # the example's
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +74,8 @@ def test_each_team_claims_the_shared_file_system_in_its_namespace(applied):
         pv = named(applied, "PersistentVolume", f"hpeks-p5-{team}-fsx")
         assert pv["spec"]["claimRef"] == {"namespace": ns, "name": volumes.CLAIM}
         assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert not [o for o in applied if o["kind"] == "Namespace" and o["metadata"]["name"].startswith(
+        TEAM_NAMESPACE_PREFIX)], "the teams' namespaces are task governance's: fmcluster never applies (or deletes) one"
 
 
 def test_the_scraper_labels_series_with_ec2_instance_type_names(synth_example):

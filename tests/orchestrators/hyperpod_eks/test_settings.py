@@ -12,6 +12,7 @@ import yaml
 
 from fmcluster.cli import main
 from fmcluster.orchestrators import registry
+from fmcluster.orchestrators.hyperpod_eks.versions import HYPERPOD_KUBERNETES_VERSIONS, KUBERNETES_VERSIONS
 from fmcluster.spec import SpecError, parse_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -43,11 +44,26 @@ def test_the_kind_is_registered_with_its_facts(base):
     assert [(e.role, e.instance_type, e.count) for e in kind.extra_instances(spec)] == [("system", "ml.m5.4xlarge", 2)]
 
 
+def test_the_kubernetes_version_defaults_to_the_newest_hyperpod_supports(base):
+    """1.35 is in no public copy of the HyperPod EKS prerequisites (1.28-1.34 in the newest): the default and the
+    examples are the newest version both HyperPod and fmcluster's EKS control plane support."""
+    data = copy.deepcopy(base)
+    del data["orchestrator"]["eks"]["kubernetes_version"]
+    assert parse_spec(data).orchestrator.eks.kubernetes_version == "1.34"
+    assert parse_spec(base).orchestrator.eks.kubernetes_version == "1.34"
+    assert "1.35" not in HYPERPOD_KUBERNETES_VERSIONS and KUBERNETES_VERSIONS == ("1.33", "1.34")
+
+
 @pytest.mark.parametrize("section, changes, path, words", [
     ("eks", {"kubernetes_version": "1.36"}, "orchestrator.eks.kubernetes_version",
-     "SageMaker HyperPod on EKS supports Kubernetes 1.30-1.35"),
+     "SageMaker HyperPod on EKS does not support Kubernetes 1.36 (its EKS prerequisites list 1.28, 1.29, 1.30, 1.31, "
+     "1.32, 1.33, 1.34); choose one of 1.33, 1.34 (default 1.34)"),
+    ("eks", {"kubernetes_version": "1.35"}, "orchestrator.eks.kubernetes_version",
+     "SageMaker HyperPod on EKS does not support Kubernetes 1.35"),
     ("eks", {"kubernetes_version": "1.31"}, "orchestrator.eks.kubernetes_version",
-     "HyperPod supports 1.31, but fmcluster builds EKS clusters of"),
+     "SageMaker HyperPod supports Kubernetes 1.31, but fmcluster builds only EKS control planes of 1.33, 1.34, 1.35; "
+     "choose one of 1.33, 1.34 (default 1.34)"),
+    ("eks", {"kubernetes_version": "1.28"}, "orchestrator.eks.kubernetes_version", "choose one of 1.33, 1.34"),
     ("hyperpod", {"controller_instance_type": "ml.m5.12xlarge"}, "orchestrator.hyperpod.controller_instance_type",
      "no Slurm controller"),
     ("hyperpod", {"partitions": ["gpu"]}, "orchestrator.hyperpod.partitions", "applies to orchestrator type hyperpod-slurm"),

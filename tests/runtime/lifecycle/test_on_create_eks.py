@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -155,6 +157,81 @@ def test_the_bind_mounts_wait_for_the_dlami_nvme_service_at_boot(tmp_path):
     ok(n.run(FAKE_UNITS="dlami-nvme.service"))
     for line in (n.root / "etc/fstab").read_text().splitlines():
         assert line.endswith("bind,x-systemd.requires-mounts-for=/opt/dlami/nvme,x-systemd.after=dlami-nvme.service 0 0")
+
+
+def test_a_gpu_type_with_instance_store_waits_for_the_nvme_mount_itself(tmp_path):
+    """No dlami-nvme.service on the image (the HyperPod EKS AMI may mount the disks another way, or late): the node
+    still waits for /opt/dlami/nvme, rather than settling at once for the /opt/sagemaker volume."""
+    n = Node(tmp_path, group="h100", disks=("/opt/sagemaker",))
+    mounts = n.root / "proc/mounts"
+    late = threading.Timer(1.0, lambda: mounts.write_text(mounts.read_text() + "/dev/md9 /opt/dlami/nvme xfs rw 0 0\n"))
+    late.start()
+    try:
+        out = ok(n.run(FMCLUSTER_NVME_WAIT="60", FMCLUSTER_NVME_POLL="0.2"))
+    finally:
+        late.cancel()
+    assert "waiting for the instance NVMe to be mounted at /opt/dlami/nvme (no dlami-nvme.service" in out
+    assert f"--bind {n.root}/opt/dlami/nvme/kubelet {n.root}/var/lib/kubelet" in n.log("mount.log")
+    assert "WARNING" not in out
+
+
+@pytest.mark.parametrize("policy", ["taint", "report", "fail"])
+def test_an_instance_store_that_never_mounts_is_said_loudly_and_fails_under_policy_fail(tmp_path, policy):
+    n = Node(tmp_path, group="h100", disks=("/opt/sagemaker",),
+             parameters=eks_params(validation={"level": "standard", "policy": policy}))
+    r = n.run()
+    missing = "ml.p5.48xlarge has instance-store NVMe, but /opt/dlami/nvme is not mounted after 0s"
+    if policy == "fail":
+        assert r.returncode == 1 and f"FAILED at step containers: {missing}" in r.stdout
+        assert n.log("mount.log") == "" and not n.marker("containers")
+    else:
+        out = ok(r)
+        assert f"WARNING: {missing}: containerd, kubelet and pod data go to /opt/sagemaker instead" in out
+        assert f"--bind {n.root}/opt/sagemaker/kubelet {n.root}/var/lib/kubelet" in n.log("mount.log")
+
+
+def test_a_type_without_instance_store_takes_the_hyperpod_volume_without_a_warning(tmp_path):
+    params = eks_params()
+    params["worker_groups"][0]["instance_store"] = False
+    n = Node(tmp_path, group="h100", disks=("/opt/sagemaker",), parameters=params)
+    out = ok(n.run(FMCLUSTER_NVME_WAIT="60"))
+    assert "WARNING" not in out and "waiting" not in out, "nothing to wait for without the unit or an instance store"
+    assert f"--bind {n.root}/opt/sagemaker/kubelet {n.root}/var/lib/kubelet" in n.log("mount.log")
+
+
+def test_stale_containerd_and_kubelet_data_on_the_volume_are_removed_before_the_move(tmp_path):
+    """/opt/sagemaker outlives the root volume across AMI updates: what the previous image's containerd and kubelet
+    left there is removed before this image's data is copied, as AWS's HyperPod EKS sample does."""
+    n = Node(tmp_path, group="h100", disks=("/opt/sagemaker",))
+    for stale in ("opt/sagemaker/containerd/io.containerd.metadata.v1.bolt/meta.db", "opt/sagemaker/kubelet/pods/old"):
+        (n.root / stale).parent.mkdir(parents=True, exist_ok=True)
+        (n.root / stale).write_text("from the previous image")
+    out = ok(n.run())
+    assert "containerd: removing stale /opt/sagemaker/containerd" in out and "kubelet: removing stale" in out
+    assert not (n.root / "opt/sagemaker/containerd/io.containerd.metadata.v1.bolt").exists()
+    assert not (n.root / "opt/sagemaker/kubelet/pods").exists()
+    assert (n.root / "opt/sagemaker/containerd/io.containerd.content.v1.content/pause").read_text() == "preloaded image"
+
+
+def test_a_directory_already_bind_mounted_this_boot_is_left_as_it_is(tmp_path):
+    n = Node(tmp_path, group="h100")
+    mounts = n.root / "proc/mounts"
+    mounts.write_text(mounts.read_text() + "/dev/md0 /var/lib/kubelet xfs rw 0 0\n")
+    (n.root / "opt/dlami/nvme/kubelet").mkdir(parents=True)
+    (n.root / "opt/dlami/nvme/kubelet/live").write_text("this boot's pods")
+    out = ok(n.run())
+    assert "kubelet: /var/lib/kubelet is already a mount point" in out
+    assert (n.root / "opt/dlami/nvme/kubelet/live").read_text() == "this boot's pods"
+    assert f"{n.root}/var/lib/kubelet" not in n.log("mount.log")
+    assert "/var/lib/kubelet none bind" in (n.root / "etc/fstab").read_text()
+
+
+def test_no_possibly_empty_array_is_expanded_bare_under_set_u():
+    """bash < 4.4 (Amazon Linux 2's 4.2) calls "${a[@]}" of an empty array an unbound variable under set -u; the
+    script expands its optional arrays as ${a[@]+"${a[@]}"}."""
+    text = (LIFECYCLE / "on_create_eks.sh").read_text()
+    bare = [m.group(0) for m in re.finditer(r'(?<!\+)"\$\{(\w+)\[@\]\}"', text)]
+    assert not bare, bare
 
 
 def test_running_containerd_and_kubelet_are_stopped_while_their_data_moves(tmp_path):

@@ -4,14 +4,19 @@ aws/sagemaker-hyperpod-cli helm_chart/HyperPodHelmChart). Runs in AWS Lambda (Py
 the runtime ships) with the kubectl/Helm layer of CDK's kubectl provider (``/opt/helm/helm``), in the cluster's VPC.
 
 Create/Update: download the archive (``ArchiveUrl``), extract the chart directory (``ChartPath``) refusing links and
-paths outside it, check its Git tree id against ``TreeId`` (the commit's content, verified file by file), run ``helm
-dependency update`` (its sub-charts come from their own repositories), then ``helm upgrade --install`` with
-``Values`` (JSON) and without --wait: the cluster has no nodes before the HyperPod cluster exists. Delete: ``helm
-uninstall`` (a cluster that is gone already counts as done; a failed uninstall is logged and ignored, so the stack
-can still be deleted). The handler answers CloudFormation itself (the
-ResponseURL), also when it fails, and leaves itself a margin before the Lambda timeout.
+paths outside it, check its Git tree id against ``TreeId`` (the commit's content, verified file by file), create the
+namespaces the chart's values put objects in but no template of the chart creates (``Namespaces``; ``kubectl apply``,
+so an existing one is left as it is), run ``helm dependency update`` (its sub-charts come from their own
+repositories), then ``helm upgrade --install`` with ``Values`` (JSON) and without --wait: the cluster has no nodes
+before the HyperPod cluster exists. Delete: ``helm uninstall`` (a cluster that is gone already counts as done; a
+failed uninstall is logged and ignored, so the stack can still be deleted); the namespaces stay (the EKS cluster goes
+with the stack). Each kubectl and helm call is retried with doubling delays while its output names a transient
+failure (``Unauthorized`` or ``forbidden`` while the installer's fresh access entry propagates, DNS, connection and
+registry errors) and the deadline allows. The handler answers CloudFormation itself (the ResponseURL), also when it
+fails, and leaves itself a margin before the Lambda timeout.
 
-Properties: ClusterName, ArchiveUrl, ChartPath, TreeId, Release, Namespace, Values (a JSON object as a string).
+Properties: ClusterName, ArchiveUrl, ChartPath, TreeId, Release, Namespace, Namespaces (a list of names, optional),
+Values (a JSON object as a string).
 """
 
 from __future__ import annotations
@@ -29,10 +34,28 @@ import urllib.request
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 HELM = os.environ.get("FMCLUSTER_HELM", "/opt/helm/helm")
+KUBECTL = os.environ.get("FMCLUSTER_KUBECTL", "/opt/kubectl/kubectl")
 WORK = os.environ.get("FMCLUSTER_WORK_DIR", "/tmp")  # noqa: S108 - Lambda's only writable directory
 MARGIN_S = 30  # answer CloudFormation this long before the Lambda times out
 DOWNLOAD_TIMEOUT_S = 120
 DOWNLOAD_ATTEMPTS = 4
+# kubectl and helm: attempts, the first delay (doubled after each failure) and the least time a retry must still have
+TOOL_ATTEMPTS = 4
+TOOL_FIRST_DELAY_S = 10.0
+TOOL_MIN_RUN_S = 60.0
+# Output of a kubectl or helm failure worth another try (lower case): the API server before the installer's access
+# entry and its cluster-admin policy have propagated (the entry is created seconds before the first call), DNS and
+# connections to the private endpoint or to the sub-charts' repositories (GitHub Pages, quay.io), and server-side
+# overload. Anything else (a template error, a conflict) fails at once.
+TRANSIENT = (
+    "unauthorized", "must be logged in to the server", "provide credentials", "forbidden",
+    "no such host", "temporary failure in name resolution", "server misbehaving", "i/o timeout",
+    "connection refused", "connection reset", "tls handshake timeout", "context deadline exceeded",
+    "client.timeout exceeded", "timeout awaiting response headers", "http2: client connection lost", "unexpected eof",
+    '": eof',
+    "cannot be reached", "service unavailable", "bad gateway", "gateway timeout", "too many requests",
+    "internal error occurred", "etcdserver: request timed out",
+)
 
 
 class InstallError(Exception):
@@ -156,23 +179,68 @@ def write_kubeconfig(session: Any, cluster_name: str, region: str, path: str) ->
     return path
 
 
+def pause(seconds: float) -> None:
+    """The wait between two tries of a kubectl or helm call."""
+    time.sleep(seconds)
+
+
+def transient(output: str) -> bool:
+    """Whether a failed kubectl or helm call's output names a failure that another try may not meet."""
+    text = output.lower()
+    return any(marker in text for marker in TRANSIENT)
+
+
+def run_tool(tool: str, args: List[str], *, env: Dict[str, str], deadline: float) -> str:
+    """Run `tool` (kubectl or helm) with `args`; retry a transient failure with doubling delays while at least
+    TOOL_MIN_RUN_S would be left after the delay; raise InstallError with the output when it fails for good or runs
+    past the deadline."""
+    name = os.path.basename(tool)
+    what = f"{name} {' '.join(args[:2])}"
+    delay = TOOL_FIRST_DELAY_S
+    for attempt in range(1, TOOL_ATTEMPTS + 1):
+        timeout = deadline - time.monotonic()
+        if timeout < 5:
+            raise InstallError(f"no time left for {what}")
+        try:
+            done = subprocess.run([tool, *args], env=env, capture_output=True, text=True, timeout=timeout)  # noqa: S603
+        except subprocess.TimeoutExpired:
+            raise InstallError(f"{what} did not finish in {timeout:.0f}s") from None
+        output = (done.stdout + done.stderr).strip()
+        print(f"{name} {' '.join(args)} (attempt {attempt})\n{output}", flush=True)
+        if done.returncode == 0:
+            return output
+        failure = f"{name} {args[0]} failed (exit {done.returncode})"
+        left = deadline - time.monotonic() - delay
+        if attempt < TOOL_ATTEMPTS and transient(output) and left >= TOOL_MIN_RUN_S:
+            print(f"{failure}: transient, retrying in {delay:.0f}s", flush=True)
+            pause(delay)
+            delay *= 2
+            continue
+        tries = f" after {attempt} attempts" if attempt > 1 else ""
+        raise InstallError(f"{failure}{tries}: {output[-700:]}")
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
 def helm(args: List[str], *, home: str, deadline: float) -> str:
-    """Run helm with its state under `home`; raise InstallError with its output when it fails or runs past the
-    deadline."""
+    """Run helm with its state under `home` (retrying transient failures, `run_tool`)."""
     env = dict(os.environ, HOME=home, HELM_CACHE_HOME=f"{home}/cache", HELM_CONFIG_HOME=f"{home}/config",
                HELM_DATA_HOME=f"{home}/data")
-    timeout = deadline - time.monotonic()
-    if timeout < 5:
-        raise InstallError(f"no time left for helm {args[0]}")
-    try:
-        done = subprocess.run([HELM, *args], env=env, capture_output=True, text=True, timeout=timeout)  # noqa: S603
-    except subprocess.TimeoutExpired:
-        raise InstallError(f"helm {' '.join(args[:2])} did not finish in {timeout:.0f}s") from None
-    output = (done.stdout + done.stderr).strip()
-    print(f"helm {' '.join(args)}\n{output}", flush=True)
-    if done.returncode != 0:
-        raise InstallError(f"helm {args[0]} failed (exit {done.returncode}): {output[-700:]}")
-    return output
+    return run_tool(HELM, args, env=env, deadline=deadline)
+
+
+def ensure_namespaces(names: List[str], *, kubeconfig: str, work: str, release: str, deadline: float) -> None:
+    """Create the namespaces `names` unless they exist (``kubectl apply`` of Namespace objects: idempotent, and an
+    existing namespace keeps its labels and contents). Labelled with the release they were made for."""
+    if not names:
+        return
+    manifest = {"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": name, "labels": {"fmcluster.io/created-for": release}}} for name in names]}
+    path = os.path.join(work, "namespaces.json")
+    with open(path, "w") as fh:
+        json.dump(manifest, fh)
+    run_tool(KUBECTL, ["apply", "-f", path, "--kubeconfig", kubeconfig], env=dict(os.environ, HOME=work),
+             deadline=deadline)
 
 
 # --- the custom resource -----------------------------------------------------------------------------------------
@@ -191,6 +259,8 @@ def install(props: Dict[str, Any], *, session: Any, region: str, deadline: float
         kubeconfig = write_kubeconfig(session, props["ClusterName"], region, os.path.join(work, "kubeconfig"))
         if kubeconfig is None:
             raise InstallError(f"EKS cluster {props['ClusterName']} not found")
+        ensure_namespaces(list(props.get("Namespaces") or []), kubeconfig=kubeconfig, work=work,
+                          release=props["Release"], deadline=deadline)
         home = os.path.join(work, "helm")
         helm(["dependency", "update", chart], home=home, deadline=deadline)
         values = os.path.join(work, "values.json")
