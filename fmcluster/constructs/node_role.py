@@ -44,9 +44,12 @@ class NodeRole(Construct):
     """Role + instance profile for cluster nodes.
 
     :param path: IAM path; AWS PCS requires ``/aws-pcs/`` (or a name starting ``AWSPCS``).
+    :param instance_profile: create the role's instance profile; False where the launching service makes its own
+        (an EKS managed node group creates one from the node role).
     """
 
-    def __init__(self, scope: Construct, id: str, *, path: str = "/", description: Optional[str] = None) -> None:
+    def __init__(self, scope: Construct, id: str, *, path: str = "/", description: Optional[str] = None,
+                 instance_profile: bool = True) -> None:
         super().__init__(scope, id)
         self.role = iam.Role(
             self,
@@ -66,10 +69,13 @@ class NodeRole(Construct):
             "Resource *; every action is named, none is a wildcard. An orchestrator that adds such an action "
             "acknowledges it beside this one.",
         )
-        self.instance_profile = iam.CfnInstanceProfile(self, "InstanceProfile", roles=[self.role.role_name], path=path)
+        self.instance_profile = (iam.CfnInstanceProfile(self, "InstanceProfile", roles=[self.role.role_name], path=path)
+                                 if instance_profile else None)
 
     @property
     def instance_profile_arn(self) -> str:
+        if self.instance_profile is None:
+            raise ValueError("instance_profile_arn: this NodeRole was made without an instance profile")
         return self.instance_profile.attr_arn
 
     @property

@@ -133,7 +133,8 @@ class EksNodeGroups(Construct):
         super().__init__(scope, id)
         spec = context.spec
         settings = settings_of(spec)
-        self.node_role = NodeRole(self, "NodeRole", description=f"fmcluster {spec.name} EKS nodes")
+        self.node_role = NodeRole(self, "NodeRole", description=f"fmcluster {spec.name} EKS nodes",
+                                  instance_profile=False)  # the managed node groups make their own
         # EKS user guide, "Amazon EKS node IAM role": a managed node group's role needs AmazonEKSWorkerNodePolicy and
         # AmazonEC2ContainerRegistryPullOnly (the CNI's policy goes to the vpc-cni add-on's own pod identity role).
         for name in ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly"):

@@ -118,6 +118,7 @@ def test_gpu_node_group_from_the_efa_launch_template(p5):
     data = launch_data(template, h100)
     assert data["InstanceType"] == "p5.48xlarge"
     assert "ImageId" not in data and "IamInstanceProfile" not in data, "EKS picks the AMI and the instance profile"
+    assert not resources_of(template, "AWS::IAM::InstanceProfile"), "a managed node group makes its own from the role"
     assert data["MetadataOptions"]["HttpTokens"] == "required" and data["MetadataOptions"]["HttpPutResponseHopLimit"] == 2
     (root,) = data["BlockDeviceMappings"]
     assert root["DeviceName"] == "/dev/xvda" and root["Ebs"]["Encrypted"] is True
