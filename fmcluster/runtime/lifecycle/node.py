@@ -104,32 +104,45 @@ def _known_keys(obj: Dict[str, Any], allowed: Iterable[str], where: str) -> None
         raise LifecycleError(f"{where}: unknown key(s) {', '.join(unknown)}; this node knows {', '.join(allowed)}")
 
 
-def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
-    """Check fmcluster_parameters.json and return it with defaults filled in."""
+def _check_head(params: Dict[str, Any], workload_manager: str, keys: Iterable[str], names: Iterable[str]) -> None:
+    """What every parameters file carries: its version, workload manager, known keys and the names it must give."""
     if params.get("version") != LIFECYCLE_PARAMETERS_VERSION:
         raise LifecycleError(f"{LIFECYCLE_PARAMETERS_FILE} version must be {LIFECYCLE_PARAMETERS_VERSION}, "
                              f"got {params.get('version')!r}")
-    if params.get("workload_manager") != "slurm":
-        raise LifecycleError(f"workload_manager must be 'slurm', got {params.get('workload_manager')!r}")
-    _known_keys(params, LIFECYCLE_PARAMETERS_KEYS, LIFECYCLE_PARAMETERS_FILE)
-    out = dict(params)
-    for key in ("cluster_name", "region", "controller_group"):
+    if params.get("workload_manager") != workload_manager:
+        raise LifecycleError(f"workload_manager must be {workload_manager!r}, got {params.get('workload_manager')!r}")
+    _known_keys(params, keys, LIFECYCLE_PARAMETERS_FILE)
+    for key in names:
         _clean(params.get(key), key)
-    if params.get("login_group") is not None:
-        _clean(params["login_group"], "login_group")
+
+
+def _check_workers(params: Dict[str, Any], keys: Iterable[str], names: Iterable[str],
+                   flags: Dict[str, bool]) -> List[Dict[str, Any]]:
+    """worker_groups: a non-empty list of objects with known keys, the names given, and true/false flags (flag ->
+    whether it is required)."""
     workers = params.get("worker_groups")
     if not isinstance(workers, list) or not workers:
         raise LifecycleError("worker_groups must be a non-empty list")
     for i, w in enumerate(workers):
         if not isinstance(w, dict):
             raise LifecycleError(f"worker_groups[{i}] must be an object")
-        _known_keys(w, WORKER_GROUP_KEYS, f"worker_groups[{i}]")
-        for key in ("instance_group_name", "partition_name", "instance_type"):
+        _known_keys(w, keys, f"worker_groups[{i}]")
+        for key in names:
             _clean(w.get(key), f"worker_groups[{i}].{key}")
-        if not isinstance(w.get("gpu"), bool):
-            raise LifecycleError(f"worker_groups[{i}].gpu must be true or false")
-        if not isinstance(w.get("efa", False), bool):
-            raise LifecycleError(f"worker_groups[{i}].efa must be true or false")
+        for key, required in flags.items():
+            if not isinstance(w.get(key) if required else w.get(key, False), bool):
+                raise LifecycleError(f"worker_groups[{i}].{key} must be true or false")
+    return workers
+
+
+def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
+    """Check fmcluster_parameters.json and return it with defaults filled in."""
+    _check_head(params, "slurm", LIFECYCLE_PARAMETERS_KEYS, ("cluster_name", "region", "controller_group"))
+    out = dict(params)
+    if params.get("login_group") is not None:
+        _clean(params["login_group"], "login_group")
+    _check_workers(params, WORKER_GROUP_KEYS, ("instance_group_name", "partition_name", "instance_type"),
+                   {"gpu": True, "efa": False})
     _check_fsx(params.get("fsx"))
     out["validation"] = _check_validation(params.get("validation"), default_policy="drain", policies=POLICIES)
     obs = params.get("observability")
@@ -210,29 +223,10 @@ def _check_fsx(fsx: Any) -> None:
 
 def validate_eks_params(params: Dict[str, Any]) -> Dict[str, Any]:
     """Check the HyperPod on EKS parameters (``workload_manager: eks``) and return them with defaults filled in."""
-    if params.get("version") != LIFECYCLE_PARAMETERS_VERSION:
-        raise LifecycleError(f"{LIFECYCLE_PARAMETERS_FILE} version must be {LIFECYCLE_PARAMETERS_VERSION}, "
-                             f"got {params.get('version')!r}")
-    if params.get("workload_manager") != "eks":
-        raise LifecycleError(f"workload_manager must be 'eks', got {params.get('workload_manager')!r}")
-    _known_keys(params, EKS_LIFECYCLE_PARAMETERS_KEYS, LIFECYCLE_PARAMETERS_FILE)
+    _check_head(params, "eks", EKS_LIFECYCLE_PARAMETERS_KEYS, ("cluster_name", "region", "system_group"))
     out = dict(params)
-    for key in ("cluster_name", "region", "system_group"):
-        _clean(params.get(key), key)
-    workers = params.get("worker_groups")
-    if not isinstance(workers, list) or not workers:
-        raise LifecycleError("worker_groups must be a non-empty list")
-    for i, w in enumerate(workers):
-        if not isinstance(w, dict):
-            raise LifecycleError(f"worker_groups[{i}] must be an object")
-        _known_keys(w, EKS_WORKER_GROUP_KEYS, f"worker_groups[{i}]")
-        for key in ("instance_group_name", "instance_type"):
-            _clean(w.get(key), f"worker_groups[{i}].{key}")
-        for key in ("gpu", "efa"):
-            if not isinstance(w.get(key), bool):
-                raise LifecycleError(f"worker_groups[{i}].{key} must be true or false")
-        if not isinstance(w.get("instance_store", False), bool):
-            raise LifecycleError(f"worker_groups[{i}].instance_store must be true or false")
+    workers = _check_workers(params, EKS_WORKER_GROUP_KEYS, ("instance_group_name", "instance_type"),
+                             {"gpu": True, "efa": True, "instance_store": False})
     if params["system_group"] in {w["instance_group_name"] for w in workers}:
         raise LifecycleError(f"system_group {params['system_group']!r} is also a worker group")
     _check_fsx(params.get("fsx"))
