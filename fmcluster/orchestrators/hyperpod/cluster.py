@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Optional, Sequence, Tuple
 
-from aws_cdk import Fn
+from aws_cdk import CfnTag, Fn
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
@@ -204,6 +204,33 @@ def wait_for_node_inputs(cluster: Construct, *, lifecycle: LifecycleScripts, rol
         cluster.node.add_dependency(policy)
 
 
+def cfn_cluster(scope: Construct, *, cluster_name: str, instance_groups: Sequence[HyperPodInstanceGroup],
+                role: HyperPodInstanceRole, lifecycle: LifecycleScripts,
+                orchestrator: sagemaker.CfnCluster.OrchestratorProperty, node_recovery: str,
+                subnets: Sequence[SubnetRef], security_groups: Sequence[SecurityGroupRef],
+                node_provisioning_mode: Optional[str] = None,
+                tags: Optional[Dict[str, str]] = None) -> sagemaker.CfnCluster:
+    """The AWS::SageMaker::Cluster (id ``Resource`` under `scope`) of the instance groups in the VPC, whatever
+    orchestrates it: the role may read the lifecycle, and the cluster waits for its node inputs."""
+    lifecycle.grant_read(role)
+    cluster = sagemaker.CfnCluster(
+        scope,
+        "Resource",
+        cluster_name=cluster_name,
+        instance_groups=[g.render(role_arn=role.role_arn, lifecycle=lifecycle) for g in instance_groups],
+        orchestrator=orchestrator,
+        node_recovery=node_recovery,
+        node_provisioning_mode=node_provisioning_mode,
+        vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+            subnets=[subnet_id(s) for s in subnets],
+            security_group_ids=[security_group_id(g) for g in security_groups],
+        ),
+        tags=[CfnTag(key=k, value=v) for k, v in sorted((tags or {}).items())] or None,
+    )
+    wait_for_node_inputs(cluster, lifecycle=lifecycle, role=role)
+    return cluster
+
+
 class HyperPodSlurmCluster(Construct):
     """A HyperPod cluster orchestrated by Slurm, in our VPC, nodes running ``role``, lifecycle
     scripts from ``lifecycle`` (granted to the role here; the cluster waits for their deployment).
@@ -242,24 +269,15 @@ class HyperPodSlurmCluster(Construct):
         if slurm_config_strategy not in SLURM_CONFIG_STRATEGIES:
             raise ValueError(f"slurm_config_strategy: must be one of {', '.join(SLURM_CONFIG_STRATEGIES)}")
 
-        lifecycle.grant_read(role)
         self._cluster_name = cluster_name
         self.instance_groups = tuple(instance_groups)
-        self.cluster = sagemaker.CfnCluster(
-            self,
-            "Resource",
-            cluster_name=cluster_name,
-            instance_groups=[g.render(role_arn=role.role_arn, lifecycle=lifecycle) for g in instance_groups],
+        self.cluster = cfn_cluster(
+            self, cluster_name=cluster_name, instance_groups=instance_groups, role=role, lifecycle=lifecycle,
             orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
                 slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty(slurm_config_strategy=slurm_config_strategy)
             ),
-            node_recovery=node_recovery,
-            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
-                subnets=[subnet_id(s) for s in subnets],
-                security_group_ids=[security_group_id(g) for g in security_groups],
-            ),
+            node_recovery=node_recovery, subnets=subnets, security_groups=security_groups,
         )
-        wait_for_node_inputs(self.cluster, lifecycle=lifecycle, role=role)
 
     @property
     def cluster_arn(self) -> str:

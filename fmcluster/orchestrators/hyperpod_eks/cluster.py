@@ -19,17 +19,14 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Sequence
 
-from aws_cdk import CfnTag
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from fmcluster.orchestrators.hyperpod.cluster import HyperPodInstanceGroup, check_cluster_props, wait_for_node_inputs
+from fmcluster.orchestrators.hyperpod.cluster import HyperPodInstanceGroup, cfn_cluster, check_cluster_props
 from fmcluster.orchestrators.hyperpod.instance_role import (
     HyperPodInstanceRole,
     SecurityGroupRef,
     SubnetRef,
-    security_group_id,
-    subnet_id,
 )
 from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
 
@@ -71,25 +68,15 @@ class HyperPodEksCluster(Construct):
         for group in instance_groups:
             if group.node_type is not None or group.partitions:
                 raise ValueError(f"instance_groups[{group.name!r}].node_type: EKS instance groups have no Slurm role")
-        lifecycle.grant_read(role)
         self._cluster_name = cluster_name
         self.instance_groups = tuple(instance_groups)
-        self.cluster = sagemaker.CfnCluster(
-            self,
-            "Resource",
-            cluster_name=cluster_name,
-            instance_groups=[g.render(role_arn=role.role_arn, lifecycle=lifecycle) for g in instance_groups],
+        self.cluster = cfn_cluster(
+            self, cluster_name=cluster_name, instance_groups=instance_groups, role=role, lifecycle=lifecycle,
             orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
                 eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(cluster_arn=eks_cluster_arn)),
-            node_recovery=node_recovery,
-            node_provisioning_mode="Continuous" if continuous_provisioning else None,
-            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
-                subnets=[subnet_id(s) for s in subnets],
-                security_group_ids=[security_group_id(g) for g in security_groups],
-            ),
-            tags=[CfnTag(key=k, value=v) for k, v in sorted((tags or {}).items())] or None,
+            node_recovery=node_recovery, subnets=subnets, security_groups=security_groups,
+            node_provisioning_mode="Continuous" if continuous_provisioning else None, tags=tags,
         )
-        wait_for_node_inputs(self.cluster, lifecycle=lifecycle, role=role)
 
     @property
     def cluster_arn(self) -> str:
