@@ -167,3 +167,21 @@ mount_fsx() {
   fi
   log "FSx for Lustre mounted at $mp"
 }
+
+# run_boot_validator NODE_POLICY NOTE [VAR=value ...]: run node_bootstrap.sh with this node's group profile, the
+# parameters' level and NODE_POLICY (what the node itself applies), extra environment after NOTE (said in the log
+# line). A non-zero exit (policy fail) fails the step.
+run_boot_validator() {
+  local node_policy="$1" note="$2"
+  shift 2
+  local profile="$FMCLUSTER_HOME/profiles/${NODE[group]}.json"
+  [[ -f "$profile" ]] || fail "no node profile for group ${NODE[group]} at $profile"
+  log "validating with $profile (level ${NODE[level]}, policy ${NODE[policy]}$note)"
+  if ! env FMCLUSTER_HOME="$FMCLUSTER_HOME" FMCLUSTER_PROFILE="$profile" FMCLUSTER_LEVEL="${NODE[level]}" \
+    FMCLUSTER_POLICY="$node_policy" FMCLUSTER_LOG_DIR="$LOG_DIR" \
+    FMCLUSTER_TEXTFILE_DIR="$ROOT/var/lib/node_exporter/textfile_collector" \
+    FMCLUSTER_SYSTEMD_DIR="$ROOT/etc/systemd/system" "$@" \
+    bash "$FMCLUSTER_HOME/pkg/fmcluster/runtime/node_bootstrap.sh"; then
+    fail "node validation failed under policy ${NODE[policy]}; report in $LOG_DIR/validate.json"
+  fi
+}

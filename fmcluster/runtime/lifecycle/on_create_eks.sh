@@ -154,17 +154,8 @@ step_validate() {
     log "not a GPU node (${NODE[role]}): boot validator not run"
     return 0
   fi
-  local profile="$FMCLUSTER_HOME/profiles/${NODE[group]}.json"
-  [[ -f "$profile" ]] || fail "no node profile for group ${NODE[group]} at $profile"
-  local bootstrap="$FMCLUSTER_HOME/pkg/fmcluster/runtime/node_bootstrap.sh"
-  log "validating with $profile (level ${NODE[level]}, policy ${NODE[policy]}: ${NODE[node_policy]} on the node)"
-  if ! FMCLUSTER_HOME="$FMCLUSTER_HOME" FMCLUSTER_PROFILE="$profile" FMCLUSTER_LEVEL="${NODE[level]}" \
-    FMCLUSTER_POLICY="${NODE[node_policy]}" FMCLUSTER_LOG_DIR="$LOG_DIR" \
-    FMCLUSTER_TEXTFILE_DIR="$ROOT/var/lib/node_exporter/textfile_collector" \
-    FMCLUSTER_SYSTEMD_DIR="$ROOT/etc/systemd/system" FMCLUSTER_STATE_DIR="$ROOT/var/lib/fmcluster" \
-    bash "$bootstrap"; then
-    fail "node validation failed under policy ${NODE[policy]}; report in $LOG_DIR/validate.json"
-  fi
+  run_boot_validator "${NODE[node_policy]}" ": ${NODE[node_policy]} on the node" \
+    FMCLUSTER_STATE_DIR="$ROOT/var/lib/fmcluster"
   log "boot validator done; result published at /var/lib/fmcluster/validation.json (see $LOG_DIR/bootstrap.log)"
 }
 

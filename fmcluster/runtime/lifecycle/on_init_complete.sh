@@ -207,17 +207,7 @@ step_validate() {
     log "not a GPU worker (${NODE[role]}, gpu=${NODE[gpu]}): boot validator not run"
     return 0
   fi
-  local profile="$FMCLUSTER_HOME/profiles/${NODE[group]}.json"
-  [[ -f "$profile" ]] || fail "no node profile for group ${NODE[group]} at $profile"
-  local bootstrap="$FMCLUSTER_HOME/pkg/fmcluster/runtime/node_bootstrap.sh"
-  log "validating with $profile (level ${NODE[level]}, policy ${NODE[policy]})"
-  if ! FMCLUSTER_HOME="$FMCLUSTER_HOME" FMCLUSTER_PROFILE="$profile" FMCLUSTER_LEVEL="${NODE[level]}" \
-    FMCLUSTER_POLICY="${NODE[policy]}" FMCLUSTER_LOG_DIR="$LOG_DIR" \
-    FMCLUSTER_TEXTFILE_DIR="$ROOT/var/lib/node_exporter/textfile_collector" \
-    FMCLUSTER_SYSTEMD_DIR="$ROOT/etc/systemd/system" \
-    bash "$bootstrap"; then
-    fail "node validation failed under policy ${NODE[policy]}; report in $LOG_DIR/validate.json"
-  fi
+  run_boot_validator "${NODE[policy]}" ""
   log "boot validator done (see $LOG_DIR/bootstrap.log)"
 }
 
