@@ -4,7 +4,7 @@ objects, the shared file system's volume, the node gate) and the AMP managed scr
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, Mapping, Optional
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_iam as iam
@@ -17,11 +17,34 @@ from fmcluster.orchestrators.eks.charts import ClusterObjects
 from fmcluster.orchestrators.eks.cluster import VPC_CNI_ENV, EksControlPlane
 from fmcluster.orchestrators.eks.node_groups import EksNodeGroups
 from fmcluster.orchestrators.eks.scraper import ManagedScraper
-from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
+from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, EksControlPlaneSettings, settings_of
+from fmcluster.orchestrators.eks.versions import AddonPin
 
 # EKS user guide, "Amazon VPC CNI": the add-on's service account and the managed policy it documents for it.
 VPC_CNI_SERVICE_ACCOUNT, VPC_CNI_POLICY = "aws-node", "AmazonEKS_CNI_Policy"
 FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
+
+
+def build_control_plane(scope: Construct, *, context: OrchestrationContext, settings: EksControlPlaneSettings,
+                        addon_pins: Optional[Mapping[str, AddonPin]] = None) -> EksControlPlane:
+    """The EKS control plane (id ``ControlPlane``) a Kubernetes kind runs on: in the node subnet and the kind's
+    second-AZ subnets, with the nodes' EFA group, the spec's admins and endpoint."""
+    if context.vpc is None:
+        raise ValueError("context: an EKS cluster needs the VPC (context.vpc)")
+    if not context.extra_subnets:
+        raise ValueError("context: an EKS control plane needs a subnet in a second AZ (context.extra_subnets)")
+    return EksControlPlane(
+        scope,
+        "ControlPlane",
+        cluster_name=context.spec.name,
+        kubernetes_version=settings.kubernetes_version,
+        vpc=context.vpc,
+        subnets=context.subnets[:1] + context.extra_subnets,
+        security_group=context.security_groups[0],
+        admins=settings.admins,
+        public_access_cidrs=settings.endpoint.public_access_cidrs,
+        addon_pins=addon_pins,
+    )
 
 
 def add_standard_addons(control_plane: EksControlPlane, *, kubernetes_version: str,
@@ -57,22 +80,7 @@ class EksOrchestration(Construct):
         super().__init__(scope, id)
         spec = context.spec
         settings = settings_of(spec)
-        if context.vpc is None:
-            raise ValueError("context: an EKS cluster needs the VPC (context.vpc)")
-        if not context.extra_subnets:
-            raise ValueError("context: an EKS control plane needs a subnet in a second AZ (context.extra_subnets)")
-        version = settings.kubernetes_version
-        self.control_plane = EksControlPlane(
-            self,
-            "ControlPlane",
-            cluster_name=spec.name,
-            kubernetes_version=version,
-            vpc=context.vpc,
-            subnets=context.subnets[:1] + context.extra_subnets,
-            security_group=context.security_groups[0],
-            admins=settings.admins,
-            public_access_cidrs=settings.endpoint.public_access_cidrs,
-        )
+        self.control_plane = build_control_plane(self, context=context, settings=settings)
         self.cluster = self.control_plane.cluster
         self._addons(context)
         self.nodes = EksNodeGroups(self, "Nodes", context=context, cluster=self.control_plane.icluster)

@@ -27,8 +27,7 @@ from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.ec2_nodes import construct_id
 from fmcluster.orchestrators.eks import gate, labels, metrics, volumes
 from fmcluster.orchestrators.eks.charts import ClusterObjects
-from fmcluster.orchestrators.eks.cluster import EksControlPlane
-from fmcluster.orchestrators.eks.construct import add_standard_addons
+from fmcluster.orchestrators.eks.construct import add_standard_addons, build_control_plane
 from fmcluster.orchestrators.eks.scraper import ManagedScraper
 from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole, security_group_id, subnet_id
 from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
@@ -68,23 +67,8 @@ class HyperPodEksOrchestration(Construct):
         super().__init__(scope, id)
         spec = context.spec
         s = settings_of(spec)
-        if context.vpc is None:
-            raise ValueError("context: an EKS cluster needs the VPC (context.vpc)")
-        if not context.extra_subnets:
-            raise ValueError("context: an EKS control plane needs a subnet in a second AZ (context.extra_subnets)")
+        self.control_plane = build_control_plane(self, context=context, settings=s.eks, addon_pins=ADDONS)
         private = context.subnets[:1] + context.extra_subnets
-        self.control_plane = EksControlPlane(
-            self,
-            "ControlPlane",
-            cluster_name=spec.name,
-            kubernetes_version=s.eks.kubernetes_version,
-            vpc=context.vpc,
-            subnets=private,
-            security_group=context.security_groups[0],
-            admins=s.eks.admins,
-            public_access_cidrs=s.eks.endpoint.public_access_cidrs,
-            addon_pins=ADDONS,
-        )
         self.cluster = self.control_plane.cluster
         self._addons(context)
         self.dependencies = GitHelmChart(
@@ -95,7 +79,7 @@ class HyperPodEksOrchestration(Construct):
             source=HYPERPOD_CHART,
             values=nodes.chart_values(spec),
             namespaces=nodes.chart_namespaces(spec),
-            vpc=context.vpc,
+            vpc=self.cluster.vpc,
             subnets=private,
             security_groups=context.security_groups[:1],
         )
