@@ -84,7 +84,7 @@ def hourly_cost(spec: Any) -> Dict[str, Any]:
     }
 
 
-def job_lines(cost: Dict[str, Any], group: str) -> List[Dict[str, Any]]:
+def priced_for_job(cost: Dict[str, Any], group: str) -> List[Dict[str, Any]]:
     """The lines a job on GPU group `group` pays for: its group and what every job shares (CPU groups, controllers,
     login and system nodes); other GPU groups are left to their own jobs."""
     return [ln for ln in cost["lines"] if ln.get("gpu_group") in (None, group)]

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional
 from fmcluster.planner import collectives as coll
 from fmcluster.planner.checkpoints import checkpoint, data_path
 from fmcluster.planner.cluster import cluster_figures
-from fmcluster.planner.cost import hourly_cost, job_lines, token_cost
+from fmcluster.planner.cost import hourly_cost, priced_for_job, token_cost
 from fmcluster.planner.errors import PlanUsageError
 from fmcluster.planner.figures import fig
 from fmcluster.planner.hardware import HBM_USABLE_FRACTION, Hardware, of_group
@@ -79,7 +79,7 @@ def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, 
     out["best"] = [detail(c, model, hw, opts) for c in fitting[: opts.top]]
     out["checkpoint"] = checkpoint(model, group, spec, best.step)
     out["data_path"] = data_path(best.step, spec, opts.bytes_per_token)
-    out["tokens"] = dict(token_cost(opts.tokens, best.step.tokens_per_s, job_lines(cost, group.name)),
+    out["tokens"] = dict(token_cost(opts.tokens, best.step.tokens_per_s, priced_for_job(cost, group.name)),
                          count=opts.tokens)
 
     if model.is_moe:
