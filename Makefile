@@ -38,8 +38,9 @@ synth: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" node_modules/.bin/cdk synth --quiet -c config=$(CONFIG) --output cdk.out
 	@echo "Templates for $(CONFIG) are in cdk.out/"
 
+# every core (pytest-xdist); each worker synthesizes the examples it needs once
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 lint: setup
 	$(BIN)/ruff check fmcluster tests bench scripts app.py
