@@ -7,7 +7,8 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import aws_cdk as cdk  # noqa: E402
 
-from fmcluster.spec import SpecError, load_spec  # noqa: E402
+from fmcluster.registry import load_spec  # noqa: E402
+from fmcluster.spec import SpecError  # noqa: E402
 
 config = cdk.App().node.try_get_context("config") or "examples/default.yaml"
 try:

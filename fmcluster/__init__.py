@@ -16,7 +16,7 @@ def __getattr__(name: str) -> Any:
 
         return build_app
     if name == "load_spec":
-        from fmcluster.spec import load_spec
+        from fmcluster.registry import load_spec
 
         return load_spec
     raise AttributeError(f"module 'fmcluster' has no attribute {name!r}")

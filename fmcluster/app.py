@@ -10,7 +10,8 @@ from cdk_nag import AwsSolutionsChecks
 
 from fmcluster.feature_flags import FLAGS
 from fmcluster.nag import cdk_provider_handlers, cfn_lint_ignore
-from fmcluster.spec import ClusterSpec, load_spec
+from fmcluster.registry import kind_of, load_spec
+from fmcluster.spec import ClusterSpec
 from fmcluster.stacks.cluster import ClusterStack
 from fmcluster.stacks.network import NetworkStack
 from fmcluster.stacks.observability import ObservabilityStack
@@ -58,6 +59,7 @@ class ClusterStacks:
             app,
             spec.stack_name("cluster"),
             spec=spec,
+            kind=kind_of(spec),
             network=self.network,
             storage=self.storage,
             observability=self.observability,

@@ -25,7 +25,7 @@ def findings(names: Optional[Sequence[str]] = None) -> List[str]:
     """cfn-lint's findings for the named examples' committed templates (all examples by default)."""
     from cfnlint.api import ManualArgs, lint
 
-    from fmcluster.spec import load_spec
+    from fmcluster.registry import load_spec
 
     lines = []
     for name in names if names is not None else examples():

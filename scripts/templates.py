@@ -63,7 +63,7 @@ def write(expected: Dict[str, str]) -> None:
 
 def write_schema() -> None:
     """schema/cluster.schema.json: what editors validate specs against."""
-    from fmcluster.spec import json_schema
+    from fmcluster.registry import json_schema
 
     (ROOT / "schema").mkdir(exist_ok=True)
     (ROOT / "schema" / "cluster.schema.json").write_text(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")

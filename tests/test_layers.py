@@ -1,11 +1,12 @@
-"""The package's layering, read from the imports themselves (function-level imports included; only
-``if TYPE_CHECKING:`` blocks are left out, since they never run):
+"""The package's layering, read from the imports themselves (function-level imports included):
 
     runtime <- catalog <- spec <- constructs <- orchestration <- stacks <- app <- cli
                               \\<- aws (boto3: preflight, status), tools (plan)  <- cli
+    spec, orchestration, aws <- kinds (each kind's declaration) <- composition (fmcluster/registry.py) <- app, tools, cli
 
 runtime (what runs on the nodes) imports nothing else of the package; constructs never import the spec
-(they take plain props); nothing but the CLI imports the CLI; and no two modules import each other.
+(they take plain props); the spec never imports a kind or the registry; nothing but the CLI imports the CLI; and no
+two modules import each other, even indirectly, counting ``if TYPE_CHECKING:`` imports too.
 """
 
 from __future__ import annotations
@@ -17,11 +18,17 @@ from typing import Dict, Iterator, Set, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fmcluster"
 
+# Modules of a kind or platform that are data read by the spec (settings models, pinned versions, constants).
+SPEC_LEAVES = ("settings", "versions", "addresses", "node_checks")
+
+
 def layer_of(module: str) -> str:
     parts = module.split(".")[1:]
     head = parts[0] if parts else ""
     if head in ("runtime", "catalog", "spec", "constructs", "stacks", "app", "aws", "cli"):
         return head
+    if head == "registry":
+        return "composition"  # the kinds fmcluster knows and the spec model they compose
     if head == "feature_flags":
         return "app"  # the CDK context every app gets
     if head == "images":
@@ -32,15 +39,17 @@ def layer_of(module: str) -> str:
         return "orchestration"
     if head in ("plan", "planner"):
         return "tools"
-    if head == "orchestrators":
+    if head in ("orchestrators", "platforms"):
         leaf = parts[-1]
-        if len(parts) <= 2:  # the seam itself: kind.py, registry.py are data; context.py, ec2_nodes.py build
-            return "orchestration" if leaf in ("context", "ec2_nodes") else "spec"
+        if module in ("fmcluster.orchestrators", "fmcluster.platforms"):
+            return "spec"
+        if head == "orchestrators" and len(parts) == 2 and parts[1] != "context":
+            return "kinds"  # the seam (kind.py) and each kind's declaration: its methods import their modules on call
         if leaf in ("preflight", "status"):
             return "aws"
-        if leaf in ("settings", "versions", parts[1]):  # its settings, pinned versions (data) and __init__
+        if leaf in SPEC_LEAVES or (head == "platforms" and len(parts) == 2):
             return "spec"
-        return "orchestration"  # the kind's construct and its own building blocks
+        return "orchestration"  # constructs a kind or platform builds, and the context it builds from
     return "top"  # fmcluster/__init__.py, __main__.py
 
 
@@ -51,11 +60,14 @@ MAY_IMPORT: Dict[str, Set[str]] = {
     "constructs": {"runtime", "catalog", "constructs"},
     "orchestration": {"runtime", "catalog", "spec", "constructs", "orchestration"},
     "stacks": {"runtime", "catalog", "spec", "constructs", "orchestration", "stacks"},
-    "app": {"runtime", "catalog", "spec", "constructs", "orchestration", "stacks", "app"},
     "aws": {"runtime", "catalog", "spec", "aws"},
-    "tools": {"runtime", "catalog", "spec", "tools"},
-    "cli": {"runtime", "catalog", "spec", "constructs", "orchestration", "stacks", "app", "aws", "tools", "cli"},
-    "top": {"app", "spec", "cli"},
+    "kinds": {"runtime", "catalog", "spec", "constructs", "orchestration", "aws", "kinds"},
+    "composition": {"runtime", "catalog", "spec", "kinds", "composition"},
+    "app": {"runtime", "catalog", "spec", "constructs", "orchestration", "stacks", "composition", "app"},
+    "tools": {"runtime", "catalog", "spec", "composition", "tools"},
+    "cli": {"runtime", "catalog", "spec", "constructs", "orchestration", "stacks", "app", "aws", "kinds",
+            "composition", "tools", "cli"},
+    "top": {"app", "spec", "composition", "cli"},
 }
 
 
@@ -71,12 +83,12 @@ def modules() -> Dict[str, Path]:
     return {module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
-def _runtime_imports(tree: ast.AST) -> Iterator[ast.AST]:
-    """Import nodes, skipping `if TYPE_CHECKING:` bodies."""
+def _imports(tree: ast.AST, type_checking: bool) -> Iterator[ast.AST]:
+    """Import nodes; those in `if TYPE_CHECKING:` bodies only with `type_checking`."""
     stack = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) and not type_checking:
             stack.extend(node.orelse)
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -93,12 +105,12 @@ def lazy_homes(path: Path) -> Dict[str, str]:
     return {}
 
 
-def imports_of(module: str, path: Path, known: Dict[str, Path]) -> Set[str]:
+def imports_of(module: str, path: Path, known: Dict[str, Path], type_checking: bool = False) -> Set[str]:
     """The fmcluster modules `module` imports: ``from pkg import name`` counts as ``pkg.name`` when that is a
     module (or the submodule a lazy package loads it from), else as ``pkg`` itself."""
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found: Set[str] = set()
-    for node in _runtime_imports(ast.parse(path.read_text(), str(path))):
+    for node in _imports(ast.parse(path.read_text(), str(path)), type_checking):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         else:
@@ -123,9 +135,10 @@ def imports_of(module: str, path: Path, known: Dict[str, Path]) -> Set[str]:
     return found
 
 
-def graph() -> Dict[str, Set[str]]:
+def graph(type_checking: bool = False) -> Dict[str, Set[str]]:
+    """Module -> the fmcluster modules it imports; with `type_checking`, those under TYPE_CHECKING too."""
     known = modules()
-    return {m: imports_of(m, p, known) for m, p in known.items()}
+    return {m: imports_of(m, p, known, type_checking) for m, p in known.items()}
 
 
 def test_every_import_respects_the_layers():
@@ -138,8 +151,8 @@ def test_every_import_respects_the_layers():
     assert not wrong, "\n".join(wrong)
 
 
-def test_no_two_modules_import_each_other_even_indirectly():
-    g = graph()
+def test_no_two_modules_import_each_other_even_indirectly_counting_type_checking_imports():
+    g = graph(type_checking=True)
     cycles: Set[Tuple[str, ...]] = set()
 
     def visit(node: str, path: Tuple[str, ...]) -> None:
@@ -160,9 +173,25 @@ def test_no_two_modules_import_each_other_even_indirectly():
 
 
 def test_the_layer_test_sees_what_it_must():
-    """Guard the guard: the imports that were cycles before are seen, function-level ones included."""
-    g = graph()
+    """Guard the guard: function-level and TYPE_CHECKING imports are seen, and the modules land in their layers."""
+    g, typed = graph(), graph(type_checking=True)
     assert "fmcluster.cli.aws_commands" in g["fmcluster.cli"]
-    assert "fmcluster.spec.loading" in g["fmcluster.cli.spec_commands"]  # function-level, through spec's lazy names
-    assert layer_of("fmcluster.orchestrators.pcs.construct") == "orchestration"
-    assert layer_of("fmcluster.orchestrators.pcs.settings") == "spec"
+    declarations = [m for m in g if layer_of(m) == "kinds" and m != "fmcluster.orchestrators.kind"]
+    assert declarations and all(any(layer_of(i) == "orchestration" for i in g[m]) for m in declarations)  # in bind
+    assert "fmcluster.orchestrators.context" in typed["fmcluster.orchestrators.kind"]  # TYPE_CHECKING only
+    assert "fmcluster.orchestrators.context" not in g["fmcluster.orchestrators.kind"]
+    assert layer_of("fmcluster.orchestrators.somekind.construct") == "orchestration"
+    assert layer_of("fmcluster.orchestrators.somekind.settings") == "spec"
+    assert layer_of("fmcluster.orchestrators.somekind") == "kinds" and layer_of("fmcluster.orchestrators.kind") == "kinds"
+    assert layer_of("fmcluster.platforms.kubernetes.settings") == "spec"
+    assert layer_of("fmcluster.platforms.kubernetes.preflight") == "aws"
+    assert layer_of("fmcluster.platforms.hyperpod.cluster") == "orchestration"
+    assert layer_of("fmcluster.registry") == "composition"
+
+
+def test_the_spec_knows_no_kind_and_no_registry():
+    """spec/ defines the spec; the composition root hands it the kinds."""
+    typed = graph(type_checking=True)
+    found = sorted(f"{m} imports {i}" for m, deps in typed.items() if m.startswith("fmcluster.spec")
+                   for i in deps if layer_of(i) not in ("spec", "runtime", "catalog") or i.startswith("fmcluster.orchestrators"))
+    assert found == []

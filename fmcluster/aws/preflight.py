@@ -7,7 +7,7 @@ Every check returns status, observed, expected and a remedy; an AWS fault is tha
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence
 
 from botocore.exceptions import ClientError
 
@@ -22,7 +22,6 @@ from fmcluster.aws.context import (
 )
 from fmcluster.aws.results import FAIL, PASS, WARN, Outcome, Report
 from fmcluster.aws.session import AwsClients
-from fmcluster.orchestrators.kind import load
 
 if TYPE_CHECKING:
     from fmcluster.spec import ClusterSpec
@@ -167,8 +166,9 @@ def check_stacks(ctx: Context) -> Outcome:
     return Outcome(PASS, observed, expected)
 
 
-def checks_for(spec: ClusterSpec) -> List[PreflightCheck]:
-    """The checks that apply to `spec`, in order (credentials first: later ones need the account)."""
+def checks_for(spec: ClusterSpec, kind_checks: Sequence[PreflightCheck] = ()) -> List[PreflightCheck]:
+    """The checks that apply to `spec`, in order (credentials first: later ones need the account); `kind_checks` are
+    the orchestrator kind's (`OrchestratorKind.preflight_checks`), run after fmcluster's quota checks."""
     p: List[PreflightCheck] = [
         PreflightCheck("credentials", "credentials and account", "sts", check_credentials),
         PreflightCheck("availability-zone", f"availability zone {spec.availability_zone}", "ec2", check_availability_zone),
@@ -199,8 +199,7 @@ def checks_for(spec: ClusterSpec) -> List[PreflightCheck]:
         p.append(PreflightCheck(f"training-plan:{arn.split('/')[-1]}", "training plan", "sagemaker",
                          partial(capacity.check_training_plan, arn=arn)))
     p += _quota_checks(spec)
-    if kind.preflight is not None:
-        p += load(kind.preflight)(spec)
+    p += kind_checks
     existing = spec.network.existing_vpc
     if existing is not None:
         p.append(PreflightCheck("vpc", f"VPC {existing.vpc_id}", "ec2", network.check_vpc))
@@ -247,8 +246,9 @@ def run_preflight(
     skip: Iterable[str] = (),
     progress: Optional[Progress] = None,
     ctx: Optional[Context] = None,
+    kind_checks: Sequence[PreflightCheck] = (),
 ) -> Report:
     ctx = ctx or Context(spec=spec, aws=aws)
-    checks = run_checks(ctx, checks_for(spec), skip=skip, progress=progress, command="preflight")
+    checks = run_checks(ctx, checks_for(spec, kind_checks), skip=skip, progress=progress, command="preflight")
     return Report("preflight", label or spec.name, aws.region, ctx.account, checks)
 

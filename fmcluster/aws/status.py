@@ -10,15 +10,14 @@ deployment failed is listed with CloudFormation's reason.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.context import Context, Progress, fmt_time, has_code, paginate
 from fmcluster.aws.results import ERROR, classify
 from fmcluster.aws.session import AwsClients, max_attempts
-from fmcluster.orchestrators import registry
-from fmcluster.orchestrators.kind import load
 
 if TYPE_CHECKING:
     from fmcluster.spec import ClusterSpec
@@ -182,13 +181,9 @@ DESCRIBERS: Dict[str, Describer] = {
 }
 
 
-def describers() -> Dict[str, Describer]:
-    """The describers above and every registered orchestrator kind's."""
-    found = dict(DESCRIBERS)
-    for kind in registry.kinds():
-        if kind.status is not None:
-            found.update(load(kind.status))
-    return found
+def describers(kind: Mapping[str, Describer] = MappingProxyType({})) -> Dict[str, Describer]:
+    """The describers above and the orchestrator kind's (`OrchestratorKind.status_describers`)."""
+    return {**DESCRIBERS, **kind}
 
 
 def _unknown(kind: str, name: str, exc: BaseException, service: str) -> Item:
@@ -196,9 +191,8 @@ def _unknown(kind: str, name: str, exc: BaseException, service: str) -> Item:
     return Item(kind, name, "unknown", UNKNOWN, f"{f.outcome.observed}; {f.outcome.remedy}")
 
 
-def _resources(ctx: Context, stack: str) -> List[Item]:
+def _resources(ctx: Context, stack: str, known: Mapping[str, Describer]) -> List[Item]:
     items: List[Item] = []
-    known = describers()
     for r in paginate(ctx.client("cloudformation"), "list_stack_resources", "StackResourceSummaries", StackName=stack):
         rtype, pid, rstatus = r.get("ResourceType", ""), r.get("PhysicalResourceId", ""), r.get("ResourceStatus", "")
         logical = r.get("LogicalResourceId", "")
@@ -217,7 +211,7 @@ def _resources(ctx: Context, stack: str) -> List[Item]:
     return items
 
 
-def _stack(ctx: Context, part: str) -> StackState:
+def _stack(ctx: Context, part: str, known: Mapping[str, Describer]) -> StackState:
     name = ctx.spec.stack_name(part)
     cfn = ctx.client("cloudformation")
     try:
@@ -229,15 +223,18 @@ def _stack(ctx: Context, part: str) -> StackState:
     state = s.get("StackStatus", "?")
     updated = fmt_time(s.get("LastUpdatedTime") or s.get("CreationTime") or "")
     st = StackState(name, part, state, stackhealth(state), s.get("StackStatusReason", ""), updated)
-    st.resources = _resources(ctx, name)
+    st.resources = _resources(ctx, name, known)
     return st
 
 
 def collect_status(
     spec: ClusterSpec, aws: AwsClients, *, label: str = "", progress: Optional[Progress] = None,
-    ctx: Optional[Context] = None,
+    ctx: Optional[Context] = None, kind_describers: Mapping[str, Describer] = MappingProxyType({}),
 ) -> ClusterStatus:
+    """The stacks of `spec` and their resources' state; `kind_describers` describe the orchestrator kind's
+    resources (`OrchestratorKind.status_describers`)."""
     ctx = ctx or Context(spec=spec, aws=aws)
+    known = describers(kind_describers)
     out = ClusterStatus(label or spec.name, aws.region, None)
     try:
         out.account = str(ctx.client("sts").get_caller_identity()["Account"])
@@ -249,7 +246,7 @@ def collect_status(
         if progress:
             progress(f"status: {spec.stack_name(part)}")
         try:
-            out.stacks.append(_stack(ctx, part))
+            out.stacks.append(_stack(ctx, part, known))
         except Exception as e:  # noqa: BLE001
             item = _unknown("stack", spec.stack_name(part), e, "cloudformation")
             out.stacks.append(StackState(item.name, part, "unknown", UNKNOWN, item.detail))

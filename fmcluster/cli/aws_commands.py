@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, List
+from typing import TYPE_CHECKING, Any, List
 
-from fmcluster.aws.session import AwsClients, AwsSetupError
 from fmcluster.cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from fmcluster.aws.session import AwsClients
 
 
 def _progress(message: str) -> None:
@@ -21,6 +23,8 @@ def _progress(message: str) -> None:
 
 
 def _clients(args: argparse.Namespace, spec: Any) -> AwsClients:
+    from fmcluster.aws.session import AwsClients, AwsSetupError  # boto3 loads for the AWS commands only
+
     region = args.region or spec.region
     if region != spec.region:
         raise UsageError(f"--region {region} differs from the spec's region {spec.region} (its availability zone "
@@ -40,22 +44,23 @@ def _skips(values: List[str]) -> List[str]:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     from fmcluster.aws.preflight import run_preflight
-    from fmcluster.spec import load_spec
+    from fmcluster.registry import kind_of, load_spec
 
     spec = load_spec(args.file)
     aws = _clients(args, spec)
-    report = run_preflight(spec, aws, label=args.file, skip=_skips(args.skip), progress=_progress)
+    report = run_preflight(spec, aws, label=args.file, skip=_skips(args.skip), progress=_progress,
+                           kind_checks=kind_of(spec).preflight_checks(spec))
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.render_text())
     return report.exit_code
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     from fmcluster.aws.status import collect_status
-    from fmcluster.spec import load_spec
+    from fmcluster.registry import load_spec, status_describers
 
     spec = load_spec(args.file)
     aws = _clients(args, spec)
-    status = collect_status(spec, aws, label=args.file, progress=_progress)
+    status = collect_status(spec, aws, label=args.file, progress=_progress, kind_describers=status_describers())
     print(json.dumps(status.to_dict(), indent=2, default=str) if args.json else status.render_text())
     return status.exit_code
 

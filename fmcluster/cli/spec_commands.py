@@ -15,7 +15,7 @@ from fmcluster.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 
 
 def _load(path: str) -> Any:
-    from fmcluster.spec import load_spec
+    from fmcluster.registry import load_spec
 
     return load_spec(path)
 
@@ -45,7 +45,7 @@ def cmd_diagram(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from fmcluster.spec import json_schema
+    from fmcluster.registry import json_schema
 
     print(json.dumps(json_schema(), indent=2, sort_keys=True))
     return EXIT_OK

@@ -19,7 +19,7 @@ Producers, all deployed by fmcluster on every node (fmcluster/runtime/observabil
   dcgm-exporter says so (ParallelCluster's official AMI has no docker: fmcluster/runtime/parallelcluster).
 - ``prometheus``: series every scrape produces (``up``) and the AMP ruler writes (``ALERTS``).
 - ``kube-state-metrics``: on Kubernetes clusters (eks, hyperpod-eks), objects' state; HyperPod's health labels of
-  nodes through ``kube_node_labels`` (fmcluster/orchestrators/eks/metrics.py).
+  nodes through ``kube_node_labels`` (fmcluster/platforms/kubernetes/metrics.py).
 
 Standard library only: the runtime side may read the same names from its own copy.
 """

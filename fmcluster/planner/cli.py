@@ -106,7 +106,7 @@ def resolve_model(args: Any) -> Any:
 
 def run_plan(args: Any) -> int:
     from fmcluster.planner.report import PlanOptions, build
-    from fmcluster.spec import load_spec
+    from fmcluster.registry import load_spec
 
     opts = PlanOptions(
         precision=args.precision, mfu=float(number(args, "mfu", upper=1.0) or 0.4),
@@ -141,7 +141,7 @@ def run_plan(args: Any) -> int:
 
 def run_diagram(args: Any) -> int:
     from fmcluster.planner.diagram import DiagramUnavailable, write
-    from fmcluster.spec import load_spec
+    from fmcluster.registry import load_spec
 
     out = Path(args.out)
     fmt = out.suffix.lower().lstrip(".")

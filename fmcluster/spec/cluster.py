@@ -5,14 +5,13 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+from dataclasses import dataclass
+from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Tuple, Type
 
 from pydantic import Field, model_validator
-from typing_extensions import Annotated
 
-from fmcluster.orchestrators import registry
-from fmcluster.orchestrators.kind import OrchestratorKind, OrchestratorSettings
-from fmcluster.orchestrators.none.settings import NoOrchestrator
+from fmcluster.runtime.contract import NODE_AGENTS
+from fmcluster.runtime.profile import POLICIES as VALIDATION_POLICIES
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
 from fmcluster.spec.network import (
     IP_HEADROOM_FACTOR,
@@ -23,6 +22,7 @@ from fmcluster.spec.network import (
 )
 from fmcluster.spec.node_group import NodeGroup
 from fmcluster.spec.observability import Observability
+from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings
 from fmcluster.spec.storage import Storage
 from fmcluster.spec.validation import Validation
 
@@ -33,23 +33,85 @@ SCHEMA_URL = "../schema/cluster.schema.json"
 REGION_PATTERN = r"^(us|eu|ap|sa|ca|me|af|il|mx)-(north|south|east|west|central|northeast|southeast|southwest|northwest)-[1-9]$"
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,23}[a-z0-9]$"
 
-ORCHESTRATOR_DESCRIPTION = "; ".join(f"{k.name}: {k.summary}" for k in registry.kinds())
 
 
-def orchestrator_union(kinds: List[OrchestratorKind]) -> object:
-    """The ``orchestrator`` field's type: every kind's settings, told apart by ``type``."""
-    members = tuple(k.settings for k in kinds)
-    return Annotated[Union[members], Field(discriminator="type")]  # type: ignore[valid-type]
+@dataclass(frozen=True)
+class OrchestratorTraits:
+    """An orchestrator kind as data, and the facts it derives from a spec.
 
+    :param name: the value of ``orchestrator.type``.
+    :param summary: one line for the schema and the docs.
+    :param settings: the pydantic model of its ``orchestrator`` section.
+    :param node_agent: ``slurm`` | ``kubernetes`` | None: what the boot validator's drain or taint waits for.
+    :param capacity_types: the node groups' ``capacity.type`` values it accepts.
+    :param instances_in_account: its instances run in this account, so EC2 On-Demand quotas apply (HyperPod's run
+        in a SageMaker service account and use SageMaker quotas instead).
+    :param uses_image_family: node groups boot from fmcluster's launch templates, so ``image_family`` decides their
+        root device and default image (False where the service picks the image: HyperPod, ParallelCluster, EKS).
+    :param addresses_per_node: VPC addresses each node takes beyond its IP-consuming interfaces (pod addresses
+        under the VPC CNI); the spec sizes the node subnet with them.
+    :param validation_policies: what a failed boot validation may do on its nodes (``validation.policy``), its
+        default first; the spec refuses the others.
+    :param validation_policy_note: why the policies it does not take do not apply (said when the spec asks for one).
+    :param rule_groups: extra alert rule files the observability stack adds for this kind, by name:
+        ``fmcluster/observability/rules.<name>.yaml`` (rules on metrics only this kind produces).
 
-if TYPE_CHECKING:
-    Orchestrator = OrchestratorSettings
-else:
-    Orchestrator = orchestrator_union(registry.kinds())
+    The methods below are a kind's facts that depend on the spec; a kind overrides those that differ.
+    """
+
+    name: str
+    summary: str
+    settings: Type[OrchestratorSettings]
+    node_agent: Optional[str]
+    capacity_types: FrozenSet[str]
+    instances_in_account: bool = True
+    uses_image_family: bool = True
+    addresses_per_node: int = 0
+    validation_policies: Tuple[str, ...] = ("drain", "fail", "report")
+    validation_policy_note: str = ""
+    rule_groups: Tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.node_agent is not None and self.node_agent not in NODE_AGENTS:
+            raise ValueError(f"node_agent: {self.node_agent!r} is not one of {', '.join(NODE_AGENTS)} or None")
+        if not self.validation_policies or set(self.validation_policies) - set(VALIDATION_POLICIES):
+            raise ValueError(f"validation_policies: {self.validation_policies!r} must name some of "
+                             f"{', '.join(VALIDATION_POLICIES)}")
+        declared = self.settings.model_fields["type"].annotation
+        if getattr(declared, "__args__", None) != (self.name,):
+            raise ValueError(f"settings: {self.settings.__name__}.type must be Literal[{self.name!r}]")
+
+    def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
+        """Problems a spec has with this kind, as (field path from the spec's top, message)."""
+        return []
+
+    def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
+        """Instances it runs beside the node groups (quotas, ``plan``, inventory alerts)."""
+        return []
+
+    def extra_availability_zones(self, spec: ClusterSpec) -> List[str]:
+        """Availability zones besides the GPU AZ where the network stack gives the kind a small private subnet each
+        (an EKS control plane and the AMP managed scraper need subnets in two AZs)."""
+        return []
+
+    def expected_nodes(self, spec: ClusterSpec) -> Dict[str, int]:
+        """Node group name -> how many of its nodes are expected up and reporting (the inventory alerts compare the
+        nodes that report with it). Default: every node of every group. A kind whose nodes start only for jobs
+        expects only those that always run."""
+        return {g.name: g.count for g in spec.node_groups}
+
+    def plan_notes(self, spec: ClusterSpec) -> List[str]:
+        """Lines ``fmcluster plan`` prints about the orchestrator (what it runs, what CloudFormation cannot build)."""
+        return []
 
 
 class ClusterSpec(SpecModel):
     """A GPU training cluster on AWS."""
+
+    # A spec is validated against the subclass `fmcluster.spec.loading.spec_model` makes for the orchestrator kinds it
+    # is given: its ``orchestrator`` takes their settings, told apart by ``type``; ``kinds`` holds their traits (the
+    # first is the default). The docstring above is the JSON Schema's description.
+    kinds: ClassVar[Mapping[str, OrchestratorTraits]] = {}
 
     name: str = Field(
         pattern=NAME_PATTERN,
@@ -64,16 +126,16 @@ class ClusterSpec(SpecModel):
     network: Network = Field(default_factory=Network)
     node_groups: List[NodeGroup] = Field(min_length=1)
     storage: Storage = Field(default_factory=Storage)
-    orchestrator: Orchestrator = Field(default_factory=NoOrchestrator, description=ORCHESTRATOR_DESCRIPTION)
+    orchestrator: OrchestratorSettings = Field(description="the orchestrator kind's section, by type")
     observability: Observability = Field(default_factory=Observability)
     validation: Validation = Field(default_factory=Validation)
 
     @model_validator(mode="before")
     @classmethod
-    def _orchestrator_type_defaults_to_none(cls, data: Any) -> Any:
+    def _orchestrator_type_defaults_to_the_first_kind(cls, data: Any) -> Any:
         orchestrator = data.get("orchestrator") if isinstance(data, dict) else None
-        if isinstance(orchestrator, dict) and "type" not in orchestrator:
-            data = {**data, "orchestrator": {"type": "none", **orchestrator}}
+        if isinstance(orchestrator, dict) and "type" not in orchestrator and cls.kinds:
+            data = {**data, "orchestrator": {"type": next(iter(cls.kinds)), **orchestrator}}
         return data
 
     @model_validator(mode="after")
@@ -121,8 +183,9 @@ class ClusterSpec(SpecModel):
         return self.validation.policy or self.orchestrator_kind.validation_policies[0]
 
     @property
-    def orchestrator_kind(self) -> OrchestratorKind:
-        return registry.kind_of(self)
+    def orchestrator_kind(self) -> OrchestratorTraits:
+        """The traits of the spec's orchestrator kind."""
+        return type(self).kinds[self.orchestrator.type]
 
     def _storage_problems(self) -> List[Problem]:
         fsx = self.storage.fsx

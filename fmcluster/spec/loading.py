@@ -1,33 +1,41 @@
-"""Reading a spec: YAML (duplicate keys refused) -> the spec model, every failure one line per problem."""
+"""Reading a spec: YAML (duplicate keys refused) -> the spec model, every failure one line per problem.
+
+The spec model depends on the orchestrator kinds it takes, which the composition root (`fmcluster.registry`) passes
+to `spec_model`; every function here takes that model.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Type, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 from pydantic import BaseModel, Field, ValidationError, create_model
+from typing_extensions import Annotated
 
-from fmcluster.orchestrators import registry
-from fmcluster.orchestrators.kind import OrchestratorSettings
-from fmcluster.orchestrators.none.settings import NoOrchestrator
 from fmcluster.spec.base import SpecError
-from fmcluster.spec.cluster import ClusterSpec, orchestrator_union
+from fmcluster.spec.cluster import ClusterSpec, OrchestratorTraits
+from fmcluster.spec.orchestrator import OrchestratorSettings
 
 Loc = Tuple[Union[str, int], ...]
-_BUILT_IN = tuple(k.name for k in registry.BUILT_IN)
-_models: Dict[Tuple[str, ...], Type[ClusterSpec]] = {_BUILT_IN: ClusterSpec}
+_models: Dict[Tuple[int, ...], Type[ClusterSpec]] = {}
 
 
-def spec_model() -> Type[ClusterSpec]:
-    """`ClusterSpec`, or a subclass whose ``orchestrator`` also takes kinds registered at run time."""
-    names = tuple(registry.names())
-    if names not in _models:
-        union: Any = orchestrator_union(registry.kinds())
-        field = Field(default_factory=NoOrchestrator, description=ClusterSpec.model_fields["orchestrator"].description)
+def spec_model(kinds: Sequence[OrchestratorTraits]) -> Type[ClusterSpec]:
+    """`ClusterSpec` whose ``orchestrator`` takes the settings of `kinds` (the first is the default), told apart by
+    ``type``. One model per set of kinds."""
+    if not kinds:
+        raise ValueError("kinds: a spec needs at least one orchestrator kind")
+    key = tuple(id(k) for k in kinds)  # the model holds the kinds, so their ids stay theirs
+    if key not in _models:
+        members = tuple(k.settings for k in kinds)
+        union: Any = Annotated[Union[members], Field(discriminator="type")]  # type: ignore[valid-type]
+        description = "; ".join(f"{k.name}: {k.summary}" for k in kinds)
+        field = Field(default_factory=kinds[0].settings, description=description)
         model = create_model("ClusterSpec", __base__=ClusterSpec, orchestrator=(union, field))
         model.__doc__ = ClusterSpec.__doc__
-        _models[names] = model
-    return _models[names]
+        model.kinds = {k.name: k for k in kinds}
+        _models[key] = model
+    return _models[key]
 
 
 # --- error formatting -------------------------------------------------------------------------
@@ -55,11 +63,11 @@ def _inner_model(annotation: Any) -> Optional[Type[BaseModel]]:
     return None
 
 
-def _walk(loc: Loc) -> Tuple[str, Optional[Type[BaseModel]]]:
+def _walk(root: Type[ClusterSpec], loc: Loc) -> Tuple[str, Optional[Type[BaseModel]]]:
     """The user-facing path of `loc` (pydantic's internal parts and union tags dropped) and the model
     that owns the mapping it ends in (None when unknown)."""
     path = ""
-    model: Optional[Type[BaseModel]] = spec_model()
+    model: Optional[Type[BaseModel]] = root
     tags: Optional[Dict[str, Type[BaseModel]]] = None
     for part in loc:
         if isinstance(part, int):
@@ -77,16 +85,16 @@ def _walk(loc: Loc) -> Tuple[str, Optional[Type[BaseModel]]]:
     return path or "(top level)", model
 
 
-def _format_one(e: Dict[str, Any]) -> List[str]:
+def _format_one(root: Type[ClusterSpec], e: Dict[str, Any]) -> List[str]:
     loc = tuple(e["loc"])
-    path, _ = _walk(loc)
+    path, _ = _walk(root, loc)
     msg, kind = e["msg"], e["type"]
     if kind == "extra_forbidden":
-        _, owner = _walk(loc[:-1])
+        _, owner = _walk(root, loc[:-1])
         msg = "unknown key" + (f"; allowed keys: {', '.join(owner.model_fields)}" if owner else "")
         if owner is not None and issubclass(owner, OrchestratorSettings):
             # another kind's section: say whose
-            owners = [k.name for k in registry.kinds() if str(loc[-1]) in k.settings.model_fields]
+            owners = [k.name for k in root.kinds.values() if str(loc[-1]) in k.settings.model_fields]
             if owners:
                 mine = getattr(owner.model_fields["type"].annotation, "__args__", ("?",))[0]
                 msg = f"applies to orchestrator type {' or '.join(owners)}, not {mine}"
@@ -96,10 +104,10 @@ def _format_one(e: Dict[str, Any]) -> List[str]:
         key = str(e.get("ctx", {}).get("discriminator", "'type'")).strip("'")
         got = e.get("ctx", {}).get("tag")
         path = f"{path}.{key}"
-        allowed = ", ".join(registry.names())
+        allowed = ", ".join(root.kinds)
         msg = f"{got!r} is not allowed; allowed: {allowed}" if got is not None else f"required; allowed: {allowed}"
     elif kind == "string_pattern_mismatch":
-        _, owner = _walk(loc[:-1]) if loc and isinstance(loc[-1], str) else ("", None)
+        _, owner = _walk(root, loc[:-1]) if loc and isinstance(loc[-1], str) else ("", None)
         info = owner.model_fields[str(loc[-1])].description if owner and str(loc[-1]) in owner.model_fields else None
         msg = f"{e.get('input')!r} is not allowed: {info or 'it must match ' + e['ctx']['pattern']}"
     elif msg.startswith("Value error, "):
@@ -114,8 +122,8 @@ def _format_one(e: Dict[str, Any]) -> List[str]:
     return [f"{path}: {msg}"]
 
 
-def format_validation_error(err: ValidationError) -> List[str]:
-    return [line for e in err.errors(include_url=False) for line in _format_one(dict(e))]
+def format_validation_error(err: ValidationError, model: Type[ClusterSpec]) -> List[str]:
+    return [line for e in err.errors(include_url=False) for line in _format_one(model, dict(e))]
 
 
 # --- loading ----------------------------------------------------------------------------------
@@ -142,18 +150,18 @@ def _yaml_loader() -> Any:
     return UniqueKeyLoader
 
 
-def parse_spec(data: Any) -> ClusterSpec:
+def parse_spec(data: Any, model: Type[ClusterSpec]) -> ClusterSpec:
     if data is None:
         raise SpecError(["(top level): the spec is empty; expected a mapping with name, region, node_groups, ..."])
     if not isinstance(data, dict):
         raise SpecError([f"(top level): expected a mapping of keys, got a {type(data).__name__}"])
     try:
-        return spec_model().model_validate(data)
+        return model.model_validate(data)
     except ValidationError as e:
-        raise SpecError(format_validation_error(e)) from None
+        raise SpecError(format_validation_error(e, model)) from None
 
 
-def load_spec(path: Union[str, Path]) -> ClusterSpec:
+def load_spec(path: Union[str, Path], model: Type[ClusterSpec]) -> ClusterSpec:
     """Read and validate a spec file; every failure is a `SpecError`."""
     import yaml
 
@@ -173,11 +181,11 @@ def load_spec(path: Union[str, Path]) -> ClusterSpec:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise SpecError([f"{p}: not valid YAML{where}: {problem}"]) from None
-    return parse_spec(data)
+    return parse_spec(data, model)
 
 
-def json_schema() -> Dict[str, Any]:
-    schema = spec_model().model_json_schema()
+def json_schema(model: Type[ClusterSpec]) -> Dict[str, Any]:
+    schema = model.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "fmcluster cluster spec"
     return schema

@@ -3,25 +3,31 @@ runtime. Replaceable: destroying it touches no data."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from fmcluster.orchestrators.context import OrchestrationContext, SharedFileSystem
-from fmcluster.orchestrators.ec2_nodes import Ec2NodeGroups, construct_id
-from fmcluster.orchestrators.kind import load
+from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
+from fmcluster.platforms.ec2.node_builder import NodeGroupBuilder, construct_id
+from fmcluster.platforms.storage import SharedFileSystem
 from fmcluster.spec import ClusterSpec
 from fmcluster.stacks.network import NetworkStack
 from fmcluster.stacks.observability import ObservabilityStack
 from fmcluster.stacks.storage import StorageStack
 
+if TYPE_CHECKING:
+    from fmcluster.orchestrators.kind import OrchestratorKind
+
 
 class ClusterStack(Stack):
-    """Builds the orchestrator kind's construct from one `OrchestrationContext`, grants the nodes' principal
-    the data bucket and AMP remote write, and outputs each EC2 node group's launch template and placement group.
+    """Binds the orchestrator kind to one `OrchestrationContext`, grants the nodes' principal the data bucket and
+    AMP remote write, and outputs each EC2 node group's launch template and placement group.
 
-    Exposes ``context`` and ``orchestration`` (the kind's construct: ``grantee`` and what the kind exposes).
+    Exposes ``context`` and ``orchestration`` (what the kind's `bind` returned: its construct, grantee and EC2 node
+    groups).
+
+    :param kind: the spec's orchestrator kind (the composition root looks it up: `fmcluster.registry.kind_of`).
     """
 
     def __init__(
@@ -30,6 +36,7 @@ class ClusterStack(Stack):
         id: str,
         *,
         spec: ClusterSpec,
+        kind: OrchestratorKind[Any],
         network: NetworkStack,
         storage: Optional[StorageStack] = None,
         observability: Optional[ObservabilityStack] = None,
@@ -38,7 +45,8 @@ class ClusterStack(Stack):
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
         if storage is not None:
             self.add_stack_dependency(storage)
-        kind = spec.orchestrator_kind
+        if kind.name != spec.orchestrator.type:
+            raise ValueError(f"kind: {kind.name} is not the spec's orchestrator {spec.orchestrator.type}")
         file_system = _shared_file_system(spec, storage)
         remote_write_url = observability.remote_write_url if observability is not None else None
         # launch templates do not pass stack tags to instances: name them explicitly
@@ -46,7 +54,6 @@ class ClusterStack(Stack):
         security_group = network.node_security_group.security_group
         self.context = OrchestrationContext(
             spec=spec,
-            kind=kind,
             subnets=list(network.node_subnets),
             extra_subnets=list(network.extra_subnets),
             vpc=network.vpc,
@@ -56,7 +63,7 @@ class ClusterStack(Stack):
             remote_write_url=remote_write_url,
             instance_tags=instance_tags,
             grant_remote_write=observability.grant_remote_write if observability is not None else None,
-            node_groups=Ec2NodeGroups(
+            node_builder=NodeGroupBuilder(
                 spec=spec,
                 subnet_id=network.node_subnets[0].subnet_id,
                 security_group_ids=[security_group.security_group_id],
@@ -65,13 +72,13 @@ class ClusterStack(Stack):
                 instance_tags=instance_tags,
             ),
         )
-        self.orchestration: Any = load(kind.construct)(self, kind.construct_id, context=self.context)
+        self.orchestration: Orchestration = kind.bind(self, self.context)
         grantee = self.orchestration.grantee
         if observability is not None:
             observability.grant_remote_write(grantee)
         if storage is not None:
             storage.grant_data_access(grantee)
-        for name, group in getattr(self.orchestration, "node_groups", {}).items():
+        for name, group in self.orchestration.ec2_node_groups.items():
             gid = construct_id(name)
             if group.placement_group_name is not None:
                 CfnOutput(self, f"{gid}PlacementGroup", value=group.placement_group_name)

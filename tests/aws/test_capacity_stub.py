@@ -6,11 +6,10 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Dict
 
 import pytest
-from helpers.aws import ACCOUNT, AZ, group, make_ctx, make_spec, stubbed
+from helpers.aws import ACCOUNT, AZ, group, make_ctx, make_spec, preflight_checks, stubbed
 
 from fmcluster.aws.capacity import check_reservation, check_training_plan
 from fmcluster.aws.context import run_checks
-from fmcluster.aws.preflight import checks_for
 
 CR = "cr-0123456789abcdef0"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
@@ -131,7 +130,7 @@ def test_groups_sharing_a_reservation_add_up() -> None:
     cap = {"type": "odcr", "reservation_id": CR}
     spec = make_spec(node_groups=[group("ga", count=2, capacity=cap), group("gb", count=1, capacity=cap)])
     ctx = make_ctx(spec)
-    assert [p.id for p in checks_for(spec)].count(f"capacity:{CR}") == 1
+    assert [p.id for p in preflight_checks(spec)].count(f"capacity:{CR}") == 1
     out = run_reservation(ctx, reservation(TotalInstanceCount=2))
     assert out.status == "fail" and "the groups need 3" in out.observed
 
@@ -140,7 +139,7 @@ def test_access_denied_is_a_cannot_check_answer() -> None:
     ctx = ctx_for()
     stub = stubbed(ctx, "ec2")
     stub.add_client_error("describe_capacity_reservations", "UnauthorizedOperation", "not authorized")
-    [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == f"capacity:{CR}"])
+    [r] = run_checks(ctx, [p for p in preflight_checks(ctx.spec) if p.id == f"capacity:{CR}"])
     assert r.status == "warn" and r.observed.startswith("cannot check: access denied to ec2:DescribeCapacityReservations")
 
 

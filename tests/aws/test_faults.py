@@ -8,10 +8,9 @@ from typing import Any, Iterator, List
 
 import pytest
 from botocore.awsrequest import AWSResponse
-from helpers.aws import BASE_SPEC, make_ctx, make_spec
+from helpers.aws import BASE_SPEC, make_ctx, make_spec, preflight_checks
 
 from fmcluster.aws.context import run_checks
-from fmcluster.aws.preflight import checks_for
 from fmcluster.aws.session import client_config
 from fmcluster.cli import main
 
@@ -61,7 +60,7 @@ def test_throttling_is_retried_with_backoff(monkeypatch: pytest.MonkeyPatch) -> 
     ctx = make_ctx(make_spec(), account=None)
     sleeps: List[float] = []
     sent = fake_sts(ctx, 2, sleeps, monkeypatch)
-    [r] = run_checks(ctx, checks_for(ctx.spec)[:1])
+    [r] = run_checks(ctx, preflight_checks(ctx.spec)[:1])
     assert r.status == "pass" and ctx.account == "123456789012"
     assert len(sent) == 3 and len(sleeps) == 2 and all(s >= 0 for s in sleeps)
 
@@ -71,7 +70,7 @@ def test_throttling_after_retries_is_an_error_result(monkeypatch: pytest.MonkeyP
     ctx = make_ctx(make_spec(), account=None)
     sleeps: List[float] = []
     sent = fake_sts(ctx, 99, sleeps, monkeypatch)
-    [r] = run_checks(ctx, checks_for(ctx.spec)[:1])
+    [r] = run_checks(ctx, preflight_checks(ctx.spec)[:1])
     assert len(sent) == 3 and len(sleeps) == 2
     assert r.status == "error" and "throttled by AWS after 3 attempts (Throttling: Rate exceeded)" in r.observed
 

@@ -7,9 +7,7 @@ from typing import Any, Dict, List, Optional
 
 import boto3
 import pytest
-from helpers.aws import REGION, make_ctx, make_spec, stubbed
-
-from fmcluster.aws.preflight import checks_for
+from helpers.aws import REGION, make_ctx, make_spec, preflight_checks, stubbed
 
 pytestmark = pytest.mark.usefixtures("moto")
 
@@ -30,7 +28,7 @@ def file_system(gib: int, deployment: str, tags: Optional[List[Dict[str, str]]] 
 
 def fsx_check(ctx: Any) -> Any:
     """The preflight's own quota:fsx check, run directly (an exception stays an exception)."""
-    [check] = [p for p in checks_for(ctx.spec) if p.id == "quota:fsx"]
+    [check] = [p for p in preflight_checks(ctx.spec) if p.id == "quota:fsx"]
     return check.run(ctx)
 
 
@@ -48,8 +46,8 @@ def run(spec: Any, quotas: Dict[str, str], values: Dict[str, float]) -> Any:
 
 
 def test_fsx_quota_only_when_the_spec_has_lustre() -> None:
-    assert "quota:fsx" not in [p.id for p in checks_for(make_spec())]
-    assert "quota:fsx" in [p.id for p in checks_for(fsx_spec(38400))]
+    assert "quota:fsx" not in [p.id for p in preflight_checks(make_spec())]
+    assert "quota:fsx" in [p.id for p in preflight_checks(fsx_spec(38400))]
 
 
 def test_persistent_2_counts_only_persistent_2_file_systems() -> None:

@@ -7,11 +7,10 @@ from typing import Any, Dict, List
 
 import boto3
 import pytest
-from helpers.aws import REGION, group, make_ctx, make_spec, stub_operation, stubbed
+from helpers.aws import REGION, group, make_ctx, make_spec, preflight_checks, stub_operation, stubbed
 
 from fmcluster.aws import quotas
 from fmcluster.aws.context import run_checks
-from fmcluster.aws.preflight import checks_for
 
 pytestmark = pytest.mark.usefixtures("moto")
 
@@ -19,7 +18,7 @@ WORKSPACES = {"ServiceCode": "aps", "QuotaCode": "L-APSWORKSPC", "QuotaName": "W
 
 
 def run(ctx: Any, check_id: str) -> Any:
-    [result] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == check_id])
+    [result] = run_checks(ctx, [p for p in preflight_checks(ctx.spec) if p.id == check_id])
     return result
 
 
@@ -67,7 +66,7 @@ def test_an_unknown_service_code_is_a_skip_not_an_error() -> None:
 def test_a_family_without_a_quota_mapping_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     # every family in today's catalog is mapped: drop one mapping to stand for the next family added
     monkeypatch.delitem(quotas.EC2_VCPU_QUOTAS, "standard")
-    ids = [p.id for p in checks_for(pcs_spec())]  # the PCS login node is an m5.xlarge
+    ids = [p.id for p in preflight_checks(pcs_spec())]  # the PCS login node is an m5.xlarge
     assert "quota:ec2-unmapped:m5.xlarge" in ids and "quota:ec2-standard-vcpus" not in ids
     r = run(make_ctx(pcs_spec()), "quota:ec2-unmapped:m5.xlarge")
     assert r.status == "warn" and "maps no EC2 On-Demand vCPU quota to the m5 family" in r.observed
@@ -87,7 +86,7 @@ def amp_run(quota_list: List[Dict[str, Any]]) -> Any:
 
 
 def test_the_amp_workspace_quota_is_checked() -> None:
-    assert "quota:amp-workspaces" not in [p.id for p in checks_for(make_spec(observability={"enabled": False}))]
+    assert "quota:amp-workspaces" not in [p.id for p in preflight_checks(make_spec(observability={"enabled": False}))]
     workspace("team-a", {"team": "a"})
     r = amp_run([{**WORKSPACES, "Value": 1}])
     assert r.status == "warn" and "quota 1 workspaces, 1 in use, spec needs 1" in r.observed, r

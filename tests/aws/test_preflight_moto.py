@@ -8,11 +8,11 @@ import boto3
 import pytest
 import yaml
 from helpers import ROOT
-from helpers.aws import ACCOUNT, AZ, REGION, group, make_ctx, make_spec, stub_operation, stubbed
+from helpers.aws import ACCOUNT, AZ, REGION, group, make_ctx, make_spec, preflight_checks, stub_operation, stubbed
 
 from fmcluster.aws.context import run_checks
-from fmcluster.aws.preflight import CDK_BOOTSTRAP_PARAMETER, checks_for, run_preflight
-from fmcluster.spec import load_spec, parse_spec
+from fmcluster.aws.preflight import CDK_BOOTSTRAP_PARAMETER, run_preflight
+from fmcluster.registry import load_spec, parse_spec
 
 pytestmark = pytest.mark.usefixtures("moto")
 
@@ -75,27 +75,27 @@ def test_default_spec_all_pass() -> None:
 
 def test_account_mismatch_fails() -> None:
     ctx = make_ctx(make_spec(account="210987654321"), account=None)
-    results = run_checks(ctx, checks_for(ctx.spec)[:1])
+    results = run_checks(ctx, preflight_checks(ctx.spec)[:1])
     assert results[0].status == "fail" and ACCOUNT in results[0].observed
     assert "210987654321" in results[0].remedy
 
 
 def test_missing_bootstrap_fails_with_command() -> None:
     ctx = make_ctx(make_spec())
-    [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == "cdk-bootstrap"])
+    [r] = run_checks(ctx, [p for p in preflight_checks(ctx.spec) if p.id == "cdk-bootstrap"])
     assert r.status == "fail" and r.remedy == f"npx cdk bootstrap aws://{ACCOUNT}/{REGION}"
 
 
 def test_type_not_offered_in_az_names_the_zones_that_offer_it() -> None:
     ctx = make_ctx(make_spec(node_groups=[group(instance_type="p6-b200.48xlarge", count=1)]))
-    [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id.startswith("offering:")])
+    [r] = run_checks(ctx, [p for p in preflight_checks(ctx.spec) if p.id.startswith("offering:")])
     assert r.status == "fail" and "not offered in us-east-1a" in r.observed
     assert "us-east-1c" in r.remedy
 
 
 def test_unknown_az_fails() -> None:
     ctx = make_ctx(make_spec(availability_zone="us-east-1z"))
-    [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == "availability-zone"])
+    [r] = run_checks(ctx, [p for p in preflight_checks(ctx.spec) if p.id == "availability-zone"])
     assert r.status == "fail" and "does not exist" in r.observed and "us-east-1a" in r.remedy
 
 
@@ -107,7 +107,7 @@ def test_p_quota_too_small_and_in_use() -> None:
     sq = stubbed(ctx, "service-quotas")
     sq.add_response("get_service_quota", quota("L-417A185B", 192))
     sq.add_response("get_service_quota", quota("L-417A185B", 512))
-    [q] = [p for p in checks_for(ctx.spec) if p.id == "quota:ec2-p-vcpus"]
+    [q] = [p for p in preflight_checks(ctx.spec) if p.id == "quota:ec2-p-vcpus"]
     [r] = run_checks(ctx, [q])
     assert r.status == "fail" and "quota 192 vCPUs, 192 in use, spec needs 384" in r.observed
     assert "Running On-Demand P instances" in r.remedy
@@ -118,7 +118,7 @@ def test_p_quota_too_small_and_in_use() -> None:
 
 def test_capacity_blocks_do_not_need_on_demand_quota() -> None:
     spec = make_spec(node_groups=[group(capacity={"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"})])
-    ids = [p.id for p in checks_for(spec)]
+    ids = [p.id for p in preflight_checks(spec)]
     assert "quota:ec2-p-vcpus" not in ids and "capacity:cr-0123456789abcdef0" in ids
 
 
@@ -132,7 +132,7 @@ def existing_network(cidr: str = "10.1.0.0/24", az: str = AZ) -> Dict[str, Any]:
 
 def network_results(existing: Dict[str, Any], count: int = 2) -> Dict[str, Any]:
     ctx = make_ctx(make_spec(network={"existing_vpc": existing}, node_groups=[group(count=count)]))
-    checks = [p for p in checks_for(ctx.spec) if p.id in ("vpc", "subnets", "route-tables")]
+    checks = [p for p in preflight_checks(ctx.spec) if p.id in ("vpc", "subnets", "route-tables")]
     return {r.id: r for r in run_checks(ctx, checks)}
 
 
@@ -172,7 +172,7 @@ def test_ami_checks() -> None:
                                                                            "fail"),
                                    (xvda, "dlami-al2023", "pass"), (xvda, "dlami-ubuntu-22.04", "fail")):
         ctx = make_ctx(make_spec(node_groups=[group(ami_id=ami_id, image_family=family)]))
-        [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == "ami:gpu"])
+        [r] = run_checks(ctx, [p for p in preflight_checks(ctx.spec) if p.id == "ami:gpu"])
         assert r.status == status, (family, r)
         if (ami_id, family) == (xvda, "dlami-ubuntu-22.04"):
             assert "root device /dev/xvda" in r.observed and "image_family" in r.remedy
@@ -185,12 +185,12 @@ def test_kinds_that_boot_their_own_image_check_no_launch_template_image() -> Non
     xvda = next(i["ImageId"] for i in ec2.describe_images(Owners=["amazon"])["Images"]
                 if i["Architecture"] == "x86_64" and i.get("RootDeviceName") == "/dev/xvda")
     for example in ("eks-p5", "hyperpod-eks-p5", "hyperpod-slurm-p5", "parallelcluster-p5"):
-        ids = [p.id for p in checks_for(load_spec(ROOT / "examples" / f"{example}.yaml"))]
+        ids = [p.id for p in preflight_checks(load_spec(ROOT / "examples" / f"{example}.yaml"))]
         assert not [i for i in ids if i.startswith("image:")], (example, ids)
     data = yaml.safe_load((ROOT / "examples" / "parallelcluster-p5.yaml").read_text())
     data["node_groups"][0]["ami_id"] = xvda
     ctx = make_ctx(parse_spec(data))
-    [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == "ami:h100"])
+    [r] = run_checks(ctx, [p for p in preflight_checks(ctx.spec) if p.id == "ami:h100"])
     assert r.status == "pass", r
 
 
@@ -201,7 +201,7 @@ def test_the_default_image_parameter_is_checked_against_the_account() -> None:
     sda1 = next(i["ImageId"] for i in ec2.describe_images(Owners=["amazon"])["Images"]
                 if i["Architecture"] == "x86_64" and i.get("RootDeviceName") == "/dev/sda1")
     ctx = make_ctx(make_spec())
-    [planned] = [p for p in checks_for(ctx.spec) if p.id == "image:dlami-ubuntu-22.04:x86_64"]
+    [planned] = [p for p in preflight_checks(ctx.spec) if p.id == "image:dlami-ubuntu-22.04:x86_64"]
     parameter = "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
     for answer, status in (({"Parameter": {"Name": parameter, "Type": "String", "Value": sda1}}, "pass"),
                            ({"Error": {"Code": "ParameterNotFound", "Message": "not found"}}, "fail")):
@@ -215,7 +215,7 @@ def test_existing_stack_is_reported() -> None:
     cfn = boto3.client("cloudformation", region_name=REGION)
     cfn.create_stack(StackName="fm-dev-network", TemplateBody='{"Resources": {"B": {"Type": "AWS::S3::Bucket"}}}')
     ctx = make_ctx(make_spec())
-    [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == "stacks"])
+    [r] = run_checks(ctx, [p for p in preflight_checks(ctx.spec) if p.id == "stacks"])
     assert r.status == "pass" and "fm-dev-network CREATE_COMPLETE" in r.observed
 
 
@@ -243,8 +243,8 @@ def test_existing_data_bucket_is_checked_for_existence_and_region() -> None:
     from fmcluster.aws import network
 
     spec = make_spec(storage={"data_bucket": {"existing_name": "team-ml-data"}})
-    assert "bucket" in [p.id for p in checks_for(spec)]
-    assert "bucket" not in [p.id for p in checks_for(make_spec())]
+    assert "bucket" in [p.id for p in preflight_checks(spec)]
+    assert "bucket" not in [p.id for p in preflight_checks(make_spec())]
     ctx = make_ctx(spec)
     out = network.check_bucket(ctx, bucket="team-ml-data")
     assert out.status == "fail" and "does not exist" in out.observed

@@ -6,12 +6,11 @@ from typing import Any, Dict, List
 
 import boto3
 import pytest
-from helpers.aws import REGION, group, make_ctx, make_spec, stub_operation, stubbed
+from helpers.aws import REGION, group, make_ctx, make_spec, preflight_checks, stub_operation, stubbed
 
 from fmcluster.aws import quotas
 from fmcluster.aws.context import run_checks
-from fmcluster.aws.preflight import checks_for
-from fmcluster.orchestrators.hyperpod import preflight as hyperpod_preflight
+from fmcluster.platforms.hyperpod import preflight as hyperpod_preflight
 
 pytestmark = pytest.mark.usefixtures("moto")
 
@@ -39,7 +38,7 @@ def stub_sagemaker_quotas(ctx: Any, applied: List[Dict[str, Any]], defaults: Lis
 
 
 def test_hyperpod_plans_sagemaker_quotas_not_ec2() -> None:
-    ids = [p.id for p in checks_for(hyperpod_spec())]
+    ids = [p.id for p in preflight_checks(hyperpod_spec())]
     assert "quota:hyperpod:ml.p5.48xlarge" in ids and "quota:hyperpod-instances" in ids
     assert "quota:hyperpod:ml.m5.12xlarge" in ids  # the controller is a HyperPod instance too
     assert "quota:ec2-p-vcpus" not in ids
@@ -89,7 +88,7 @@ def test_quota_access_denied_is_cannot_check() -> None:
     ctx = make_ctx(make_spec())
     sq = stubbed(ctx, "service-quotas")
     sq.add_client_error("get_service_quota", "AccessDeniedException", "denied")
-    [r] = run_checks(ctx, [p for p in checks_for(ctx.spec) if p.id == "quota:ec2-p-vcpus"])
+    [r] = run_checks(ctx, [p for p in preflight_checks(ctx.spec) if p.id == "quota:ec2-p-vcpus"])
     assert r.status == "warn" and "cannot check" in r.observed and "servicequotas:GetServiceQuota" in r.remedy
 
 
@@ -116,12 +115,12 @@ def test_running_instances_outside_on_demand_are_not_counted() -> None:
 def test_pcs_login_node_counts_against_the_standard_quota() -> None:
     spec = make_spec(orchestrator={"type": "pcs"}, node_groups=[group(ami_id="ami-0123456789abcdef0")])
     assert quotas.ec2_vcpu_demand(spec) == {"p": 384, "standard": 4}  # 2 x p5.48xlarge + m5.xlarge login
-    ids = [p.id for p in checks_for(spec)]
+    ids = [p.id for p in preflight_checks(spec)]
     assert "offering:m5.xlarge" in ids and "quota:ec2-standard-vcpus" in ids and "quota:pcs" in ids
     spec = make_spec(orchestrator={"type": "pcs", "pcs": {"login_ami_id": "ami-0fedcba9876543210",
                                                           "login_image_family": "dlami-ubuntu-22.04"}},
                      node_groups=[group(ami_id="ami-0123456789abcdef0")])
-    assert {"ami:gpu", "ami:pcs-login"} <= {p.id for p in checks_for(spec)}
+    assert {"ami:gpu", "ami:pcs-login"} <= {p.id for p in preflight_checks(spec)}
 
 
 # --- a re-run after deploy (review of #15 and #18, minor 9): the cluster's own resources are not "others" ------

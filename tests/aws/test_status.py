@@ -10,6 +10,7 @@ import pytest
 from helpers.aws import ACCOUNT, REGION, make_ctx, make_spec, stub_operation, stubbed
 
 from fmcluster.aws.status import collect_status
+from fmcluster.registry import status_describers
 
 pytestmark = pytest.mark.usefixtures("moto")
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=timezone.utc)
@@ -93,7 +94,7 @@ def test_full_status_at_a_glance() -> None:
         "FileSystemPath": "/data", "DataRepositoryPath": "s3://fm-dev-data/datasets/"}]})
     stub_operation(ec2, "DescribePlacementGroups", {"PlacementGroups": [
         {"GroupName": "fm-dev-gpu", "State": "available", "Strategy": "cluster"}]})
-    status = collect_status(ctx.spec, ctx.aws, ctx=ctx)
+    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
     text = status.render_text()
     data = status.to_dict()
     assert data["account"] == ACCOUNT
@@ -119,7 +120,7 @@ def test_failed_deploy_shows_the_reason() -> None:
         "cluster": ("ROLLBACK_COMPLETE", [res("Gpu", "AWS::EC2::LaunchTemplate", "", "CREATE_FAILED",
                                               "Resource handler returned message: InsufficientInstanceCapacity")]),
     })
-    status = collect_status(ctx.spec, ctx.aws, ctx=ctx)
+    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
     assert status.overall == "failed" and status.exit_code == 1
     text = status.render_text()
     assert "FAIL  fm-dev-cluster" in text and "InsufficientInstanceCapacity" in text
@@ -139,7 +140,7 @@ def test_pcs_cluster_and_node_groups() -> None:
         {"name": n, "id": f"pcs_{n}12345", "arn": f"{arn}/computenodegroup/pcs_{n}12345", "clusterId": "pcs_abcdef1234",
          "createdAt": T0, "modifiedAt": T0, "status": s} for n, s in (("gpu", "ACTIVE"), ("login", "CREATING"))]
     pcs.add_response("list_compute_node_groups", {"computeNodeGroups": groups}, {"clusterIdentifier": "pcs_abcdef1234"})
-    status = collect_status(ctx.spec, ctx.aws, ctx=ctx)
+    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
     [item] = status.stacks[3].resources
     assert item.type == "PCS cluster" and item.state == "ACTIVE"
     assert [(c.name, c.health) for c in item.children] == [("gpu", "ok"), ("login", "pending")]
@@ -151,7 +152,7 @@ def test_unreadable_resource_is_unknown_not_a_crash() -> None:
     stub_stacks(ctx, {"storage": ("CREATE_COMPLETE", [res("Lustre", "AWS::FSx::FileSystem", "fs-0123456789abcdef0")])})
     fsx = stubbed(ctx, "fsx")
     fsx.add_client_error("describe_file_systems", "AccessDenied", "denied")
-    status = collect_status(ctx.spec, ctx.aws, ctx=ctx)
+    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
     [item] = status.stacks[1].resources
     assert item.health == "unknown" and "cannot check: access denied to fsx:DescribeFileSystems" in item.detail
     assert status.exit_code == 1
@@ -160,7 +161,7 @@ def test_unreadable_resource_is_unknown_not_a_crash() -> None:
 def test_real_moto_stack_and_nothing_deployed() -> None:
     spec = make_spec()
     ctx = make_ctx(spec)
-    status = collect_status(spec, ctx.aws, ctx=ctx)
+    status = collect_status(spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
     assert status.overall == "not deployed" and status.exit_code == 1
     boto3.client("cloudformation", region_name=REGION).create_stack(
         StackName="fm-dev-network", TemplateBody='{"Resources": {"B": {"Type": "AWS::S3::Bucket"}}}')

@@ -28,7 +28,7 @@ def matrix(synth_example, tmp_path_factory):
     """The fabric-matrix example plus the types it cannot hold (not offered in us-east-1):
     one cluster stack template with every layout."""
     from fmcluster.app import build_app
-    from fmcluster.spec import parse_spec
+    from fmcluster.registry import parse_spec
 
     template = synth_example("fabric-matrix")["fabric-cluster"]
     others = parse_spec({"name": "others", "region": "us-east-2", "availability_zone": "us-east-2a", "node_groups": [
@@ -157,7 +157,7 @@ def test_the_root_device_follows_the_image_family():
     """A root volume mapped to the wrong device name is a second, unformatted disk and a small root (EC2 device
     naming: the root is /dev/sda1 or /dev/xvda depending on the AMI)."""
     from fmcluster.app import synthesize
-    from fmcluster.spec import parse_spec
+    from fmcluster.registry import parse_spec
 
     spec = parse_spec({
         "name": "roots", "region": "us-east-1", "availability_zone": "us-east-1a",
@@ -178,7 +178,8 @@ def test_the_root_device_follows_the_image_family():
 
 
 def test_an_ami_without_a_declared_family_is_refused():
-    from fmcluster.spec import SpecError, parse_spec
+    from fmcluster.registry import parse_spec
+    from fmcluster.spec import SpecError
 
     with pytest.raises(SpecError) as e:
         parse_spec({"name": "roots", "region": "us-east-1", "availability_zone": "us-east-1a",
@@ -191,7 +192,8 @@ def test_odcr_groups_get_no_placement_group_of_ours_but_can_name_the_reservation
     """An ODCR is open (a new placement group only narrows where instances fit) or made in a placement group of its
     own (the launch must name that one): fmcluster never creates one for an ODCR group."""
     from fmcluster.app import synthesize
-    from fmcluster.spec import SpecError, parse_spec
+    from fmcluster.registry import parse_spec
+    from fmcluster.spec import SpecError
 
     odcr = {"type": "odcr", "reservation_id": "cr-0123456789abcdef0"}
     base = {"name": "odcr", "region": "us-east-1", "availability_zone": "us-east-1a"}

@@ -11,7 +11,8 @@ from botocore.stub import Stubber
 
 from fmcluster.aws.context import Context
 from fmcluster.aws.session import AwsClients
-from fmcluster.spec import ClusterSpec, parse_spec
+from fmcluster.registry import parse_spec
+from fmcluster.spec import ClusterSpec
 
 REGION = "us-east-1"
 AZ = "us-east-1a"
@@ -70,3 +71,12 @@ def stub_operation(client: Any, operation: str, *responses: Dict[str, Any]) -> L
 
     client.meta.events.register(f"before-call.{service_id}.{operation}", handler)
     return calls
+
+
+def preflight_checks(spec: Any) -> List[Any]:
+    """Every check `fmcluster preflight` runs for `spec`: fmcluster's and its orchestrator kind's, as the CLI
+    composes them."""
+    from fmcluster.aws.preflight import checks_for
+    from fmcluster.registry import kind_of
+
+    return checks_for(spec, kind_of(spec).preflight_checks(spec))

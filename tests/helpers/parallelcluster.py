@@ -10,7 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-from fmcluster.spec import ClusterSpec, parse_spec
+from fmcluster.registry import parse_spec
+from fmcluster.spec import ClusterSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 VALIDATOR = ROOT / "scripts" / "pcluster_validate.py"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from fmcluster.planner.hardware import Hardware, of_group
-from fmcluster.spec import ClusterSpec, parse_spec
+from fmcluster.registry import parse_spec
+from fmcluster.spec import ClusterSpec
 
 
 def spec(instance_type: str = "p5.48xlarge", count: int = 2, fsx: Optional[Dict[str, Any]] = None,

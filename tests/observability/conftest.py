@@ -10,7 +10,8 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import pytest  # noqa: E402
 
-from fmcluster.spec import ClusterSpec, parse_spec  # noqa: E402
+from fmcluster.registry import parse_spec  # noqa: E402
+from fmcluster.spec import ClusterSpec  # noqa: E402
 
 SPEC: Dict[str, Any] = {
     "name": "obs-test",

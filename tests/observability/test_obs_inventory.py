@@ -12,7 +12,7 @@ import yaml
 
 from fmcluster import observability as obs
 from fmcluster.observability.inventory import ExpectedNodes
-from fmcluster.spec import parse_spec
+from fmcluster.registry import parse_spec
 from fmcluster.stacks.observability import expected_nodes
 
 HERE = Path(__file__).parent

@@ -1,6 +1,6 @@
-"""The orchestrator seam is real: a kind defined here — settings and a construct, nothing else — is
-accepted by the spec, built by the cluster stack, granted storage and AMP access, and synthesized,
-without a change to any other file."""
+"""The orchestrator seam is real: a kind defined here — settings, rules and a `bind`, nothing else — is accepted by
+the spec, bound by the cluster stack, granted storage and AMP access, and synthesized, without a change to any other
+file."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from constructs import Construct
 from helpers import ROOT
 from pydantic import Field
 
-from fmcluster.orchestrators import registry
-from fmcluster.orchestrators.context import OrchestrationContext
+from fmcluster import registry
+from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
 from fmcluster.orchestrators.kind import OrchestratorKind, OrchestratorSettings
-from fmcluster.spec import SpecError, json_schema, parse_spec
+from fmcluster.registry import json_schema, parse_spec
+from fmcluster.spec import SpecError
 from fmcluster.spec.base import SpecModel
 
 
@@ -37,7 +38,7 @@ class ToyOrchestration(Construct):
     def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
         super().__init__(scope, id)
         self.role = iam.Role(self, "Nodes", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
-        self.node_groups = {g.name: context.node_groups.build(self, g) for g in context.spec.node_groups}
+        self.node_groups = {g.name: context.node_builder.build(self, g) for g in context.spec.node_groups}
         ssm.StringParameter(self, "Queue", string_value=context.spec.orchestrator.toy.queue)  # type: ignore[attr-defined]
 
     @property
@@ -45,20 +46,27 @@ class ToyOrchestration(Construct):
         return self.role
 
 
-def toy_rules(spec) -> List[tuple]:
-    return [(f"node_groups[{i}].count", "toy clusters have at most 4 nodes per group")
-            for i, g in enumerate(spec.node_groups) if g.count > 4]
+class Toy(OrchestratorKind[ToyOrchestrator]):
+    def spec_rules(self, spec) -> List[tuple]:
+        return [(f"node_groups[{i}].count", "toy clusters have at most 4 nodes per group")
+                for i, g in enumerate(spec.node_groups) if g.count > 4]
+
+    def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
+        toy = ToyOrchestration(scope, "Toy", context=context)
+        return Orchestration(toy, toy.grantee, toy.node_groups)
 
 
-TOY = OrchestratorKind(
+class ToyWithNodesPerJob(Toy):
+    def expected_nodes(self, spec) -> dict:
+        return {g.name: 0 for g in spec.node_groups}
+
+
+TOY = Toy(
     name="toy",
     summary="a kind defined in a test",
     settings=ToyOrchestrator,
     node_agent="slurm",
     capacity_types=frozenset({"on-demand"}),
-    construct=f"{__name__}:ToyOrchestration",
-    construct_id="Toy",
-    spec_rules=toy_rules,
 )
 
 SPEC = {
@@ -86,7 +94,7 @@ def test_an_unregistered_kind_is_refused_with_the_kinds_there_are():
 
 def test_a_registered_kind_joins_the_spec_with_its_settings_rules_and_capacity(toy_kind):
     spec = parse_spec(SPEC)
-    assert spec.orchestrator_kind is toy_kind and spec.orchestrator.toy.queue == "train"
+    assert spec.orchestrator_kind is toy_kind and toy_kind.settings_of(spec).toy.queue == "train"
     assert "toy" in json.dumps(json_schema())
     with pytest.raises(SpecError) as e:
         parse_spec({**SPEC, "orchestrator": {"type": "toy", "toy": {"queue": "Bad!"}}})
@@ -120,14 +128,12 @@ def test_a_registered_kind_synthesizes_with_grants_node_groups_and_its_agent(toy
 
 def test_a_kind_says_how_many_nodes_of_each_group_are_expected_up(toy_kind):
     """The inventory alerts expect each group's count unless the kind says fewer run (nodes started per job)."""
-    import dataclasses
-
     from fmcluster.observability.inventory import ExpectedNodes
     from fmcluster.stacks.observability import expected_nodes
 
     assert expected_nodes(parse_spec(SPEC)) == [ExpectedNodes("gpu", 2, 8)]
     registry.unregister(TOY.name)
-    registry.register(dataclasses.replace(TOY, expected_nodes=lambda spec: {g.name: 0 for g in spec.node_groups}))
+    registry.register(ToyWithNodesPerJob(**{f: getattr(TOY, f) for f in TOY.__dataclass_fields__}))
     assert expected_nodes(parse_spec(SPEC)) == [ExpectedNodes("gpu", 0, 8)]
 
 

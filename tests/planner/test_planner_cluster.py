@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fmcluster.planner.cluster import cluster_figures, storage_figures
-from fmcluster.spec import load_spec, parse_spec
+from fmcluster.registry import load_spec, parse_spec
 
 
 def cluster(instance_type: str, count: int) -> dict:

@@ -14,7 +14,7 @@ from helpers.planner import spec
 
 from fmcluster.planner import diagram
 from fmcluster.planner.cli import PlanUsageError, add_diagram_arguments, main, run_diagram
-from fmcluster.spec import load_spec
+from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

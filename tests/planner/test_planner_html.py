@@ -88,7 +88,7 @@ def test_page_without_graphviz_says_why_and_still_has_the_tables(tmp_path, capsy
 def test_page_carries_the_orchestrators_notes(tmp_path, capsys):
     """What the text report says about the orchestrator (HyperPod on EKS: nodes without a controller, what
     CloudFormation cannot build) is on the page too."""
-    from fmcluster.spec import load_spec
+    from fmcluster.registry import load_spec
 
     spec = load_spec(ROOT / "examples" / "hyperpod-eks-p5.yaml")
     notes = spec.orchestrator_kind.plan_notes(spec)

@@ -20,10 +20,11 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from fmcluster.orchestrators import registry
+from fmcluster import registry
+from fmcluster.registry import load_spec, parse_spec
 from fmcluster.runtime import versions
 from fmcluster.runtime.profile import NodeProfile
-from fmcluster.spec import ClusterSpec, NodeGroup, load_spec, parse_spec
+from fmcluster.spec import ClusterSpec, NodeGroup
 
 from .conftest import REPO, TYPES, copy_node
 
@@ -144,22 +145,7 @@ CROSS_CHECKS = ("dist.compat", "hw.smi.driver_match", "versions.pinned")
 
 def kind_profile(spec: ClusterSpec, group: NodeGroup) -> str:
     """The profile JSON the kind's construct ships to the group's nodes."""
-    kind = spec.orchestrator_kind.name
-    if kind == "parallelcluster":
-        from fmcluster.orchestrators.parallelcluster.construct import node_profile_json
-
-        return node_profile_json(spec, group)
-    if kind == "eks":
-        from fmcluster.orchestrators.eks.node_groups import eks_node_profile
-
-        return eks_node_profile(spec, group).to_json(indent=None)
-    if kind == "hyperpod-eks":
-        from fmcluster.orchestrators.hyperpod_eks.nodes import node_profile
-
-        return node_profile(spec, group).to_json(indent=None)
-    from fmcluster.profiles import node_profile_json as ec2_profile_json
-
-    return ec2_profile_json(spec, group)
+    return registry.kind_of(spec).node_profile_json(spec, group)
 
 
 def retyped(example: str, instance_type: str) -> ClusterSpec:

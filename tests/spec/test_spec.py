@@ -8,7 +8,8 @@ from typing import Any, Dict
 import pytest
 from helpers import ROOT
 
-from fmcluster.spec import SpecError, load_spec, parse_spec, private_subnet_prefix
+from fmcluster.registry import load_spec, parse_spec
+from fmcluster.spec import SpecError, private_subnet_prefix
 
 BASE: Dict[str, Any] = {
     "name": "fm-test",

@@ -7,7 +7,8 @@ from typing import Any, Dict
 
 import pytest
 
-from fmcluster.spec import SpecError, parse_spec
+from fmcluster.registry import parse_spec
+from fmcluster.spec import SpecError
 
 BASE: Dict[str, Any] = {
     "name": "fm-test",

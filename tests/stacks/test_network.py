@@ -8,7 +8,8 @@ import ipaddress
 import pytest
 from helpers import resources_of
 
-from fmcluster.spec import load_spec, private_subnet_prefix
+from fmcluster.registry import load_spec
+from fmcluster.spec import private_subnet_prefix
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,7 @@ def test_template_size_does_not_grow_with_node_count(tmp_path):
     import json
 
     from fmcluster.app import build_app
-    from fmcluster.spec import parse_spec
+    from fmcluster.registry import parse_spec
 
     sizes = []
     for count in (2, 64):

@@ -183,7 +183,7 @@ def test_efa_file_system_mounts_with_lnet_over_efa(synth_example):
 
 def _storage_template(spec: Dict[str, Any]) -> Dict[str, Any]:
     from fmcluster.app import build_stacks
-    from fmcluster.spec import parse_spec
+    from fmcluster.registry import parse_spec
 
     stacks = build_stacks(parse_spec(spec), nag=False)
     assembly = stacks.app.synth()
@@ -258,7 +258,7 @@ def test_pcs_login_node_mounts_the_file_system_over_tcp(synth_example):
 
 def test_node_profiles_expect_lnet_over_efa_only_on_efa_nodes():
     from fmcluster.profiles import node_profile
-    from fmcluster.spec import parse_spec
+    from fmcluster.registry import parse_spec
 
     spec = parse_spec({"name": "mixed", "region": "us-east-1", "availability_zone": "us-east-1a",
                        "storage": {"fsx": {"efa": True}},

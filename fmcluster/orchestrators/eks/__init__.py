@@ -4,28 +4,65 @@ gate that keeps a node tainted until its boot validation passes. docs/eks.md say
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, List, Mapping
+
 from fmcluster.orchestrators.eks import settings
-from fmcluster.orchestrators.kind import OrchestratorKind
+from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
+from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
+from fmcluster.platforms.kubernetes.settings import control_plane_zone
 
-# Pod addresses per node under the VPC CNI, which the node subnet must hold beside the nodes' own interfaces: the
-# add-on keeps MINIMUM_IP_TARGET (16) addresses per node plus a WARM_IP_TARGET (4) margin (charts.py sets both).
-POD_ADDRESSES_PER_NODE = 24
+if TYPE_CHECKING:
+    from constructs import Construct
 
-KIND = OrchestratorKind(
+    from fmcluster.aws.context import PreflightCheck
+    from fmcluster.aws.status import Describer
+    from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
+    from fmcluster.spec.base import Problem
+    from fmcluster.spec.cluster import ClusterSpec
+    from fmcluster.spec.node_group import NodeGroup
+
+
+class Eks(OrchestratorKind[settings.EksOrchestrator]):
+    def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
+        return settings.spec_rules(spec)
+
+    def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
+        return settings.extra_instances(spec)
+
+    def extra_availability_zones(self, spec: ClusterSpec) -> List[str]:
+        return [control_plane_zone(spec)]
+
+    def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
+        from fmcluster.orchestrators.context import Orchestration
+        from fmcluster.orchestrators.eks.construct import EksOrchestration
+
+        eks = EksOrchestration(scope, "Eks", context=context)
+        return Orchestration(eks, eks.grantee, eks.node_groups)
+
+    def node_profile_json(self, spec: ClusterSpec, group: NodeGroup) -> str:
+        from fmcluster.orchestrators.eks.node_groups import eks_node_profile
+
+        return eks_node_profile(spec, group).to_json(indent=None)
+
+    def preflight_checks(self, spec: ClusterSpec) -> List[PreflightCheck]:
+        from fmcluster.orchestrators.eks.preflight import checks
+
+        return checks(spec)
+
+    def status_describers(self) -> Mapping[str, Describer]:
+        from fmcluster.platforms.kubernetes.status import DESCRIBERS
+
+        return DESCRIBERS
+
+
+KIND = Eks(
     name="eks",
     summary="Amazon EKS with GPU managed node groups, Kueue (or Volcano/KAI) and a boot-validation node gate",
     settings=settings.EksOrchestrator,
     node_agent="kubernetes",
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
-    construct="fmcluster.orchestrators.eks.construct:EksOrchestration",
-    construct_id="Eks",
     uses_image_family=False,  # EKS picks the AL2023 NVIDIA AMI from the node group's AMI type
-    spec_rules=settings.spec_rules,
-    extra_instances=settings.extra_instances,
-    extra_availability_zones=settings.extra_availability_zones,
     addresses_per_node=POD_ADDRESSES_PER_NODE,
-    preflight="fmcluster.orchestrators.eks.preflight:checks",
-    status="fmcluster.orchestrators.eks.status:DESCRIBERS",
     validation_policies=settings.POLICIES,
     validation_policy_note="drain is Slurm's, and fail cannot stop provisioning: EKS joins a node whatever its user "
     "data returns. taint: the node gate keeps a failed node tainted, with the reason",

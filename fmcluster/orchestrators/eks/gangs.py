@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 
 import yaml
 
-from fmcluster.orchestrators.eks import labels
+from fmcluster.platforms.kubernetes import labels
 from fmcluster.spec import NodeGroup
 
 QUEUE = "training"

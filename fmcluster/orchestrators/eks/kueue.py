@@ -10,8 +10,8 @@ from typing import Any, Dict, List
 
 import yaml
 
-from fmcluster.orchestrators.eks import devices, labels
 from fmcluster.orchestrators.eks.settings import EksSettings
+from fmcluster.platforms.kubernetes import devices, labels
 from fmcluster.spec import NodeGroup
 
 API = "kueue.x-k8s.io/v1beta2"

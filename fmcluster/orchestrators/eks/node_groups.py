@@ -25,9 +25,10 @@ from fmcluster.constructs.node_group import Ec2NodeGroup
 from fmcluster.constructs.node_role import NodeRole
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.ec2_nodes import NodeImage, construct_id
-from fmcluster.orchestrators.eks import labels
 from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
+from fmcluster.platforms.ec2.node_builder import NodeImage, construct_id
+from fmcluster.platforms.kubernetes import labels
+from fmcluster.platforms.kubernetes.node_checks import EKS_DISABLED_CHECKS, EKS_OPTIONAL
 from fmcluster.profiles import mounts
 from fmcluster.runtime.observability import efa_textfile_shell
 from fmcluster.runtime.profile import NodeProfile
@@ -45,17 +46,10 @@ NODE_CONFIG = "application/node.eks.aws"
 # validation therefore runs as a unit ordered after it (constructs/node_bootstrap.py deferred_validation).
 VALIDATE_AFTER = ("nodeadm-run.service", "kubelet.service")
 
-# What the boot validator checks on the EKS AL2023 NVIDIA AMI. The AMI carries the driver (580 branch), the EFA
-# kernel module and rdma-core (aws-efa-installer --minimal), the container toolkit and containerd; CUDA, NCCL,
-# libfabric, aws-ofi-nccl and PyTorch come with each job's container, so their host checks do not apply (nor the
-# installer's version: the EFA devices, ports and verbs checks prove the kernel side). The version
-# floors are this AMI's (amazon-eks-ami CHANGELOG: kmod-nvidia-latest-dkms 580.159.03); the per-image-family floors
-# of the runtime's version tables will replace these overrides.
-EKS_DISABLED_CHECKS = ("acc.cuda", "efa.installer", "efa.libfabric", "efa.domains", "ofi.plugin", "dist.nccl",
-                       "dist.compat", "fw.torch", "efa.memlock", "orch.slurm_node")
+# The version floors are this AMI's (amazon-eks-ami CHANGELOG: kmod-nvidia-latest-dkms 580.159.03); the
+# per-image-family floors of the runtime's version tables will replace these overrides.
 EKS_MIN_VERSIONS: Dict[str, Optional[str]] = {"driver": "580.65.06", "cuda": None, "efa_installer": None,
                                               "libfabric": None, "aws_ofi_nccl": None, "dcgm": None}
-EKS_OPTIONAL = ["torch", "gdrcopy", "dcgm", "nccl"]
 # The newest EKS AL2023 NVIDIA AMI fmcluster knows (amazon-eks-ami CHANGELOG, release v20260714): a node behind it
 # warns. CUDA, libfabric, aws-ofi-nccl and NCCL come with the job's container, not the AMI.
 EKS_KNOWN_GOOD: Dict[str, str] = {"driver": "580.159.03"}
@@ -145,7 +139,7 @@ class EksNodeGroups(Construct):
         acknowledge(self.node_role, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
                     "AmazonEC2ContainerRegistryPullOnly]", "EKS requires image pulls from ECR on a managed node "
                     "group's role (EKS user guide, 'Amazon EKS node IAM role'); pull only, no push.")
-        self.runtime = context.node_groups.runtime(self)
+        self.runtime = context.node_builder.runtime(self)
         self.runtime.grant_read(self.node_role.role)
         subnets = context.subnets
         self.node_groups: Dict[str, Ec2NodeGroup] = {}
@@ -165,14 +159,14 @@ class EksNodeGroups(Construct):
     def _launch_template(self, context: OrchestrationContext, group: NodeGroup) -> Ec2NodeGroup:
         spec = context.spec
         profile = eks_node_profile(spec, group)
-        shell = context.node_groups.bootstrap_shell(
+        shell = context.node_builder.bootstrap_shell(
             self, group, profile_json=profile.to_json(indent=None), policy="report", collectors=False,
             before_mount=pre_validation_steps(spec, group), after_units=VALIDATE_AFTER)
         image = NodeImage(image_id=None, user_data=mime_user_data(shell, [(NODE_CONFIG, node_config(group))]),
                           root_device_name=AL2023_ROOT_DEVICE)
         # the instance type goes in the template (Capacity Blocks require it there, EKS user guide "Capacity Blocks
         # for ML"), so the node group names none
-        return context.node_groups.build(self, group, in_subnet=False, image=image)
+        return context.node_builder.build(self, group, in_subnet=False, image=image)
 
     def _managed(self, cluster: eks.ICluster, group: NodeGroup, subnets: Sequence[ec2.ISubnet],
                  efa_device: str) -> eks.Nodegroup:

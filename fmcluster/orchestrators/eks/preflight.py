@@ -1,27 +1,25 @@
-"""Preflight checks of Amazon EKS (boto3, read only): the cluster quota, the Kubernetes version in the region, the
-pinned add-on versions for that version (DescribeAddonVersions), the EKS-optimized AMI's public SSM parameter of
-each node group, and the control plane's second AZ."""
+"""Preflight checks of the eks kind (boto3, read only): the control plane's (fmcluster.platforms.kubernetes.preflight),
+the managed node group quotas, and the EKS-optimized AMI's public SSM parameter of each node group."""
 
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Dict, List, Mapping
+from typing import Any, List
 
 from fmcluster import catalog
-from fmcluster.aws.context import Context, PreflightCheck, paginate
-from fmcluster.aws.quotas import find_quota, judge
-from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
-from fmcluster.orchestrators.eks.settings import control_plane_of, control_plane_zone, settings_of
-from fmcluster.orchestrators.eks.versions import ADDONS, AddonPin
-
-# EKS user guide, "Retrieve recommended Amazon Linux AMI IDs": /aws/service/eks/optimized-ami/<k8s>/<ami type>/
-# recommended/image_id. https://docs.aws.amazon.com/eks/latest/userguide/retrieve-ami-id.html
-AMI_PARAMETER = "/aws/service/eks/optimized-ami/{version}/amazon-linux-2023/{arch}/{variant}/recommended/image_id"
-SUPPORTED = {"STANDARD_SUPPORT", "EXTENDED_SUPPORT"}
-
-
-def ami_parameter(version: str, architecture: str, gpu: bool) -> str:
-    return AMI_PARAMETER.format(version=version, arch=architecture, variant="nvidia" if gpu else "standard")
+from fmcluster.aws.context import Context, PreflightCheck
+from fmcluster.aws.quotas import find_quota
+from fmcluster.aws.results import FAIL, PASS, Outcome
+from fmcluster.orchestrators.eks.settings import settings_of
+from fmcluster.platforms.kubernetes.preflight import (
+    ami_parameter,
+    check_addons,
+    check_ami_parameter,
+    check_cluster_quota,
+    check_second_az,
+    check_version,
+)
+from fmcluster.platforms.kubernetes.settings import control_plane_of, control_plane_zone
 
 
 def checks(spec: Any) -> List[PreflightCheck]:
@@ -44,15 +42,6 @@ def checks(spec: Any) -> List[PreflightCheck]:
     return found
 
 
-def check_cluster_quota(ctx: Context) -> Outcome:
-    clusters = paginate(ctx.client("eks"), "list_clusters", "clusters")
-    others = [c for c in clusters if c != ctx.spec.name]
-    q = find_quota(ctx, "eks", lambda n: n.strip().lower() == "clusters")
-    if q is None:
-        return Outcome(PASS, f"{len(others)} other cluster(s); no 'Clusters' quota found by name", "1 more cluster")
-    return judge(1, len(others), float(q["Value"]), "", "clusters", q["QuotaName"], " (looked up by name)")
-
-
 def check_node_group_quotas(ctx: Context) -> Outcome:
     """'Managed node groups per cluster' (the spec's groups and the system group) and 'Nodes per managed node group'
     (the largest group); both by name, as Service Quotas lists them for EKS."""
@@ -70,74 +59,3 @@ def check_node_group_quotas(ctx: Context) -> Outcome:
             worst = FAIL
     return Outcome(worst, "; ".join(parts), f"{groups} node groups, {largest} nodes in the largest",
                    "" if worst == PASS else "request an increase in Service Quotas (Amazon EKS)")
-
-
-def check_version(ctx: Context) -> Outcome:
-    version = control_plane_of(ctx.spec).kubernetes_version
-    found = ctx.client("eks").describe_cluster_versions(clusterVersions=[version]).get("clusterVersions", [])
-    if not found:
-        return Outcome(FAIL, f"EKS in {ctx.region} does not offer Kubernetes {version}", "offered",
-                       "choose another orchestrator.eks.kubernetes_version")
-    v = found[0]
-    status = v.get("versionStatus") or v.get("status", "?")
-    end = v.get("endOfStandardSupportDate")
-    observed = f"{version}: {status}" + (f", standard support until {str(end)[:10]}" if end else "")
-    if status not in SUPPORTED and str(status).upper() not in SUPPORTED:
-        return Outcome(FAIL, observed, "standard or extended support", "choose a supported kubernetes_version")
-    if "EXTENDED" in str(status).upper():
-        return Outcome(WARN, observed, "standard support", "extended support costs more per cluster-hour: upgrade")
-    return Outcome(PASS, observed, "standard support")
-
-
-def addon_versions(ctx: Context, name: str, kubernetes_version: str) -> Dict[str, bool]:
-    """Versions of add-on `name` EKS offers for `kubernetes_version` -> whether it is the default one."""
-    offered: Dict[str, bool] = {}
-    for a in paginate(ctx.client("eks"), "describe_addon_versions", "addons", addonName=name,
-                      kubernetesVersion=kubernetes_version):
-        for av in a.get("addonVersions", []):
-            offered[av.get("addonVersion", "")] = any(c.get("defaultVersion") for c in av.get("compatibilities", []))
-    return offered
-
-
-def check_addons(ctx: Context, addons: Mapping[str, AddonPin] = ADDONS) -> Outcome:
-    version = control_plane_of(ctx.spec).kubernetes_version
-    missing, seen = [], []
-    for addon in addons.values():
-        offered = addon_versions(ctx, addon.name, version)
-        pinned = addon.version_for(version)
-        if not offered:
-            missing.append(f"{addon.name} (not offered for {version})")
-        elif pinned and pinned not in offered:
-            missing.append(f"{addon.name} {pinned}")
-        else:
-            default_version = next((v for v, d in offered.items() if d), "?")
-            seen.append(f"{addon.name} {pinned or default_version + ' (default)'}")
-    if missing:
-        return Outcome(FAIL, "not offered: " + ", ".join(missing), f"every add-on for Kubernetes {version}",
-                       "update the pins in fmcluster/orchestrators/eks/versions.py (aws eks describe-addon-versions)")
-    return Outcome(PASS, "; ".join(seen), f"every add-on for Kubernetes {version}")
-
-
-def check_ami_parameter(ctx: Context, name: str) -> Outcome:
-    ssm = ctx.client("ssm")
-    try:
-        value = ssm.get_parameter(Name=name)["Parameter"]["Value"]
-    except Exception as exc:  # noqa: BLE001 - a missing parameter is the answer
-        if "ParameterNotFound" in str(exc):
-            return Outcome(FAIL, f"{name} not found in {ctx.region}", "the EKS-optimized AMI's parameter",
-                           "EKS publishes no such AMI for this version/architecture in the Region")
-        raise
-    return Outcome(PASS, f"{value}", "an AMI id")
-
-
-def check_second_az(ctx: Context) -> Outcome:
-    zone = control_plane_zone(ctx.spec)
-    zones = ctx.client("ec2").describe_availability_zones(
-        Filters=[{"Name": "zone-name", "Values": [zone]}]).get("AvailabilityZones", [])
-    if not zones:
-        return Outcome(FAIL, f"{zone} not in {ctx.region} for this account", "an available AZ",
-                       "set orchestrator.eks.control_plane_availability_zone to an AZ of the Region")
-    state = zones[0].get("State", "?")
-    if state != "available":
-        return Outcome(FAIL, f"{zone} {state}", "available", "pick another control_plane_availability_zone")
-    return Outcome(PASS, f"{zone} ({zones[0].get('ZoneId', '?')}) available", "available")

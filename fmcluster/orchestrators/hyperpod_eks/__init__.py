@@ -1,34 +1,76 @@
-"""SageMaker HyperPod with Amazon EKS orchestration: the eks kind's control plane and Kubernetes layers (add-ons,
-exporters, the AMP managed scraper, the shared file system's claims, the node gate) and the hyperpod kind's HyperPod
-parts (instance role, lifecycle bucket, instance groups, health checks), plus what HyperPod on EKS needs before its
-cluster exists (its dependency Helm chart, task governance) and task governance from the spec. docs/hyperpod-eks.md
-says how and why."""
+"""SageMaker HyperPod with Amazon EKS orchestration: the Kubernetes platform's control plane and in-cluster layers
+(add-ons, exporters, the AMP managed scraper, the shared file system's claims, the node gate) and the HyperPod
+platform's parts (instance role, lifecycle bucket, instance groups, health checks), plus what HyperPod on EKS needs
+before its cluster exists (its dependency Helm chart, task governance) and task governance from the spec.
+docs/hyperpod-eks.md says how and why."""
 
 from __future__ import annotations
 
-from fmcluster.orchestrators.eks import POD_ADDRESSES_PER_NODE
-from fmcluster.orchestrators.hyperpod_eks import settings
-from fmcluster.orchestrators.kind import OrchestratorKind
+from typing import TYPE_CHECKING, List, Mapping
 
-KIND = OrchestratorKind(
+from fmcluster.orchestrators.hyperpod_eks import settings
+from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
+from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
+from fmcluster.platforms.kubernetes.settings import control_plane_zone
+
+if TYPE_CHECKING:
+    from constructs import Construct
+
+    from fmcluster.aws.context import PreflightCheck
+    from fmcluster.aws.status import Describer
+    from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
+    from fmcluster.spec.base import Problem
+    from fmcluster.spec.cluster import ClusterSpec
+    from fmcluster.spec.node_group import NodeGroup
+
+
+class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
+    def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
+        return settings.spec_rules(spec)
+
+    def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
+        return settings.extra_instances(spec)
+
+    def extra_availability_zones(self, spec: ClusterSpec) -> List[str]:
+        return [control_plane_zone(spec)]
+
+    def plan_notes(self, spec: ClusterSpec) -> List[str]:
+        return settings.plan_notes(spec)
+
+    def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
+        from fmcluster.orchestrators.context import Orchestration
+        from fmcluster.orchestrators.hyperpod_eks.construct import HyperPodEksOrchestration
+
+        hyperpod = HyperPodEksOrchestration(scope, "HyperPodEks", context=context)
+        return Orchestration(hyperpod, hyperpod.grantee)
+
+    def node_profile_json(self, spec: ClusterSpec, group: NodeGroup) -> str:
+        from fmcluster.orchestrators.hyperpod_eks.nodes import node_profile
+
+        return node_profile(spec, group).to_json(indent=None)
+
+    def preflight_checks(self, spec: ClusterSpec) -> List[PreflightCheck]:
+        from fmcluster.orchestrators.hyperpod_eks.preflight import checks
+
+        return checks(spec)
+
+    def status_describers(self) -> Mapping[str, Describer]:
+        from fmcluster.orchestrators.hyperpod_eks.status import DESCRIBERS
+
+        return DESCRIBERS
+
+
+KIND = HyperPodEks(
     name="hyperpod-eks",
     summary="SageMaker HyperPod on Amazon EKS with health checks, node recovery and task governance",
     settings=settings.HyperPodEksOrchestrator,
     node_agent="kubernetes",
     # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
     capacity_types=frozenset({"on-demand", "training-plan"}),
-    construct="fmcluster.orchestrators.hyperpod_eks.construct:HyperPodEksOrchestration",
-    construct_id="HyperPodEks",
     instances_in_account=False,
     uses_image_family=False,  # HyperPod runs its own EKS AMI
-    spec_rules=settings.spec_rules,
-    extra_instances=settings.extra_instances,
-    extra_availability_zones=settings.extra_availability_zones,
     # pods take VPC addresses on the instance's one ENI, as on EKS managed nodes (same VPC CNI settings)
     addresses_per_node=POD_ADDRESSES_PER_NODE,
-    preflight="fmcluster.orchestrators.hyperpod_eks.preflight:checks",
-    status="fmcluster.orchestrators.hyperpod_eks.status:DESCRIBERS",
-    plan_notes=settings.plan_notes,
     rule_groups=("hyperpod",),
     validation_policies=settings.POLICIES,
     validation_policy_note="drain is Slurm's. taint: the node gate keeps a failed node out of work, with the reason; "

@@ -22,13 +22,13 @@ from typing import Dict, Optional, Sequence
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from fmcluster.orchestrators.hyperpod.cluster import HyperPodInstanceGroup, cfn_cluster, check_cluster_props
-from fmcluster.orchestrators.hyperpod.instance_role import (
+from fmcluster.platforms.hyperpod.cluster import HyperPodInstanceGroup, cfn_cluster, check_cluster_props
+from fmcluster.platforms.hyperpod.instance_role import (
     HyperPodInstanceRole,
     SecurityGroupRef,
     SubnetRef,
 )
-from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
+from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
 
 
 class HyperPodEksCluster(Construct):

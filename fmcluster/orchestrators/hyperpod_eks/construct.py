@@ -24,13 +24,6 @@ from constructs import Construct, IConstruct
 
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.ec2_nodes import construct_id
-from fmcluster.orchestrators.eks import gate, labels, metrics, volumes
-from fmcluster.orchestrators.eks.charts import ClusterObjects
-from fmcluster.orchestrators.eks.construct import add_standard_addons, build_control_plane
-from fmcluster.orchestrators.eks.scraper import ManagedScraper
-from fmcluster.orchestrators.hyperpod.instance_role import HyperPodInstanceRole, security_group_id, subnet_id
-from fmcluster.orchestrators.hyperpod.lifecycle import LifecycleScripts
 from fmcluster.orchestrators.hyperpod_eks import governance, nodes
 from fmcluster.orchestrators.hyperpod_eks.cluster import HyperPodEksCluster
 from fmcluster.orchestrators.hyperpod_eks.dependencies import GitHelmChart
@@ -44,6 +37,13 @@ from fmcluster.orchestrators.hyperpod_eks.versions import (
     TRAINING_OPERATOR_POLICY,
     TRAINING_OPERATOR_SERVICE_ACCOUNT,
 )
+from fmcluster.platforms.ec2.node_builder import construct_id
+from fmcluster.platforms.hyperpod.instance_role import HyperPodInstanceRole, security_group_id, subnet_id
+from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
+from fmcluster.platforms.kubernetes import gate, labels, metrics, volumes
+from fmcluster.platforms.kubernetes.charts import ClusterObjects
+from fmcluster.platforms.kubernetes.control_plane import add_standard_addons, build_control_plane
+from fmcluster.platforms.kubernetes.scraper import ManagedScraper
 
 # What the VPC CNI does on a node's ENI through the node's role, beyond the ENI actions of the hyperpod kind's role:
 # assign and release pods' secondary IPs, set the ENI's attributes (AWS's HyperPod EKS execution role, aws-samples/

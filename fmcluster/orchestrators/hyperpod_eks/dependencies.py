@@ -28,8 +28,8 @@ from constructs import Construct
 from fmcluster.constructs.bucket_deployment import nag_resource
 from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
 from fmcluster.nag import acknowledge, cfn_lint_ignore
-from fmcluster.orchestrators.eks.cluster import CLUSTER_ADMIN_POLICY
 from fmcluster.orchestrators.hyperpod_eks.versions import ChartSource
+from fmcluster.platforms.kubernetes.cluster import CLUSTER_ADMIN_POLICY
 
 HANDLER_DIR = Path(__file__).resolve().parent / "chart_installer"
 RESOURCE_TYPE = "Custom::GitHelmChart"

@@ -18,8 +18,8 @@ from aws_cdk import Acknowledgment, CfnResource, Validations
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from fmcluster.orchestrators.ec2_nodes import construct_id
 from fmcluster.orchestrators.hyperpod_eks.settings import TaskGovernance, Team, team_gpus_by_type
+from fmcluster.platforms.ec2.node_builder import construct_id
 from fmcluster.spec import ClusterSpec
 
 COMPUTE_QUOTA = "AWS::SageMaker::ComputeQuota"

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from fmcluster.orchestrators.context import SharedFileSystem
-from fmcluster.orchestrators.eks import labels
-from fmcluster.orchestrators.eks.node_groups import EKS_DISABLED_CHECKS, EKS_OPTIONAL
-from fmcluster.orchestrators.hyperpod.cluster import HyperPodInstanceGroup
 from fmcluster.orchestrators.hyperpod_eks.settings import (
     SYSTEM_GROUP,
     deep_health_checked,
     settings_of,
 )
 from fmcluster.orchestrators.hyperpod_eks.versions import CERT_MANAGER_NAMESPACE
+from fmcluster.platforms.hyperpod.cluster import HyperPodInstanceGroup
+from fmcluster.platforms.kubernetes import labels
+from fmcluster.platforms.kubernetes.node_checks import EKS_DISABLED_CHECKS, EKS_OPTIONAL
+from fmcluster.platforms.storage import SharedFileSystem
 from fmcluster.profiles import mounts
 from fmcluster.runtime.contract import EKS_ENTRY_SCRIPT, LIFECYCLE_PARAMETERS_VERSION, ml_type
 from fmcluster.runtime.profile import NodeProfile

@@ -12,12 +12,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from fmcluster.aws.context import Context, PreflightCheck
 from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
-from fmcluster.orchestrators.eks import preflight as eks_preflight
-from fmcluster.orchestrators.eks.settings import control_plane_of, control_plane_zone
-from fmcluster.orchestrators.eks.versions import AddonPin
-from fmcluster.orchestrators.hyperpod import preflight as hyperpod_preflight
 from fmcluster.orchestrators.hyperpod_eks.settings import settings_of
 from fmcluster.orchestrators.hyperpod_eks.versions import ADDONS, TRAINING_OPERATOR, VPC_CNI_MIN_VERSION
+from fmcluster.platforms.hyperpod import preflight as hyperpod_preflight
+from fmcluster.platforms.kubernetes import preflight as eks_preflight
+from fmcluster.platforms.kubernetes.settings import control_plane_of, control_plane_zone
+from fmcluster.platforms.kubernetes.versions import AddonPin
 
 
 def addons(spec: Any) -> Dict[str, AddonPin]:
@@ -54,7 +54,7 @@ def check_vpc_cni(ctx: Context) -> Outcome:
     want = f">= {VPC_CNI_MIN_VERSION}"
     if chosen is None:
         return Outcome(WARN, f"EKS names no default vpc-cni version for Kubernetes {version}", want,
-                       "pin a vpc-cni version in fmcluster/orchestrators/eks/versions.py")
+                       "pin a vpc-cni version in fmcluster/platforms/kubernetes/versions.py")
     parsed, floor = _version(chosen), _version(VPC_CNI_MIN_VERSION)
     if parsed is None or floor is None:
         return Outcome(WARN, f"vpc-cni {chosen}: not a version fmcluster can compare", want)

@@ -13,23 +13,22 @@ from typing import TYPE_CHECKING, Any, Dict, List, Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.orchestrators.eks.settings import (
-    EksControlPlaneSettings,
-    control_plane_rules,
-    control_plane_zone,
-    network_rules,
-)
-from fmcluster.orchestrators.eks.versions import KUBERNETES_VERSIONS as EKS_KUBERNETES_VERSIONS
-from fmcluster.orchestrators.hyperpod.settings import offered_problem
 from fmcluster.orchestrators.hyperpod_eks.versions import (
     DEFAULT_KUBERNETES_VERSION,
     HYPERPOD_KUBERNETES_VERSIONS,
     KUBERNETES_VERSIONS,
     TASK_GOVERNANCE,
 )
-from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorSettings
+from fmcluster.platforms.hyperpod.settings import offered_problem
+from fmcluster.platforms.kubernetes.settings import (
+    EksControlPlaneSettings,
+    control_plane_rules,
+    network_rules,
+)
+from fmcluster.platforms.kubernetes.versions import KUBERNETES_VERSIONS as EKS_KUBERNETES_VERSIONS
 from fmcluster.runtime.contract import ml_type
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
+from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings, orchestrator_settings
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
@@ -207,19 +206,13 @@ class HyperPodEksOrchestrator(OrchestratorSettings):
 
 
 def settings_of(spec: ClusterSpec) -> HyperPodEksOrchestrator:
-    if not isinstance(spec.orchestrator, HyperPodEksOrchestrator):
-        raise TypeError(f"the spec's orchestrator is {spec.orchestrator.type}, not hyperpod-eks")
-    return spec.orchestrator
+    return orchestrator_settings(spec.orchestrator, HyperPodEksOrchestrator)
 
 
 def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
     """The system instance group: HyperPod instances beside the node groups, and no controller."""
     hp = settings_of(spec).hyperpod
     return [ExtraInstance(SYSTEM_GROUP, hp.system_instance_type, hp.system_count)]
-
-
-def extra_availability_zones(spec: ClusterSpec) -> List[str]:
-    return [control_plane_zone(spec)]
 
 
 def deep_health_checked(spec: ClusterSpec, group: NodeGroup) -> bool:

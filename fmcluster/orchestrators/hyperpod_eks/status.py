@@ -7,8 +7,8 @@ from typing import Dict
 
 from fmcluster.aws.context import Context
 from fmcluster.aws.status import Describer, Item, arn_id, health
-from fmcluster.orchestrators.eks.status import DESCRIBERS as EKS
-from fmcluster.orchestrators.hyperpod.status import DESCRIBERS as HYPERPOD
+from fmcluster.platforms.hyperpod.status import DESCRIBERS as HYPERPOD
+from fmcluster.platforms.kubernetes.status import DESCRIBERS as EKS
 
 CREATED = {"Created", "Updated"}
 CHANGING = {"Creating", "Updating", "Deleting"}

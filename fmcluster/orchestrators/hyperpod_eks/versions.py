@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Tuple
 
-from fmcluster.orchestrators.eks.versions import ADDONS as EKS_ADDONS
-from fmcluster.orchestrators.eks.versions import KUBERNETES_VERSIONS as EKS_KUBERNETES_VERSIONS
-from fmcluster.orchestrators.eks.versions import AddonPin
+from fmcluster.platforms.kubernetes.versions import ADDONS as EKS_ADDONS
+from fmcluster.platforms.kubernetes.versions import KUBERNETES_VERSIONS as EKS_KUBERNETES_VERSIONS
+from fmcluster.platforms.kubernetes.versions import AddonPin
 
 # "SageMaker HyperPod supports Kubernetes versions ..." (HyperPod EKS prerequisites). The list moves with each release:
 # the copies read list 1.28-1.32, 1.28-1.33 and, the newest, 1.28-1.34. No public copy found lists 1.35, so 1.35 is not

@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fmcluster.orchestrators.kind import OrchestratorKind
 from fmcluster.orchestrators.none.settings import NoOrchestrator
 
-KIND = OrchestratorKind(
+if TYPE_CHECKING:
+    from constructs import Construct
+
+    from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
+
+
+class NoOrchestratorKind(OrchestratorKind[NoOrchestrator]):
+    def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
+        from fmcluster.orchestrators.context import Orchestration
+        from fmcluster.platforms.ec2.nodes import Ec2Nodes
+
+        nodes = Ec2Nodes(scope, "Default", context=context)
+        return Orchestration(nodes, nodes.grantee, nodes.node_groups)
+
+
+KIND = NoOrchestratorKind(
     name="none",
     summary="network, placement groups and launch templates only (bring your own scheduler)",
     settings=NoOrchestrator,
     node_agent=None,
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
-    construct="fmcluster.orchestrators.ec2_nodes:Ec2Nodes",
     validation_policies=("report", "fail"),
     validation_policy_note="no scheduler runs here to drain or taint the node from",
 )

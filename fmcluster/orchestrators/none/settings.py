@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fmcluster.orchestrators.kind import OrchestratorSettings
+from fmcluster.spec.orchestrator import OrchestratorSettings
 
 
 class NoOrchestrator(OrchestratorSettings):

@@ -4,24 +4,63 @@ observability stacks."""
 
 from __future__ import annotations
 
-from fmcluster.orchestrators.kind import OrchestratorKind
+from typing import TYPE_CHECKING, Dict, List, Mapping
+
+from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
 from fmcluster.orchestrators.parallelcluster import settings
 
-KIND = OrchestratorKind(
+if TYPE_CHECKING:
+    from constructs import Construct
+
+    from fmcluster.aws.context import PreflightCheck
+    from fmcluster.aws.status import Describer
+    from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
+    from fmcluster.spec.base import Problem
+    from fmcluster.spec.cluster import ClusterSpec
+    from fmcluster.spec.node_group import NodeGroup
+
+
+class ParallelCluster(OrchestratorKind[settings.ParallelClusterOrchestrator]):
+    def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
+        return settings.spec_rules(spec)
+
+    def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
+        return settings.extra_instances(spec)
+
+    def expected_nodes(self, spec: ClusterSpec) -> Dict[str, int]:
+        return settings.static_nodes(spec)  # dynamic nodes power off when idle: only static ones always report
+
+    def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
+        from fmcluster.orchestrators.context import Orchestration
+        from fmcluster.orchestrators.parallelcluster.construct import ParallelClusterOrchestration
+
+        pcluster = ParallelClusterOrchestration(scope, "ParallelCluster", context=context)
+        return Orchestration(pcluster, pcluster.grantee)
+
+    def node_profile_json(self, spec: ClusterSpec, group: NodeGroup) -> str:
+        from fmcluster.orchestrators.parallelcluster.construct import node_profile_json
+
+        return node_profile_json(spec, group)
+
+    def preflight_checks(self, spec: ClusterSpec) -> List[PreflightCheck]:
+        from fmcluster.orchestrators.parallelcluster.preflight import checks
+
+        return checks(spec)
+
+    def status_describers(self) -> Mapping[str, Describer]:
+        from fmcluster.orchestrators.parallelcluster.status import DESCRIBERS
+
+        return DESCRIBERS
+
+
+KIND = ParallelCluster(
     name="parallelcluster",
     summary=f"AWS ParallelCluster {settings.PCLUSTER_VERSION} (Slurm) through its CloudFormation provider",
     settings=settings.ParallelClusterOrchestrator,
     node_agent="slurm",
     # CAPACITY_BLOCK queues take Capacity Blocks; ODCRs are an ONDEMAND queue's CapacityReservationTarget
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
-    construct="fmcluster.orchestrators.parallelcluster.construct:ParallelClusterOrchestration",
-    construct_id="ParallelCluster",
     uses_image_family=False,  # ParallelCluster picks the image from its Image.Os (or the group's ami_id)
-    spec_rules=settings.spec_rules,
-    extra_instances=settings.extra_instances,
-    expected_nodes=settings.static_nodes,  # dynamic nodes power off when idle: only static ones always report
-    preflight="fmcluster.orchestrators.parallelcluster.preflight:checks",
-    status="fmcluster.orchestrators.parallelcluster.status:DESCRIBERS",
     validation_policies=settings.POLICIES,
     validation_policy_note="taint is Kubernetes'; drain would loop: clustermgtd terminates a drained static node and "
     "launches a replacement, which fails and drains again, and the bootstrap succeeded, so protected mode never "

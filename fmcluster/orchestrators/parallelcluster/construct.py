@@ -13,7 +13,6 @@ from constructs import Construct
 
 from fmcluster.constructs.placement_group import UltraClusterPlacementGroup
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.ec2_nodes import construct_id
 from fmcluster.orchestrators.parallelcluster.assets import NodeAssets
 from fmcluster.orchestrators.parallelcluster.cluster import PclusterCluster
 from fmcluster.orchestrators.parallelcluster.config import ClusterInputs, cluster_configuration
@@ -28,6 +27,7 @@ from fmcluster.orchestrators.parallelcluster.settings import (
     cluster_name,
     settings_of,
 )
+from fmcluster.platforms.ec2.node_builder import construct_id
 from fmcluster.profiles import node_profile
 from fmcluster.spec import ClusterSpec, NodeGroup
 

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, Dict, List, Literal, Optional, Tuple
 from pydantic import Field, field_validator, model_validator
 
 from fmcluster import catalog
-from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorSettings
 from fmcluster.spec.base import Problem, SpecModel
 from fmcluster.spec.node_group import AMI_PATTERN
+from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings, orchestrator_settings
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
@@ -143,9 +143,7 @@ def provider_template(region: str, version: str = PCLUSTER_VERSION) -> Tuple[str
 
 
 def settings_of(spec: ClusterSpec) -> ParallelClusterSettings:
-    if not isinstance(spec.orchestrator, ParallelClusterOrchestrator):
-        raise TypeError(f"the spec's orchestrator is {spec.orchestrator.type}, not parallelcluster")
-    return spec.orchestrator.parallelcluster
+    return orchestrator_settings(spec.orchestrator, ParallelClusterOrchestrator).parallelcluster
 
 
 def cluster_name(spec: ClusterSpec) -> str:

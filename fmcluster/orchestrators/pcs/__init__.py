@@ -2,19 +2,51 @@
 
 from __future__ import annotations
 
-from fmcluster.orchestrators.kind import OrchestratorKind
+from typing import TYPE_CHECKING, List, Mapping
+
+from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
 from fmcluster.orchestrators.pcs import settings
 
-KIND = OrchestratorKind(
+if TYPE_CHECKING:
+    from constructs import Construct
+
+    from fmcluster.aws.context import PreflightCheck
+    from fmcluster.aws.status import Describer
+    from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
+    from fmcluster.spec.base import Problem
+    from fmcluster.spec.cluster import ClusterSpec
+
+
+class Pcs(OrchestratorKind[settings.PcsOrchestrator]):
+    def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
+        return settings.spec_rules(spec)
+
+    def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
+        return settings.extra_instances(spec)
+
+    def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
+        from fmcluster.orchestrators.context import Orchestration
+        from fmcluster.orchestrators.pcs.construct import PcsOrchestration
+
+        pcs = PcsOrchestration(scope, "Default", context=context)
+        return Orchestration(pcs, pcs.grantee, pcs.node_groups)
+
+    def preflight_checks(self, spec: ClusterSpec) -> List[PreflightCheck]:
+        from fmcluster.orchestrators.pcs.preflight import checks
+
+        return checks(spec)
+
+    def status_describers(self) -> Mapping[str, Describer]:
+        from fmcluster.orchestrators.pcs.status import DESCRIBERS
+
+        return DESCRIBERS
+
+
+KIND = Pcs(
     name="pcs",
     summary="AWS Parallel Computing Service (Slurm)",
     settings=settings.PcsOrchestrator,
     node_agent="slurm",
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
-    construct="fmcluster.orchestrators.pcs.construct:PcsOrchestration",
-    spec_rules=settings.spec_rules,
-    extra_instances=settings.extra_instances,
-    preflight="fmcluster.orchestrators.pcs.preflight:checks",
-    status="fmcluster.orchestrators.pcs.status:DESCRIBERS",
     validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason",
 )

@@ -11,9 +11,10 @@ from constructs import Construct
 from fmcluster import catalog
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.ec2_nodes import Ec2Nodes, construct_id
 from fmcluster.orchestrators.pcs.cluster import PcsCluster
 from fmcluster.orchestrators.pcs.settings import instances, login_ami_id, login_image, settings_of
+from fmcluster.platforms.ec2.node_builder import construct_id
+from fmcluster.platforms.ec2.nodes import Ec2Nodes
 
 # PCS requires its instance roles under this path (or named AWSPCS...) (PCS user guide, "IAM instance profiles").
 PCS_ROLE_PATH = "/aws-pcs/"
@@ -67,7 +68,7 @@ class PcsOrchestration(Ec2Nodes):
         ami = login_ami_id(self.context.spec)
         if not ami:
             raise ValueError("context: no login AMI (orchestrator.pcs.login_ami_id or an x86_64 group's ami_id)")
-        self.login_template = self.context.node_groups.login_node(
+        self.login_template = self.context.node_builder.login_node(
             self, "LoginLaunchTemplate", instance=catalog.get(login_type), image_id=ami,
             root_device_name=login_image(self.context.spec).root_device,
         )

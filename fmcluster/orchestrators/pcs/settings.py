@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, List, Literal, Optional
 from pydantic import Field, field_validator
 
 from fmcluster import catalog, images
-from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorSettings
 from fmcluster.spec.base import Problem, SpecModel
 from fmcluster.spec.node_group import AMI_PATTERN
+from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings, orchestrator_settings
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
@@ -53,9 +53,7 @@ class PcsOrchestrator(OrchestratorSettings):
 
 
 def settings_of(spec: ClusterSpec) -> PcsOrchestrator:
-    if not isinstance(spec.orchestrator, PcsOrchestrator):
-        raise TypeError(f"the spec's orchestrator is {spec.orchestrator.type}, not pcs")
-    return spec.orchestrator
+    return orchestrator_settings(spec.orchestrator, PcsOrchestrator)
 
 
 def instances(spec: ClusterSpec) -> int:

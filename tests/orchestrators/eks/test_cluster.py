@@ -9,7 +9,7 @@ import json
 import pytest
 from helpers import resources_of
 
-from fmcluster.orchestrators.eks.versions import ADDONS
+from fmcluster.platforms.kubernetes.versions import ADDONS
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +179,7 @@ def test_node_role_has_the_documented_eks_policies_only(p5):
 
 
 def test_pod_addresses_size_the_node_subnet(p5):
-    from fmcluster.spec import load_spec
+    from fmcluster.registry import load_spec
 
     spec = load_spec("examples/eks-p5.yaml")
     assert spec.node_ip_addresses == 4 * (1 + 24)
@@ -193,7 +193,7 @@ def test_existing_vpc_uses_its_extra_subnets_and_every_node_subnet():
     import yaml
 
     from fmcluster.app import synthesize
-    from fmcluster.spec import parse_spec
+    from fmcluster.registry import parse_spec
 
     data = yaml.safe_load((Path(__file__).resolve().parents[3] / "examples" / "eks-p5.yaml").read_text())
     data = copy.deepcopy(data)
@@ -214,8 +214,8 @@ def test_constructs_refuse_one_az_naming_the_prop():
     from aws_cdk import aws_ec2 as ec2
 
     from fmcluster.app import new_app
-    from fmcluster.orchestrators.eks.cluster import EksControlPlane
-    from fmcluster.orchestrators.eks.scraper import ManagedScraper
+    from fmcluster.platforms.kubernetes.cluster import EksControlPlane
+    from fmcluster.platforms.kubernetes.scraper import ManagedScraper
 
     stack = cdk.Stack(new_app(nag=False), "S", env=cdk.Environment(account="123456789012", region="us-east-1"))
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-east-1a"], nat_gateways=0)
@@ -241,7 +241,7 @@ def test_the_system_node_groups_ami_type_follows_its_architecture(system_type, a
     from fmcluster import catalog
     from fmcluster.app import synthesize
     from fmcluster.orchestrators.eks.node_groups import ami_type
-    from fmcluster.spec import parse_spec
+    from fmcluster.registry import parse_spec
 
     data = yaml.safe_load((Path(__file__).resolve().parents[3] / "examples" / "eks-p5.yaml").read_text())
     data["orchestrator"]["eks"]["system_nodes"] = {"instance_type": system_type}

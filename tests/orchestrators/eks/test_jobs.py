@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from platforms.kubernetes import kueue_rules
+from platforms.kubernetes.schemas import validate
 
-from fmcluster.orchestrators.eks import devices, kueue, labels, volumes
-from fmcluster.spec import load_spec
-
-from . import kueue_rules
-from .schemas import validate
+from fmcluster.orchestrators.eks import kueue
+from fmcluster.platforms.kubernetes import devices, labels, volumes
+from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -23,7 +23,7 @@ import pytest
 from helpers import resources_of
 
 from fmcluster.orchestrators.eks.node_groups import K8S_DISKS, eks_node_profile
-from fmcluster.spec import load_spec
+from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
 EKS_DRIVER = "580.159.03"

@@ -11,12 +11,12 @@ import jsonschema
 import kubernetes_validate
 import pytest
 from helpers import resources_of
+from platforms.kubernetes import kueue_rules
+from platforms.kubernetes.schemas import validate
 
-from fmcluster.orchestrators.eks import devices, gate, kueue, labels, volumes
-from fmcluster.spec import load_spec
-
-from . import kueue_rules
-from .schemas import validate
+from fmcluster.orchestrators.eks import kueue
+from fmcluster.platforms.kubernetes import devices, gate, labels, volumes
+from fmcluster.registry import load_spec
 
 EXAMPLES = {"eks-p5": "eks-p5-cluster", "eks-p6-b200-capacity-block": "eks-b200-cluster"}
 
@@ -227,7 +227,7 @@ def test_device_plugins_never_share_a_node(synth_example):
 def test_helm_gives_up_before_the_kubectl_handler_lambda_is_killed(example):
     """A waited-on chart's Helm timeout is shorter than the kubectl provider Lambda's 15 minutes, so Helm reports a
     slow install itself."""
-    from fmcluster.orchestrators.eks.charts import HELM_TIMEOUT, KUBECTL_HANDLER_TIMEOUT
+    from fmcluster.platforms.kubernetes.charts import HELM_TIMEOUT, KUBECTL_HANDLER_TIMEOUT
 
     _, template = example
     waited = [r["Properties"] for r in resources_of(template, "Custom::AWSCDK-EKS-HelmChart").values()
@@ -243,7 +243,7 @@ def test_helm_gives_up_before_the_kubectl_handler_lambda_is_killed(example):
 
 def test_charts_are_pinned(example):
     _, template = example
-    from fmcluster.orchestrators.eks.versions import CHARTS
+    from fmcluster.platforms.kubernetes.versions import CHARTS
 
     for chart in resources_of(template, "Custom::AWSCDK-EKS-HelmChart").values():
         p = chart["Properties"]

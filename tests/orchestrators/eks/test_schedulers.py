@@ -9,13 +9,12 @@ import json
 import pytest
 import yaml
 from helpers import resources_of
+from platforms.kubernetes.schemas import validate
 
 from fmcluster.app import synthesize
 from fmcluster.orchestrators.eks import gangs
-from fmcluster.orchestrators.eks.versions import CHARTS
-from fmcluster.spec import parse_spec
-
-from .schemas import validate
+from fmcluster.platforms.kubernetes.versions import CHARTS
+from fmcluster.registry import parse_spec
 
 BASE = {
     "name": "eks-alt", "region": "us-east-1", "availability_zone": "us-east-1a",

@@ -10,10 +10,11 @@ from typing import Any, Dict
 import pytest
 import yaml
 
+from fmcluster import registry
 from fmcluster.cli import main
-from fmcluster.orchestrators import registry
-from fmcluster.orchestrators.eks import settings as eks_settings
-from fmcluster.spec import SpecError, parse_spec
+from fmcluster.platforms.kubernetes.settings import control_plane_zone
+from fmcluster.registry import parse_spec
+from fmcluster.spec import SpecError
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -118,24 +119,20 @@ def test_policy_defaults_to_taint_on_eks(base):
     assert parse_spec(data).validation_policy == "report"
 
 
-def test_the_default_version_is_the_newest_both_eks_and_hyperpod_on_eks_support(base):
-    """The EKS issue's rule: a spec moves between eks and hyperpod-eks without a version change."""
-    from fmcluster.orchestrators.eks.versions import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS, minor
-    from fmcluster.orchestrators.hyperpod_eks.versions import HYPERPOD_KUBERNETES_VERSIONS
+def test_the_default_version_is_the_platforms_default(base):
+    from fmcluster.platforms.kubernetes.versions import DEFAULT_KUBERNETES_VERSION
 
-    both = [v for v in KUBERNETES_VERSIONS if v in HYPERPOD_KUBERNETES_VERSIONS]
-    assert DEFAULT_KUBERNETES_VERSION == max(both, key=minor) == "1.34"
     data = edit(base)
     data["orchestrator"]["eks"].pop("kubernetes_version")
-    assert parse_spec(data).orchestrator.eks.kubernetes_version == "1.34"
+    assert parse_spec(data).orchestrator.eks.kubernetes_version == DEFAULT_KUBERNETES_VERSION == "1.34"
 
 
 def test_default_second_az(base):
     data = edit(base)
     data["orchestrator"]["eks"].pop("control_plane_availability_zone")
-    assert eks_settings.control_plane_zone(parse_spec(data)) == "us-east-1b"
+    assert control_plane_zone(parse_spec(data)) == "us-east-1b"
     data["availability_zone"] = "us-east-1c"
-    assert eks_settings.control_plane_zone(parse_spec(data)) == "us-east-1a"
+    assert control_plane_zone(parse_spec(data)) == "us-east-1a"
 
 
 def test_cli_validate_exits_2_naming_the_field(tmp_path, capsys, base):

@@ -84,7 +84,7 @@ def test_without_deep_health_checks_nodes_register_with_the_gates_pending_taint(
     import yaml
 
     from fmcluster.orchestrators.hyperpod_eks.nodes import instance_groups
-    from fmcluster.spec import load_spec
+    from fmcluster.registry import load_spec
 
     data = yaml.safe_load(open("examples/hyperpod-eks-p5.yaml"))
     data["orchestrator"]["hyperpod"]["deep_health_checks"] = False
@@ -218,9 +218,9 @@ def test_the_instance_role_lets_the_vpc_cni_manage_ips_on_the_nodes_eni(p5):
 
 
 def test_lifecycle_entries_parameters_and_profiles(synth_example):
+    from fmcluster.registry import load_spec
     from fmcluster.runtime import contract
     from fmcluster.runtime.lifecycle import node
-    from fmcluster.spec import load_spec
 
     spec = load_spec("examples/hyperpod-eks-p5en-training-plan.yaml")
     params = nodes.lifecycle_parameters(spec, "us-east-1", None, observability=False)

@@ -12,12 +12,12 @@ from typing import Any, Dict, List
 import pytest
 import yaml
 from helpers import resources_of
-from orchestrators.eks.schemas import validate
+from platforms.kubernetes.schemas import validate
 
-from fmcluster.orchestrators.eks import labels, volumes
 from fmcluster.orchestrators.hyperpod_eks import nodes
 from fmcluster.orchestrators.hyperpod_eks.settings import LOCAL_QUEUE_SUFFIX, PRIORITY_CLASS_SUFFIX, TEAM_NAMESPACE_PREFIX
-from fmcluster.spec import load_spec
+from fmcluster.platforms.kubernetes import labels, volumes
+from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
 VERSION = "1.34"  # the example's

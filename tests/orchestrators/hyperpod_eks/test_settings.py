@@ -10,10 +10,11 @@ from typing import Any, Dict
 import pytest
 import yaml
 
+from fmcluster import registry
 from fmcluster.cli import main
-from fmcluster.orchestrators import registry
 from fmcluster.orchestrators.hyperpod_eks.versions import HYPERPOD_KUBERNETES_VERSIONS, KUBERNETES_VERSIONS
-from fmcluster.spec import SpecError, parse_spec
+from fmcluster.registry import parse_spec
+from fmcluster.spec import SpecError
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -183,3 +184,13 @@ def test_plan_shows_the_nodes_without_a_controller_and_the_governance_objects(ca
            "queue hyperpod-ns-research-localqueue" in out
     assert "not in CloudFormation: the teams' Kubernetes access" in out
     assert "controller" not in out.split("cost:")[1], "no controller line in the cost either"
+
+
+def test_the_kubernetes_platforms_default_version_is_one_hyperpod_on_eks_supports():
+    """A spec moves between eks and hyperpod-eks without a version change: the platform's default is the newest
+    version both support."""
+    from fmcluster.orchestrators.hyperpod_eks.versions import HYPERPOD_KUBERNETES_VERSIONS
+    from fmcluster.platforms.kubernetes.versions import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS, minor
+
+    both = [v for v in KUBERNETES_VERSIONS if v in HYPERPOD_KUBERNETES_VERSIONS]
+    assert DEFAULT_KUBERNETES_VERSION == max(both, key=minor) == "1.34"

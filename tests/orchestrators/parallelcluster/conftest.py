@@ -4,7 +4,6 @@ top), the offline schema gate runs in .venv-pcluster (make setup)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Iterator
 
 import pytest
 
@@ -19,19 +18,3 @@ def pcluster_python() -> Path:
         pytest.fail("ParallelCluster's schema is not installed: run `make setup` (it creates .venv-pcluster from "
                     "requirements-pcluster.lock)")
     return PCLUSTER_PYTHON
-
-
-@pytest.fixture
-def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[Dict[str, str]]:
-    """Fake credentials only; never the developer's profile, config or a real endpoint."""
-    for var in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
-                "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"):
-        monkeypatch.delenv(var, raising=False)
-    empty = tmp_path / "aws-empty"
-    empty.write_text("")
-    env = {"AWS_CONFIG_FILE": str(empty), "AWS_SHARED_CREDENTIALS_FILE": str(empty), "AWS_ACCESS_KEY_ID": "testing",
-           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
-           "FMCLUSTER_AWS_MAX_ATTEMPTS": "2"}
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    yield env

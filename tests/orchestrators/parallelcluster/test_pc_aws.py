@@ -18,6 +18,7 @@ from fmcluster.aws.results import WARN as WARN_STATUS
 from fmcluster.aws.status import BAD, OK, PENDING, WARN, collect_status, describers
 from fmcluster.orchestrators.parallelcluster import preflight
 from fmcluster.orchestrators.parallelcluster.status import _cluster, _nested_stack
+from fmcluster.registry import kind_named, kind_of, status_describers
 
 pytestmark = pytest.mark.usefixtures("aws_env")
 ACCOUNT = "123456789012"
@@ -35,7 +36,7 @@ def ctx_for(spec: Any = None) -> Context:
 
 
 def test_the_kinds_checks_join_preflight_and_the_head_node_counts():
-    ids = [c.id for c in checks_for(make_spec())]
+    ids = [c.id for c in checks_for(make_spec(), kind_of(make_spec()).preflight_checks(make_spec()))]
     assert {"provider:parallelcluster", "quota:cloudformation-stacks", "quota:iam-parallelcluster",
             "quota:route53-hosted-zones", "offering:m7i.2xlarge"} <= set(ids)
     assert not any(i.startswith(("network:", "keypair:")) for i in ids)
@@ -280,7 +281,8 @@ def test_the_provider_nested_stack():
 
 
 def test_collect_status_describes_provider_and_cluster_from_the_cluster_stack():
-    assert {"Custom::PclusterCluster", "AWS::CloudFormation::Stack"} <= set(describers())
+    known = describers(kind_named("parallelcluster").status_describers())
+    assert {"Custom::PclusterCluster", "AWS::CloudFormation::Stack"} <= set(known)
     ctx = ctx_for()
     sts = stubbed(ctx, "sts")
     sts.add_response("get_caller_identity", {"Account": ACCOUNT, "Arn": f"arn:aws:iam::{ACCOUNT}:user/u", "UserId": "u"})
@@ -302,7 +304,7 @@ def test_collect_status_describes_provider_and_cluster_from_the_cluster_stack():
     ec2.add_response("describe_instances", _instances("pending", node_type="HeadNode"))
     ec2.add_response("describe_instances", {"Reservations": []})
     cfn.add_response("describe_stacks", _stack("pc-test-cluster", "CREATE_IN_PROGRESS"), {"StackName": "pc-test-cluster"})
-    status = collect_status(ctx.spec, ctx.aws, ctx=ctx)
+    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
     cluster = status.stacks[3]
     assert [(r.type, r.health) for r in cluster.resources] == [("ParallelCluster provider", OK),
                                                                ("ParallelCluster cluster", PENDING)]

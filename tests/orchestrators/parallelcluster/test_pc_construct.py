@@ -20,8 +20,8 @@ from fmcluster.orchestrators.parallelcluster.construct import node_profile_json
 from fmcluster.orchestrators.parallelcluster.node_policy import NodePolicy
 from fmcluster.orchestrators.parallelcluster.node_script import OnNodeConfiguredScript
 from fmcluster.orchestrators.parallelcluster.provider import ParallelClusterProvider
+from fmcluster.registry import load_spec
 from fmcluster.runtime.profile import NodeProfile
-from fmcluster.spec import load_spec
 
 P5 = "parallelcluster-p5"
 CB = "parallelcluster-p5en-capacity-block"

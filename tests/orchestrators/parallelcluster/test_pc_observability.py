@@ -101,7 +101,7 @@ P5 = Path(__file__).resolve().parents[3] / "examples" / "parallelcluster-p5.yaml
 
 def test_only_static_nodes_are_expected_to_report():
     from fmcluster.observability.inventory import ExpectedNodes
-    from fmcluster.spec import load_spec
+    from fmcluster.registry import load_spec
     from fmcluster.stacks.observability import expected_nodes
 
     # prep: min_count 0, all dynamic (powered off when idle); h100 all static; the head node always runs
@@ -136,7 +136,7 @@ def test_idle_dynamic_nodes_page_nobody_and_a_missing_static_node_does(tmp_path:
     """The p5 example's rules (promtool): queue prep's dynamic node starts for a job and powers off again, and
     neither NodeGroupBelowExpected nor NodeStoppedReporting fires for it; a static h100 node that stops reporting
     fires both."""
-    from fmcluster.spec import load_spec
+    from fmcluster.registry import load_spec
     from fmcluster.stacks.observability import expected_nodes
 
     promtool = shutil.which("promtool")

@@ -13,7 +13,7 @@ from helpers.parallelcluster import ROOT, configuration, pcluster_validate, refe
 
 from fmcluster.orchestrators.parallelcluster.config import ClusterInputs, cluster_configuration
 from fmcluster.orchestrators.parallelcluster.settings import PCLUSTER_VERSION, cluster_name
-from fmcluster.spec import load_spec
+from fmcluster.registry import load_spec
 
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml")
                   if load_spec(p).orchestrator.type == "parallelcluster")
@@ -117,7 +117,7 @@ def test_an_odcr_cluster_passes_with_only_the_warning_parallelcluster_expects_fo
     import yaml
 
     from fmcluster.app import build_stacks
-    from fmcluster.spec import parse_spec
+    from fmcluster.registry import parse_spec
 
     data = yaml.safe_load((ROOT / "examples" / "parallelcluster-p5.yaml").read_text())
     data["orchestrator"]["parallelcluster"].pop("queues")

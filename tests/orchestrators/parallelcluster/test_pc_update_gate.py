@@ -17,7 +17,8 @@ from helpers.parallelcluster import ROOT, configuration, pcluster_update_check, 
 from fmcluster.app import synthesize
 from fmcluster.constructs import node_bootstrap
 from fmcluster.orchestrators.parallelcluster.settings import cluster_name
-from fmcluster.spec import ClusterSpec, parse_spec
+from fmcluster.registry import parse_spec
+from fmcluster.spec import ClusterSpec
 
 P5 = ROOT / "examples" / "parallelcluster-p5.yaml"
 

@@ -8,7 +8,8 @@ import json
 import pytest
 from helpers import resources_of
 
-from fmcluster.spec import SpecError, parse_spec
+from fmcluster.registry import parse_spec
+from fmcluster.spec import SpecError
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import threading
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -163,13 +162,11 @@ def test_a_gpu_type_with_instance_store_waits_for_the_nvme_mount_itself(tmp_path
     """No dlami-nvme.service on the image (the HyperPod EKS AMI may mount the disks another way, or late): the node
     still waits for /opt/dlami/nvme, rather than settling at once for the /opt/sagemaker volume."""
     n = Node(tmp_path, group="h100", disks=("/opt/sagemaker",))
-    mounts = n.root / "proc/mounts"
-    late = threading.Timer(1.0, lambda: mounts.write_text(mounts.read_text() + "/dev/md9 /opt/dlami/nvme xfs rw 0 0\n"))
-    late.start()
-    try:
-        out = ok(n.run(FMCLUSTER_NVME_WAIT="60", FMCLUSTER_NVME_POLL="0.2"))
-    finally:
-        late.cancel()
+    # the disks are mounted while the script sleeps between two looks: a fake sleep mounts them (no wall clock)
+    late = n.bin / "sleep"
+    late.write_text(f"#!/bin/bash\necho '/dev/md9 /opt/dlami/nvme xfs rw 0 0' >> {n.root / 'proc/mounts'}\n")
+    late.chmod(0o755)
+    out = ok(n.run(FMCLUSTER_NVME_WAIT="60", FMCLUSTER_NVME_POLL="5"))
     assert "waiting for the instance NVMe to be mounted at /opt/dlami/nvme (no dlami-nvme.service" in out
     assert f"--bind {n.root}/opt/dlami/nvme/kubelet {n.root}/var/lib/kubelet" in n.log("mount.log")
     assert "WARNING" not in out

@@ -1,0 +1,61 @@
+"""Benchmark: every command loads only what it uses.
+
+Times `fmcluster validate` and `fmcluster plan` on the default example in a fresh interpreter against a bare
+`import pydantic, yaml` (the floor any spec command pays), and lists which heavy packages each command imported
+(boto3, aws_cdk). Target: each command within 3x the floor and neither imports boto3 or aws_cdk.
+
+    .venv/bin/python bench/command_startup.py [--runs 5] [--target 3.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FLOOR = [sys.executable, "-c", "import pydantic, yaml"]
+COMMANDS = {
+    "validate": [sys.executable, "-m", "fmcluster", "validate", "examples/default.yaml"],
+    "plan": [sys.executable, "-m", "fmcluster", "plan", "examples/default.yaml", "--model", "llama3-8b"],
+}
+HEAVY = ("boto3", "aws_cdk")
+
+
+def median_seconds(cmd: list, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, cwd=ROOT, capture_output=True, check=False, timeout=120)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def heavy_imports(cmd: list) -> list:
+    r = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    names = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+    return [h for h in HEAVY if h in names]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--target", type=float, default=3.0)
+    args = ap.parse_args()
+    floor = median_seconds(FLOOR, args.runs)
+    print(f"import pydantic, yaml: {floor:.2f}s (median of {args.runs})")
+    ok = True
+    for name, cmd in COMMANDS.items():
+        took, heavy = median_seconds(cmd, args.runs), heavy_imports(cmd)
+        ratio = took / floor
+        ok = ok and ratio <= args.target and not heavy
+        print(f"{name}: {took:.2f}s = {ratio:.1f}x the floor (target {args.target}x); heavy imports: "
+              f"{', '.join(heavy) or 'none'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

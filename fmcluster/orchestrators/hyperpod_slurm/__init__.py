@@ -1,0 +1,56 @@
+"""SageMaker HyperPod with Slurm: resilient clusters HyperPod launches, places and heals, built on the HyperPod
+platform (instance role, lifecycle bucket, instance groups, health checks) that hyperpod-eks shares."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Mapping
+
+from fmcluster.orchestrators.hyperpod_slurm import settings
+from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
+
+if TYPE_CHECKING:
+    from constructs import Construct
+
+    from fmcluster.aws.context import PreflightCheck
+    from fmcluster.aws.status import Describer
+    from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
+    from fmcluster.spec.base import Problem
+    from fmcluster.spec.cluster import ClusterSpec
+
+
+class HyperPodSlurm(OrchestratorKind[settings.HyperPodSlurmOrchestrator]):
+    def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
+        return settings.spec_rules(spec)
+
+    def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
+        return settings.extra_instances(spec)
+
+    def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
+        from fmcluster.orchestrators.context import Orchestration
+        from fmcluster.orchestrators.hyperpod_slurm.construct import HyperPodSlurmOrchestration
+
+        hyperpod = HyperPodSlurmOrchestration(scope, "HyperPod", context=context)
+        return Orchestration(hyperpod, hyperpod.grantee)
+
+    def preflight_checks(self, spec: ClusterSpec) -> List[PreflightCheck]:
+        from fmcluster.platforms.hyperpod.preflight import checks
+
+        return checks(spec)
+
+    def status_describers(self) -> Mapping[str, Describer]:
+        from fmcluster.platforms.hyperpod.status import DESCRIBERS
+
+        return DESCRIBERS
+
+
+KIND = HyperPodSlurm(
+    name="hyperpod-slurm",
+    summary="SageMaker HyperPod with Slurm",
+    settings=settings.HyperPodSlurmOrchestrator,
+    node_agent="slurm",
+    # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
+    capacity_types=frozenset({"on-demand", "training-plan"}),
+    instances_in_account=False,
+    uses_image_family=False,
+    validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason",
+)

@@ -1,0 +1,123 @@
+"""SageMaker HyperPod with Slurm, composed from the spec: instance role, lifecycle bucket with its scripts
+and parameters, and the AWS::SageMaker::Cluster."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from fmcluster.orchestrators.context import OrchestrationContext
+from fmcluster.orchestrators.hyperpod_slurm.settings import CONTROLLER_GROUP, LOGIN_GROUP, settings_of
+from fmcluster.platforms.hyperpod.cluster import FsxLustreMount, HyperPodInstanceGroup, HyperPodSlurmCluster
+from fmcluster.platforms.hyperpod.instance_role import HyperPodInstanceRole
+from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
+from fmcluster.platforms.storage import SharedFileSystem
+from fmcluster.profiles import node_profile_json
+from fmcluster.runtime.contract import LIFECYCLE_PARAMETERS_VERSION, ml_type
+from fmcluster.spec import ClusterSpec
+
+
+class HyperPodSlurmOrchestration(Construct):
+    """Exposes ``role`` (the nodes' instance role; ``grantee``), ``lifecycle`` and ``cluster``."""
+
+    def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
+        super().__init__(scope, id)
+        spec = context.spec
+        subnets, security_groups = context.subnets[:1], context.security_groups
+        fsx, remote_write_url = context.file_system, context.remote_write_url
+        settings = settings_of(spec)
+        self.role = HyperPodInstanceRole(
+            self, "InstanceRole", cluster_name=spec.name, subnets=subnets, security_groups=security_groups
+        )
+        # One side mounts the file system, never both: HyperPod (InstanceStorageConfigs) unless it is EFA-enabled,
+        # which needs LNet over EFA that only our mount helper sets up (fmcluster/runtime/lifecycle/README.md).
+        hyperpod_mounts = fsx is not None and not fsx.efa
+        self.lifecycle = LifecycleScripts(
+            self,
+            "Lifecycle",
+            cluster_name=spec.name,
+            parameters=lifecycle_parameters(spec, Stack.of(self).region, None if hyperpod_mounts else fsx,
+                                            remote_write_url),
+            profiles={g.name: node_profile_json(spec, g) for g in spec.node_groups},
+        )
+        self.cluster = HyperPodSlurmCluster(
+            self,
+            "Cluster",
+            cluster_name=spec.name,
+            instance_groups=instance_groups(spec, fsx if hyperpod_mounts else None),
+            role=self.role,
+            lifecycle=self.lifecycle,
+            subnets=subnets,
+            security_groups=security_groups,
+            node_recovery=settings.node_recovery,
+            slurm_config_strategy=settings.slurm_config_strategy,
+        )
+        CfnOutput(scope, "HyperPodClusterArn", value=self.cluster.cluster_arn)
+        CfnOutput(scope, "HyperPodClusterName", value=spec.name)
+        CfnOutput(
+            scope,
+            "ControllerSsmTarget",
+            description="Append the controller's instance id (aws sagemaker list-cluster-nodes --cluster-name "
+            f"{spec.name} --instance-group-name-contains {CONTROLLER_GROUP}), then: aws ssm start-session --target ...",
+            value=self.cluster.ssm_target(CONTROLLER_GROUP, ""),
+        )
+
+    @property
+    def grantee(self) -> iam.IGrantable:
+        return self.role
+
+
+def instance_groups(spec: ClusterSpec, mounted_fsx: Optional[SharedFileSystem] = None) -> List[HyperPodInstanceGroup]:
+    """The controller, the optional login group, and one Compute group (and partition) per node group; with
+    `mounted_fsx`, HyperPod mounts that file system on every node."""
+    settings = settings_of(spec)
+    fsx = (FsxLustreMount(dns_name=mounted_fsx.dns_name, mount_name=mounted_fsx.mount_name,
+                          mount_path=mounted_fsx.mount_point) if mounted_fsx is not None else None)
+
+    def group(name: str, instance_type: str, count: int, node_type: str, **extra: Any) -> HyperPodInstanceGroup:
+        return HyperPodInstanceGroup(name=name, instance_type=instance_type, count=count, node_type=node_type,
+                                     threads_per_core=settings.threads_per_core, ebs_volume_gib=settings.volume_gib,
+                                     fsx_lustre=fsx, **extra)
+
+    groups = [group(CONTROLLER_GROUP, settings.controller_instance_type, 1, "Controller")]
+    if settings.login_instance_type:
+        groups.append(group(LOGIN_GROUP, settings.login_instance_type, settings.login_count, "Login"))
+    for g in spec.node_groups:
+        groups.append(group(
+            g.name, ml_type(g.instance_type), g.count, "Compute",
+            partitions=(g.name,),
+            deep_health_checks=settings.deep_health_checks and g.role == "gpu",
+            training_plan_arn=g.capacity.training_plan_arn,
+            efa_only=True if g.efa_enabled else None,
+        ))
+    return groups
+
+
+def lifecycle_parameters(
+    spec: ClusterSpec, region: str, fsx: Optional[SharedFileSystem], remote_write_url: Optional[str]
+) -> Dict[str, Any]:
+    """fmcluster_parameters.json, the contract with fmcluster/runtime/lifecycle (see its README)."""
+    settings = settings_of(spec)
+    return {
+        "version": LIFECYCLE_PARAMETERS_VERSION,
+        "workload_manager": "slurm",
+        "cluster_name": spec.name,
+        "region": region,
+        "controller_group": CONTROLLER_GROUP,
+        "login_group": LOGIN_GROUP if settings.login_instance_type else None,
+        "worker_groups": [
+            {"instance_group_name": g.name, "partition_name": g.name, "instance_type": ml_type(g.instance_type),
+             "gpu": g.instance.is_gpu, "efa": g.efa_enabled}
+            for g in spec.node_groups
+        ],
+        "fsx": fsx.parameters() if fsx is not None else None,
+        "validation": {"level": spec.validation.level, "policy": spec.validation_policy},
+        "observability": (
+            {"remote_write_url": remote_write_url, "scrape_interval_seconds": spec.observability.scrape_interval_seconds}
+            if remote_write_url else None
+        ),
+        "users": [u.model_dump() for u in settings.users],
+    }

@@ -1,0 +1,202 @@
+"""EC2 node groups as every kind that launches its own instances builds them (none, pcs, eks): the node runtime
+asset, user data that mounts storage, installs collectors and runs the boot validator with the group's NodeProfile,
+the AMI, and one `Ec2NodeGroup` per spec node group."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional, Sequence
+
+from aws_cdk import Stack
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from fmcluster.catalog import InstanceType
+from fmcluster.constructs.launch_template import NodeLaunchTemplate
+from fmcluster.constructs.node_bootstrap import (
+    NodeRuntime,
+    bootstrap_script,
+    collectors_step,
+    login_script,
+    mime_user_data,
+    mount_step,
+)
+from fmcluster.constructs.node_group import Ec2NodeGroup
+from fmcluster.platforms.storage import SharedFileSystem
+from fmcluster.profiles import node_profile_json
+from fmcluster.spec import ClusterSpec, NodeGroup
+
+# the node_group label (and fmcluster:node-group tag) of a login node
+LOGIN_NODE_GROUP = "login"
+
+
+@dataclass(frozen=True)
+class NodeImage:
+    """What a kind whose launching service picks the AMI passes instead of the DLAMI and its user data.
+
+    :param image_id: AMI id, or None to leave ImageId out of the launch template (EKS AMI types).
+    :param user_data: the whole MIME user data.
+    :param root_device_name: the image's root device (Amazon Linux 2023: ``/dev/xvda``).
+    """
+
+    image_id: Optional[str]
+    user_data: str
+    root_device_name: str
+
+
+def construct_id(name: str) -> str:
+    """`gpu-large` -> `GpuLarge`: stable construct ids (and logical ids) derived from the group name."""
+    return "".join(part.capitalize() for part in name.split("-"))
+
+
+class NodeGroupBuilder:
+    """Builds the EC2 node groups of one cluster (placement group, EFA launch template, user data); the runtime asset
+    is created once, in the first scope asked."""
+
+    def __init__(
+        self,
+        *,
+        spec: ClusterSpec,
+        subnet_id: str,
+        security_group_ids: Sequence[str],
+        file_system: Optional[SharedFileSystem] = None,
+        remote_write_url: Optional[str] = None,
+        instance_tags: Optional[Dict[str, str]] = None,
+    ) -> None:
+        self.spec = spec
+        self.subnet_id = subnet_id
+        self.security_group_ids = list(security_group_ids)
+        self.file_system = file_system
+        self.remote_write_url = remote_write_url
+        self.instance_tags = dict(instance_tags or {})
+        self._runtime: Optional[NodeRuntime] = None
+
+    def runtime(self, scope: Construct) -> NodeRuntime:
+        """The fmcluster runtime as an S3 asset (nodes fetch it at boot); grant its readers with `grant_read`."""
+        if self._runtime is None:
+            self._runtime = NodeRuntime(scope, "NodeRuntime")
+        return self._runtime
+
+    def image_id(self, scope: Construct, group: NodeGroup) -> str:
+        """The group's AMI, or its family's public SSM parameter, resolved by CloudFormation at deploy time (never
+        looked up at synth)."""
+        if group.ami_id:
+            return group.ami_id
+        parameter = group.image.default_parameter(group.instance.architecture)
+        if parameter is None:  # the spec refuses this
+            raise ValueError(f"group: {group.name} has no ami_id and {group.image_family} no default image")
+        return ec2.MachineImage.from_ssm_parameter(parameter).get_image(scope).image_id
+
+    def _mount_step(self, efa_client: bool, validated: bool = True) -> str:
+        """Nodes without EFA (login nodes, CPU groups) reach an EFA-enabled file system over TCP. Nodes the boot
+        validator does not run on (login) apply validation.policy to a failed mount themselves."""
+        fs = self.file_system
+        if fs is None:
+            return ""
+        return mount_step(dns_name=fs.dns_name, mount_name=fs.mount_name, mount_point=fs.mount_point,
+                          efa=fs.efa and efa_client, fatal=not validated and self.spec.validation_policy == "fail")
+
+    def bootstrap_shell(
+        self,
+        scope: Construct,
+        group: NodeGroup,
+        *,
+        profile_json: Optional[str] = None,
+        policy: Optional[str] = None,
+        collectors: bool = True,
+        before_mount: str = "",
+        after_units: Sequence[str] = (),
+    ) -> str:
+        """The shell script every node runs: fetch the runtime, write the profile, mount the shared file system,
+        install collectors, run the boot validator. A kind may pass its own profile (JSON) and node-side policy,
+        leave the host collectors out (collectors: False), add shell lines before the mount, and with `after_units`
+        run everything after the profile as a systemd unit ordered after those units (bootstrap_script)."""
+        region = Stack.of(scope).region
+        collector_lines = ""
+        if collectors and self.remote_write_url is not None:
+            collector_lines = collectors_step(cluster=self.spec.name, region=region,
+                                              remote_write_url=self.remote_write_url, node_group=group.name,
+                                              gpu=group.instance.is_gpu)
+        return bootstrap_script(
+            runtime_s3_url=self.runtime(scope).s3_url,
+            region=region,
+            profile_json=profile_json if profile_json is not None else node_profile_json(self.spec, group),
+            level=self.spec.validation.level,
+            policy=policy or self.spec.validation_policy,
+            collectors=collector_lines,
+            mount=before_mount + self._mount_step(efa_client=group.efa_enabled),
+            after_units=after_units,
+        )
+
+    def user_data(self, scope: Construct, group: NodeGroup) -> str:
+        return mime_user_data(self.bootstrap_shell(scope, group))
+
+    def build(
+        self,
+        scope: Construct,
+        group: NodeGroup,
+        *,
+        instance_profile_arn: Optional[str] = None,
+        set_instance_type: bool = True,
+        in_subnet: bool = True,
+        image: Optional[NodeImage] = None,
+    ) -> Ec2NodeGroup:
+        """The node group's placement group and launch template. ``set_instance_type`` False leaves the
+        instance type (and the profile) to the service launching from the template (PCS); ``in_subnet`` False
+        leaves the subnet out (EKS managed node groups take theirs from the node group and refuse one in the
+        template); ``image`` replaces the DLAMI and its user data."""
+        built = Ec2NodeGroup(
+            scope,
+            construct_id(group.name),
+            instance=group.instance,
+            efa=group.efa_enabled,
+            placement_strategy=group.placement_strategy,
+            partitions=group.placement.partitions if group.placement else None,
+            existing_placement_group=group.existing_placement_group,
+            capacity_type=group.capacity.type,
+            reservation_id=group.capacity.reservation_id,
+            security_group_ids=self.security_group_ids,
+            subnet_id=self.subnet_id if in_subnet else None,
+            image_id=image.image_id if image is not None else self.image_id(scope, group),
+            user_data=image.user_data if image is not None else self.user_data(scope, group),
+            instance_type=group.instance_type if set_instance_type else None,
+            instance_profile_arn=instance_profile_arn,
+            root_volume_gib=group.root_volume_gib,
+            root_device_name=image.root_device_name if image is not None else group.image.root_device,
+            tags={**self.instance_tags, "fmcluster:node-group": group.name},
+        )
+        if self._runtime is not None:  # an image of the kind's own may not fetch the runtime
+            self._runtime.required_by(built)
+        return built
+
+    def login_collectors(self, scope: Construct) -> str:
+        """The login node's collectors: node metrics, and Slurm's node states where the kind runs Slurm, since a
+        managed controller (AWS PCS) cannot run a collector and the login node has Slurm's client commands."""
+        if self.remote_write_url is None:
+            return ""
+        return collectors_step(cluster=self.spec.name, region=Stack.of(scope).region,
+                               remote_write_url=self.remote_write_url, node_group=LOGIN_NODE_GROUP, gpu=False,
+                               slurm=self.spec.orchestrator_kind.node_agent == "slurm")
+
+    def login_node(self, scope: Construct, id: str, *, instance: InstanceType, image_id: str,
+                   root_device_name: str) -> NodeLaunchTemplate:
+        """A login node's launch template: no EFA, no GPU to validate, the shared file system mounted."""
+        template = NodeLaunchTemplate(
+            scope,
+            id,
+            instance=instance,
+            efa=False,
+            security_group_ids=self.security_group_ids,
+            subnet_id=self.subnet_id,
+            image_id=image_id,
+            root_device_name=root_device_name,
+            user_data=mime_user_data(
+                login_script(runtime_s3_url=self.runtime(scope).s3_url, region=Stack.of(scope).region,
+                             mount=self._mount_step(efa_client=False, validated=False),
+                             collectors=self.login_collectors(scope))
+            ),
+            root_volume_gib=100,
+            tags={**self.instance_tags, "fmcluster:node-group": LOGIN_NODE_GROUP},
+        )
+        self.runtime(scope).required_by(template)
+        return template

@@ -1,0 +1,95 @@
+"""The composition root: the orchestrator kinds fmcluster knows, and the spec model they compose.
+
+Adding a kind is one folder under ``fmcluster/orchestrators/`` and its line in the import and in `BUILT_IN` below;
+deleting one is deleting the folder and those lines (tests/orchestrators/test_kind_deletion.py does it). `register`
+adds a kind at run time (tests prove the seam with a kind defined inside a test). Everything that reads a spec goes
+through `load_spec` / `parse_spec` here, so the spec package itself never lists the kinds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Type, Union
+
+from fmcluster.orchestrators import (
+    eks,
+    hyperpod_eks,
+    hyperpod_slurm,
+    none,
+    parallelcluster,
+    pcs,
+)
+from fmcluster.orchestrators.kind import OrchestratorKind
+from fmcluster.spec import loading
+from fmcluster.spec.cluster import ClusterSpec
+
+# The first is the default kind (a spec without ``orchestrator``).
+BUILT_IN: List[OrchestratorKind[Any]] = [
+    none.KIND,
+    pcs.KIND,
+    hyperpod_slurm.KIND,
+    parallelcluster.KIND,
+    eks.KIND,
+    hyperpod_eks.KIND,
+]
+
+_kinds: Dict[str, OrchestratorKind[Any]] = {k.name: k for k in BUILT_IN}
+
+
+def kinds() -> List[OrchestratorKind[Any]]:
+    return list(_kinds.values())
+
+
+def names() -> List[str]:
+    return list(_kinds)
+
+
+def kind_named(name: str) -> OrchestratorKind[Any]:
+    try:
+        return _kinds[name]
+    except KeyError:
+        raise KeyError(f"unknown orchestrator {name!r}; known: {', '.join(_kinds)}") from None
+
+
+def kind_of(spec: ClusterSpec) -> OrchestratorKind[Any]:
+    return kind_named(spec.orchestrator.type)
+
+
+def register(kind: OrchestratorKind[Any]) -> None:
+    if kind.name in _kinds:
+        raise ValueError(f"orchestrator {kind.name!r} is already registered")
+    _kinds[kind.name] = kind
+
+
+def unregister(name: str) -> None:
+    if name in {k.name for k in BUILT_IN}:
+        raise ValueError(f"{name!r} is built in")
+    _kinds.pop(name, None)
+
+
+def spec_model() -> Type[ClusterSpec]:
+    """The spec model of the kinds registered now."""
+    return loading.spec_model(kinds())
+
+
+def parse_spec(data: Any) -> ClusterSpec:
+    """Validate an already-parsed spec (a mapping); every failure is a `fmcluster.spec.SpecError`."""
+    return loading.parse_spec(data, spec_model())
+
+
+def load_spec(path: Union[str, Path]) -> ClusterSpec:
+    """Read and validate a spec file; every failure is a `fmcluster.spec.SpecError`."""
+    return loading.load_spec(path, spec_model())
+
+
+def json_schema() -> Dict[str, Any]:
+    return loading.json_schema(spec_model())
+
+
+def status_describers() -> Dict[str, Any]:
+    """Every kind's status describers: `fmcluster status` describes what the deployed stacks hold, which may still be
+    another kind's resources when the spec has switched orchestrators and is not deployed yet."""
+    found: Dict[str, Any] = {}
+    for kind in kinds():
+        found.update(kind.status_describers())
+    return found

@@ -1,0 +1,35 @@
+"""The ``orchestrator`` section's base model: every kind's settings subclass it (`OrchestratorSettings`), and what a
+kind says it runs beside the node groups (`ExtraInstance`). What the spec knows of a kind is
+`fmcluster.spec.cluster.OrchestratorTraits`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Type, TypeVar
+
+from fmcluster.spec.base import SpecModel
+
+
+class OrchestratorSettings(SpecModel):
+    """The spec's ``orchestrator`` section. Each kind subclasses it with ``type: Literal["<kind>"]``."""
+
+    type: str
+
+
+S = TypeVar("S", bound=OrchestratorSettings)
+
+
+def orchestrator_settings(orchestrator: OrchestratorSettings, model: Type[S]) -> S:
+    """A spec's ``orchestrator`` section as `model`, the settings of the kind asking (TypeError for another kind's)."""
+    if not isinstance(orchestrator, model):
+        raise TypeError(f"the spec's orchestrator is {orchestrator.type}, not {model.__name__}")
+    return orchestrator
+
+
+@dataclass(frozen=True)
+class ExtraInstance:
+    """An instance the orchestrator runs beside the node groups (login node, controller)."""
+
+    role: str
+    instance_type: str  # as the service names it (``ml.`` prefixed for SageMaker HyperPod)
+    count: int = 1

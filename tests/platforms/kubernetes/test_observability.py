@@ -1,0 +1,130 @@
+"""orchestrator eks, observability: the AMP managed scraper of the cluster (two AZs, the nodes' security group, the
+workspace, a configuration Prometheus accepts) collecting node_exporter with the validation and EFA textfiles,
+dcgm-exporter and kube-state-metrics under the labels fmcluster's rules group by."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import actions_of, resources_of
+
+from fmcluster.platforms.kubernetes import metrics, versions
+from fmcluster.platforms.kubernetes.scraper import ManagedScraper
+
+ROOT = Path(__file__).resolve().parents[3]
+INSTALL_SH = (ROOT / "fmcluster" / "runtime" / "observability" / "install.sh").read_text()
+RULES = (ROOT / "fmcluster" / "observability" / "rules.yaml").read_text()
+
+
+@pytest.fixture(scope="module")
+def template(synth_example):
+    return synth_example("eks-p5")["eks-p5-cluster"]
+
+
+@pytest.fixture(scope="module")
+def scraper(template):
+    (found,) = resources_of(template, "AWS::APS::Scraper").values()
+    return found["Properties"]
+
+
+def test_scraper_reaches_the_cluster_from_two_azs_and_writes_to_the_workspace(scraper):
+    eks = scraper["Source"]["EksConfiguration"]
+    assert eks["ClusterArn"]["Fn::GetAtt"][1] == "Arn"
+    assert len(eks["SubnetIds"]) == 2 and "Extra" in json.dumps(eks["SubnetIds"][1])
+    assert "EfaSecurityGroup" in json.dumps(eks["SecurityGroupIds"])
+    assert "eks-p5-observability" in json.dumps(scraper["Destination"]["AmpConfiguration"]["WorkspaceArn"])
+    assert scraper["Alias"] == "fmcluster-eks-p5"
+
+
+def test_scrape_configuration_is_the_rendered_one(scraper):
+    config = ManagedScraper.decode(scraper["ScrapeConfiguration"]["ConfigurationBlob"])
+    assert config == metrics.scrape_config(cluster="eks-p5", interval_s=30)
+    assert config["global"]["scrape_interval"] == "30s"
+    for job in config["scrape_configs"]:
+        assert set(job) <= {"job_name", "honor_labels", "kubernetes_sd_configs", "relabel_configs"}, \
+            "the managed scraper discovers with kubernetes_sd_configs only"
+
+
+def test_promtool_accepts_the_configuration(tmp_path):
+    """promtool parses everything but the service discovery: the distributions' promtool (make setup) is built
+    without Kubernetes discovery, so each job's kubernetes_sd_configs is checked here and swapped for a static target
+    there; the relabelling, regexes and intervals go through promtool."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool missing: make setup installs it"
+    config = metrics.scrape_config(cluster="eks-p5", interval_s=10)
+    for job in config["scrape_configs"]:
+        (sd,) = job.pop("kubernetes_sd_configs")
+        assert sd["role"] in ("node", "pod") and set(sd) <= {"role", "namespaces"}
+        job["static_configs"] = [{"targets": ["127.0.0.1:9100"]}]
+    path = tmp_path / "scrape.yml"
+    path.write_text(yaml.safe_dump(config))
+    r = subprocess.run([promtool, "check", "config", str(path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert metrics.scrape_config(cluster="c", interval_s=10)["global"]["scrape_interval"] == "30s", "AMP's minimum"
+
+
+def test_series_get_the_labels_the_rules_group_by():
+    config = metrics.scrape_config(cluster="eks-p5", interval_s=30)
+    jobs = {j["job_name"]: j for j in config["scrape_configs"]}
+    assert re.search(r'up\{job=~"node\|dcgm"\}', RULES), "the exporter-down rule names these jobs"
+    grouped = set(re.findall(r"by \(([^)]*)\)", RULES))
+    used = {label.strip() for group in grouped for label in group.split(",")}
+    for name in ("node", "dcgm"):
+        targets = {r.get("target_label") for r in jobs[name]["relabel_configs"]}
+        assert {"cluster", "node", "node_group", "instance_type"} <= targets
+        assert {"cluster", "node", "node_group", "instance_type"} & used
+    node_rule = jobs["node"]["relabel_configs"][2]
+    assert re.match(node_rule["regex"], "ip-10-4-1-23.ec2.internal").group(1) == "ip-10-4-1-23"
+    assert jobs["node"]["relabel_configs"][0]["source_labels"] == ["__meta_kubernetes_node_label_fmcluster_io_node_group"]
+
+
+def test_scraper_roles_trust_only_this_accounts_scrapers(template):
+    roles = {k: r["Properties"] for k, r in resources_of(template, "AWS::IAM::Role").items() if k.startswith("EksScraper")}
+    source = next(r for k, r in roles.items() if "Source" in k)
+    target = next(r for k, r in roles.items() if "Target" in k)
+    (trust,) = source["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "scraper.aps.amazonaws.com"}
+    assert set(trust["Condition"]) == {"StringEquals", "ArnLike"}
+    (trust,) = target["AssumeRolePolicyDocument"]["Statement"]
+    assert "Fn::GetAtt" in json.dumps(trust["Principal"]) and "sts:ExternalId" in json.dumps(trust["Condition"])
+    policies = [r["Properties"] for k, r in resources_of(template, "AWS::IAM::Policy").items() if k.startswith("EksScraper")]
+    actions = sorted(a for p in policies for st in p["PolicyDocument"]["Statement"] for a in actions_of(st))
+    assert actions == ["aps:RemoteWrite", "sts:AssumeRole"]
+
+
+def test_exporters_are_the_versions_the_other_nodes_run():
+    node = re.search(r'NODE_EXPORTER_VERSION="([^"]+)"', INSTALL_SH).group(1)
+    assert versions.NODE_EXPORTER_IMAGE.endswith(f":v{node}")
+    image = re.search(r'DCGM_EXPORTER_IMAGE="([^"]+)"', INSTALL_SH).group(1)
+    digest = re.search(r'DCGM_EXPORTER_DIGEST="([^"]+)"', INSTALL_SH).group(1)
+    assert versions.DCGM_EXPORTER_IMAGE == f"{image}@{digest}"
+
+
+def test_exporters_read_the_nodes_textfiles_and_ksm_reads_no_secrets(template):
+    objects = next(json.loads(r["Properties"]["Manifest"]) for k, r in
+                   resources_of(template, "Custom::AWSCDK-EKS-KubernetesResource").items() if k.startswith("EksObjectsExporters"))
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    node = by_name[("DaemonSet", "node-exporter")]["spec"]["template"]["spec"]
+    assert {"name": "textfile", "hostPath": {"path": "/var/lib/node_exporter/textfile_collector",
+                                             "type": "DirectoryOrCreate"}} in node["volumes"]
+    assert "--collector.textfile.directory=/host/textfile" in node["containers"][0]["args"]
+    dcgm = by_name[("DaemonSet", "dcgm-exporter")]["spec"]["template"]["spec"]
+    assert dcgm["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    assert "resources" not in json.dumps(dcgm["containers"][0]["resources"].get("requests", {})).replace(
+        "cpu", "").replace("memory", ""), "claims no GPU"
+    role = by_name[("ClusterRole", "fmcluster-kube-state-metrics")]
+    for rule in role["rules"]:
+        assert rule["verbs"] == ["list", "watch"] and "secrets" not in rule["resources"]
+
+
+def test_efa_textfile_timer_on_efa_nodes(template):
+    lt = next(r["Properties"]["LaunchTemplateData"] for k, r in resources_of(template, "AWS::EC2::LaunchTemplate").items()
+              if k.startswith("EksNodesH100"))
+    text = "".join(p for p in lt["UserData"]["Fn::Base64"]["Fn::Join"][1] if isinstance(p, str))
+    assert "fmcluster.runtime.observability.efa_textfile" in text and "enable --now fmcluster-efa-textfile.timer" in text
