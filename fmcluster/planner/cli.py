@@ -33,6 +33,10 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--active-experts", help="experts each token is routed to (top-k)")
     t = parser.add_argument_group("training")
     t.add_argument("--precision", choices=("bf16", "fp8"), default="bf16", help="compute precision (default bf16)")
+    t.add_argument("--framework", choices=("megatron", "fsdp", "deepspeed"), default="megatron",
+                   help="whose bytes per parameter and gradient precision: Megatron-LM/NeMo (18, or 6 + 12/d with the "
+                   "distributed optimizer; fp32 gradients), PyTorch FSDP2 (16/d) or DeepSpeed ZeRO (16 .. 16/d; bf16 "
+                   "gradients). Default megatron")
     t.add_argument("--mfu", default="0.4", help="share of peak FLOPs the GPUs sustain on what they compute, "
                    "recomputation included (equals MFU without recomputation; default 0.4)")
     t.add_argument("--global-batch-tokens", default="4194304", help="tokens per optimizer step (default 4M = 2^22)")
@@ -115,6 +119,7 @@ def run_plan(args: Any) -> int:
         bytes_per_token=float(number(args, "bytes_per_token") or 0), gradient_gb=float(number(args, "gradient_gb") or 0),
         group=args.group, top=int(number(args, "top", integer=True) or 5),
         model_option="--model" if args.model is not None else "--params",
+        framework=getattr(args, "framework", None) or "megatron",
     )
     model = resolve_model(args)
     html_out = Path(args.html) if args.html else None

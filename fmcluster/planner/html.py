@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterable, List, Sequence
 
 from fmcluster.planner.chart import legend, step_chart
 from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, val
+from fmcluster.planner.text import framework_line as text_framework_line
 from fmcluster.planner.text import percent
 
 CSS = """
@@ -52,7 +53,7 @@ def page(report: Dict[str, Any], spec: Any) -> str:
     if "model" in report:
         m, o = report["model"], report["options"]
         subtitle += (f" · model {m['name']} ({human_count(m['params'])} parameters) · {o['precision']} at MFU {o['mfu']:g}"
-                     f" · {human_count(o['global_batch_tokens'])} tokens per step")
+                     f" · {human_count(o['global_batch_tokens'])} tokens per step requested · framework {o['framework']}")
     parts = [f"<header><h1>{escape(title)}</h1><p>{escape(subtitle)}</p></header><main>", cards(report),
              cluster_section(report, spec)]
     for j in report.get("jobs", []):
@@ -216,7 +217,9 @@ def cost_section(report: Dict[str, Any]) -> str:
 
 
 def assumptions_section(report: Dict[str, Any]) -> str:
-    items = report.get("assumptions", []) + ["Cluster all-reduce figures use a gradient of "
+    fw = report.get("framework")
+    conv = [text_framework_line(fw)] if fw else []
+    items = conv + report.get("assumptions", []) + ["Cluster all-reduce figures use a gradient of "
                                              f"{report['cluster']['gradient_gb']:g} GB (--gradient-gb)."]
     lis = "".join(f"<li>{escape(a)}</li>" for a in items)
     return (f'<section><h2>Assumptions</h2><ul>{lis}</ul><p class="note">Every figure carries its formula and inputs in '

@@ -12,9 +12,10 @@ from fmcluster.planner.cluster import cluster_figures
 from fmcluster.planner.cost import hourly_cost, priced_for_job, token_cost
 from fmcluster.planner.errors import PlanUsageError
 from fmcluster.planner.figures import fig
+from fmcluster.planner.frameworks import DEFAULT_FRAMEWORK, framework
 from fmcluster.planner.hardware import HBM_USABLE_FRACTION, Hardware, of_group
 from fmcluster.planner.layouts import stage_params
-from fmcluster.planner.memory import RECOMPUTE, SHARDINGS, activation_coefficient, activations
+from fmcluster.planner.memory import GATHERED_LAYERS, RECOMPUTE, activation_coefficient, activations
 from fmcluster.planner.models import Model
 from fmcluster.planner.search import Candidate, describe, evaluate, overflow_message
 from fmcluster.planner.steptime import collective_summary
@@ -23,7 +24,8 @@ ASSUMPTIONS = [
     "Times are lower bounds: bandwidth-only collectives (no latency), compute at the stated MFU, perfect overlap of "
     "compute, NVLink and inter-node traffic; the serial sum is shown beside each bound.",
     f"Usable HBM is {HBM_USABLE_FRACTION:.0%} of the GPU's memory (CUDA context, NCCL buffers, fragmentation).",
-    "Mixed-precision Adam: 2 + 2 + 12 bytes per parameter; fp8 changes the compute peak, not these bytes.",
+    "Bytes per parameter and what is sharded follow the chosen framework's convention (--framework); fp8 changes the "
+    "compute peak, not these bytes.",
     "Sequence parallelism with every tp > 1; 1F1B pipeline schedule; one training job per GPU node group.",
 ]
 
@@ -40,6 +42,7 @@ class PlanOptions:
     group: Optional[str] = None
     top: int = 5
     model_option: str = "--model"
+    framework: str = DEFAULT_FRAMEWORK
 
 
 def build(spec: Any, model: Optional[Model], opts: PlanOptions) -> Dict[str, Any]:
@@ -57,7 +60,14 @@ def build(spec: Any, model: Optional[Model], opts: PlanOptions) -> Dict[str, Any
         raise PlanUsageError("\n".join(j["overflow"] for j in jobs))
     report["model"] = model.summary()
     report["options"] = {k: getattr(opts, k) for k in ("precision", "mfu", "global_batch_tokens", "micro_batch", "tokens",
-                                                       "bytes_per_token")}
+                                                       "bytes_per_token", "framework")}
+    fw = framework(opts.framework)
+    report["framework"] = {"key": fw.key, "label": fw.label, "source": fw.source,
+                           "shardings": [{"key": s.key, "label": s.label, "bytes_per_param": s.formula(),
+                                          "weights": s.weight_bytes, "gradients": s.grad_bytes,
+                                          "optimizer": s.optimizer_bytes, "gradient_wire_bytes": s.grad_wire_bytes,
+                                          "weight_wire_bytes": s.weight_wire_bytes, "data_parallel": s.pattern}
+                                         for s in fw.shardings]}
     report["assumptions"] = ASSUMPTIONS + [f"model: {a}" for a in model.assumptions]
     report["jobs"] = jobs
     return report
@@ -65,7 +75,7 @@ def build(spec: Any, model: Optional[Model], opts: PlanOptions) -> Dict[str, Any
 
 def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, Any]) -> Dict[str, Any]:
     hw = of_group(group, opts.precision)
-    cands = evaluate(model, hw, opts.global_batch_tokens, opts.micro_batch, opts.mfu)
+    cands = evaluate(model, hw, opts.global_batch_tokens, opts.micro_batch, opts.mfu, opts.framework)
     fitting = [c for c in cands if c.fits]
     out: Dict[str, Any] = {"group": group.name, "hardware": hw.summary(), "layouts_evaluated": len(cands),
                            "layouts_fitting": len(fitting), "fits": bool(fitting),
@@ -105,10 +115,9 @@ def row(c: Candidate) -> Dict[str, Any]:
 def detail(c: Candidate, model: Model, hw: Hardware, opts: PlanOptions) -> Dict[str, Any]:
     lay, mem, st = c.layout, c.memory, c.step
     p = stage_params(model, lay)
-    level = SHARDINGS.index(mem.sharding)
+    sc = mem.scheme
 
-    def state(term: str, nbytes: int, from_level: int) -> Dict[str, Any]:
-        sharded = level >= from_level
+    def state(term: str, nbytes: int, sharded: bool) -> Dict[str, Any]:
         formula = (f"{nbytes} bytes x (dense params per GPU" + (" / dp" if sharded else "") + " + expert params per GPU"
                    + (" / (dp / ep)" if sharded else "") + ")")
         return fig(getattr(mem, term), "bytes", formula, bytes_per_param=nbytes, dense_params_per_gpu=p["dense"],
@@ -116,7 +125,11 @@ def detail(c: Candidate, model: Model, hw: Hardware, opts: PlanOptions) -> Dict[
 
     coef = activation_coefficient(model, lay.tp, mem.recompute)
     memory = {
-        "weights": state("weights", 2, 3), "gradients": state("gradients", 2, 2), "optimizer": state("optimizer", 12, 1),
+        "weights": state("weights", sc.weight_bytes, sc.shard_weights),
+        "gradients": state("gradients", sc.grad_bytes, sc.shard_grads),
+        "optimizer": state("optimizer", sc.optimizer_bytes, sc.shard_optimizer),
+        "gathered": fig(mem.gathered, "bytes", f"2 bytes x params of {GATHERED_LAYERS} layers on the stage (gathered for "
+                        "compute when weights are sharded)", sharded_weights=sc.shard_weights),
         "activations": fig(mem.activations, "bytes", "s b h x coefficient x layers on the stage x min(pp, microbatches)"
                            + (" + 34 s b h / t (layer being recomputed)" if mem.recompute == "full" else "")
                            + " + 4 s b v / t (fp32 logits)", s=model.seq, b=lay.micro_batch, h=model.hidden,
@@ -125,8 +138,10 @@ def detail(c: Candidate, model: Model, hw: Hardware, opts: PlanOptions) -> Dict[
         "activations_by_recompute": {policy: fig(activations(model, lay, policy), "bytes", "the activations formula "
                                                  "with this recomputation policy", recompute=policy)
                                      for policy in RECOMPUTE},
-        "total": fig(mem.total, "bytes", "weights + gradients + optimizer + activations",
-                     weights=mem.weights, gradients=mem.gradients, optimizer=mem.optimizer, activations=mem.activations),
+        "total": fig(mem.total, "bytes", "weights + gradients + optimizer + activations + gathered weights",
+                     weights=mem.weights, gradients=mem.gradients, optimizer=mem.optimizer, activations=mem.activations,
+                     gathered=mem.gathered),
+        "bytes_per_param": sc.formula(),
         "usable_hbm": fig(hw.usable_hbm_bytes, "bytes", "HBM per GPU x usable fraction", hbm=hw.hbm_bytes,
                           fraction=HBM_USABLE_FRACTION),
         "fits": c.fits,

@@ -6,13 +6,15 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from fmcluster.planner.figures import GIB, human_count
+from fmcluster.planner.frameworks import DEFAULT_FRAMEWORK, framework, sharding_label
 from fmcluster.planner.hardware import Hardware
 from fmcluster.planner.layouts import Layout, enumerate_layouts
-from fmcluster.planner.memory import RECOMPUTE, SHARDING_LABEL, SHARDINGS, Memory, memory
+from fmcluster.planner.memory import RECOMPUTE, Memory, memory
 from fmcluster.planner.models import Model
 from fmcluster.planner.steptime import Step, step
 
-TERM_LABEL = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer state", "activations": "activations"}
+TERM_LABEL = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer state", "activations": "activations",
+              "gathered": "gathered weights"}
 
 
 @dataclass(frozen=True)
@@ -23,15 +25,17 @@ class Candidate:
     fits: bool
 
 
-def evaluate(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch: int, mfu: float) -> List[Candidate]:
+def evaluate(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch: int, mfu: float,
+             framework_key: str = DEFAULT_FRAMEWORK) -> List[Candidate]:
     """One candidate per layout: the fastest (sharding, recomputation) that fits, else the
     smallest footprint. Sorted fitting first, then by the step bound."""
+    fw = framework(framework_key)
     out: List[Candidate] = []
     for layout in enumerate_layouts(model, hw, global_batch_tokens, micro_batch):
         best: Optional[Candidate] = None
         smallest: Optional[Candidate] = None
-        for sharding in SHARDINGS:
-            if sharding != "ddp" and layout.dp == 1:
+        for sharding in fw.shardings:
+            if sharding is not fw.shardings[0] and layout.dp == 1:
                 continue  # nothing to shard over
             for recompute in RECOMPUTE:
                 mem = memory(model, layout, sharding, recompute)
@@ -66,7 +70,7 @@ def describe(c: Candidate) -> str:
     ep = f", ep={lay.ep}" if lay.ep > 1 else ""
     recompute = {"none": "no recomputation", "selective": "selective recomputation",
                  "full": "full recomputation"}[mem.recompute]
-    return f"tp={lay.tp}, pp={lay.pp}, dp={lay.dp}{ep}, {SHARDING_LABEL[mem.sharding]}, {recompute}"
+    return f"tp={lay.tp}, pp={lay.pp}, dp={lay.dp}{ep}, {sharding_label(mem.scheme, lay.dp)}, {recompute}"
 
 
 def overflow_message(option: str, model: Model, hw: Hardware, candidates: List[Candidate]) -> str:
@@ -79,7 +83,7 @@ def overflow_message(option: str, model: Model, hw: Hardware, candidates: List[C
         return f"{head}: no layout divides {hw.gpus} GPUs for {model.heads} attention heads"
     smallest = min(candidates, key=lambda x: x.memory.total)
     mem = smallest.memory
-    terms = sorted(mem.terms().items(), key=lambda kv: -kv[1])
+    terms = sorted(((k, v) for k, v in mem.terms().items() if v > 0), key=lambda kv: -kv[1])
     name, size = terms[0]
     alone = f"; {TERM_LABEL[name]} alone is {size / GIB:.1f} GiB, {(size - usable) / GIB:.1f} GiB over" if size > usable \
         else ""

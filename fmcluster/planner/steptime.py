@@ -8,9 +8,10 @@ pass: 8N instead of 6N (Korthikanti et al., arXiv:2205.05198 §5, ~33% overhead)
 Compute = FLOPs x tokens / (GPUs x dense peak x MFU). The 1F1B pipeline adds a bubble
 of (pp - 1) / microbatches of it (Narayanan et al., arXiv:2104.04473 §2.2.1).
 
-Collectives per step: data parallel gradients (all-reduce; ZeRO-1/2 reduce-scatter +
-all-gather, the same volume; ZeRO-3/FSDP all-gather forward and backward and
-reduce-scatter for every micro-batch, 1.5x, ZeRO §7.2); tensor parallel 4 all-reduces of
+Collectives per step: data parallel gradients at the framework's wire precision
+(frameworks.py: all-reduce; a sharded optimizer reduce-scatters gradients and all-gathers
+weights; ZeRO-3/FSDP all-gather forward and backward and reduce-scatter for every
+micro-batch, ZeRO §7.2); tensor parallel 4 all-reduces of
 b x s x h activations per layer and micro-batch (Shoeybi et al., arXiv:1909.08053 §3;
 sequence parallelism moves the same volume); pipeline point-to-point of the activations
 and their gradients; expert parallel 4 all-to-alls per MoE layer and micro-batch
@@ -26,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, List
 
 from fmcluster.planner import collectives as c
+from fmcluster.planner.frameworks import GATHER_FOR_COMPUTE, SCATTER_EVERY_MICROBATCH, SCATTER_GATHER_ONCE, Sharding
 from fmcluster.planner.hardware import Hardware
 from fmcluster.planner.layouts import Layout, stage_params
-from fmcluster.planner.memory import GRAD_BYTES, WEIGHT_BYTES
 from fmcluster.planner.models import Model
 
 ACT_BYTES = 2  # bf16 activations on the wire
@@ -82,7 +83,7 @@ def flops_per_token(model: Model, recompute: str) -> float:
     return per_token * 8 / 6 if recompute == "full" else per_token
 
 
-def step(model: Model, hw: Hardware, layout: Layout, sharding: str, recompute: str, mfu: float) -> Step:
+def step(model: Model, hw: Hardware, layout: Layout, sharding: Sharding, recompute: str, mfu: float) -> Step:
     tokens = layout.tokens_per_step
     fpt = flops_per_token(model, recompute)
     compute = fpt * tokens / (hw.gpus * hw.peak_flops * mfu)
@@ -90,7 +91,7 @@ def step(model: Model, hw: Hardware, layout: Layout, sharding: str, recompute: s
     return Step(compute, bubble, communication(model, hw, layout, sharding, recompute), tokens, fpt)
 
 
-def communication(model: Model, hw: Hardware, layout: Layout, sharding: str, recompute: str) -> List[c.Collective]:
+def communication(model: Model, hw: Hardware, layout: Layout, sharding: Sharding, recompute: str) -> List[c.Collective]:
     p = stage_params(model, layout)
     nvl, net, link = hw.nvlink_bytes_s, hw.internode_bytes_s_per_gpu, hw.internode_link
     m, b, s, h, t = layout.microbatches, layout.micro_batch, model.seq, model.hidden, layout.tp
@@ -101,32 +102,30 @@ def communication(model: Model, hw: Hardware, layout: Layout, sharding: str, rec
         if ranks <= 1 or params <= 0:
             return
         per_domain = c.members_per_domain(ranks, stride, hw.domain, hw.gpus)
-        if sharding == "zero3":
-            # per micro-batch: all-gather weights per forward pass and for backward, reduce-scatter gradients
+        grads, weights = params * sharding.grad_wire_bytes, params * sharding.weight_wire_bytes
+        g, w = sharding.grad_wire_bytes, sharding.weight_wire_bytes
+
+        def add(label: str, kind: str, size: float, calls: float, formula: str) -> None:
+            nvl_s, net_s = c.hierarchical(kind, size, ranks, per_domain, nvl, net)
+            out.append(c.Collective(f"{name} {label}", kind, group, ranks, size, calls, calls * nvl_s, calls * net_s,
+                                    formula, link))
+
+        if sharding.pattern == GATHER_FOR_COMPUTE:
+            # per micro-batch: weights gathered for every forward pass and for backward, gradients reduce-scattered
             gathers = (forward_passes + 1) * m
-            ag = c.hierarchical(c.ALL_GATHER, params * WEIGHT_BYTES, ranks, per_domain, nvl, net)
-            rs = c.hierarchical(c.REDUCE_SCATTER, params * GRAD_BYTES, ranks, per_domain, nvl, net)
-            out.append(c.Collective(f"{name} weight all-gather", c.ALL_GATHER, group, ranks, params * WEIGHT_BYTES,
-                                    gathers, gathers * ag[0], gathers * ag[1],
-                                    "(passes+1) x microbatches x (n-1)/n x 2 bytes x params", link))
-            out.append(c.Collective(f"{name} gradient reduce-scatter", c.REDUCE_SCATTER, group, ranks,
-                                    params * GRAD_BYTES, m, m * rs[0], m * rs[1],
-                                    "microbatches x (n-1)/n x 2 bytes x params", link))
-            return
-        if sharding == "zero2" and m > 1:
+            add("weight all-gather", c.ALL_GATHER, weights, gathers,
+                f"(passes+1) x microbatches x (n-1)/n x {w} bytes x params")
+            add("gradient reduce-scatter", c.REDUCE_SCATTER, grads, m, f"microbatches x (n-1)/n x {g} bytes x params")
+        elif sharding.pattern == SCATTER_EVERY_MICROBATCH and m > 1:
             # sharded gradients cannot accumulate whole: each micro-batch's are reduce-scattered to their owners
             # (DeepSpeed stage 2), then the updated weight shards are all-gathered once
-            rs = c.hierarchical(c.REDUCE_SCATTER, params * GRAD_BYTES, ranks, per_domain, nvl, net)
-            ag = c.hierarchical(c.ALL_GATHER, params * WEIGHT_BYTES, ranks, per_domain, nvl, net)
-            out.append(c.Collective(f"{name} gradient reduce-scatter", c.REDUCE_SCATTER, group, ranks,
-                                    params * GRAD_BYTES, m, m * rs[0], m * rs[1],
-                                    "microbatches x (n-1)/n x 2 bytes x params", link))
-            out.append(c.Collective(f"{name} weight all-gather", c.ALL_GATHER, group, ranks, params * WEIGHT_BYTES,
-                                    1, ag[0], ag[1], "(n-1)/n x 2 bytes x params", link))
-            return
-        ar = c.hierarchical(c.ALL_REDUCE, params * GRAD_BYTES, ranks, per_domain, nvl, net)
-        out.append(c.Collective(f"{name} gradient all-reduce", c.ALL_REDUCE, group, ranks, params * GRAD_BYTES, 1,
-                                ar[0], ar[1], "2(n-1)/n x 2 bytes x params, hierarchical", link))
+            add("gradient reduce-scatter", c.REDUCE_SCATTER, grads, m, f"microbatches x (n-1)/n x {g} bytes x params")
+            add("weight all-gather", c.ALL_GATHER, weights, 1, f"(n-1)/n x {w} bytes x params")
+        elif sharding.pattern in (SCATTER_GATHER_ONCE, SCATTER_EVERY_MICROBATCH):
+            add("gradient reduce-scatter", c.REDUCE_SCATTER, grads, 1, f"(n-1)/n x {g} bytes x params, hierarchical")
+            add("weight all-gather", c.ALL_GATHER, weights, 1, f"(n-1)/n x {w} bytes x params, hierarchical")
+        else:
+            add("gradient all-reduce", c.ALL_REDUCE, grads, 1, f"2(n-1)/n x {g} bytes x params, hierarchical")
 
     data_parallel("data-parallel", "dp", p["dense"], layout.dp, t)
     data_parallel("expert data-parallel", "dp-expert", p["expert"], layout.expert_dp, t * layout.ep)

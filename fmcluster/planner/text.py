@@ -71,7 +71,14 @@ def model_lines(p: Dict[str, Any]) -> List[str]:
     moe = f", {m['experts']} experts ({m['active_experts']} active)" if m["experts"] > 1 else ""
     return [f"model {m['name']}: {human_count(m['params'])} parameters ({human_count(m['active_params'])} active){moe}, "
             f"{m['layers']} layers, hidden {m['hidden']}, {m['heads']} heads, seq {m['seq']}; {o['precision']} at MFU "
-            f"{o['mfu']:g}, {human_count(o['global_batch_tokens'])} tokens per step, micro-batch {o['micro_batch']}"]
+            f"{o['mfu']:g}, {human_count(o['global_batch_tokens'])} tokens per step, micro-batch {o['micro_batch']}",
+            framework_line(p["framework"])]
+
+
+def framework_line(fw: Dict[str, Any]) -> str:
+    kinds = "; ".join(f"{s['label']} {s['bytes_per_param']} bytes per parameter, gradients reduced in "
+                      f"{'fp32' if s['gradient_wire_bytes'] == 4 else 'bf16'}" for s in fw["shardings"])
+    return f"framework {fw['key']}: {fw['label']}: {kinds} (d = data-parallel ranks)"
 
 
 def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
