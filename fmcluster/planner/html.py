@@ -124,7 +124,10 @@ def memory_table(j: Dict[str, Any]) -> str:
     for i, b in enumerate(j["best"], 1):
         mem = b["memory"]
         fits = '<span class="ok">fits</span>' if mem["fits"] else '<span class="bad">no</span>'
-        rows.append((i, escape(b["layout"]["description"]), gib(val(mem["weights"])), gib(val(mem["gradients"])),
+        warn = f'<br><span class="bad">{escape(b["layout"]["batch_warning"])}</span>' if b["layout"]["batch_warning"] \
+            else ""
+        rows.append((i, escape(b["layout"]["description"]) + warn, f'{b["layout"]["tokens_per_step"]:,}',
+                     gib(val(mem["weights"])), gib(val(mem["gradients"])),
                      gib(val(mem["optimizer"])), gib(val(mem["activations"])), gib(val(mem["total"])),
                      gib(val(mem["usable_hbm"])), fits, human_seconds(val(b["step"]["bound"])),
                      human_seconds(val(b["step"]["serial"]))))
@@ -132,8 +135,8 @@ def memory_table(j: Dict[str, Any]) -> str:
     note = ("<p>Activations of layout 1 by recomputation policy: " + ", ".join(
         f"{escape(policy)} {gib(val(f))} GiB" for policy, f in by.items()) + ".</p>")
     return "<h3>Memory fit per GPU (GiB), fastest layouts first</h3>" + note + table(
-        ("#", "layout", "weights", "gradients", "optimizer", "activations", "total", "usable HBM", "fit", "step bound",
-         "serial"), rows, numeric=(2, 3, 4, 5, 6, 7))
+        ("#", "layout", "tokens per step", "weights", "gradients", "optimizer", "activations", "total", "usable HBM",
+         "fit", "step bound", "serial"), rows, numeric=(2, 3, 4, 5, 6, 7, 8))
 
 
 def step_section(j: Dict[str, Any]) -> str:
@@ -187,12 +190,13 @@ def data_paragraph(j: Dict[str, Any]) -> str:
 
 
 def all_layouts(j: Dict[str, Any]) -> str:
-    rows = [(escape(r["layout"]), escape(r["sharding"]), escape(r["recompute"]), r["memory_gib"],
+    rows = [(escape(r["layout"]), f'{r["tokens_per_step"]:,}', escape(r["sharding"]), escape(r["recompute"]),
+             r["memory_gib"],
              '<span class="ok">yes</span>' if r["fits"] else '<span class="bad">no</span>', human_seconds(r["bound_s"]),
              human_seconds(r["serial_s"])) for r in j["layouts"]]
     return (f"<details><summary>all {len(rows)} layouts evaluated</summary>"
-            + table(("layout", "sharding", "recomputation", "GiB per GPU", "fits", "step bound", "serial"), rows,
-                    numeric=(3,)) + "</details>")
+            + table(("layout", "tokens per step", "sharding", "recomputation", "GiB per GPU", "fits", "step bound",
+                     "serial"), rows, numeric=(1, 4)) + "</details>")
 
 
 def cost_section(report: Dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from fmcluster.planner.hardware import HBM_USABLE_FRACTION, Hardware, of_group
 from fmcluster.planner.layouts import stage_params
 from fmcluster.planner.memory import GATHERED_LAYERS, RECOMPUTE, activation_coefficient, activations
 from fmcluster.planner.models import Model
-from fmcluster.planner.search import Candidate, describe, evaluate, overflow_message
+from fmcluster.planner.search import Candidate, batch_warning, describe, evaluate, overflow_message
 from fmcluster.planner.steptime import collective_summary
 
 ASSUMPTIONS = [
@@ -79,7 +79,8 @@ def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, 
     fitting = [c for c in cands if c.fits]
     out: Dict[str, Any] = {"group": group.name, "hardware": hw.summary(), "layouts_evaluated": len(cands),
                            "layouts_fitting": len(fitting), "fits": bool(fitting),
-                           "layouts": [row(c) for c in cands], "columns": COLUMNS}
+                           "layouts": [row(c, opts) for c in cands], "columns": COLUMNS,
+                           "requested_tokens_per_step": opts.global_batch_tokens}
     if not fitting:
         out["overflow"] = overflow_message(opts.model_option, model, hw, cands)
         if cands:
@@ -87,6 +88,8 @@ def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, 
         return out
     best = fitting[0]
     out["best"] = [detail(c, model, hw, opts) for c in fitting[: opts.top]]
+    out["warnings"] = [f"{b['layout']['description']}: {b['layout']['batch_warning']}" for b in out["best"]
+                       if b["layout"]["batch_warning"]]
     out["checkpoint"] = checkpoint(model, group, spec, best.step)
     out["data_path"] = data_path(best.step, spec, opts.bytes_per_token)
     out["tokens"] = dict(token_cost(opts.tokens, best.step.tokens_per_s, priced_for_job(cost, group.name)),
@@ -101,12 +104,16 @@ COLUMNS = {
     "memory_gib": "weights + gradients + optimizer + activations per GPU (see best[].memory for each term)",
     "bound_s": "max(compute + bubble, NVLink seconds, inter-node seconds)",
     "serial_s": "compute + bubble + every collective (no overlap)",
+    "tokens_per_step": "data-parallel ranks x micro-batches x micro-batch x seq: every rank runs at least one "
+                       "micro-batch, so this can exceed the requested --global-batch-tokens",
 }
 
 
-def row(c: Candidate) -> Dict[str, Any]:
+def row(c: Candidate, opts: PlanOptions) -> Dict[str, Any]:
     s = c.step
-    return {"layout": c.layout.key(), **c.layout.summary(), "sharding": c.memory.sharding, "recompute": c.memory.recompute,
+    return {"layout": c.layout.key(), **c.layout.summary(),
+            "batch_differs": c.layout.tokens_per_step != opts.global_batch_tokens, "sharding": c.memory.sharding,
+            "recompute": c.memory.recompute,
             "memory_gib": round(c.memory.total / 2**30, 2), "fits": c.fits, "bound_s": round(s.bound_s, 4),
             "serial_s": round(s.serial_s, 4), "compute_s": round(s.compute_s, 4), "nvlink_s": round(s.nvlink_s, 4),
             "internode_s": round(s.internode_s, 4)}
@@ -164,7 +171,9 @@ def detail(c: Candidate, model: Model, hw: Hardware, opts: PlanOptions) -> Dict[
         "serial": fig(st.serial_s, "s", "compute + bubble + every collective"),
         "tokens_per_s": fig(st.tokens_per_s, "tokens/s", "tokens per step / bound", tokens=st.tokens, bound_s=st.bound_s),
     }
-    return {"layout": dict(lay.summary(), sharding=mem.sharding, recompute=mem.recompute, description=describe(c)),
+    return {"layout": dict(lay.summary(), sharding=mem.sharding, recompute=mem.recompute, description=describe(c),
+                           requested_tokens_per_step=opts.global_batch_tokens,
+                           batch_warning=batch_warning(lay, opts.global_batch_tokens)),
             "memory": memory, "step": step}
 
 

@@ -50,9 +50,34 @@ def evaluate(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch
         chosen = best or smallest
         if chosen is not None:
             out.append(chosen)
-    out.sort(key=lambda x: (not x.fits, _per_token(x.step.bound_s, x) if x.fits else x.memory.total,
-                            _per_token(x.step.serial_s, x)))
+    out.sort(key=lambda x: (not x.fits, grows_batch(x.layout, global_batch_tokens),
+                            _per_token(x.step.bound_s, x) if x.fits else x.memory.total, _per_token(x.step.serial_s, x)))
     return out
+
+
+BATCH_GROWTH_ALLOWED = 1.25  # a step up to 25% over the requested batch still counts as that batch
+
+
+def grows_batch(layout: Layout, requested: float) -> bool:
+    """Every data-parallel rank runs at least one micro-batch: a wide layout can run a much larger batch than asked
+    for, a different training run; such layouts rank after those that keep the batch."""
+    return layout.tokens_per_step > requested * BATCH_GROWTH_ALLOWED
+
+
+def batch_warning(layout: Layout, requested: float) -> str:
+    """Why a layout's step carries more (or other) tokens than requested; '' when it carries the request."""
+    tokens = layout.tokens_per_step
+    if tokens == requested:
+        return ""
+    ratio = tokens / requested
+    why = (f"{layout.dp} data-parallel ranks x {layout.microbatches} micro-batch(es) x {layout.micro_batch} "
+           f"sequence(s) x {layout.seq} tokens")
+    return (f"runs {human_int(tokens)} tokens per step, {ratio:.2f}x the {human_int(requested)} requested ({why})"
+            + ("; ranked after layouts that keep the batch" if grows_batch(layout, requested) else ""))
+
+
+def human_int(n: float) -> str:
+    return f"{n:,.0f}"
 
 
 def _per_token(seconds: float, c: Candidate) -> float:

@@ -94,8 +94,11 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     for i, b in enumerate(j["best"], 1):
         mem, st = b["memory"], b["step"]
         lines.append(f"    {i}. {b['layout']['description']}: {val(mem['total']) / GIB:.1f} of "
-                     f"{val(mem['usable_hbm']) / GIB:.0f} GiB; step >= {human_seconds(val(st['bound']))} "
+                     f"{val(mem['usable_hbm']) / GIB:.0f} GiB; {b['layout']['tokens_per_step']:,} tokens per step; "
+                     f"step >= {human_seconds(val(st['bound']))} "
                      f"({human_seconds(val(st['serial']))}), {human_count(val(st['tokens_per_s']))} tokens/s")
+        if b["layout"]["batch_warning"]:
+            lines.append(f"       WARNING: {b['layout']['batch_warning']}")
         if i == 1:
             lines.append("       " + step_breakdown(st, hw["internode_link"]))
             by = mem["activations_by_recompute"]
