@@ -8,7 +8,7 @@ from html import escape
 from typing import Any, Dict, Iterable, List, Sequence
 
 from fmcluster.planner.chart import legend, step_chart
-from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, val
+from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, plain, val
 from fmcluster.planner.text import framework_line as text_framework_line
 from fmcluster.planner.text import percent
 
@@ -52,7 +52,8 @@ def page(report: Dict[str, Any], spec: Any) -> str:
     subtitle = f"{c['region']} · orchestrator {c['orchestrator']}"
     if "model" in report:
         m, o = report["model"], report["options"]
-        subtitle += (f" · model {m['name']} ({human_count(m['params'])} parameters) · {o['precision']} at MFU {o['mfu']:g}"
+        subtitle += (f" · model {m['name']} ({human_count(m['params'])} parameters) · {o['precision']} compute at "
+                     f"{plain(o['mfu'], 6)} of peak"
                      f" · {human_count(o['global_batch_tokens'])} tokens per step requested · framework {o['framework']}")
     parts = [f"<header><h1>{escape(title)}</h1><p>{escape(subtitle)}</p></header><main>", cards(report),
              cluster_section(report, spec)]
@@ -71,7 +72,8 @@ def cards(report: Dict[str, Any]) -> str:
     hourly = money(val(cost["total_usd_per_hour"])) + "/h"
     if not cost["complete"]:
         hourly = f"{hourly} + unpriced" if val(cost["total_usd_per_hour"]) else "unpriced"
-    items = [(str(t["gpus"]), "GPUs"), (f"{t['bf16_dense_pflops']:g}", "PFLOPS dense BF16"), (f"{t['hbm_tib']:g} TiB", "HBM"),
+    items = [(str(t["gpus"]), "GPUs"), (f"{plain(t['bf16_dense_pflops'], 6)}", "PFLOPS dense BF16"),
+             (f"{plain(t['hbm_tib'], 6)} TiB", "HBM"),
              (hourly, "On-Demand" + (" (estimate)" if cost["estimate"] and cost["complete"] else ""))]
     for j in report.get("jobs", []):
         if j["fits"]:
@@ -94,13 +96,13 @@ def cluster_section(report: Dict[str, Any], spec: Any) -> str:
     c = report["cluster"]
     rows = [(escape(g["name"]), f"{g['nodes']} x {escape(g['instance_type'])}", g["gpus"], escape(g["gpu"]),
              g["bf16_dense_pflops"], g["hbm_tib"], f"{g['nvlink_domains']} x {g['nvlink_domain_gpus']}",
-             f"{g['efa_gbps_total']:g}", g["nvme_tb"], escape(g["capacity"]), escape(g["placement"]),
+             f"{plain(g['efa_gbps_total'], 6)}", g["nvme_tb"], escape(g["capacity"]), escape(g["placement"]),
              escape(", ".join(g["unverified"]) or "-")) for g in c["groups"]]
     groups = table(("group", "nodes", "GPUs", "GPU", "PFLOPS BF16", "HBM TiB", "NVLink domains", "EFA Gbps", "NVMe TB",
                     "capacity", "placement", "unverified"), rows, numeric=(2, 4, 5, 7, 8))
     fsx = c["storage"]["fsx"]
-    storage = (f"<p>FSx for Lustre {escape(fsx['deployment_type'])}: {fsx['capacity_tib']:g} TiB, "
-               f"{fsx['throughput_gbps']:g} GB/s ({fsx['throughput_mbps_per_tib']} MB/s per TiB), "
+    storage = (f"<p>FSx for Lustre {escape(fsx['deployment_type'])}: {plain(fsx['capacity_tib'], 6)} TiB, "
+               f"{plain(fsx['throughput_gbps'], 6)} GB/s ({fsx['throughput_mbps_per_tib']} MB/s per TiB), "
                f"{fsx['associations']} S3 association(s)</p>") if fsx else "<p>No FSx for Lustre in the spec.</p>"
     notes = "".join(f"<li>{escape(line)}</li>" for line in c.get("orchestrator_notes", []))
     orchestrator = f"<ul>{notes}</ul>" if notes else ""
@@ -110,9 +112,9 @@ def cluster_section(report: Dict[str, Any], spec: Any) -> str:
 def job_section(j: Dict[str, Any], report: Dict[str, Any]) -> str:
     hw = j["hardware"]
     head = (f"<h2>Training job on {escape(j['group'])}: {hw['gpus']} x {escape(hw['gpu'])}</h2><p>NVLink domain "
-            f"{hw['nvlink_domain_gpus']} GPUs at {hw['nvlink_gb_s_one_way_per_gpu']:g} GB/s per GPU one way; "
-            f"{escape(hw['internode_link'])} {hw['internode_gb_s_per_gpu']:.3g} GB/s per GPU; {j['layouts_fitting']} of "
-            f"{j['layouts_evaluated']} layouts fit {hw['hbm_gib_per_gpu']:g} GiB of HBM.</p>")
+            f"{hw['nvlink_domain_gpus']} GPUs at {plain(hw['nvlink_gb_s_one_way_per_gpu'], 6)} GB/s per GPU one way; "
+            f"{escape(hw['internode_link'])} {plain(hw['internode_gb_s_per_gpu'], 3)} GB/s per GPU; {j['layouts_fitting']} of "
+            f"{j['layouts_evaluated']} layouts fit {plain(hw['hbm_gib_per_gpu'], 6)} GiB of HBM.</p>")
     if not j["fits"]:
         return f'<section>{head}<p class="bad">{escape(j["overflow"])}</p></section>'
     return (f"<section>{head}{memory_table(j)}{step_section(j)}{expert_table(j)}{checkpoint_table(j)}"
@@ -171,7 +173,7 @@ def checkpoint_table(j: Dict[str, Any]) -> str:
         if not t["available"]:
             rows.append((escape(t["target"]), "-", "-", "-", escape(t.get("reason", ""))))
             continue
-        write = human_seconds(val(t["write"])) + f" ({t['write_steps']:.2g} steps)" if "write" in t \
+        write = human_seconds(val(t["write"])) + f" ({plain(t['write_steps'], 2)} steps)" if "write" in t \
             else escape(t.get("write_reason", "-"))
         note = escape(t.get("note", "")) + (" <b>unverified rates</b>" if t.get("unverified") else "")
         rows.append((escape(t["target"]), write, human_seconds(val(t["restore"])), escape(t.get("limited_by", "")), note))
@@ -224,7 +226,7 @@ def assumptions_section(report: Dict[str, Any]) -> str:
     fw = report.get("framework")
     conv = [text_framework_line(fw)] if fw else []
     items = conv + report.get("assumptions", []) + ["Cluster all-reduce figures use a gradient of "
-                                             f"{report['cluster']['gradient_gb']:g} GB (--gradient-gb)."]
+                                             f"{plain(report['cluster']['gradient_gb'], 6)} GB (--gradient-gb)."]
     lis = "".join(f"<li>{escape(a)}</li>" for a in items)
     return (f'<section><h2>Assumptions</h2><ul>{lis}</ul><p class="note">Every figure carries its formula and inputs in '
             "<code>fmcluster plan --json</code>; docs/planning.md explains each model and its sources.</p></section>")

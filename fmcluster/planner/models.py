@@ -114,6 +114,9 @@ def build(raw: Dict[str, Any], option: str) -> Model:
             ints[key] = _positive_int(raw[key], key, option, allow_zero=key in ("shared_experts", "dense_layers"))
     assumptions: List[str] = []
     hidden, layers = ints["hidden"], ints["layers"]
+    if "heads" in ints and "head_dim" not in ints and hidden % ints["heads"]:
+        raise PlanUsageError(f"{option}: 'heads' ({ints['heads']}) does not divide 'hidden' ({hidden}); give head_dim "
+                             "when the head size is not hidden / heads")
     head_dim = ints.get("head_dim") or (hidden // ints["heads"] if "heads" in ints else HEAD_DIM)
     heads = ints.get("heads") or max(1, hidden // head_dim)
     if "heads" not in ints:
@@ -133,7 +136,10 @@ def build(raw: Dict[str, Any], option: str) -> Model:
     ffn, vocab, expert_ffn = ints.get("ffn", 0), ints.get("vocab", 0), ints.get("expert_ffn", 0)
     shared = ints.get("shared_experts", 0)
     if not vocab:
-        assumptions.append("vocab not given: embeddings and the output layer are left out of memory and FLOPs")
+        assumptions.append("vocab not given: any embedding and output-layer weights inside params are counted as layer "
+                           "weights spread over the pipeline stages (not on the first and last stage), the input "
+                           "embedding lookup is charged 6 FLOPs per parameter like a matrix multiply, and the fp32 "
+                           "logits of the loss (4 s b vocab / t bytes) are left out of activation memory")
     if "params" in raw:
         params = _positive_number(raw["params"], "params", option)
     elif ffn and vocab and (experts == 1 or expert_ffn):

@@ -21,7 +21,7 @@ from fmcluster.planner.search import Candidate, batch_warning, describe, evaluat
 from fmcluster.planner.steptime import collective_summary
 
 ASSUMPTIONS = [
-    "Times are lower bounds: bandwidth-only collectives (no latency), compute at the stated MFU, perfect overlap of "
+    "Times are lower bounds: bandwidth-only collectives (no latency), compute at the --mfu share of peak, perfect overlap of "
     "compute, NVLink and inter-node traffic; the serial sum is shown beside each bound.",
     f"Usable HBM is {HBM_USABLE_FRACTION:.0%} of the GPU's memory (CUDA context, NCCL buffers, fragmentation).",
     "Bytes per parameter and what is sharded follow the chosen framework's convention (--framework); fp8 changes the "
@@ -155,7 +155,7 @@ def detail(c: Candidate, model: Model, hw: Hardware, opts: PlanOptions) -> Dict[
     }
     peak_inputs = dict(gpus=hw.gpus, peak_flops=hw.peak_flops, mfu=opts.mfu, precision=opts.precision)
     step = {
-        "compute": fig(st.compute_s, "s", "flops per token x tokens per step / (gpus x dense peak x MFU)",
+        "compute": fig(st.compute_s, "s", "flops per token x tokens per step / (gpus x dense peak x --mfu)",
                        flops_per_token=st.flops_per_token, tokens=st.tokens, **peak_inputs),
         "flops_per_token": fig(st.flops_per_token, "FLOP", "6 N + 12 L h s (x 8/6 with full recomputation)",
                                N=model.active_params - model.vocab * model.hidden, L=model.layers, h=model.hidden,

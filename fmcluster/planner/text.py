@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, val
+from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, plain, val
 
 
 def render(p: Dict[str, Any]) -> str:
@@ -22,7 +22,7 @@ def cluster_lines(c: Dict[str, Any]) -> List[str]:
     lines = [
         f"cluster {c['name']}: {t['nodes']} nodes, {t['gpus']} GPUs, {t['bf16_dense_pflops']} PFLOPS dense BF16 "
         f"({t['fp8_dense_pflops']} FP8), {t['hbm_tib']} TiB HBM, {t['nvlink_domains']} NVLink domains, "
-        f"{t['efa_gbps_total']:g} Gbps EFA, {t['nvme_tb']} TB local NVMe, {t['ip_addresses']} node IPs "
+        f"{plain(t['efa_gbps_total'], 6)} Gbps EFA, {t['nvme_tb']} TB local NVMe, {t['ip_addresses']} node IPs "
         f"({t['ip_addresses_with_headroom']} with headroom)",
     ]
     for g in c["groups"]:
@@ -30,11 +30,11 @@ def cluster_lines(c: Dict[str, Any]) -> List[str]:
             f"  {g['name']}: {g['nodes']} x {g['instance_type']} = {g['gpus']} {g['gpu']}; "
             f"{g['bf16_dense_pflops']} PFLOPS BF16; {g['hbm_tib']} TiB HBM; "
             f"{g['nvlink_domains']} NVLink domain(s) of {g['nvlink_domain_gpus']} GPUs; "
-            f"{g['efa_interfaces_per_node']} EFA/node, {g['efa_gbps_total']:g} Gbps EFA in all"
+            f"{g['efa_interfaces_per_node']} EFA/node, {plain(g['efa_gbps_total'], 6)} Gbps EFA in all"
         )
         if g["gpus"]:
             lines.append(
-                f"    ring all-reduce of {c['gradient_gb']:g} GB (bandwidth bound): "
+                f"    ring all-reduce of {plain(c['gradient_gb'], 6)} GB (bandwidth bound): "
                 f"{g['allreduce_ms_nvlink_domain']} ms inside an NVLink domain, +{g['allreduce_ms_across_efa']} ms across EFA"
             )
         if g["unverified"]:
@@ -42,8 +42,8 @@ def cluster_lines(c: Dict[str, Any]) -> List[str]:
     fsx = c["storage"]["fsx"]
     if fsx:
         lines.append(
-            f"  storage: FSx for Lustre {fsx['deployment_type']} {fsx['capacity_tib']:g} TiB, "
-            f"{fsx['throughput_gbps']:g} GB/s aggregate ({fsx['throughput_mbps_per_tib']} MB/s per TiB)"
+            f"  storage: FSx for Lustre {fsx['deployment_type']} {plain(fsx['capacity_tib'], 6)} TiB, "
+            f"{plain(fsx['throughput_gbps'], 6)} GB/s aggregate ({fsx['throughput_mbps_per_tib']} MB/s per TiB)"
             f"{', EFA' if fsx['efa'] else ''}, {fsx['associations']} S3 association(s)"
         )
     lines += [f"  {line}" for line in c.get("orchestrator_notes", [])]
@@ -70,8 +70,9 @@ def model_lines(p: Dict[str, Any]) -> List[str]:
     m, o = p["model"], p["options"]
     moe = f", {m['experts']} experts ({m['active_experts']} active)" if m["experts"] > 1 else ""
     return [f"model {m['name']}: {human_count(m['params'])} parameters ({human_count(m['active_params'])} active){moe}, "
-            f"{m['layers']} layers, hidden {m['hidden']}, {m['heads']} heads, seq {m['seq']}; {o['precision']} at MFU "
-            f"{o['mfu']:g}, {human_count(o['global_batch_tokens'])} tokens per step, micro-batch {o['micro_batch']}",
+            f"{m['layers']} layers, hidden {m['hidden']}, {m['heads']} heads, seq {m['seq']}; {o['precision']} compute at "
+            f"{plain(o['mfu'], 6)} of peak (--mfu), {human_count(o['global_batch_tokens'])} tokens per step requested, "
+            f"micro-batch {o['micro_batch']}",
             framework_line(p["framework"])]
 
 
@@ -83,11 +84,11 @@ def framework_line(fw: Dict[str, Any]) -> str:
 
 def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     hw = j["hardware"]
-    nvlink = (f"NVLink domain {hw['nvlink_domain_gpus']} GPUs at {hw['nvlink_gb_s_one_way_per_gpu']:g} GB/s"
+    nvlink = (f"NVLink domain {hw['nvlink_domain_gpus']} GPUs at {plain(hw['nvlink_gb_s_one_way_per_gpu'], 6)} GB/s"
               if hw["nvlink_gb_s_one_way_per_gpu"] else "no NVLink")
     head = (f"job on {j['group']} ({hw['gpus']} x {hw['gpu']}, {nvlink}, {hw['internode_link']} "
-            f"{hw['internode_gb_s_per_gpu']:.3g} GB/s per GPU): {j['layouts_fitting']} of {j['layouts_evaluated']} "
-            f"layouts fit {hw['hbm_gib_per_gpu']:g} GiB")
+            f"{plain(hw['internode_gb_s_per_gpu'], 3)} GB/s per GPU): {j['layouts_fitting']} of {j['layouts_evaluated']} "
+            f"layouts fit {plain(hw['hbm_gib_per_gpu'], 6)} GiB")
     if not j["fits"]:
         return [head, f"  does not fit: {j['overflow']}"]
     lines = [head, "  fastest layouts (step lower bound with perfect overlap; serial sum in brackets):"]
@@ -113,7 +114,8 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     lines += checkpoint_lines(j["checkpoint"])
     d = j["data_path"]
     per_token = d["bytes_per_s"]["inputs"]["bytes_per_token"]
-    data = f"  data: {human_count(val(d['tokens_per_s']))} tokens/s x {per_token:g} B = {human_bytes(val(d['bytes_per_s']))}/s"
+    data = (f"  data: {human_count(val(d['tokens_per_s']))} tokens/s x {plain(per_token, 6)} B = "
+            f"{human_bytes(val(d['bytes_per_s']))}/s")
     if d["fsx"] is None:
         lines.append(data + f"; {d['note']}")
     else:
@@ -128,7 +130,7 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
 
 
 def percent(share: float) -> str:
-    return f"{share * 100:.2g}%"
+    return f"{plain(share * 100, 2)}%"
 
 
 def step_breakdown(st: Dict[str, Any], internode: str = "EFA") -> str:
@@ -149,7 +151,7 @@ def checkpoint_lines(ck: Dict[str, Any]) -> List[str]:
             continue
         parts = []
         if "write" in t:
-            parts.append(f"write >= {human_seconds(val(t['write']))} ({t['write_steps']:.2g} steps)")
+            parts.append(f"write >= {human_seconds(val(t['write']))} ({plain(t['write_steps'], 2)} steps)")
         elif "write_reason" in t:
             parts.append(t["write_reason"])
         parts.append(f"restore >= {human_seconds(val(t['restore']))}")
