@@ -78,6 +78,7 @@ def cards(report: Dict[str, Any]) -> str:
     for j in report.get("jobs", []):
         if j["fits"]:
             best = j["best"][0]["step"]
+            items.append((human_seconds(val(j["best"][0]["estimate"]["seconds"])), f"step estimate ({j['group']})"))
             items.append((human_seconds(val(best["bound"])), f"step bound ({j['group']})"))
             items.append((human_count(val(best["tokens_per_s"])), f"tokens/s ({j['group']})"))
             usd = money(val(j["tokens"]["usd"])) if j["tokens"]["usd"] is not None else "unknown"
@@ -117,7 +118,7 @@ def job_section(j: Dict[str, Any], report: Dict[str, Any]) -> str:
             f"{j['layouts_evaluated']} layouts fit {plain(hw['hbm_gib_per_gpu'], 6)} GiB of HBM.</p>")
     if not j["fits"]:
         return f'<section>{head}<p class="bad">{escape(j["overflow"])}</p></section>'
-    return (f"<section>{head}{memory_table(j)}{step_section(j)}{expert_table(j)}{checkpoint_table(j)}"
+    return (f"<section>{head}{memory_table(j)}{estimate_table(j)}{step_section(j)}{expert_table(j)}{checkpoint_table(j)}"
             f"{data_paragraph(j)}{all_layouts(j)}</section>")
 
 
@@ -139,6 +140,23 @@ def memory_table(j: Dict[str, Any]) -> str:
     return "<h3>Memory fit per GPU (GiB), fastest layouts first</h3>" + note + table(
         ("#", "layout", "tokens per step", "weights", "gradients", "optimizer", "activations", "total", "usable HBM",
          "fit", "step bound", "serial"), rows, numeric=(2, 3, 4, 5, 6, 7, 8))
+
+
+def estimate_table(j: Dict[str, Any]) -> str:
+    groups = sorted({k for b in j["best"] for k in b["estimate"]["exposed"]})
+    rows = []
+    for i, b in enumerate(j["best"], 1):
+        e, st = b["estimate"], b["step"]
+        rows.append((i, escape(b["layout"]["description"]), f'{b["layout"]["tokens_per_step"]:,}',
+                     human_seconds(val(st["bound"])), human_seconds(val(e["seconds"])), plain(val(e["mfu"]), 2),
+                     plain(val(e["gemm_efficiency"]), 2), human_seconds(val(e["bubble"])),
+                     *[human_seconds(val(e["exposed"][g])) if g in e["exposed"] else "0" for g in groups]))
+    return ("<h3>Efficiency model: the estimate beside the bound</h3><p class=\"note\">The bound assumes every "
+            "collective hides behind compute; the estimate charges narrow GEMMs, the pipeline bubble and the "
+            "communication each framework leaves exposed (assumptions below). Layouts rank by the estimate per "
+            "token.</p>" + table(("#", "layout", "tokens per step", "bound", "estimate", "MFU", "GEMM efficiency",
+                                   "bubble", *[f"exposed {g}" for g in groups]), rows,
+                                  numeric=tuple(range(2, 8 + len(groups)))))
 
 
 def step_section(j: Dict[str, Any]) -> str:
@@ -193,12 +211,12 @@ def data_paragraph(j: Dict[str, Any]) -> str:
 
 def all_layouts(j: Dict[str, Any]) -> str:
     rows = [(escape(r["layout"]), f'{r["tokens_per_step"]:,}', escape(r["sharding"]), escape(r["recompute"]),
-             r["memory_gib"],
+             r["memory_gib"], human_seconds(r["estimate_s"]), plain(r["estimate_mfu"], 2),
              '<span class="ok">yes</span>' if r["fits"] else '<span class="bad">no</span>', human_seconds(r["bound_s"]),
              human_seconds(r["serial_s"])) for r in j["layouts"]]
     return (f"<details><summary>all {len(rows)} layouts evaluated</summary>"
-            + table(("layout", "tokens per step", "sharding", "recomputation", "GiB per GPU", "fits", "step bound",
-                     "serial"), rows, numeric=(1, 4)) + "</details>")
+            + table(("layout", "tokens per step", "sharding", "recomputation", "GiB per GPU", "estimate", "MFU", "fits",
+                     "step bound", "serial"), rows, numeric=(1, 4, 5, 6)) + "</details>")
 
 
 def cost_section(report: Dict[str, Any]) -> str:

@@ -13,9 +13,10 @@ Table 2): none sbh(34/t + 5as/(ht)); selective recomputation sbh 34/t (what
 FlashAttention, Dao et al. arXiv:2205.14135, keeps too: never the s x s scores); full
 recomputation 2sbh, the layer input, which sequence parallelism splits along the
 sequence: 2sbh/t (Table 2 lists the unsplit 2sbh); plus one layer's working set while it
-is recomputed. With the 1F1B
-pipeline schedule the first stage holds activations of min(pp, microbatches) micro-batches
-of its L/pp layers (§4.2.3). The loss holds 4sbv/t bytes of fp32 logits (§4.3).
+is recomputed. Context parallelism divides all of it by cp. With the 1F1B pipeline schedule
+the first stage holds activations of min(pp, microbatches) micro-batches of its L/pp layers,
+interleaving with v virtual stages 1 + (pp-1)/(pp v) times that (§4.2.3). The loss holds
+4sbv/t bytes of fp32 logits (§4.3).
 """
 
 from __future__ import annotations
@@ -64,14 +65,21 @@ def activation_coefficient(model: Model, tp: int, recompute: str) -> float:
     return 2 / tp
 
 
+def in_flight(layout: Layout) -> float:
+    """Micro-batches of the stage's layers the first stage holds: min(pp, m) with 1F1B, times 1 + (pp-1)/(pp v) with
+    v interleaved virtual stages (Korthikanti et al. §4.2.3)."""
+    base = float(min(layout.pp, layout.microbatches))
+    return base * (1 + (layout.pp - 1) / (layout.pp * layout.vp)) if layout.vp > 1 else base
+
+
 def activations(model: Model, layout: Layout, recompute: str) -> float:
-    sbh = float(layout.micro_batch * model.seq * model.hidden)
+    """Context parallelism splits every sequence-sized activation (and the attention scores' rows) over cp."""
+    sbh = float(layout.micro_batch * model.seq * model.hidden) / layout.cp
     layers = stage_params(model, layout)["layers"]
-    in_flight = min(layout.pp, layout.microbatches)
-    total = sbh * activation_coefficient(model, layout.tp, recompute) * layers * in_flight
+    total = sbh * activation_coefficient(model, layout.tp, recompute) * layers * in_flight(layout)
     if recompute == "full":
         total += sbh * 34 / layout.tp  # the layer being recomputed
-    logits = 4.0 * layout.micro_batch * model.seq * model.vocab / layout.tp
+    logits = 4.0 * layout.micro_batch * model.seq * model.vocab / (layout.tp * layout.cp)
     return total + logits
 
 
@@ -79,11 +87,11 @@ def memory(model: Model, layout: Layout, sharding: Sharding, recompute: str) -> 
     p = stage_params(model, layout)
 
     def per_gpu(bytes_per_param: int, sharded: bool) -> float:
-        dense = p["dense"] / (layout.dp if sharded else 1)
+        dense = p["dense"] / (layout.dense_dp if sharded else 1)
         expert = p["expert"] / (layout.expert_dp if sharded else 1)
         return bytes_per_param * (dense + expert)
 
-    gathered = gathered_weights(p) if sharding.shard_weights and layout.dp > 1 else 0.0
+    gathered = gathered_weights(p) if sharding.shard_weights and layout.dense_dp > 1 else 0.0
     return Memory(sharding, recompute, weights=per_gpu(sharding.weight_bytes, sharding.shard_weights),
                   gradients=per_gpu(sharding.grad_bytes, sharding.shard_grads),
                   optimizer=per_gpu(sharding.optimizer_bytes, sharding.shard_optimizer),

@@ -10,6 +10,7 @@ from fmcluster.planner import collectives as coll
 from fmcluster.planner.checkpoints import checkpoint, data_path
 from fmcluster.planner.cluster import cluster_figures
 from fmcluster.planner.cost import hourly_cost, priced_for_job, token_cost
+from fmcluster.planner.efficiency import ASSUMPTIONS as ESTIMATE_ASSUMPTIONS
 from fmcluster.planner.errors import PlanUsageError
 from fmcluster.planner.figures import fig
 from fmcluster.planner.frameworks import DEFAULT_FRAMEWORK, framework
@@ -68,7 +69,7 @@ def build(spec: Any, model: Optional[Model], opts: PlanOptions) -> Dict[str, Any
                                           "optimizer": s.optimizer_bytes, "gradient_wire_bytes": s.grad_wire_bytes,
                                           "weight_wire_bytes": s.weight_wire_bytes, "data_parallel": s.pattern}
                                          for s in fw.shardings]}
-    report["assumptions"] = ASSUMPTIONS + [f"model: {a}" for a in model.assumptions]
+    report["assumptions"] = ASSUMPTIONS + ESTIMATE_ASSUMPTIONS + [f"model: {a}" for a in model.assumptions]
     report["jobs"] = jobs
     return report
 
@@ -94,6 +95,12 @@ def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, 
     out["data_path"] = data_path(best.step, spec, opts.bytes_per_token)
     out["tokens"] = dict(token_cost(opts.tokens, best.step.tokens_per_s, priced_for_job(cost, group.name)),
                          count=opts.tokens)
+    est_tokens_s = best.step.tokens / best.estimate.seconds
+    est_hours = opts.tokens / est_tokens_s / 3600
+    out["tokens"]["estimate_hours"] = fig(est_hours, "h", "tokens / tokens per second at the estimate / 3600",
+                                          tokens=opts.tokens, tokens_per_s=est_tokens_s)
+    out["tokens"]["estimate_gpu_hours"] = fig(est_hours * hw.gpus, "GPU-h", "estimate hours x GPUs",
+                                              hours=est_hours, gpus=hw.gpus)
 
     if model.is_moe:
         out["expert_parallel"] = expert_parallel(cands, hw)
@@ -103,6 +110,8 @@ def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, 
 COLUMNS = {
     "memory_gib": "weights + gradients + optimizer + activations per GPU (see best[].memory for each term)",
     "bound_s": "max(compute + bubble, NVLink seconds, inter-node seconds)",
+    "estimate_s": "max(bound, compute / GEMM efficiency + bubble + exposed communication): what ranks the layouts",
+    "estimate_mfu": "model FLOPs (no recomputation) x tokens per step / (GPUs x peak x estimate)",
     "serial_s": "compute + bubble + every collective (no overlap)",
     "tokens_per_step": "data-parallel ranks x micro-batches x micro-batch x seq: every rank runs at least one "
                        "micro-batch, so this can exceed the requested --global-batch-tokens",
@@ -115,6 +124,7 @@ def row(c: Candidate, opts: PlanOptions) -> Dict[str, Any]:
             "batch_differs": c.layout.tokens_per_step != opts.global_batch_tokens, "sharding": c.memory.sharding,
             "recompute": c.memory.recompute,
             "memory_gib": round(c.memory.total / 2**30, 2), "fits": c.fits, "bound_s": round(s.bound_s, 4),
+            "estimate_s": round(c.estimate.seconds, 4), "estimate_mfu": round(c.estimate.mfu, 4),
             "serial_s": round(s.serial_s, 4), "compute_s": round(s.compute_s, 4), "nvlink_s": round(s.nvlink_s, 4),
             "internode_s": round(s.internode_s, 4)}
 
@@ -171,14 +181,36 @@ def detail(c: Candidate, model: Model, hw: Hardware, opts: PlanOptions) -> Dict[
         "serial": fig(st.serial_s, "s", "compute + bubble + every collective"),
         "tokens_per_s": fig(st.tokens_per_s, "tokens/s", "tokens per step / bound", tokens=st.tokens, bound_s=st.bound_s),
     }
+    e = c.estimate
+    est = {
+        "seconds": fig(e.seconds, "s", "max(bound, compute / GEMM efficiency + bubble + exposed communication)",
+                       bound_s=st.bound_s, compute_s=e.compute_s, bubble_s=e.bubble_s, **{
+                           f"exposed_{k}_s": v for k, v in e.exposed.items()}),
+        "gemm_efficiency": fig(e.gemm_efficiency, "fraction", "min(1, w/(w+64) / (1024/(1024+64))), w the narrowest "
+                               "per-GPU GEMM side", tp=lay.tp, etp=lay.expert_tp),
+        "bubble": fig(e.bubble_s, "s", "compute / GEMM efficiency x (pp - 1) / (v x microbatches)", pp=lay.pp,
+                      vp=lay.vp, microbatches=lay.microbatches),
+        "exposed": {k: fig(v, "s", "collective seconds left after the overlap its framework runs (docs/planning.md)",
+                           group=k) for k, v in e.exposed.items()},
+        "tokens_per_s": fig(st.tokens / e.seconds, "tokens/s", "tokens per step / estimate", tokens=st.tokens,
+                            estimate_s=e.seconds),
+        "mfu": fig(e.mfu, "fraction", "model FLOPs per token (no recomputation) x tokens / (GPUs x peak x estimate)",
+                   tokens=st.tokens, gpus=hw.gpus, peak_flops=hw.peak_flops),
+    }
     return {"layout": dict(lay.summary(), sharding=mem.sharding, recompute=mem.recompute, description=describe(c),
                            requested_tokens_per_step=opts.global_batch_tokens,
                            batch_warning=batch_warning(lay, opts.global_batch_tokens)),
-            "memory": memory, "step": step}
+            "memory": memory, "step": step, "estimate": est}
 
 
 def _stride(group: str, lay: Any) -> int:
-    return {"dp": lay.tp, "dp-expert": lay.tp * lay.ep, "tp": 1, "ep": lay.tp}.get(group, lay.gpus)
+    return {"dp": lay.tp, "dp-expert": lay.expert_tp * lay.ep, "tp": 1, "cp": lay.tp,
+            "ep": expert_stride(lay)}.get(group, lay.gpus)
+
+
+def expert_stride(lay: Any) -> int:
+    """Expert groups step over tensor ranks (etp = tp) or run over consecutive ranks (folded, etp = 1)."""
+    return lay.tp if lay.expert_tp == lay.tp else 1
 
 
 def expert_parallel(cands: List[Candidate], hw: Hardware) -> List[Dict[str, Any]]:
@@ -186,11 +218,13 @@ def expert_parallel(cands: List[Candidate], hw: Hardware) -> List[Dict[str, Any]
     out: List[Dict[str, Any]] = []
     for ep in sorted({c.layout.ep for c in cands if c.layout.ep > 1}):
         c = next(x for x in cands if x.layout.ep == ep)
-        k = coll.members_per_domain(ep, c.layout.tp, hw.domain, hw.gpus)
+        k = coll.members_per_domain(ep, expert_stride(c.layout), hw.domain, hw.gpus)
         a2a = next((x for x in c.step.collectives if x.kind == coll.ALL_TO_ALL), None)
-        out.append({"ep": ep, "tp": c.layout.tp, "layout": c.layout.key(), "fits": c.fits, "members_per_domain": k,
+        out.append({"ep": ep, "tp": c.layout.tp, "etp": c.layout.expert_tp, "layout": c.layout.key(), "fits": c.fits,
+                    "members_per_domain": k,
                     "share_across_domains": round((ep - k) / (ep - 1), 4), "stays_on_nvlink": k >= ep,
                     "alltoall_nvlink_s": a2a.nvlink_s if a2a else 0.0,
                     "alltoall_internode_s": a2a.internode_s if a2a else 0.0,
-                    "formula": "share across domains = (ep - k) / (ep - 1), k = min(ep, domain GPUs / tp)"})
+                    "formula": "share across domains = (ep - k) / (ep - 1), k = min(ep, domain GPUs / stride), "
+                               "stride tp (or 1 when expert groups fold over tensor ranks)"})
     return out

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional
 
+from fmcluster.planner.efficiency import Estimate, estimate
 from fmcluster.planner.figures import GIB, human_count
 from fmcluster.planner.frameworks import DEFAULT_FRAMEWORK, framework, sharding_label
 from fmcluster.planner.hardware import Hardware
-from fmcluster.planner.layouts import Layout, enumerate_layouts
+from fmcluster.planner.layouts import Layout, enumerate_layouts, virtual_stages
 from fmcluster.planner.memory import RECOMPUTE, Memory, memory
 from fmcluster.planner.models import Model
 from fmcluster.planner.steptime import Step, step
@@ -23,36 +24,51 @@ class Candidate:
     memory: Memory
     step: Step
     fits: bool
+    estimate: Estimate
 
 
 def evaluate(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch: int, mfu: float,
              framework_key: str = DEFAULT_FRAMEWORK) -> List[Candidate]:
-    """One candidate per layout: the fastest (sharding, recomputation) that fits, else the
-    smallest footprint. Sorted fitting first, then by the step bound."""
+    """One candidate per layout: the (sharding, recomputation, virtual stages) that fits with the lowest estimate per
+    token, else the smallest footprint. Sorted fitting first, then layouts that keep the batch, then by the estimate
+    per token (the bound breaks ties)."""
     fw = framework(framework_key)
     out: List[Candidate] = []
-    for layout in enumerate_layouts(model, hw, global_batch_tokens, micro_batch):
+    for base in enumerate_layouts(model, hw, global_batch_tokens, micro_batch):
         best: Optional[Candidate] = None
         smallest: Optional[Candidate] = None
-        for sharding in fw.shardings:
-            if sharding is not fw.shardings[0] and layout.dp == 1:
-                continue  # nothing to shard over
-            for recompute in RECOMPUTE:
-                mem = memory(model, layout, sharding, recompute)
-                fits = mem.total <= hw.usable_hbm_bytes
-                if not fits and smallest is not None and mem.total >= smallest.memory.total:
-                    continue
-                cand = Candidate(layout, mem, step(model, hw, layout, sharding, recompute, mfu), fits)
-                if fits and (best is None or _rank(cand) < _rank(best)):
-                    best = cand
-                if smallest is None or mem.total < smallest.memory.total:
-                    smallest = cand
+        for layout in (replace(base, vp=v) for v in virtual_stages(model, base)):
+            for sharding in fw.shardings:
+                if sharding is not fw.shardings[0] and layout.dense_dp == 1:
+                    continue  # nothing to shard over
+                for recompute in RECOMPUTE:
+                    mem = memory(model, layout, sharding, recompute)
+                    fits = mem.total <= hw.usable_hbm_bytes
+                    if not fits and smallest is not None and mem.total >= smallest.memory.total:
+                        continue
+                    st = step(model, hw, layout, sharding, recompute, mfu)
+                    cand = Candidate(layout, mem, st, fits, estimate(model, hw, layout, sharding, fw.key, st))
+                    if fits and (best is None or _rank(cand) < _rank(best)):
+                        best = cand
+                    if smallest is None or mem.total < smallest.memory.total:
+                        smallest = cand
         chosen = best or smallest
         if chosen is not None:
             out.append(chosen)
     out.sort(key=lambda x: (not x.fits, grows_batch(x.layout, global_batch_tokens),
-                            _per_token(x.step.bound_s, x) if x.fits else x.memory.total, _per_token(x.step.serial_s, x)))
+                            _per_token(x.estimate.seconds, x) if x.fits else x.memory.total,
+                            _per_token(x.step.bound_s, x)))
     return out
+
+
+def _per_token(seconds: float, c: Candidate) -> float:
+    """Seconds per token: layouts round the batch to their data-parallel width differently, so step times alone do
+    not compare."""
+    return seconds / c.step.tokens if c.step.tokens else float("inf")
+
+
+def _rank(c: Candidate) -> tuple:
+    return (_per_token(c.estimate.seconds, c), _per_token(c.step.bound_s, c), c.memory.total)
 
 
 BATCH_GROWTH_ALLOWED = 1.25  # a step up to 25% over the requested batch still counts as that batch
@@ -80,22 +96,17 @@ def human_int(n: float) -> str:
     return f"{n:,.0f}"
 
 
-def _per_token(seconds: float, c: Candidate) -> float:
-    """Seconds per token: layouts round the batch to their data-parallel width differently, so step times alone do
-    not compare."""
-    return seconds / c.step.tokens if c.step.tokens else float("inf")
-
-
-def _rank(c: Candidate) -> tuple:
-    return (_per_token(c.step.bound_s, c), _per_token(c.step.serial_s, c), c.memory.total)
-
-
 def describe(c: Candidate) -> str:
     lay, mem = c.layout, c.memory
-    ep = f", ep={lay.ep}" if lay.ep > 1 else ""
+    parts = [f"tp={lay.tp}"] + ([f"cp={lay.cp}"] if lay.cp > 1 else []) + [f"pp={lay.pp}"]
+    parts += [f"vp={lay.vp} (interleaved)"] if lay.vp > 1 else []
+    parts += [f"dp={lay.dp}"]
+    if lay.ep > 1:
+        parts += [f"ep={lay.ep}" + (f" (experts over tensor ranks, etp={lay.expert_tp})" if lay.expert_tp != lay.tp
+                                    else "")]
     recompute = {"none": "no recomputation", "selective": "selective recomputation",
                  "full": "full recomputation"}[mem.recompute]
-    return f"tp={lay.tp}, pp={lay.pp}, dp={lay.dp}{ep}, {sharding_label(mem.scheme, lay.dp)}, {recompute}"
+    return f"{', '.join(parts)}, {sharding_label(mem.scheme, lay.dense_dp)}, {recompute}"
 
 
 def overflow_message(option: str, model: Model, hw: Hardware, candidates: List[Candidate]) -> str:

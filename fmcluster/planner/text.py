@@ -13,7 +13,8 @@ def render(p: Dict[str, Any]) -> str:
         lines += model_lines(p)
         for j in p["jobs"]:
             lines += job_lines(j, p)
-        lines.append("all times are lower bounds (see docs/planning.md); --json shows every formula and input")
+        lines.append("'>=' times are lower bounds, '~' estimates under stated assumptions (see docs/planning.md); --json "
+                     "shows every formula and input")
     return "\n".join(lines)
 
 
@@ -91,17 +92,20 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
             f"layouts fit {plain(hw['hbm_gib_per_gpu'], 6)} GiB")
     if not j["fits"]:
         return [head, f"  does not fit: {j['overflow']}"]
-    lines = [head, "  fastest layouts (step lower bound with perfect overlap; serial sum in brackets):"]
+    lines = [head, "  fastest layouts by the estimate (exposed communication, bubble, narrow GEMMs) beside the lower bound "
+                   "(perfect overlap):"]
     for i, b in enumerate(j["best"], 1):
         mem, st = b["memory"], b["step"]
         lines.append(f"    {i}. {b['layout']['description']}: {val(mem['total']) / GIB:.1f} of "
                      f"{val(mem['usable_hbm']) / GIB:.0f} GiB; {b['layout']['tokens_per_step']:,} tokens per step; "
-                     f"step >= {human_seconds(val(st['bound']))} "
-                     f"({human_seconds(val(st['serial']))}), {human_count(val(st['tokens_per_s']))} tokens/s")
+                     f"step ~ {human_seconds(val(b['estimate']['seconds']))} estimated "
+                     f"(MFU {plain(val(b['estimate']['mfu']), 2)}), >= {human_seconds(val(st['bound']))} bound; "
+                     f"{human_count(val(b['estimate']['tokens_per_s']))} tokens/s estimated")
         if b["layout"]["batch_warning"]:
             lines.append(f"       WARNING: {b['layout']['batch_warning']}")
+        lines.append("       estimate: " + estimate_breakdown(b["estimate"]))
         if i == 1:
-            lines.append("       " + step_breakdown(st, hw["internode_link"]))
+            lines.append("       bound: " + step_breakdown(st, hw["internode_link"]))
             by = mem["activations_by_recompute"]
             lines.append("       activations per GPU by recomputation: " + ", ".join(
                 f"{policy} {val(f) / GIB:.1f} GiB" for policy, f in by.items()))
@@ -125,12 +129,23 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     usd = (f">= {money(val(t['usd']))} at {money(t['usd']['inputs']['usd_per_hour'])}/h (this group and the shared "
            "instances)" if t["usd"] is not None
            else f"cost unknown ({t['usd_reason']})")
-    lines.append(f"  {human_count(t['count'])} tokens: >= {human_seconds(val(t['hours']) * 3600)}, {usd}")
+    lines.append(f"  {human_count(t['count'])} tokens: ~ {human_seconds(val(t['estimate_hours']) * 3600)} estimated "
+                 f"({human_count(val(t['estimate_gpu_hours']))} GPU-hours), >= {human_seconds(val(t['hours']) * 3600)}, "
+                 f"{usd}")
     return lines
 
 
 def percent(share: float) -> str:
     return f"{plain(share * 100, 2)}%"
+
+
+def estimate_breakdown(e: Dict[str, Any]) -> str:
+    parts = [f"compute {human_seconds(e['seconds']['inputs']['compute_s'])} "
+             f"(GEMM efficiency {plain(val(e['gemm_efficiency']), 2)})"]
+    if val(e["bubble"]):
+        parts.append(f"bubble {human_seconds(val(e['bubble']))}")
+    parts += [f"exposed {k} {human_seconds(val(f))}" for k, f in e["exposed"].items() if val(f)]
+    return " | ".join(parts)
 
 
 def step_breakdown(st: Dict[str, Any], internode: str = "EFA") -> str:

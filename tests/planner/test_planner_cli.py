@@ -45,6 +45,15 @@ def test_plan_without_a_model_prints_the_cluster_and_cost(capsys):
     assert "ring all-reduce of 14 GB" in out and "cost: $110.08/h" in out
 
 
+def test_text_shows_per_layout_tokens_estimate_bound_and_the_framework(capsys):
+    rc, out = run(["plan", DEFAULT, "--model", "llama3-8b"], capsys)
+    listed = [ln for ln in out.splitlines() if re.match(r"^    \d\. ", ln)]
+    assert rc == 0 and listed and all("tokens per step" in ln and "estimated (MFU" in ln and "bound" in ln
+                                      for ln in listed)
+    assert out.count("       estimate: compute") == len(listed)
+    assert "framework megatron: Megatron-LM / NeMo (bf16 weights, fp32 gradients)" in out
+
+
 def test_plan_json_every_figure_carries_formula_and_inputs(capsys):
     rc, out = run(["plan", DEFAULT, "--model", "llama3-8b", "--json"], capsys)
     report = json.loads(out)

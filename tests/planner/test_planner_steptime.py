@@ -125,7 +125,8 @@ def test_layouts_respect_domains_heads_and_experts():
     hw = hardware("p5.48xlarge", 4)
     for lay in enumerate_layouts(preset("mixtral-8x7b"), hw, 4 * 2**20, 1):
         assert lay.tp <= 8 and 32 % lay.tp == 0 and lay.gpus == 32
-        assert 8 % lay.ep == 0 and lay.dp % lay.ep == 0
+        assert 8 % lay.ep == 0 and (lay.dp * lay.cp * (lay.tp // lay.expert_tp)) % lay.ep == 0
+        assert lay.expert_tp in (1, lay.tp) and 4096 // lay.cp >= 2048
     gb = hardware("p6e-gb200.36xlarge", 18)
     assert max(lay.tp for lay in enumerate_layouts(preset("llama3-70b"), gb, 4 * 2**20, 1)) == 8
 
@@ -143,7 +144,7 @@ def test_layouts_are_ranked_by_time_per_token_not_per_step():
     (4,423,680 tokens against 4,194,304), so the fastest step is not the fastest per token."""
     hw = of_group(spec("p6e-gb200.36xlarge", 18).node_groups[0], "bf16")
     fitting = [c for c in evaluate(preset("deepseek-v3"), hw, 4194304, 1, 0.4, "deepspeed") if c.fits]
-    per_token = [c.step.bound_s / c.step.tokens for c in fitting]
+    per_token = [c.estimate.seconds / c.step.tokens for c in fitting]
     assert len({c.step.tokens for c in fitting[:3]}) > 1 and per_token == sorted(per_token)
 
 
