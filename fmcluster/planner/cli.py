@@ -41,7 +41,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--active-experts", help="experts each token is routed to (top-k)")
     t = parser.add_argument_group("training")
     t.add_argument("--precision", choices=("bf16", "fp8"), default="bf16", help="compute precision (default bf16)")
-    t.add_argument("--framework", choices=("megatron", "fsdp", "deepspeed"), default="megatron",
+    t.add_argument("--framework", default="megatron", metavar="{megatron,fsdp,deepspeed}",
                    help="whose bytes per parameter and gradient precision: Megatron-LM/NeMo (18, or 6 + 12/d with the "
                    "distributed optimizer; fp32 gradients), PyTorch FSDP2 (16/d) or DeepSpeed ZeRO (16 .. 16/d; bf16 "
                    "gradients). Default megatron")
@@ -134,6 +134,7 @@ def resolve_model(args: Any) -> Any:
 
 
 def run_plan(args: Any) -> int:
+    from fmcluster.planner.frameworks import framework
     from fmcluster.planner.report import PlanOptions, build
     from fmcluster.spec import load_spec
 
@@ -144,7 +145,7 @@ def run_plan(args: Any) -> int:
         bytes_per_token=float(number(args, "bytes_per_token") or 0), gradient_gb=float(number(args, "gradient_gb") or 0),
         group=args.group, top=int(number(args, "top", integer=True) or 5),
         model_option="--model" if args.model is not None else "--params",
-        framework=getattr(args, "framework", None) or "megatron",
+        framework=framework(getattr(args, "framework", None) or "megatron").key,
     )
     model = resolve_model(args)
     html_out = Path(args.html) if args.html else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Dict, List
 
 from fmcluster.planner.hardware import Hardware
@@ -87,11 +88,12 @@ def context_parallel_degrees(model: Model) -> List[int]:
 
 
 def virtual_stages(model: Model, layout: Layout) -> List[int]:
-    """Interleaved 1F1B: 1 to MAX_VIRTUAL_STAGES model chunks per GPU, each of at least one layer; the schedule needs
-    at least pp micro-batches in flight."""
+    """Interleaved 1F1B: 1, 2, 4, ... up to the most model chunks per GPU (MAX_VIRTUAL_STAGES, each chunk at least
+    one layer), and that most; the schedule needs at least pp micro-batches in flight."""
     if layout.pp == 1 or layout.microbatches < layout.pp:
         return [1]
-    return list(range(1, min(MAX_VIRTUAL_STAGES, math.ceil(model.layers / layout.pp)) + 1))
+    most = min(MAX_VIRTUAL_STAGES, math.ceil(model.layers / layout.pp))
+    return sorted({v for v in (1, 2, 4, 8) if v <= most} | {most})
 
 
 def enumerate_layouts(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch: int) -> List[Layout]:
@@ -129,6 +131,7 @@ def expert_layouts(model: Model, base: Layout) -> List[Layout]:
     return out
 
 
+@lru_cache(maxsize=16384)
 def stage_params(model: Model, layout: Layout) -> Dict[str, float]:
     """Parameters one GPU holds before data-parallel sharding, on the heaviest pipeline stage.
 

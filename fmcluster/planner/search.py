@@ -7,7 +7,7 @@ from typing import List, Optional
 
 from fmcluster.planner.efficiency import Estimate, estimate
 from fmcluster.planner.figures import GIB, human_count
-from fmcluster.planner.frameworks import DEFAULT_FRAMEWORK, framework, sharding_label
+from fmcluster.planner.frameworks import DEFAULT_FRAMEWORK, Sharding, framework, sharding_label
 from fmcluster.planner.hardware import Hardware
 from fmcluster.planner.layouts import Layout, enumerate_layouts, virtual_stages
 from fmcluster.planner.memory import RECOMPUTE, Memory, memory
@@ -31,34 +31,43 @@ def evaluate(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch
              framework_key: str = DEFAULT_FRAMEWORK) -> List[Candidate]:
     """One candidate per layout: the (sharding, recomputation, virtual stages) that fits with the lowest estimate per
     token, else the smallest footprint. Sorted fitting first, then layouts that keep the batch, then by the estimate
-    per token (the bound breaks ties)."""
+    per token (the bound, then the serial sum, break ties: of two equally fast layouts, the one moving less)."""
     fw = framework(framework_key)
     out: List[Candidate] = []
     for base in enumerate_layouts(model, hw, global_batch_tokens, micro_batch):
         best: Optional[Candidate] = None
-        smallest: Optional[Candidate] = None
+        smallest: Optional[tuple] = None
         for layout in (replace(base, vp=v) for v in virtual_stages(model, base)):
             for sharding in fw.shardings:
                 if sharding is not fw.shardings[0] and layout.dense_dp == 1:
                     continue  # nothing to shard over
-                for recompute in RECOMPUTE:
-                    mem = memory(model, layout, sharding, recompute)
-                    fits = mem.total <= hw.usable_hbm_bytes
-                    if not fits and smallest is not None and mem.total >= smallest.memory.total:
-                        continue
-                    st = step(model, hw, layout, sharding, recompute, mfu)
-                    cand = Candidate(layout, mem, st, fits, estimate(model, hw, layout, sharding, fw.key, st))
-                    if fits and (best is None or _rank(cand) < _rank(best)):
-                        best = cand
-                    if smallest is None or mem.total < smallest.memory.total:
-                        smallest = cand
-        chosen = best or smallest
-        if chosen is not None:
-            out.append(chosen)
+                mems = {r: memory(model, layout, sharding, r) for r in RECOMPUTE}
+                low = mems["full"]
+                if smallest is None or low.total < smallest[1].total:
+                    smallest = (layout, low)
+                # no recomputation runs as fast as selective with more memory, full recomputation is slower: the
+                # fastest policy that fits is selective when it fits, else full
+                policy = next((r for r in ("selective", "full") if mems[r].total <= hw.usable_hbm_bytes), None)
+                if policy is None:
+                    continue
+                cand = candidate(model, hw, layout, sharding, mems[policy], mfu, fw.key, True)
+                if best is None or _rank(cand) < _rank(best):
+                    best = cand
+        if best is not None:
+            out.append(best)
+        elif smallest is not None:
+            layout, mem = smallest
+            out.append(candidate(model, hw, layout, mem.scheme, mem, mfu, fw.key, False))
     out.sort(key=lambda x: (not x.fits, grows_batch(x.layout, global_batch_tokens),
                             _per_token(x.estimate.seconds, x) if x.fits else x.memory.total,
-                            _per_token(x.step.bound_s, x)))
+                            _per_token(x.step.bound_s, x), _per_token(x.step.serial_s, x)))
     return out
+
+
+def candidate(model: Model, hw: Hardware, layout: Layout, sharding: Sharding, mem: Memory, mfu: float, fw_key: str,
+              fits: bool) -> Candidate:
+    st = step(model, hw, layout, sharding, mem.recompute, mfu)
+    return Candidate(layout, mem, st, fits, estimate(model, hw, layout, sharding, fw_key, st))
 
 
 def _per_token(seconds: float, c: Candidate) -> float:
@@ -68,7 +77,8 @@ def _per_token(seconds: float, c: Candidate) -> float:
 
 
 def _rank(c: Candidate) -> tuple:
-    return (_per_token(c.estimate.seconds, c), _per_token(c.step.bound_s, c), c.memory.total)
+    return (_per_token(c.estimate.seconds, c), _per_token(c.step.bound_s, c), _per_token(c.step.serial_s, c),
+            c.memory.total)
 
 
 BATCH_GROWTH_ALLOWED = 1.25  # a step up to 25% over the requested batch still counts as that batch

@@ -83,6 +83,7 @@ def test_plan_json_every_figure_carries_formula_and_inputs(capsys):
     (["--params", "8B", "--layers", "32", "--hidden", "4096", "--heads", "96"], "--heads: 96 does not divide --hidden 4096"),
     (["--params", "8B", "--layers", "32", "--hidden", "4096", "--vocab", "0"], "--vocab: must be greater than 0"),
     (["--model", "llama3-8b", "--vocab", "32000"], "--vocab: give either --model or the explicit sizes"),
+    (["--model", "llama3-8b", "--framework", "jax"], "--framework: 'jax' is not one of megatron, fsdp, deepspeed"),
     (["--model", "llama3-8b", "--mfu", "0"], "--mfu: must be greater than 0"),
     (["--model", "llama3-8b", "--tokens", "lots"], "--tokens: 'lots' is not a number"),
     (["--model", "llama3-8b", "--group", "nope"], "--group: no GPU node group named 'nope'"),
@@ -182,7 +183,8 @@ def test_human_output_never_uses_scientific_notation(capsys, tmp_path):
 
 
 def test_main_refuses_bad_input_in_one_line_without_a_traceback(capsys):
-    for argv in (["--params", "-5B", "--layers", "32", "--hidden", "4096"], ["--model", "llama3-8b", "--mfu", "40"]):
+    for argv in (["--params", "-5B", "--layers", "32", "--hidden", "4096"], ["--model", "llama3-8b", "--mfu", "40"],
+                 ["--model", "llama3-8b", "--framework", "jax"]):
         assert main(["plan", DEFAULT, *argv]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
