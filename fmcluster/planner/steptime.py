@@ -193,8 +193,10 @@ def expert_all_to_all(model: Model, hw: Hardware, layout: Layout, moe_layers: fl
         remote = k * (ep - min(per_domain, ep)) / ep
     # NVLink carries the copies for in-domain experts, and forwards remote copies to their GPUs after deduplication
     local = k * (min(per_domain, ep) - 1) / ep + max(0.0, k * (ep - min(per_domain, ep)) / ep - remote)
+    if hw.nvlink_bytes_s <= 0:  # no NVLink (one GPU per node): every copy to another GPU crosses the network
+        remote, local = remote + max(local, 0.0), 0.0
     size = tokens * k * h * per_call_bytes
-    nvl_s = tokens * max(local, 0.0) * h * per_call_bytes / hw.nvlink_bytes_s
+    nvl_s = tokens * local * h * per_call_bytes / hw.nvlink_bytes_s if local > 0 else 0.0
     net_s = (tokens * remote * h * per_call_bytes / hw.internode_bytes_s_per_gpu) if remote else 0.0
     formula = ("(2 + 2 x passes) x moe layers/pp x microbatches x (b s / (cp t)) x top-k x h x bytes (dispatch "
                f"{dispatch_bytes:g}, combine {ACT_BYTES}) x share per link"

@@ -76,3 +76,17 @@ def test_context_parallelism_splits_activations_and_passes_keys_and_values_aroun
     assert cp.internode_s == 0  # cp = 2 inside one node
     e = estimate(m, hw, two, DISTOPT, "megatron", step(m, hw, two, DISTOPT, "selective", 0.4))
     assert e.exposed.get("cp", 0.0) == 0  # hidden behind attention compute
+
+
+def test_expert_all_to_all_without_nvlink_crosses_the_network():
+    """p5.4xlarge has one H100 and no NVLink: every expert copy bound for another GPU leaves through the network."""
+    from fmcluster.planner import collectives as c
+    from fmcluster.planner.models import build
+
+    m = build({"name": "moe", "layers": 16, "hidden": 2048, "heads": 16, "vocab": 32000, "ffn": 8192, "experts": 16,
+               "active_experts": 4, "expert_ffn": 1024, "routed_nodes": 2, "seq": 4096}, "--model")
+    hw = hardware("p5.4xlarge", 16)
+    lay = Layout(tp=1, pp=1, dp=16, ep=16, micro_batch=1, microbatches=4, seq=4096)
+    a2a = next(x for x in step(m, hw, lay, DISTOPT, "selective", 0.4).collectives if x.kind == c.ALL_TO_ALL)
+    assert a2a.nvlink_s == 0 and a2a.internode_s > 0
+    assert evaluate(m, hw, 4 * 2**20, 1, 0.4)[0].fits
