@@ -227,7 +227,9 @@ def cost_section(report: Dict[str, Any]) -> str:
             for ln in cost["lines"]]
     rows.append(("<b>total</b>", "", "", "", f"<b>{money(val(cost['total_usd_per_hour']))}</b>",
                  "priced items only" if not cost["complete"] else ""))
-    tokens = "".join(f"<p>{human_count(j['tokens']['count'])} tokens on {escape(j['group'])}: at least "
+    tokens = "".join(f"<p>{human_count(j['tokens']['count'])} tokens on {escape(j['group'])}: about "
+                     f"{human_seconds(val(j['tokens']['estimate_hours']) * 3600)} at the estimate "
+                     f"({human_count(val(j['tokens']['estimate_gpu_hours']))} GPU-hours), at least "
                      f"{human_seconds(val(j['tokens']['hours']) * 3600)} at the step bound, "
                      + (f"{money(val(j['tokens']['usd']))}." if j["tokens"]["usd"] is not None
                         else f"cost unknown: {escape(j['tokens']['usd_reason'])}.") + "</p>"

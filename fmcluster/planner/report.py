@@ -22,12 +22,14 @@ from fmcluster.planner.search import Candidate, batch_warning, describe, evaluat
 from fmcluster.planner.steptime import collective_summary
 
 ASSUMPTIONS = [
-    "Times are lower bounds: bandwidth-only collectives (no latency), compute at the --mfu share of peak, perfect overlap of "
-    "compute, NVLink and inter-node traffic; the serial sum is shown beside each bound.",
+    "Bounds (>=) are lower bounds: bandwidth-only collectives (no latency), compute at the --mfu share of peak, perfect "
+    "overlap of compute, NVLink and inter-node traffic. Estimates (~) charge what the efficiency model below exposes; "
+    "layouts rank by the estimate.",
     f"Usable HBM is {HBM_USABLE_FRACTION:.0%} of the GPU's memory (CUDA context, NCCL buffers, fragmentation).",
     "Bytes per parameter and what is sharded follow the chosen framework's convention (--framework); fp8 changes the "
-    "compute peak, not these bytes.",
-    "Sequence parallelism with every tp > 1; 1F1B pipeline schedule; one training job per GPU node group.",
+    "compute peak and the expert dispatch precision, not these bytes.",
+    "Sequence parallelism with every tp > 1; the 1F1B pipeline schedule, interleaved with v virtual stages when v > 1; "
+    "ring attention for context parallelism; one training job per GPU node group.",
 ]
 
 
