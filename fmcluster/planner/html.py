@@ -195,7 +195,8 @@ def checkpoint_table(j: Dict[str, Any]) -> str:
             else escape(t.get("write_reason", "-"))
         note = escape(t.get("note", "")) + (" <b>unverified rates</b>" if t.get("unverified") else "")
         rows.append((escape(t["target"]), write, human_seconds(val(t["restore"])), escape(t.get("limited_by", "")), note))
-    return (f"<h3>Checkpoints: {human_bytes(val(ck['size']))} (14 bytes per parameter), lower bounds</h3>"
+    return (f"<h3>Checkpoints: {human_bytes(val(ck['size']))} ({ck['bytes_per_param']} bytes per parameter), "
+            "lower bounds</h3>"
             + table(("target", "write", "restore", "limited by", "note"), rows))
 
 

@@ -93,7 +93,8 @@ def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, 
     out["best"] = [detail(c, model, hw, opts) for c in fitting[: opts.top]]
     out["warnings"] = [f"{b['layout']['description']}: {b['layout']['batch_warning']}" for b in out["best"]
                        if b["layout"]["batch_warning"]]
-    out["checkpoint"] = checkpoint(model, group, spec, best.step)
+    out["checkpoint"] = checkpoint(model, group, spec, best.step, best.memory.scheme.weight_bytes,
+                                   best.memory.scheme.optimizer_bytes)
     out["data_path"] = data_path(best.step, spec, opts.bytes_per_token)
     out["tokens"] = dict(token_cost(opts.tokens, best.step.tokens_per_s, priced_for_job(cost, group.name)),
                          count=opts.tokens)

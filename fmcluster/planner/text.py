@@ -159,7 +159,7 @@ def step_breakdown(st: Dict[str, Any], internode: str = "EFA") -> str:
 
 
 def checkpoint_lines(ck: Dict[str, Any]) -> List[str]:
-    lines = [f"  checkpoint {human_bytes(val(ck['size']))} (14 bytes per parameter):"]
+    lines = [f"  checkpoint {human_bytes(val(ck['size']))} ({ck['bytes_per_param']} bytes per parameter):"]
     for t in ck["targets"]:
         if not t["available"]:
             lines.append(f"    {t['target']}: n/a ({t['reason']})")

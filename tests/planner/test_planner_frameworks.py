@@ -90,3 +90,11 @@ def test_the_report_states_the_framework_convention(capsys, tmp_path):
     default = str(Path(__file__).resolve().parents[2] / "examples" / "default.yaml")
     assert main(["plan", default, "--model", "llama3-8b", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["framework"]["key"] == "megatron"
+
+
+def test_a_checkpoint_holds_the_weights_and_optimizer_state_as_the_framework_keeps_them():
+    m = preset("llama3-8b")
+    sizes = {fw: build_report(spec("p5.48xlarge", 2), m, PlanOptions(framework=fw))["jobs"][0]["checkpoint"]
+             for fw in ("megatron", "fsdp", "deepspeed")}
+    assert {fw: ck["bytes_per_param"] for fw, ck in sizes.items()} == {"megatron": 14, "fsdp": 12, "deepspeed": 14}
+    assert sizes["fsdp"]["size"]["value"] == pytest.approx(12 * m.params)
