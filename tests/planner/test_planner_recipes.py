@@ -90,6 +90,8 @@ def test_deepseek_v3_on_2048_gpus_ranks_an_expert_parallel_layout_first_within_2
     top = cands[0]
     assert top.fits and top.layout.ep >= 8 and top.layout.tp <= 2
     assert gpu_hours(top, 2048) == pytest.approx(DEEPSEEK_PRETRAINING_GPU_HOURS, rel=0.20)
+    # and of the headline 2.788M, which adds 119K GPU-hours of context extension and 5K of post-training
+    assert gpu_hours(top, 2048) == pytest.approx(2.788e6, rel=0.20)
     published = [x for x in cands if (x.layout.tp, x.layout.cp, x.layout.pp, x.layout.dp, x.layout.ep,
                                       x.layout.expert_tp) == (1, 1, 16, 128, 64, 1)]
     assert published and published[0].fits  # §3.2.1: PP 16, EP 64 over 8 nodes, ZeRO-1 data parallelism
