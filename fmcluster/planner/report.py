@@ -121,10 +121,15 @@ COLUMNS = {
 }
 
 
+def sharding_key(c: Candidate) -> str:
+    """'none' for a layout with one data-parallel rank: nothing is replicated or sharded, so it is not DDP."""
+    return "none" if c.layout.dense_dp == 1 else c.memory.sharding
+
+
 def row(c: Candidate, opts: PlanOptions) -> Dict[str, Any]:
     s = c.step
     return {"layout": c.layout.key(), **c.layout.summary(),
-            "batch_differs": c.layout.tokens_per_step != opts.global_batch_tokens, "sharding": c.memory.sharding,
+            "batch_differs": c.layout.tokens_per_step != opts.global_batch_tokens, "sharding": sharding_key(c),
             "recompute": c.memory.recompute,
             "memory_gib": round(c.memory.total / 2**30, 2), "fits": c.fits, "bound_s": round(s.bound_s, 4),
             "estimate_s": round(c.estimate.seconds, 4), "estimate_mfu": round(c.estimate.mfu, 4),
@@ -200,7 +205,7 @@ def detail(c: Candidate, model: Model, hw: Hardware, opts: PlanOptions) -> Dict[
         "mfu": fig(e.mfu, "fraction", "model FLOPs per token (no recomputation) x tokens / (GPUs x peak x estimate)",
                    tokens=st.tokens, gpus=hw.gpus, peak_flops=hw.peak_flops),
     }
-    return {"layout": dict(lay.summary(), sharding=mem.sharding, recompute=mem.recompute, description=describe(c),
+    return {"layout": dict(lay.summary(), sharding=sharding_key(c), recompute=mem.recompute, description=describe(c),
                            requested_tokens_per_step=opts.global_batch_tokens,
                            batch_warning=batch_warning(lay, opts.global_batch_tokens)),
             "memory": memory, "step": step, "estimate": est}

@@ -49,3 +49,11 @@ def test_json_and_html_show_tokens_per_step(capsys, tmp_path):
     assert main(["plan", DEFAULT, "--model", "llama3-8b", "--global-batch-tokens", "1M", "--html", str(out)]) == 0
     html = out.read_text()
     assert html.count("tokens per step") >= 2 and "runs 1,0" in html
+
+
+def test_a_layout_with_one_data_parallel_rank_is_not_called_ddp():
+    report = build(spec("p5.48xlarge", 4), preset("llama3-70b"), PlanOptions(global_batch_tokens=2**20))
+    rows = [r for r in report["jobs"][0]["layouts"] if r["dp"] * r["cp"] == 1]
+    assert rows and all(r["sharding"] == "none" for r in rows)
+    text = render(report)
+    assert "dp=1, no data parallelism" in text and "dp=1, Megatron DDP" not in text
