@@ -1,8 +1,9 @@
 """Checkpoint size, write and restore time to NVMe, FSx for Lustre and S3; the data path.
 
-A full training checkpoint holds the bf16 weights (2 bytes) and the fp32 optimizer state
-(12 bytes: master weights, Adam momentum and variance; ZeRO arXiv:1910.02054 §3.1) per
-parameter: 14 bytes; gradients are not saved. Every GPU writes its own shard at once
+A full training checkpoint holds the weights and the optimizer state as the framework keeps
+them, gradients are not saved: bf16 weights (2 bytes) and fp32 master weights, Adam momentum
+and variance (12; ZeRO arXiv:1910.02054 §3.1) with Megatron-LM and DeepSpeed, 14 bytes per
+parameter; FSDP2's fp32 weights (4) and Adam state (8), 12 bytes. Every GPU writes its own shard at once
 (sharded checkpoints, e.g. PyTorch Distributed Checkpoint), so a target's time is
 size / min(what the writers can push, what the target takes). FSx for Lustre takes
 capacity x throughput per TiB (FSx performance guide). Data repository associations move
@@ -42,10 +43,14 @@ def fsx_bytes_per_s(spec: Any) -> Optional[float]:
     return fsx.storage_capacity_gib / 1024 * (fsx.throughput or SCRATCH_2_MBPS_PER_TIB) * MB
 
 
-def checkpoint(model: Model, group: Any, spec: Any, step: Step) -> Dict[str, Any]:
-    size = CHECKPOINT_BYTES_PER_PARAM * model.params
+def checkpoint(model: Model, group: Any, spec: Any, step: Step, weight_bytes: int = 2,
+               optimizer_bytes: int = CHECKPOINT_BYTES_PER_PARAM - 2) -> Dict[str, Any]:
+    per_param = weight_bytes + optimizer_bytes
+    size = per_param * model.params
     out: Dict[str, Any] = {
-        "size": fig(size, "bytes", "14 bytes x params (2 bf16 weights + 12 fp32 optimizer state)", params=model.params),
+        "size": fig(size, "bytes", f"{per_param} bytes x params ({weight_bytes} of weights + {optimizer_bytes} of "
+                    "optimizer state, as the framework keeps them)", params=model.params),
+        "bytes_per_param": per_param,
         "targets": [nvme(size, group, step), *fsx_and_s3(size, group, spec, step)],
     }
     return out

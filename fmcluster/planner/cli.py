@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -18,23 +19,35 @@ from fmcluster.planner.errors import PlanUsageError
 __all__ = ["PlanUsageError", "add_plan_arguments", "run_plan", "add_diagram_arguments", "run_diagram", "main"]
 
 SIZE_FLAGS = ("params", "layers", "hidden", "experts", "active_experts")
+# argparse reads "-5B" as an option unless it looks like a negative number: count suffixes and exponents make it one,
+# so `--params -5B` reaches the documented "--params: must be greater than 0" instead of "expected one argument".
+NEGATIVE_COUNT = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[kKmMbBgGtT]?$")
 
 
 def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    parser._negative_number_matcher = NEGATIVE_COUNT  # type: ignore[attr-defined]  # see NEGATIVE_COUNT
     parser.add_argument("file", help="the cluster spec (YAML)")
     m = parser.add_argument_group("model (optional: without one, plan prints the cluster figures and cost)")
     m.add_argument("--model", help="a preset (llama3.1-8b, llama3-70b, mixtral-8x7b, deepseek-v3, ...) or a YAML/JSON file")
     m.add_argument("--params", help="total parameters, e.g. 70e9 or 70B")
     m.add_argument("--layers", help="transformer layers")
     m.add_argument("--hidden", help="hidden size")
-    m.add_argument("--heads", help="attention heads (default hidden / 128; model files may give head_dim)")
+    m.add_argument("--heads", help="attention heads, dividing --hidden (default hidden / 128; model files may give "
+                   "head_dim)")
+    m.add_argument("--vocab", help="vocabulary size: embedding and output layer memory, logits, FLOPs (default: none; "
+                   "the report says what is then left out)")
     m.add_argument("--seq", help="sequence length (overrides the preset's; default 4096 with explicit sizes)")
     m.add_argument("--experts", help="experts per MoE layer")
     m.add_argument("--active-experts", help="experts each token is routed to (top-k)")
     t = parser.add_argument_group("training")
     t.add_argument("--precision", choices=("bf16", "fp8"), default="bf16", help="compute precision (default bf16)")
-    t.add_argument("--mfu", default="0.4", help="share of peak FLOPs the GPUs sustain on what they compute, "
-                   "recomputation included (equals MFU without recomputation; default 0.4)")
+    t.add_argument("--framework", default="megatron", metavar="{megatron,fsdp,deepspeed}",
+                   help="whose bytes per parameter and gradient precision: Megatron-LM/NeMo (18, or 6 + 12/d with the "
+                   "distributed optimizer; fp32 gradients), PyTorch FSDP2 (16/d) or DeepSpeed ZeRO (16 .. 16/d; bf16 "
+                   "gradients). Default megatron")
+    t.add_argument("--mfu", default="0.4", help="fraction (0, 1] of the dense peak the GPUs sustain on the model's "
+                   "matrix multiplies; full recomputation's extra forward pass runs at the same rate, so there it is "
+                   "hardware FLOPs utilization (default 0.4)")
     t.add_argument("--global-batch-tokens", default="4194304", help="tokens per optimizer step (default 4M = 2^22)")
     t.add_argument("--micro-batch", default="1", help="sequences per micro-batch (default 1)")
     t.add_argument("--tokens", default="1T", help="tokens to train, for time and cost (default 1T)")
@@ -72,19 +85,30 @@ def number(args: Any, name: str, integer: bool = False, upper: Optional[float] =
     return value
 
 
+def fraction(args: Any, name: str, default: float) -> float:
+    value = number(args, name)
+    if value is None:
+        return default
+    if value > 1:
+        raise PlanUsageError(f"--{name}: {getattr(args, name)} is not a fraction: give the share of peak between 0 and 1 "
+                             f"(0.4 for 40%)")
+    return value
+
+
 def resolve_model(args: Any) -> Any:
     from fmcluster.planner import models
 
     sizes = {k: number(args, k, integer=k != "params") for k in SIZE_FLAGS}
     heads, seq = number(args, "heads", integer=True), number(args, "seq", integer=True)
+    vocab = number(args, "vocab", integer=True)
     given = [k for k, v in sizes.items() if v is not None]
     if args.model is not None:
-        if given or heads is not None:
-            flag = "--" + (given[0] if given else "heads").replace("_", "-")
+        if given or heads is not None or vocab is not None:
+            flag = "--" + (given[0] if given else "heads" if heads is not None else "vocab").replace("_", "-")
             raise PlanUsageError(f"{flag}: give either --model or the explicit sizes, not both (--seq may override)")
         model = models.resolve(args.model)
         return models.with_seq(model, int(seq)) if seq else model
-    if not given and heads is None:
+    if not given and heads is None and vocab is None:
         if seq is not None:
             raise PlanUsageError("--seq: needs --model or the explicit sizes (--params --layers --hidden)")
         return None
@@ -96,7 +120,12 @@ def resolve_model(args: Any) -> Any:
         raise PlanUsageError(f"{missing}: --experts and --active-experts go together")
     raw: Dict[str, Any] = {k: (v if k == "params" else int(v)) for k, v in sizes.items() if v is not None}
     if heads:
+        if raw["hidden"] % int(heads):
+            raise PlanUsageError(f"--heads: {int(heads)} does not divide --hidden {raw['hidden']}; the head size is "
+                                 "hidden / heads")
         raw["heads"] = int(heads)
+    if vocab:
+        raw["vocab"] = int(vocab)
     if seq:
         raw["seq"] = int(seq)
     option = "--active-experts" if raw.get("active_experts", 0) > raw.get("experts", 1 << 60) else "--params"
@@ -105,16 +134,18 @@ def resolve_model(args: Any) -> Any:
 
 
 def run_plan(args: Any) -> int:
+    from fmcluster.planner.frameworks import framework
     from fmcluster.planner.report import PlanOptions, build
     from fmcluster.registry import load_spec
 
     opts = PlanOptions(
-        precision=args.precision, mfu=float(number(args, "mfu", upper=1.0) or 0.4),
+        precision=args.precision, mfu=fraction(args, "mfu", 0.4),
         global_batch_tokens=float(number(args, "global_batch_tokens") or 0),
         micro_batch=int(number(args, "micro_batch", integer=True) or 1), tokens=float(number(args, "tokens") or 0),
         bytes_per_token=float(number(args, "bytes_per_token") or 0), gradient_gb=float(number(args, "gradient_gb") or 0),
         group=args.group, top=int(number(args, "top", integer=True) or 5),
         model_option="--model" if args.model is not None else "--params",
+        framework=framework(getattr(args, "framework", None) or "megatron").key,
     )
     model = resolve_model(args)
     html_out = Path(args.html) if args.html else None
@@ -176,6 +207,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     except PlanUsageError as e:
         print(f"fmcluster: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `| head`: the reader left, nothing to report
+        return 0
     except Exception as e:  # the spec's SpecError: one `field.path: problem` line each
         problems = getattr(e, "problems", None)
         if problems is None:
@@ -183,8 +216,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         for line in problems:
             print(line, file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

@@ -40,8 +40,11 @@ def members_per_domain(ranks: int, stride: int, domain: int, gpus: int) -> int:
     span = ranks * s
     if ranks <= 1 or span > gpus:
         return max(1, min(ranks, domain // s))
+    if s >= domain:  # consecutive members are a domain or more apart: one per domain
+        return 1
     fewest = ranks
-    for start in range(0, gpus - span + 1, span):
+    period = span * domain // math.gcd(span, domain)  # the layout of groups over domains repeats after this
+    for start in range(0, min(gpus - span + 1, period), span):
         for offset in range(s):
             counts = Counter((start + offset + i * s) // domain for i in range(ranks))
             fewest = min(fewest, min(counts.values()))

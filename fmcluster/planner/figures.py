@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Dict
 
 GB = 1e9
@@ -24,10 +25,21 @@ def val(f: Dict[str, Any]) -> float:
     return float(f["value"])
 
 
+def plain(x: float, sig: int = 3) -> str:
+    """`sig` significant digits, never in scientific notation: 6,553,600 not 6.5536e+06, 1,170 not 1.17e+03."""
+    if x == 0 or not math.isfinite(x):
+        return "0" if x == 0 else str(x)
+    digits = sig - 1 - math.floor(math.log10(abs(x)))
+    if digits <= 0:
+        return f"{round(x, digits):,.0f}"
+    text = f"{x:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def human_bytes(n: float) -> str:
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if abs(n) >= size:
-            return f"{n / size:.3g} {unit}"
+            return f"{plain(n / size)} {unit}"
     return f"{n:.0f} B"
 
 
@@ -35,28 +47,28 @@ def human_seconds(s: float) -> str:
     if s == 0:
         return "0"
     if s < 1e-3:
-        return f"{s * 1e6:.3g} µs"
+        return f"{plain(s * 1e6)} µs"
     if s < 1:
-        return f"{s * 1e3:.3g} ms"
+        return f"{plain(s * 1e3)} ms"
     if s < 120:
-        return f"{s:.3g} s"
+        return f"{plain(s)} s"
     if s < 7200:
-        return f"{s / 60:.3g} min"
+        return f"{plain(s / 60)} min"
     if s < 172800:
-        return f"{s / 3600:.3g} h"
-    return f"{s / 86400:.3g} days"
+        return f"{plain(s / 3600)} h"
+    return f"{plain(s / 86400)} days"
 
 
 def human_count(n: float) -> str:
     for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if abs(n) >= size:
-            return f"{n / size:.3g}{unit}"
-    return f"{n:g}"
+            return f"{plain(n / size)}{unit}"
+    return plain(n, 6)
 
 
 def money(x: float) -> str:
     if x >= 1e6:
-        return f"${x / 1e6:,.3g}M"
+        return f"${plain(x / 1e6)}M"
     if x >= 1e4:
         return f"${x:,.0f}"
     return f"${x:,.2f}"

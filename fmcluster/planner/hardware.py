@@ -26,6 +26,7 @@ class Hardware:
     internode_bytes_s_per_gpu: float  # the node's EFA (or, without EFA, its ENA interface) shared by its GPUs
     internode_link: str  # EFA or ENA
     unverified: List[str]
+    precision: str = "bf16"  # the compute precision peak_flops is for
 
     @property
     def gpus(self) -> int:
@@ -62,4 +63,5 @@ def of_group(g: Any, precision: str) -> Hardware:
         internode_bytes_s_per_gpu=(t.efa_gbps if efa else t.network_gbps / max(t.network_cards, 1)) / 8 * GB / max(t.gpus, 1),
         internode_link="EFA" if efa else "ENA",
         unverified=[f for f in facts if not t.is_verified(f)],
+        precision=precision,
     )

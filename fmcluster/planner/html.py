@@ -8,7 +8,8 @@ from html import escape
 from typing import Any, Dict, Iterable, List, Sequence
 
 from fmcluster.planner.chart import legend, step_chart
-from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, val
+from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, plain, val
+from fmcluster.planner.text import framework_line as text_framework_line
 from fmcluster.planner.text import percent
 
 CSS = """
@@ -51,8 +52,9 @@ def page(report: Dict[str, Any], spec: Any) -> str:
     subtitle = f"{c['region']} · orchestrator {c['orchestrator']}"
     if "model" in report:
         m, o = report["model"], report["options"]
-        subtitle += (f" · model {m['name']} ({human_count(m['params'])} parameters) · {o['precision']} at MFU {o['mfu']:g}"
-                     f" · {human_count(o['global_batch_tokens'])} tokens per step")
+        subtitle += (f" · model {m['name']} ({human_count(m['params'])} parameters) · {o['precision']} compute at "
+                     f"{plain(o['mfu'], 6)} of peak"
+                     f" · {human_count(o['global_batch_tokens'])} tokens per step requested · framework {o['framework']}")
     parts = [f"<header><h1>{escape(title)}</h1><p>{escape(subtitle)}</p></header><main>", cards(report),
              cluster_section(report, spec)]
     for j in report.get("jobs", []):
@@ -70,11 +72,13 @@ def cards(report: Dict[str, Any]) -> str:
     hourly = money(val(cost["total_usd_per_hour"])) + "/h"
     if not cost["complete"]:
         hourly = f"{hourly} + unpriced" if val(cost["total_usd_per_hour"]) else "unpriced"
-    items = [(str(t["gpus"]), "GPUs"), (f"{t['bf16_dense_pflops']:g}", "PFLOPS dense BF16"), (f"{t['hbm_tib']:g} TiB", "HBM"),
+    items = [(str(t["gpus"]), "GPUs"), (f"{plain(t['bf16_dense_pflops'], 6)}", "PFLOPS dense BF16"),
+             (f"{plain(t['hbm_tib'], 6)} TiB", "HBM"),
              (hourly, "On-Demand" + (" (estimate)" if cost["estimate"] and cost["complete"] else ""))]
     for j in report.get("jobs", []):
         if j["fits"]:
             best = j["best"][0]["step"]
+            items.append((human_seconds(val(j["best"][0]["estimate"]["seconds"])), f"step estimate ({j['group']})"))
             items.append((human_seconds(val(best["bound"])), f"step bound ({j['group']})"))
             items.append((human_count(val(best["tokens_per_s"])), f"tokens/s ({j['group']})"))
             usd = money(val(j["tokens"]["usd"])) if j["tokens"]["usd"] is not None else "unknown"
@@ -93,13 +97,13 @@ def cluster_section(report: Dict[str, Any], spec: Any) -> str:
     c = report["cluster"]
     rows = [(escape(g["name"]), f"{g['nodes']} x {escape(g['instance_type'])}", g["gpus"], escape(g["gpu"]),
              g["bf16_dense_pflops"], g["hbm_tib"], f"{g['nvlink_domains']} x {g['nvlink_domain_gpus']}",
-             f"{g['efa_gbps_total']:g}", g["nvme_tb"], escape(g["capacity"]), escape(g["placement"]),
+             f"{plain(g['efa_gbps_total'], 6)}", g["nvme_tb"], escape(g["capacity"]), escape(g["placement"]),
              escape(", ".join(g["unverified"]) or "-")) for g in c["groups"]]
     groups = table(("group", "nodes", "GPUs", "GPU", "PFLOPS BF16", "HBM TiB", "NVLink domains", "EFA Gbps", "NVMe TB",
                     "capacity", "placement", "unverified"), rows, numeric=(2, 4, 5, 7, 8))
     fsx = c["storage"]["fsx"]
-    storage = (f"<p>FSx for Lustre {escape(fsx['deployment_type'])}: {fsx['capacity_tib']:g} TiB, "
-               f"{fsx['throughput_gbps']:g} GB/s ({fsx['throughput_mbps_per_tib']} MB/s per TiB), "
+    storage = (f"<p>FSx for Lustre {escape(fsx['deployment_type'])}: {plain(fsx['capacity_tib'], 6)} TiB, "
+               f"{plain(fsx['throughput_gbps'], 6)} GB/s ({fsx['throughput_mbps_per_tib']} MB/s per TiB), "
                f"{fsx['associations']} S3 association(s)</p>") if fsx else "<p>No FSx for Lustre in the spec.</p>"
     notes = "".join(f"<li>{escape(line)}</li>" for line in c.get("orchestrator_notes", []))
     orchestrator = f"<ul>{notes}</ul>" if notes else ""
@@ -109,12 +113,12 @@ def cluster_section(report: Dict[str, Any], spec: Any) -> str:
 def job_section(j: Dict[str, Any], report: Dict[str, Any]) -> str:
     hw = j["hardware"]
     head = (f"<h2>Training job on {escape(j['group'])}: {hw['gpus']} x {escape(hw['gpu'])}</h2><p>NVLink domain "
-            f"{hw['nvlink_domain_gpus']} GPUs at {hw['nvlink_gb_s_one_way_per_gpu']:g} GB/s per GPU one way; "
-            f"{escape(hw['internode_link'])} {hw['internode_gb_s_per_gpu']:.3g} GB/s per GPU; {j['layouts_fitting']} of "
-            f"{j['layouts_evaluated']} layouts fit {hw['hbm_gib_per_gpu']:g} GiB of HBM.</p>")
+            f"{hw['nvlink_domain_gpus']} GPUs at {plain(hw['nvlink_gb_s_one_way_per_gpu'], 6)} GB/s per GPU one way; "
+            f"{escape(hw['internode_link'])} {plain(hw['internode_gb_s_per_gpu'], 3)} GB/s per GPU; {j['layouts_fitting']} of "
+            f"{j['layouts_evaluated']} layouts fit {plain(hw['hbm_gib_per_gpu'], 6)} GiB of HBM.</p>")
     if not j["fits"]:
         return f'<section>{head}<p class="bad">{escape(j["overflow"])}</p></section>'
-    return (f"<section>{head}{memory_table(j)}{step_section(j)}{expert_table(j)}{checkpoint_table(j)}"
+    return (f"<section>{head}{memory_table(j)}{estimate_table(j)}{step_section(j)}{expert_table(j)}{checkpoint_table(j)}"
             f"{data_paragraph(j)}{all_layouts(j)}</section>")
 
 
@@ -123,7 +127,10 @@ def memory_table(j: Dict[str, Any]) -> str:
     for i, b in enumerate(j["best"], 1):
         mem = b["memory"]
         fits = '<span class="ok">fits</span>' if mem["fits"] else '<span class="bad">no</span>'
-        rows.append((i, escape(b["layout"]["description"]), gib(val(mem["weights"])), gib(val(mem["gradients"])),
+        warn = f'<br><span class="bad">{escape(b["layout"]["batch_warning"])}</span>' if b["layout"]["batch_warning"] \
+            else ""
+        rows.append((i, escape(b["layout"]["description"]) + warn, f'{b["layout"]["tokens_per_step"]:,}',
+                     gib(val(mem["weights"])), gib(val(mem["gradients"])),
                      gib(val(mem["optimizer"])), gib(val(mem["activations"])), gib(val(mem["total"])),
                      gib(val(mem["usable_hbm"])), fits, human_seconds(val(b["step"]["bound"])),
                      human_seconds(val(b["step"]["serial"]))))
@@ -131,8 +138,25 @@ def memory_table(j: Dict[str, Any]) -> str:
     note = ("<p>Activations of layout 1 by recomputation policy: " + ", ".join(
         f"{escape(policy)} {gib(val(f))} GiB" for policy, f in by.items()) + ".</p>")
     return "<h3>Memory fit per GPU (GiB), fastest layouts first</h3>" + note + table(
-        ("#", "layout", "weights", "gradients", "optimizer", "activations", "total", "usable HBM", "fit", "step bound",
-         "serial"), rows, numeric=(2, 3, 4, 5, 6, 7))
+        ("#", "layout", "tokens per step", "weights", "gradients", "optimizer", "activations", "total", "usable HBM",
+         "fit", "step bound", "serial"), rows, numeric=(2, 3, 4, 5, 6, 7, 8))
+
+
+def estimate_table(j: Dict[str, Any]) -> str:
+    groups = sorted({k for b in j["best"] for k in b["estimate"]["exposed"]})
+    rows = []
+    for i, b in enumerate(j["best"], 1):
+        e, st = b["estimate"], b["step"]
+        rows.append((i, escape(b["layout"]["description"]), f'{b["layout"]["tokens_per_step"]:,}',
+                     human_seconds(val(st["bound"])), human_seconds(val(e["seconds"])), plain(val(e["mfu"]), 2),
+                     plain(val(e["gemm_efficiency"]), 2), human_seconds(val(e["bubble"])),
+                     *[human_seconds(val(e["exposed"][g])) if g in e["exposed"] else "0" for g in groups]))
+    return ("<h3>Efficiency model: the estimate beside the bound</h3><p class=\"note\">The bound assumes every "
+            "collective hides behind compute; the estimate charges narrow GEMMs, the pipeline bubble and the "
+            "communication each framework leaves exposed (assumptions below). Layouts rank by the estimate per "
+            "token.</p>" + table(("#", "layout", "tokens per step", "bound", "estimate", "MFU", "GEMM efficiency",
+                                   "bubble", *[f"exposed {g}" for g in groups]), rows,
+                                  numeric=tuple(range(2, 8 + len(groups)))))
 
 
 def step_section(j: Dict[str, Any]) -> str:
@@ -167,11 +191,12 @@ def checkpoint_table(j: Dict[str, Any]) -> str:
         if not t["available"]:
             rows.append((escape(t["target"]), "-", "-", "-", escape(t.get("reason", ""))))
             continue
-        write = human_seconds(val(t["write"])) + f" ({t['write_steps']:.2g} steps)" if "write" in t \
+        write = human_seconds(val(t["write"])) + f" ({plain(t['write_steps'], 2)} steps)" if "write" in t \
             else escape(t.get("write_reason", "-"))
         note = escape(t.get("note", "")) + (" <b>unverified rates</b>" if t.get("unverified") else "")
         rows.append((escape(t["target"]), write, human_seconds(val(t["restore"])), escape(t.get("limited_by", "")), note))
-    return (f"<h3>Checkpoints: {human_bytes(val(ck['size']))} (14 bytes per parameter), lower bounds</h3>"
+    return (f"<h3>Checkpoints: {human_bytes(val(ck['size']))} ({ck['bytes_per_param']} bytes per parameter), "
+            "lower bounds</h3>"
             + table(("target", "write", "restore", "limited by", "note"), rows))
 
 
@@ -186,12 +211,13 @@ def data_paragraph(j: Dict[str, Any]) -> str:
 
 
 def all_layouts(j: Dict[str, Any]) -> str:
-    rows = [(escape(r["layout"]), escape(r["sharding"]), escape(r["recompute"]), r["memory_gib"],
+    rows = [(escape(r["layout"]), f'{r["tokens_per_step"]:,}', escape(r["sharding"]), escape(r["recompute"]),
+             r["memory_gib"], human_seconds(r["estimate_s"]), plain(r["estimate_mfu"], 2),
              '<span class="ok">yes</span>' if r["fits"] else '<span class="bad">no</span>', human_seconds(r["bound_s"]),
              human_seconds(r["serial_s"])) for r in j["layouts"]]
     return (f"<details><summary>all {len(rows)} layouts evaluated</summary>"
-            + table(("layout", "sharding", "recomputation", "GiB per GPU", "fits", "step bound", "serial"), rows,
-                    numeric=(3,)) + "</details>")
+            + table(("layout", "tokens per step", "sharding", "recomputation", "GiB per GPU", "estimate", "MFU", "fits",
+                     "step bound", "serial"), rows, numeric=(1, 4, 5, 6)) + "</details>")
 
 
 def cost_section(report: Dict[str, Any]) -> str:
@@ -202,7 +228,9 @@ def cost_section(report: Dict[str, Any]) -> str:
             for ln in cost["lines"]]
     rows.append(("<b>total</b>", "", "", "", f"<b>{money(val(cost['total_usd_per_hour']))}</b>",
                  "priced items only" if not cost["complete"] else ""))
-    tokens = "".join(f"<p>{human_count(j['tokens']['count'])} tokens on {escape(j['group'])}: at least "
+    tokens = "".join(f"<p>{human_count(j['tokens']['count'])} tokens on {escape(j['group'])}: about "
+                     f"{human_seconds(val(j['tokens']['estimate_hours']) * 3600)} at the estimate "
+                     f"({human_count(val(j['tokens']['estimate_gpu_hours']))} GPU-hours), at least "
                      f"{human_seconds(val(j['tokens']['hours']) * 3600)} at the step bound, "
                      + (f"{money(val(j['tokens']['usd']))}." if j["tokens"]["usd"] is not None
                         else f"cost unknown: {escape(j['tokens']['usd_reason'])}.") + "</p>"
@@ -216,8 +244,10 @@ def cost_section(report: Dict[str, Any]) -> str:
 
 
 def assumptions_section(report: Dict[str, Any]) -> str:
-    items = report.get("assumptions", []) + ["Cluster all-reduce figures use a gradient of "
-                                             f"{report['cluster']['gradient_gb']:g} GB (--gradient-gb)."]
+    fw = report.get("framework")
+    conv = [text_framework_line(fw)] if fw else []
+    items = conv + report.get("assumptions", []) + ["Cluster all-reduce figures use a gradient of "
+                                             f"{plain(report['cluster']['gradient_gb'], 6)} GB (--gradient-gb)."]
     lis = "".join(f"<li>{escape(a)}</li>" for a in items)
     return (f'<section><h2>Assumptions</h2><ul>{lis}</ul><p class="note">Every figure carries its formula and inputs in '
             "<code>fmcluster plan --json</code>; docs/planning.md explains each model and its sources.</p></section>")

@@ -1,15 +1,19 @@
-"""Parallel layouts a group of GPUs can run: tensor x pipeline x data (x expert) parallelism.
+"""Parallel layouts a group of GPUs can run: tensor x context x pipeline x data (x expert) parallelism.
 
-Ranks are ordered as Megatron-LM does (tensor innermost, then data/expert, pipeline
-outermost; Narayanan et al., arXiv:2104.04473 §3): a tensor-parallel group sits inside
-one NVLink domain, a data-parallel group has stride tp, an expert group stride tp and
-span tp x ep, a pipeline stage spans gpus / pp consecutive GPUs.
+Ranks are ordered as Megatron-LM does (tensor innermost, then context, then data/expert,
+pipeline outermost; Narayanan et al., arXiv:2104.04473 §3): a tensor-parallel group sits
+inside one NVLink domain, a context-parallel group has stride tp, a data-parallel group
+stride tp x cp, a pipeline stage spans gpus / pp consecutive GPUs. Expert layers re-fold the
+tp x cp x dp ranks of a stage (Megatron Core "MoE parallel folding"): expert tensor
+parallelism etp (tp, or 1) times ep expert ranks times the expert data-parallel rest; with
+etp = 1 an expert group is ep consecutive ranks, so one 72-GPU NVLink domain holds up to 72.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Dict, List
 
 from fmcluster.planner.hardware import Hardware
@@ -27,59 +31,112 @@ class Layout:
     micro_batch: int
     microbatches: int  # per data-parallel rank and step (gradient accumulation x pipeline)
     seq: int
+    cp: int = 1  # context parallelism: each rank holds seq / cp tokens of every sequence
+    vp: int = 1  # virtual pipeline stages per GPU (interleaved 1F1B)
+    etp: int = 0  # expert tensor parallelism; 0 = tp (Megatron Core's default)
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
 
     @property
     def tokens_per_step(self) -> int:
         return self.microbatches * self.micro_batch * self.dp * self.seq
 
     @property
+    def dense_dp(self) -> int:
+        """Ranks holding the same dense weights: data x context parallel (both see the same weights)."""
+        return self.dp * self.cp
+
+    @property
+    def expert_tp(self) -> int:
+        return self.etp or self.tp
+
+    @property
     def expert_dp(self) -> int:
-        """Replicas of one expert shard: the data-parallel degree expert gradients reduce over."""
-        return self.dp // self.ep
+        """Replicas of one expert shard: the ranks expert gradients reduce over."""
+        return max(1, self.tp * self.cp * self.dp // (self.ep * self.expert_tp))
 
     def key(self) -> str:
-        return f"tp{self.tp}-pp{self.pp}-dp{self.dp}" + (f"-ep{self.ep}" if self.ep > 1 else "")
+        return (f"tp{self.tp}" + (f"-cp{self.cp}" if self.cp > 1 else "") + f"-pp{self.pp}"
+                + (f"-vp{self.vp}" if self.vp > 1 else "") + f"-dp{self.dp}"
+                + (f"-ep{self.ep}" if self.ep > 1 else "") + (f"-etp{self.expert_tp}" if self.ep > 1 and
+                                                              self.expert_tp != self.tp else ""))
 
     def summary(self) -> Dict[str, Any]:
-        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep, "micro_batch": self.micro_batch,
-                "microbatches": self.microbatches, "tokens_per_step": self.tokens_per_step}
+        return {"tp": self.tp, "cp": self.cp, "pp": self.pp, "vp": self.vp, "dp": self.dp, "ep": self.ep,
+                "etp": self.expert_tp, "micro_batch": self.micro_batch, "microbatches": self.microbatches,
+                "tokens_per_step": self.tokens_per_step}
 
 
 def divisors(n: int) -> List[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+CONTEXT_PARALLEL_MIN_TOKENS = 2048  # a context-parallel rank keeps at least this many tokens of a sequence
+MAX_VIRTUAL_STAGES = 8
+
+
+def context_parallel_degrees(model: Model) -> List[int]:
+    """1, and powers of two that split the sequence into 2 x cp equal chunks (the load-balanced causal split) of at
+    least CONTEXT_PARALLEL_MIN_TOKENS per rank."""
+    out, cp = [1], 2
+    while model.seq % (2 * cp) == 0 and model.seq // cp >= CONTEXT_PARALLEL_MIN_TOKENS:
+        out.append(cp)
+        cp *= 2
+    return out
+
+
+def virtual_stages(model: Model, layout: Layout) -> List[int]:
+    """Interleaved 1F1B: 1, 2, 4, ... up to the most model chunks per GPU (MAX_VIRTUAL_STAGES, each chunk at least
+    one layer), and that most; the schedule needs at least pp micro-batches in flight."""
+    if layout.pp == 1 or layout.microbatches < layout.pp:
+        return [1]
+    most = min(MAX_VIRTUAL_STAGES, math.ceil(model.layers / layout.pp))
+    return sorted({v for v in (1, 2, 4, 8) if v <= most} | {most})
+
+
 def enumerate_layouts(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch: int) -> List[Layout]:
-    """Every (tp, pp, dp, ep) that divides the group: tp in 1/2/4/8 within an NVLink domain and
-    dividing the attention heads (Megatron's rule), pp up to the layer count, ep dividing both
-    the experts and dp (expert ranks are taken from the data-parallel ranks)."""
+    """Every (tp, cp, pp, dp, ep, etp) that divides the group: tp in 1/2/4/8 within an NVLink domain and
+    dividing the attention heads (Megatron's rule), cp from context_parallel_degrees, pp up to the layer count; for
+    experts, ep dividing the experts and the stage's data-parallel ranks (etp = tp), or its tp x cp x dp ranks
+    (etp = 1). Virtual stages are chosen per layout by the search (virtual_stages)."""
     gpus = hw.gpus
     sequences = max(1, math.ceil(global_batch_tokens / model.seq))
     out: List[Layout] = []
     for tp in TENSOR_PARALLEL:
         if tp > min(hw.domain, gpus) or gpus % tp or model.heads % tp:
             continue
-        for pp in divisors(gpus // tp):
-            if pp > model.layers:
-                break
-            dp = gpus // (tp * pp)
-            per_rank = math.ceil(sequences / dp)
-            microbatches = max(1, math.ceil(per_rank / micro_batch))
-            eps = [e for e in divisors(model.experts) if dp % e == 0] if model.is_moe else [1]
-            out.extend(Layout(tp, pp, dp, ep, micro_batch, microbatches, model.seq) for ep in eps)
+        for cp in context_parallel_degrees(model):
+            if (gpus // tp) % cp:
+                continue
+            for pp in divisors(gpus // (tp * cp)):
+                if pp > model.layers:
+                    break
+                dp = gpus // (tp * cp * pp)
+                per_rank = math.ceil(sequences / dp)
+                microbatches = max(1, math.ceil(per_rank / micro_batch))
+                base = Layout(tp, pp, dp, 1, micro_batch, microbatches, model.seq, cp=cp)
+                out.extend(expert_layouts(model, base))
     return out
 
 
+def expert_layouts(model: Model, base: Layout) -> List[Layout]:
+    if not model.is_moe:
+        return [base]
+    out = [replace(base, ep=e) for e in divisors(model.experts) if base.dense_dp % e == 0]
+    if base.tp > 1:  # expert groups folded over the tensor ranks too, experts not split by tensor parallelism
+        ranks = base.tp * base.dense_dp
+        out += [replace(base, ep=e, etp=1) for e in divisors(model.experts) if e > 1 and ranks % e == 0]
+    return out
+
+
+@lru_cache(maxsize=16384)
 def stage_params(model: Model, layout: Layout) -> Dict[str, float]:
     """Parameters one GPU holds before data-parallel sharding, on the heaviest pipeline stage.
 
     Layers split evenly (ceil); the first and last stage each hold one embedding table
-    (both when pp = 1); dense weights split over tp, expert weights over tp x ep (Megatron
-    Core's default expert tensor parallelism equals tp). MoE layers are assumed to be on
+    (both when pp = 1); dense weights split over tp, expert weights over etp x ep. MoE layers are assumed to be on
     the stage, dense layers' extra weights averaged in: an approximation for DeepSeek-style
     models with a few dense layers.
     """
@@ -94,6 +151,6 @@ def stage_params(model: Model, layout: Layout) -> Dict[str, float]:
     return {
         "layers": float(layers_here),
         "dense": (layers_here * dense_per_layer + emb_here) / layout.tp,
-        "expert": expert_layers_here * expert_per_layer / (layout.tp * layout.ep),
+        "expert": expert_layers_here * expert_per_layer / (layout.expert_tp * layout.ep),
         "moe_layers": float(expert_layers_here),
     }

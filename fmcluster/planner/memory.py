@@ -1,12 +1,11 @@
 """Memory per GPU: weights, gradients, optimizer state and activations against HBM.
 
-Mixed-precision Adam keeps 2 bytes of weights, 2 of gradients and K = 12 of optimizer
-state (fp32 master weights, momentum, variance) per parameter: 16 bytes, ZeRO
-(Rajbhandari et al., arXiv:1910.02054 §3.1: 7.5B parameters -> 120 GB). ZeRO stage 1
-shards the optimizer state over the data-parallel ranks, stage 2 also the gradients,
-stage 3 (= PyTorch FSDP full sharding) also the weights (§5). FP8 training (NVIDIA
-Transformer Engine) keeps these BF16/FP32 copies, so the planner counts the same bytes
-for fp8; FP8 changes the compute peak only.
+Bytes per parameter and what is sharded over the data-parallel ranks are the framework's
+(frameworks.py: Megatron-LM 18 or 6 + 12/d, FSDP2 16/d, ZeRO 16 / 4 + 12/d / 2 + 14/d / 16/d).
+A framework that gathers sharded weights for compute holds two layers of them unsharded in
+bf16 (the one computing and the one prefetched). FP8 training (NVIDIA Transformer Engine)
+keeps these BF16/FP32 copies, so the planner counts the same bytes for fp8; FP8 changes the
+compute peak only.
 
 Activations per layer and micro-batch of b sequences of s tokens, hidden h, a heads,
 tensor parallelism t with sequence parallelism (Korthikanti et al., arXiv:2205.05198
@@ -14,9 +13,10 @@ Table 2): none sbh(34/t + 5as/(ht)); selective recomputation sbh 34/t (what
 FlashAttention, Dao et al. arXiv:2205.14135, keeps too: never the s x s scores); full
 recomputation 2sbh, the layer input, which sequence parallelism splits along the
 sequence: 2sbh/t (Table 2 lists the unsplit 2sbh); plus one layer's working set while it
-is recomputed. With the 1F1B
-pipeline schedule the first stage holds activations of min(pp, microbatches) micro-batches
-of its L/pp layers (§4.2.3). The loss holds 4sbv/t bytes of fp32 logits (§4.3).
+is recomputed. Context parallelism divides all of it by cp. With the 1F1B pipeline schedule
+the first stage holds activations of min(pp, microbatches) micro-batches of its L/pp layers,
+interleaving with v virtual stages 1 + (pp-1)/(pp v) times that (§4.2.3). The loss holds
+4sbv/t bytes of fp32 logits (§4.3).
 """
 
 from __future__ import annotations
@@ -24,28 +24,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict
 
+from fmcluster.planner.frameworks import Sharding
 from fmcluster.planner.layouts import Layout, stage_params
 from fmcluster.planner.models import Model
 
-WEIGHT_BYTES, GRAD_BYTES, OPTIMIZER_BYTES = 2, 2, 12
-SHARDINGS = ("ddp", "zero1", "zero2", "zero3")  # zero3 = FSDP full shard
 RECOMPUTE = ("none", "selective", "full")
-SHARDING_LABEL = {"ddp": "replicated (DDP)", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3/FSDP"}
-TERMS = ("weights", "gradients", "optimizer", "activations")
+GATHERED_LAYERS = 2  # sharded weights gathered for compute: the layer running and the one prefetched
+TERMS = ("weights", "gradients", "optimizer", "activations", "gathered")
 
 
 @dataclass(frozen=True)
 class Memory:
-    sharding: str
+    scheme: Sharding
     recompute: str
     weights: float
     gradients: float
     optimizer: float
     activations: float
+    gathered: float = 0.0  # sharded weights gathered for compute (FSDP, ZeRO-3)
+
+    @property
+    def sharding(self) -> str:
+        return self.scheme.key
 
     @property
     def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer + self.activations
+        return self.weights + self.gradients + self.optimizer + self.activations + self.gathered
 
     def terms(self) -> Dict[str, float]:
         return {t: getattr(self, t) for t in TERMS}
@@ -61,25 +65,40 @@ def activation_coefficient(model: Model, tp: int, recompute: str) -> float:
     return 2 / tp
 
 
+def in_flight(layout: Layout) -> float:
+    """Micro-batches of the stage's layers the first stage holds: min(pp, m) with 1F1B, times 1 + (pp-1)/(pp v) with
+    v interleaved virtual stages (Korthikanti et al. §4.2.3)."""
+    base = float(min(layout.pp, layout.microbatches))
+    return base * (1 + (layout.pp - 1) / (layout.pp * layout.vp)) if layout.vp > 1 else base
+
+
 def activations(model: Model, layout: Layout, recompute: str) -> float:
-    sbh = float(layout.micro_batch * model.seq * model.hidden)
+    """Context parallelism splits every sequence-sized activation (and the attention scores' rows) over cp."""
+    sbh = float(layout.micro_batch * model.seq * model.hidden) / layout.cp
     layers = stage_params(model, layout)["layers"]
-    in_flight = min(layout.pp, layout.microbatches)
-    total = sbh * activation_coefficient(model, layout.tp, recompute) * layers * in_flight
+    total = sbh * activation_coefficient(model, layout.tp, recompute) * layers * in_flight(layout)
     if recompute == "full":
         total += sbh * 34 / layout.tp  # the layer being recomputed
-    logits = 4.0 * layout.micro_batch * model.seq * model.vocab / layout.tp
+    logits = 4.0 * layout.micro_batch * model.seq * model.vocab / (layout.tp * layout.cp)
     return total + logits
 
 
-def memory(model: Model, layout: Layout, sharding: str, recompute: str) -> Memory:
+def memory(model: Model, layout: Layout, sharding: Sharding, recompute: str) -> Memory:
     p = stage_params(model, layout)
-    level = SHARDINGS.index(sharding)
 
-    def per_gpu(bytes_per_param: int, from_level: int) -> float:
-        dense = p["dense"] / (layout.dp if level >= from_level else 1)
-        expert = p["expert"] / (layout.expert_dp if level >= from_level else 1)
+    def per_gpu(bytes_per_param: int, sharded: bool) -> float:
+        dense = p["dense"] / (layout.dense_dp if sharded else 1)
+        expert = p["expert"] / (layout.expert_dp if sharded else 1)
         return bytes_per_param * (dense + expert)
 
-    return Memory(sharding, recompute, weights=per_gpu(WEIGHT_BYTES, 3), gradients=per_gpu(GRAD_BYTES, 2),
-                  optimizer=per_gpu(OPTIMIZER_BYTES, 1), activations=activations(model, layout, recompute))
+    gathered = gathered_weights(p) if sharding.shard_weights and layout.dense_dp > 1 else 0.0
+    return Memory(sharding, recompute, weights=per_gpu(sharding.weight_bytes, sharding.shard_weights),
+                  gradients=per_gpu(sharding.grad_bytes, sharding.shard_grads),
+                  optimizer=per_gpu(sharding.optimizer_bytes, sharding.shard_optimizer),
+                  activations=activations(model, layout, recompute), gathered=gathered)
+
+
+def gathered_weights(p: dict) -> float:
+    """bf16 copies of the layers gathered for compute when weights are sharded."""
+    layers = max(p["layers"], 1.0)
+    return 2.0 * (p["dense"] + p["expert"]) / layers * min(float(GATHERED_LAYERS), layers)

@@ -23,7 +23,7 @@ DATA = Path(__file__).parent / "data"
 HEAD_DIM = 128  # Llama 3.x, Mixtral, most current models; only used when neither heads nor head_dim is given
 DEFAULT_SEQ = 4096
 INT_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "experts", "active_experts", "expert_ffn",
-            "shared_experts", "dense_layers", "head_dim")
+            "shared_experts", "dense_layers", "head_dim", "qk_head_dim", "v_head_dim", "routed_nodes")
 FILE_KEYS = ("name", "params", "active_params", *INT_KEYS, "sources", "notes")
 
 
@@ -45,6 +45,10 @@ class Model:
     shared_experts: int = 0
     dense_layers: int = 0
     expert_params: float = 0.0
+    head_dim: int = HEAD_DIM
+    qk_head_dim: int = 0  # attention width per head for scores (multi-head latent attention: 192); 0 = head_dim
+    v_head_dim: int = 0  # per head for values; 0 = head_dim
+    routed_nodes: int = 0  # node-limited routing: a token's experts sit on at most this many nodes (0: no limit)
     sources: Tuple[str, ...] = ()
     notes: str = ""
     assumptions: Tuple[str, ...] = field(default=())
@@ -58,6 +62,11 @@ class Model:
         return self.layers - self.dense_layers if self.is_moe else 0
 
     @property
+    def attention_width(self) -> int:
+        """heads x (score width + value width) per head: what causal attention multiplies per token and layer."""
+        return self.heads * ((self.qk_head_dim or self.head_dim) + (self.v_head_dim or self.head_dim))
+
+    @property
     def embedding_params(self) -> float:
         """Input and output embedding tables (untied)."""
         return 2.0 * self.vocab * self.hidden
@@ -65,7 +74,8 @@ class Model:
     def summary(self) -> Dict[str, Any]:
         out = {k: getattr(self, k) for k in ("name", "params", "active_params", "layers", "hidden", "heads", "kv_heads",
                                               "seq", "vocab", "ffn", "experts", "active_experts", "expert_ffn",
-                                              "shared_experts", "dense_layers", "expert_params")}
+                                              "shared_experts", "dense_layers", "expert_params", "head_dim",
+                                              "qk_head_dim", "v_head_dim", "routed_nodes")}
         out.update(sources=list(self.sources), notes=self.notes, assumptions=list(self.assumptions))
         return out
 
@@ -111,9 +121,13 @@ def build(raw: Dict[str, Any], option: str) -> Model:
     ints = {}
     for key in INT_KEYS:
         if key in raw:
-            ints[key] = _positive_int(raw[key], key, option, allow_zero=key in ("shared_experts", "dense_layers"))
+            ints[key] = _positive_int(raw[key], key, option,
+                                      allow_zero=key in ("shared_experts", "dense_layers", "routed_nodes"))
     assumptions: List[str] = []
     hidden, layers = ints["hidden"], ints["layers"]
+    if "heads" in ints and "head_dim" not in ints and hidden % ints["heads"]:
+        raise PlanUsageError(f"{option}: 'heads' ({ints['heads']}) does not divide 'hidden' ({hidden}); give head_dim "
+                             "when the head size is not hidden / heads")
     head_dim = ints.get("head_dim") or (hidden // ints["heads"] if "heads" in ints else HEAD_DIM)
     heads = ints.get("heads") or max(1, hidden // head_dim)
     if "heads" not in ints:
@@ -133,7 +147,10 @@ def build(raw: Dict[str, Any], option: str) -> Model:
     ffn, vocab, expert_ffn = ints.get("ffn", 0), ints.get("vocab", 0), ints.get("expert_ffn", 0)
     shared = ints.get("shared_experts", 0)
     if not vocab:
-        assumptions.append("vocab not given: embeddings and the output layer are left out of memory and FLOPs")
+        assumptions.append("vocab not given: any embedding and output-layer weights inside params are counted as layer "
+                           "weights spread over the pipeline stages (not on the first and last stage), the input "
+                           "embedding lookup is charged 6 FLOPs per parameter like a matrix multiply, and the fp32 "
+                           "logits of the loss (4 s b vocab / t bytes) are left out of activation memory")
     if "params" in raw:
         params = _positive_number(raw["params"], "params", option)
     elif ffn and vocab and (experts == 1 or expert_ffn):
@@ -161,7 +178,9 @@ def build(raw: Dict[str, Any], option: str) -> Model:
         name=str(raw.get("name", "custom")), params=params, active_params=active, layers=layers, hidden=hidden,
         heads=heads, kv_heads=kv_heads, seq=seq, vocab=vocab, ffn=ffn, experts=experts, active_experts=max(k, 1),
         expert_ffn=expert_ffn, shared_experts=shared, dense_layers=dense_layers if experts > 1 else 0,
-        expert_params=expert_params, sources=_sources(raw.get("sources", []), option),
+        expert_params=expert_params, head_dim=max(1, head_dim), qk_head_dim=ints.get("qk_head_dim", 0),
+        v_head_dim=ints.get("v_head_dim", 0), routed_nodes=ints.get("routed_nodes", 0),
+        sources=_sources(raw.get("sources", []), option),
         notes=_text(raw.get("notes", ""), "notes", option),
         assumptions=tuple(assumptions),
     )

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional
 
+from fmcluster.planner.efficiency import Estimate, estimate
 from fmcluster.planner.figures import GIB, human_count
+from fmcluster.planner.frameworks import DEFAULT_FRAMEWORK, Sharding, framework, sharding_label
 from fmcluster.planner.hardware import Hardware
-from fmcluster.planner.layouts import Layout, enumerate_layouts
-from fmcluster.planner.memory import RECOMPUTE, SHARDING_LABEL, SHARDINGS, Memory, memory
+from fmcluster.planner.layouts import Layout, enumerate_layouts, virtual_stages
+from fmcluster.planner.memory import RECOMPUTE, Memory, memory
 from fmcluster.planner.models import Model
 from fmcluster.planner.steptime import Step, step
 
-TERM_LABEL = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer state", "activations": "activations"}
+TERM_LABEL = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer state", "activations": "activations",
+              "gathered": "gathered weights"}
 
 
 @dataclass(frozen=True)
@@ -21,34 +24,50 @@ class Candidate:
     memory: Memory
     step: Step
     fits: bool
+    estimate: Estimate
 
 
-def evaluate(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch: int, mfu: float) -> List[Candidate]:
-    """One candidate per layout: the fastest (sharding, recomputation) that fits, else the
-    smallest footprint. Sorted fitting first, then by the step bound."""
+def evaluate(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch: int, mfu: float,
+             framework_key: str = DEFAULT_FRAMEWORK) -> List[Candidate]:
+    """One candidate per layout: the (sharding, recomputation, virtual stages) that fits with the lowest estimate per
+    token, else the smallest footprint. Sorted fitting first, then layouts that keep the batch, then by the estimate
+    per token (the bound, then the serial sum, break ties: of two equally fast layouts, the one moving less)."""
+    fw = framework(framework_key)
     out: List[Candidate] = []
-    for layout in enumerate_layouts(model, hw, global_batch_tokens, micro_batch):
+    for base in enumerate_layouts(model, hw, global_batch_tokens, micro_batch):
         best: Optional[Candidate] = None
-        smallest: Optional[Candidate] = None
-        for sharding in SHARDINGS:
-            if sharding != "ddp" and layout.dp == 1:
-                continue  # nothing to shard over
-            for recompute in RECOMPUTE:
-                mem = memory(model, layout, sharding, recompute)
-                fits = mem.total <= hw.usable_hbm_bytes
-                if not fits and smallest is not None and mem.total >= smallest.memory.total:
+        smallest: Optional[tuple] = None
+        for layout in (replace(base, vp=v) for v in virtual_stages(model, base)):
+            for sharding in fw.shardings:
+                if sharding is not fw.shardings[0] and layout.dense_dp == 1:
+                    continue  # nothing to shard over
+                mems = {r: memory(model, layout, sharding, r) for r in RECOMPUTE}
+                low = mems["full"]
+                if smallest is None or low.total < smallest[1].total:
+                    smallest = (layout, low)
+                # no recomputation runs as fast as selective with more memory, full recomputation is slower: the
+                # fastest policy that fits is selective when it fits, else full
+                policy = next((r for r in ("selective", "full") if mems[r].total <= hw.usable_hbm_bytes), None)
+                if policy is None:
                     continue
-                cand = Candidate(layout, mem, step(model, hw, layout, sharding, recompute, mfu), fits)
-                if fits and (best is None or _rank(cand) < _rank(best)):
+                cand = candidate(model, hw, layout, sharding, mems[policy], mfu, fw.key, True)
+                if best is None or _rank(cand) < _rank(best):
                     best = cand
-                if smallest is None or mem.total < smallest.memory.total:
-                    smallest = cand
-        chosen = best or smallest
-        if chosen is not None:
-            out.append(chosen)
-    out.sort(key=lambda x: (not x.fits, _per_token(x.step.bound_s, x) if x.fits else x.memory.total,
-                            _per_token(x.step.serial_s, x)))
+        if best is not None:
+            out.append(best)
+        elif smallest is not None:
+            layout, mem = smallest
+            out.append(candidate(model, hw, layout, mem.scheme, mem, mfu, fw.key, False))
+    out.sort(key=lambda x: (not x.fits, grows_batch(x.layout, global_batch_tokens),
+                            _per_token(x.estimate.seconds, x) if x.fits else x.memory.total,
+                            _per_token(x.step.bound_s, x), _per_token(x.step.serial_s, x)))
     return out
+
+
+def candidate(model: Model, hw: Hardware, layout: Layout, sharding: Sharding, mem: Memory, mfu: float, fw_key: str,
+              fits: bool) -> Candidate:
+    st = step(model, hw, layout, sharding, mem.recompute, mfu)
+    return Candidate(layout, mem, st, fits, estimate(model, hw, layout, sharding, fw_key, st))
 
 
 def _per_token(seconds: float, c: Candidate) -> float:
@@ -58,15 +77,46 @@ def _per_token(seconds: float, c: Candidate) -> float:
 
 
 def _rank(c: Candidate) -> tuple:
-    return (_per_token(c.step.bound_s, c), _per_token(c.step.serial_s, c), c.memory.total)
+    return (_per_token(c.estimate.seconds, c), _per_token(c.step.bound_s, c), _per_token(c.step.serial_s, c),
+            c.memory.total)
+
+
+BATCH_GROWTH_ALLOWED = 1.25  # a step up to 25% over the requested batch still counts as that batch
+
+
+def grows_batch(layout: Layout, requested: float) -> bool:
+    """Every data-parallel rank runs at least one micro-batch: a wide layout can run a much larger batch than asked
+    for, a different training run; such layouts rank after those that keep the batch."""
+    return layout.tokens_per_step > requested * BATCH_GROWTH_ALLOWED
+
+
+def batch_warning(layout: Layout, requested: float) -> str:
+    """Why a layout's step carries more (or other) tokens than requested; '' when it carries the request."""
+    tokens = layout.tokens_per_step
+    if tokens == requested:
+        return ""
+    ratio = tokens / requested
+    why = (f"{layout.dp} data-parallel ranks x {layout.microbatches} micro-batch(es) x {layout.micro_batch} "
+           f"sequence(s) x {layout.seq} tokens")
+    return (f"runs {human_int(tokens)} tokens per step, {ratio:.2f}x the {human_int(requested)} requested ({why})"
+            + ("; ranked after layouts that keep the batch" if grows_batch(layout, requested) else ""))
+
+
+def human_int(n: float) -> str:
+    return f"{n:,.0f}"
 
 
 def describe(c: Candidate) -> str:
     lay, mem = c.layout, c.memory
-    ep = f", ep={lay.ep}" if lay.ep > 1 else ""
+    parts = [f"tp={lay.tp}"] + ([f"cp={lay.cp}"] if lay.cp > 1 else []) + [f"pp={lay.pp}"]
+    parts += [f"vp={lay.vp} (interleaved)"] if lay.vp > 1 else []
+    parts += [f"dp={lay.dp}"]
+    if lay.ep > 1:
+        parts += [f"ep={lay.ep}" + (f" (experts over tensor ranks, etp={lay.expert_tp})" if lay.expert_tp != lay.tp
+                                    else "")]
     recompute = {"none": "no recomputation", "selective": "selective recomputation",
                  "full": "full recomputation"}[mem.recompute]
-    return f"tp={lay.tp}, pp={lay.pp}, dp={lay.dp}{ep}, {SHARDING_LABEL[mem.sharding]}, {recompute}"
+    return f"{', '.join(parts)}, {sharding_label(mem.scheme, lay.dense_dp)}, {recompute}"
 
 
 def overflow_message(option: str, model: Model, hw: Hardware, candidates: List[Candidate]) -> str:
@@ -79,7 +129,7 @@ def overflow_message(option: str, model: Model, hw: Hardware, candidates: List[C
         return f"{head}: no layout divides {hw.gpus} GPUs for {model.heads} attention heads"
     smallest = min(candidates, key=lambda x: x.memory.total)
     mem = smallest.memory
-    terms = sorted(mem.terms().items(), key=lambda kv: -kv[1])
+    terms = sorted(((k, v) for k, v in mem.terms().items() if v > 0), key=lambda kv: -kv[1])
     name, size = terms[0]
     alone = f"; {TERM_LABEL[name]} alone is {size / GIB:.1f} GiB, {(size - usable) / GIB:.1f} GiB over" if size > usable \
         else ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, val
+from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, plain, val
 
 
 def render(p: Dict[str, Any]) -> str:
@@ -13,7 +13,8 @@ def render(p: Dict[str, Any]) -> str:
         lines += model_lines(p)
         for j in p["jobs"]:
             lines += job_lines(j, p)
-        lines.append("all times are lower bounds (see docs/planning.md); --json shows every formula and input")
+        lines.append("'>=' times are lower bounds, '~' estimates under stated assumptions (see docs/planning.md); --json "
+                     "shows every formula and input")
     return "\n".join(lines)
 
 
@@ -22,7 +23,7 @@ def cluster_lines(c: Dict[str, Any]) -> List[str]:
     lines = [
         f"cluster {c['name']}: {t['nodes']} nodes, {t['gpus']} GPUs, {t['bf16_dense_pflops']} PFLOPS dense BF16 "
         f"({t['fp8_dense_pflops']} FP8), {t['hbm_tib']} TiB HBM, {t['nvlink_domains']} NVLink domains, "
-        f"{t['efa_gbps_total']:g} Gbps EFA, {t['nvme_tb']} TB local NVMe, {t['ip_addresses']} node IPs "
+        f"{plain(t['efa_gbps_total'], 6)} Gbps EFA, {t['nvme_tb']} TB local NVMe, {t['ip_addresses']} node IPs "
         f"({t['ip_addresses_with_headroom']} with headroom)",
     ]
     for g in c["groups"]:
@@ -30,11 +31,11 @@ def cluster_lines(c: Dict[str, Any]) -> List[str]:
             f"  {g['name']}: {g['nodes']} x {g['instance_type']} = {g['gpus']} {g['gpu']}; "
             f"{g['bf16_dense_pflops']} PFLOPS BF16; {g['hbm_tib']} TiB HBM; "
             f"{g['nvlink_domains']} NVLink domain(s) of {g['nvlink_domain_gpus']} GPUs; "
-            f"{g['efa_interfaces_per_node']} EFA/node, {g['efa_gbps_total']:g} Gbps EFA in all"
+            f"{g['efa_interfaces_per_node']} EFA/node, {plain(g['efa_gbps_total'], 6)} Gbps EFA in all"
         )
         if g["gpus"]:
             lines.append(
-                f"    ring all-reduce of {c['gradient_gb']:g} GB (bandwidth bound): "
+                f"    ring all-reduce of {plain(c['gradient_gb'], 6)} GB (bandwidth bound): "
                 f"{g['allreduce_ms_nvlink_domain']} ms inside an NVLink domain, +{g['allreduce_ms_across_efa']} ms across EFA"
             )
         if g["unverified"]:
@@ -42,8 +43,8 @@ def cluster_lines(c: Dict[str, Any]) -> List[str]:
     fsx = c["storage"]["fsx"]
     if fsx:
         lines.append(
-            f"  storage: FSx for Lustre {fsx['deployment_type']} {fsx['capacity_tib']:g} TiB, "
-            f"{fsx['throughput_gbps']:g} GB/s aggregate ({fsx['throughput_mbps_per_tib']} MB/s per TiB)"
+            f"  storage: FSx for Lustre {fsx['deployment_type']} {plain(fsx['capacity_tib'], 6)} TiB, "
+            f"{plain(fsx['throughput_gbps'], 6)} GB/s aggregate ({fsx['throughput_mbps_per_tib']} MB/s per TiB)"
             f"{', EFA' if fsx['efa'] else ''}, {fsx['associations']} S3 association(s)"
         )
     lines += [f"  {line}" for line in c.get("orchestrator_notes", [])]
@@ -70,27 +71,41 @@ def model_lines(p: Dict[str, Any]) -> List[str]:
     m, o = p["model"], p["options"]
     moe = f", {m['experts']} experts ({m['active_experts']} active)" if m["experts"] > 1 else ""
     return [f"model {m['name']}: {human_count(m['params'])} parameters ({human_count(m['active_params'])} active){moe}, "
-            f"{m['layers']} layers, hidden {m['hidden']}, {m['heads']} heads, seq {m['seq']}; {o['precision']} at MFU "
-            f"{o['mfu']:g}, {human_count(o['global_batch_tokens'])} tokens per step, micro-batch {o['micro_batch']}"]
+            f"{m['layers']} layers, hidden {m['hidden']}, {m['heads']} heads, seq {m['seq']}; {o['precision']} compute at "
+            f"{plain(o['mfu'], 6)} of peak (--mfu), {human_count(o['global_batch_tokens'])} tokens per step requested, "
+            f"micro-batch {o['micro_batch']}",
+            framework_line(p["framework"])]
+
+
+def framework_line(fw: Dict[str, Any]) -> str:
+    kinds = "; ".join(f"{s['label']} {s['bytes_per_param']} bytes per parameter, gradients reduced in "
+                      f"{'fp32' if s['gradient_wire_bytes'] == 4 else 'bf16'}" for s in fw["shardings"])
+    return f"framework {fw['key']}: {fw['label']}: {kinds} (d = data-parallel ranks)"
 
 
 def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     hw = j["hardware"]
-    nvlink = (f"NVLink domain {hw['nvlink_domain_gpus']} GPUs at {hw['nvlink_gb_s_one_way_per_gpu']:g} GB/s"
+    nvlink = (f"NVLink domain {hw['nvlink_domain_gpus']} GPUs at {plain(hw['nvlink_gb_s_one_way_per_gpu'], 6)} GB/s"
               if hw["nvlink_gb_s_one_way_per_gpu"] else "no NVLink")
     head = (f"job on {j['group']} ({hw['gpus']} x {hw['gpu']}, {nvlink}, {hw['internode_link']} "
-            f"{hw['internode_gb_s_per_gpu']:.3g} GB/s per GPU): {j['layouts_fitting']} of {j['layouts_evaluated']} "
-            f"layouts fit {hw['hbm_gib_per_gpu']:g} GiB")
+            f"{plain(hw['internode_gb_s_per_gpu'], 3)} GB/s per GPU): {j['layouts_fitting']} of {j['layouts_evaluated']} "
+            f"layouts fit {plain(hw['hbm_gib_per_gpu'], 6)} GiB")
     if not j["fits"]:
         return [head, f"  does not fit: {j['overflow']}"]
-    lines = [head, "  fastest layouts (step lower bound with perfect overlap; serial sum in brackets):"]
+    lines = [head, "  fastest layouts by the estimate (exposed communication, bubble, narrow GEMMs) beside the lower bound "
+                   "(perfect overlap):"]
     for i, b in enumerate(j["best"], 1):
         mem, st = b["memory"], b["step"]
         lines.append(f"    {i}. {b['layout']['description']}: {val(mem['total']) / GIB:.1f} of "
-                     f"{val(mem['usable_hbm']) / GIB:.0f} GiB; step >= {human_seconds(val(st['bound']))} "
-                     f"({human_seconds(val(st['serial']))}), {human_count(val(st['tokens_per_s']))} tokens/s")
+                     f"{val(mem['usable_hbm']) / GIB:.0f} GiB; {b['layout']['tokens_per_step']:,} tokens per step; "
+                     f"step ~ {human_seconds(val(b['estimate']['seconds']))} estimated "
+                     f"(MFU {plain(val(b['estimate']['mfu']), 2)}), >= {human_seconds(val(st['bound']))} bound; "
+                     f"{human_count(val(b['estimate']['tokens_per_s']))} tokens/s estimated")
+        if b["layout"]["batch_warning"]:
+            lines.append(f"       WARNING: {b['layout']['batch_warning']}")
+        lines.append("       estimate: " + estimate_breakdown(b["estimate"]))
         if i == 1:
-            lines.append("       " + step_breakdown(st, hw["internode_link"]))
+            lines.append("       bound: " + step_breakdown(st, hw["internode_link"]))
             by = mem["activations_by_recompute"]
             lines.append("       activations per GPU by recomputation: " + ", ".join(
                 f"{policy} {val(f) / GIB:.1f} GiB" for policy, f in by.items()))
@@ -103,7 +118,8 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     lines += checkpoint_lines(j["checkpoint"])
     d = j["data_path"]
     per_token = d["bytes_per_s"]["inputs"]["bytes_per_token"]
-    data = f"  data: {human_count(val(d['tokens_per_s']))} tokens/s x {per_token:g} B = {human_bytes(val(d['bytes_per_s']))}/s"
+    data = (f"  data: {human_count(val(d['tokens_per_s']))} tokens/s x {plain(per_token, 6)} B = "
+            f"{human_bytes(val(d['bytes_per_s']))}/s")
     if d["fsx"] is None:
         lines.append(data + f"; {d['note']}")
     else:
@@ -113,12 +129,23 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     usd = (f">= {money(val(t['usd']))} at {money(t['usd']['inputs']['usd_per_hour'])}/h (this group and the shared "
            "instances)" if t["usd"] is not None
            else f"cost unknown ({t['usd_reason']})")
-    lines.append(f"  {human_count(t['count'])} tokens: >= {human_seconds(val(t['hours']) * 3600)}, {usd}")
+    lines.append(f"  {human_count(t['count'])} tokens: ~ {human_seconds(val(t['estimate_hours']) * 3600)} estimated "
+                 f"({human_count(val(t['estimate_gpu_hours']))} GPU-hours), >= {human_seconds(val(t['hours']) * 3600)}, "
+                 f"{usd}")
     return lines
 
 
 def percent(share: float) -> str:
-    return f"{share * 100:.2g}%"
+    return f"{plain(share * 100, 2)}%"
+
+
+def estimate_breakdown(e: Dict[str, Any]) -> str:
+    parts = [f"compute {human_seconds(e['seconds']['inputs']['compute_s'])} "
+             f"(GEMM efficiency {plain(val(e['gemm_efficiency']), 2)})"]
+    if val(e["bubble"]):
+        parts.append(f"bubble {human_seconds(val(e['bubble']))}")
+    parts += [f"exposed {k} {human_seconds(val(f))}" for k, f in e["exposed"].items() if val(f)]
+    return " | ".join(parts)
 
 
 def step_breakdown(st: Dict[str, Any], internode: str = "EFA") -> str:
@@ -132,14 +159,14 @@ def step_breakdown(st: Dict[str, Any], internode: str = "EFA") -> str:
 
 
 def checkpoint_lines(ck: Dict[str, Any]) -> List[str]:
-    lines = [f"  checkpoint {human_bytes(val(ck['size']))} (14 bytes per parameter):"]
+    lines = [f"  checkpoint {human_bytes(val(ck['size']))} ({ck['bytes_per_param']} bytes per parameter):"]
     for t in ck["targets"]:
         if not t["available"]:
             lines.append(f"    {t['target']}: n/a ({t['reason']})")
             continue
         parts = []
         if "write" in t:
-            parts.append(f"write >= {human_seconds(val(t['write']))} ({t['write_steps']:.2g} steps)")
+            parts.append(f"write >= {human_seconds(val(t['write']))} ({plain(t['write_steps'], 2)} steps)")
         elif "write_reason" in t:
             parts.append(t["write_reason"])
         parts.append(f"restore >= {human_seconds(val(t['restore']))}")

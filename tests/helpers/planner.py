@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from fmcluster.planner.frameworks import DEEPSPEED
 from fmcluster.planner.hardware import Hardware, of_group
 from fmcluster.registry import parse_spec
 from fmcluster.spec import ClusterSpec
+
+ZERO = {s.key: s for s in DEEPSPEED.shardings}  # the ZeRO paper's accounting: 2 + 2 + 12 bytes, bf16 gradients
 
 
 def spec(instance_type: str = "p5.48xlarge", count: int = 2, fsx: Optional[Dict[str, Any]] = None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +45,15 @@ def test_plan_without_a_model_prints_the_cluster_and_cost(capsys):
     assert "ring all-reduce of 14 GB" in out and "cost: $110.08/h" in out
 
 
+def test_text_shows_per_layout_tokens_estimate_bound_and_the_framework(capsys):
+    rc, out = run(["plan", DEFAULT, "--model", "llama3-8b"], capsys)
+    listed = [ln for ln in out.splitlines() if re.match(r"^    \d\. ", ln)]
+    assert rc == 0 and listed and all("tokens per step" in ln and "estimated (MFU" in ln and "bound" in ln
+                                      for ln in listed)
+    assert out.count("       estimate: compute") == len(listed)
+    assert "framework megatron: Megatron-LM / NeMo (bf16 weights, fp32 gradients)" in out
+
+
 def test_plan_json_every_figure_carries_formula_and_inputs(capsys):
     rc, out = run(["plan", DEFAULT, "--model", "llama3-8b", "--json"], capsys)
     report = json.loads(out)
@@ -66,7 +76,14 @@ def test_plan_json_every_figure_carries_formula_and_inputs(capsys):
      "--active-experts: active_experts (4) exceeds experts (2)"),
     (["--model", "gpt-17"], "--model: 'gpt-17' is neither a preset nor a file"),
     (["--model", "llama3-8b", "--params", "8B"], "--params: give either --model or the explicit sizes"),
-    (["--model", "llama3-8b", "--mfu", "1.5"], "--mfu: must be at most 1"),
+    (["--model", "llama3-8b", "--mfu", "1.5"], "--mfu: 1.5 is not a fraction"),
+    (["--model", "llama3-8b", "--mfu", "40"], "--mfu: 40 is not a fraction: give the share of peak between 0 and 1"),
+    (["--params", "-5B", "--layers", "32", "--hidden", "4096"], "--params: must be greater than 0"),
+    (["--params", "-5e9", "--layers", "32", "--hidden", "4096"], "--params: must be greater than 0"),
+    (["--params", "8B", "--layers", "32", "--hidden", "4096", "--heads", "96"], "--heads: 96 does not divide --hidden 4096"),
+    (["--params", "8B", "--layers", "32", "--hidden", "4096", "--vocab", "0"], "--vocab: must be greater than 0"),
+    (["--model", "llama3-8b", "--vocab", "32000"], "--vocab: give either --model or the explicit sizes"),
+    (["--model", "llama3-8b", "--framework", "jax"], "--framework: 'jax' is not one of megatron, fsdp, deepspeed"),
     (["--model", "llama3-8b", "--mfu", "0"], "--mfu: must be greater than 0"),
     (["--model", "llama3-8b", "--tokens", "lots"], "--tokens: 'lots' is not a number"),
     (["--model", "llama3-8b", "--group", "nope"], "--group: no GPU node group named 'nope'"),
@@ -129,6 +146,48 @@ def test_a_malformed_model_file_is_a_usage_error(tmp_path, line, words):
     f.write_text(f"layers: 16\nhidden: 2048\nffn: 8192\nvocab: 32000\n{line}\n")
     with pytest.raises(PlanUsageError, match=rf"^--model .*m.yaml: {words}"):
         run_plan(harness().parse_args(["plan", DEFAULT, "--model", str(f)]))
+
+
+def test_vocab_with_explicit_sizes_and_what_is_left_out_without_it(capsys):
+    base = ["plan", DEFAULT, "--params", "8B", "--layers", "32", "--hidden", "4096", "--json"]
+    rc, out = run(base + ["--vocab", "128256"], capsys)
+    report = json.loads(out)
+    assert rc == 0 and report["model"]["vocab"] == 128256 and not any("vocab" in a for a in report["assumptions"])
+    rc, out = run(base, capsys)
+    (said,) = [a for a in json.loads(out)["assumptions"] if "vocab not given" in a]
+    assert "counted as layer weights" in said and "logits" in said and "left out of activation memory" in said
+
+
+def test_a_model_file_whose_heads_do_not_divide_hidden_is_refused(tmp_path):
+    f = tmp_path / "m.yaml"
+    f.write_text("layers: 16\nhidden: 2048\nheads: 24\nffn: 8192\nvocab: 32000\n")
+    with pytest.raises(PlanUsageError, match=r"'heads' \(24\) does not divide 'hidden' \(2048\)"):
+        run_plan(harness().parse_args(["plan", DEFAULT, "--model", str(f)]))
+    f.write_text("layers: 16\nhidden: 2048\nheads: 24\nhead_dim: 128\nffn: 8192\nvocab: 32000\n")
+    run_plan(harness().parse_args(["plan", DEFAULT, "--model", str(f), "--json"]))
+
+
+def test_human_output_never_uses_scientific_notation(capsys, tmp_path):
+    """A 16,384-GPU cluster and a quadrillion tokens: large figures print as digits with separators."""
+    big = tmp_path / "big.yaml"
+    big.write_text("name: big\nregion: us-east-1\navailability_zone: us-east-1a\nnode_groups:\n"
+                   "  - {name: gpu, instance_type: p5.48xlarge, count: 2048}\n")
+    out_html = tmp_path / "p.html"
+    assert main(["plan", str(big), "--model", "llama3-405b", "--tokens", "1000T", "--gradient-gb", "0.0001",
+                 "--html", str(out_html)]) == 0
+    text = capsys.readouterr().out
+    assert "6,553,600 Gbps EFA" in text
+    page = re.sub(r"<style>.*?</style>|<[^>]+>", " ", out_html.read_text(), flags=re.S)  # what a reader sees
+    for shown in (text, page):
+        assert not re.search(r"\d[eE][+-]?\d", shown), re.search(r".{40}\d[eE][+-]?\d.{20}", shown)
+
+
+def test_main_refuses_bad_input_in_one_line_without_a_traceback(capsys):
+    for argv in (["--params", "-5B", "--layers", "32", "--hidden", "4096"], ["--model", "llama3-8b", "--mfu", "40"],
+                 ["--model", "llama3-8b", "--framework", "jax"]):
+        assert main(["plan", DEFAULT, *argv]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
 def test_explicit_moe_sizes(capsys):

@@ -28,7 +28,8 @@ def test_page_is_self_contained_with_tables_diagram_and_chart(tmp_path, capsys):
     assert "<script" not in html.lower()
     assert not re.search(r"""(src|href)\s*=\s*["']?https?:""", html) and "@import" not in html and "url(" not in html
     for part in ("Memory fit per GPU", "Where one step's time goes", "Checkpoints:", "Data path", "Cost (On-Demand)",
-                 'class="chart"', "Assumptions"):
+                 'class="chart"', "Assumptions", "Efficiency model: the estimate beside the bound", "tokens per step",
+                 "framework megatron: Megatron-LM / NeMo", "6 + 12/d bytes per parameter", "step estimate"):
         assert part in html, part
     if shutil.which("dot"):
         assert "EFA fabric" in html  # the inline diagram

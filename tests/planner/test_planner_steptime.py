@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers.planner import hardware, spec
+from helpers.planner import ZERO, hardware, spec
 
 from fmcluster.planner import collectives as c
 from fmcluster.planner.hardware import of_group
@@ -24,7 +24,7 @@ def moe64():
 def alltoall(instance_type: str, count: int, tp: int, ep: int):
     hw = hardware(instance_type, count)
     lay = Layout(tp=tp, pp=1, dp=hw.gpus // tp, ep=ep, micro_batch=1, microbatches=4, seq=4096)
-    st = step(moe64(), hw, lay, "zero1", "selective", mfu=0.4)
+    st = step(moe64(), hw, lay, ZERO["zero1"], "selective", mfu=0.4)
     return next(x for x in st.collectives if x.kind == c.ALL_TO_ALL)
 
 
@@ -81,12 +81,12 @@ def test_zero3_gathers_weights_every_micro_batch():
     hw = hardware("p5.48xlarge", 4)
     m = preset("llama3-8b")
     lay = Layout(tp=1, pp=1, dp=32, ep=1, micro_batch=1, microbatches=4, seq=8192)
-    z1 = step(m, hw, lay, "zero1", "selective", 0.4)
-    z3 = step(m, hw, lay, "zero3", "selective", 0.4)
+    z1 = step(m, hw, lay, ZERO["zero1"], "selective", 0.4)
+    z3 = step(m, hw, lay, ZERO["zero3"], "selective", 0.4)
     gather = next(x for x in z3.collectives if x.kind == c.ALL_GATHER)
     assert gather.calls == 2 * 4  # forward and backward, each micro-batch
     assert sum(x.seconds for x in z3.collectives) > sum(x.seconds for x in z1.collectives)
-    full = step(m, hw, lay, "zero3", "full", 0.4)
+    full = step(m, hw, lay, ZERO["zero3"], "full", 0.4)
     assert next(x for x in full.collectives if x.kind == c.ALL_GATHER).calls == 3 * 4
     assert full.compute_s == pytest.approx(z3.compute_s * 8 / 6)
 
@@ -97,21 +97,21 @@ def test_zero2_reduce_scatters_gradients_every_micro_batch():
     hw = hardware("p5.48xlarge", 4)
     m = preset("llama3-8b")
     lay = Layout(tp=1, pp=1, dp=32, ep=1, micro_batch=1, microbatches=4, seq=8192)
-    z1 = step(m, hw, lay, "zero1", "selective", 0.4)
-    z2 = step(m, hw, lay, "zero2", "selective", 0.4)
+    z1 = step(m, hw, lay, ZERO["zero1"], "selective", 0.4)
+    z2 = step(m, hw, lay, ZERO["zero2"], "selective", 0.4)
     rs = next(x for x in z2.collectives if x.kind == c.REDUCE_SCATTER)
     assert rs.calls == 4 and next(x for x in z2.collectives if x.kind == c.ALL_GATHER).calls == 1
     assert sum(x.seconds for x in z2.collectives) > sum(x.seconds for x in z1.collectives)
     one = Layout(tp=1, pp=1, dp=32, ep=1, micro_batch=1, microbatches=1, seq=8192)
-    assert sum(x.seconds for x in step(m, hw, one, "zero2", "selective", 0.4).collectives) == pytest.approx(
-        sum(x.seconds for x in step(m, hw, one, "zero1", "selective", 0.4).collectives))
+    assert sum(x.seconds for x in step(m, hw, one, ZERO["zero2"], "selective", 0.4).collectives) == pytest.approx(
+        sum(x.seconds for x in step(m, hw, one, ZERO["zero1"], "selective", 0.4).collectives))
 
 
 def test_pipeline_bubble_and_tensor_parallel_traffic():
     hw = hardware("p5.48xlarge", 4)
     m = preset("llama3-70b")
     lay = Layout(tp=8, pp=4, dp=1, ep=1, micro_batch=1, microbatches=16, seq=8192)
-    st = step(m, hw, lay, "ddp", "selective", 0.4)
+    st = step(m, hw, lay, ZERO["ddp"], "selective", 0.4)
     assert st.bubble_s == pytest.approx(st.compute_s * 3 / 16)  # Narayanan et al. 2021: (p - 1) / m
     tp = next(x for x in st.collectives if x.group == "tp")
     assert tp.internode_s == 0 and tp.calls == 4 * 20 * 16
@@ -125,7 +125,8 @@ def test_layouts_respect_domains_heads_and_experts():
     hw = hardware("p5.48xlarge", 4)
     for lay in enumerate_layouts(preset("mixtral-8x7b"), hw, 4 * 2**20, 1):
         assert lay.tp <= 8 and 32 % lay.tp == 0 and lay.gpus == 32
-        assert 8 % lay.ep == 0 and lay.dp % lay.ep == 0
+        assert 8 % lay.ep == 0 and (lay.dp * lay.cp * (lay.tp // lay.expert_tp)) % lay.ep == 0
+        assert lay.expert_tp in (1, lay.tp) and 4096 // lay.cp >= 2048
     gb = hardware("p6e-gb200.36xlarge", 18)
     assert max(lay.tp for lay in enumerate_layouts(preset("llama3-70b"), gb, 4 * 2**20, 1)) == 8
 
@@ -142,8 +143,8 @@ def test_layouts_are_ranked_by_time_per_token_not_per_step():
     """DeepSeek-V3 on one GB200 NVL72: layouts round the 4M-token batch to their data-parallel width differently
     (4,423,680 tokens against 4,194,304), so the fastest step is not the fastest per token."""
     hw = of_group(spec("p6e-gb200.36xlarge", 18).node_groups[0], "bf16")
-    fitting = [c for c in evaluate(preset("deepseek-v3"), hw, 4194304, 1, 0.4) if c.fits]
-    per_token = [c.step.bound_s / c.step.tokens for c in fitting]
+    fitting = [c for c in evaluate(preset("deepseek-v3"), hw, 4194304, 1, 0.4, "deepspeed") if c.fits]
+    per_token = [c.estimate.seconds / c.step.tokens for c in fitting]
     assert len({c.step.tokens for c in fitting[:3]}) > 1 and per_token == sorted(per_token)
 
 
