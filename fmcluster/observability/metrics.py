@@ -65,7 +65,9 @@ def _m(name: str, exporter: str, type_: str, help_: str, *labels: str) -> Metric
     return Metric(name, exporter, type_, help_, tuple(labels))
 
 
-_DCGM_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname")
+# hpc_job: the Slurm job of the GPU (--hpc-job-mapping-dir); namespace, pod, container: the Kubernetes pod that holds
+# it (DCGM_EXPORTER_KUBERNETES, the kubelet's pod-resources API). Present only where that mapping applies.
+_DCGM_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname", "hpc_job", "namespace", "pod", "container")
 
 CATALOG: Tuple[Metric, ...] = (
     # --- dcgm-exporter (fields enabled in dcgm-counters.csv) ---------------------------------------
@@ -109,6 +111,19 @@ CATALOG: Tuple[Metric, ...] = (
        "NVLink effective errors, all links (NVLink5: Blackwell).", *_DCGM_LABELS),
     _m("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", DCGM_EXPORTER, "counter", "NVLink bandwidth counter, all links.",
        *_DCGM_LABELS),
+    # profiling fields per GPU architecture (dcgm-counters-<gpu_arch>.csv): ratios 0..1, or bytes per second
+    _m("DCGM_FI_PROF_GR_ENGINE_ACTIVE", DCGM_EXPORTER, "gauge", "Ratio of time the graphics engine is active.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_SM_ACTIVE", DCGM_EXPORTER, "gauge", "Ratio of cycles an SM has at least one warp assigned.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", DCGM_EXPORTER, "gauge", "Ratio of cycles the tensor pipe is active.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_DRAM_ACTIVE", DCGM_EXPORTER, "gauge", "Ratio of cycles device memory is sending or receiving.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_PCIE_TX_BYTES", DCGM_EXPORTER, "gauge", "PCIe bytes sent per second.", *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_PCIE_RX_BYTES", DCGM_EXPORTER, "gauge", "PCIe bytes received per second.", *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_NVLINK_TX_BYTES", DCGM_EXPORTER, "gauge", "NVLink bytes sent per second.", *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_NVLINK_RX_BYTES", DCGM_EXPORTER, "gauge", "NVLink bytes received per second.", *_DCGM_LABELS),
     # --- node_exporter --------------------------------------------------------------------------------
     _m("node_filesystem_avail_bytes", NODE_EXPORTER, "gauge", "Bytes available to non-root users.",
        "device", "fstype", "mountpoint"),
@@ -164,6 +179,9 @@ CATALOG: Tuple[Metric, ...] = (
     _m("kube_node_labels", KUBE_STATE_METRICS, "gauge", "1 per node, its allowlisted labels as label_<name>.",
        "node", "label_sagemaker_amazonaws_com_node_health_status", "label_sagemaker_amazonaws_com_deep_health_check_status",
        "label_sagemaker_amazonaws_com_fault_type", "label_sagemaker_amazonaws_com_fault_reason"),
+    # --- kube-state-metrics: which workload owns a pod (a job's GPUs on Kubernetes; default pod metric) -------------
+    _m("kube_pod_owner", KUBE_STATE_METRICS, "gauge", "1 per pod and owner reference.",
+       "namespace", "pod", "owner_kind", "owner_name", "owner_is_controller"),
 )
 
 BY_NAME: Dict[str, Metric] = {m.name: m for m in CATALOG}
