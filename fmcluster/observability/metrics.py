@@ -18,6 +18,8 @@ Producers, all deployed by fmcluster on every node (fmcluster/runtime/observabil
 - ``fmcluster-bootstrap``: the node's bootstrap itself, a textfile read by node_exporter: a GPU node that cannot run
   dcgm-exporter says so (ParallelCluster's official AMI has no docker: fmcluster/runtime/parallelcluster).
 - ``prometheus``: series every scrape produces (``up``) and the AMP ruler writes (``ALERTS``).
+- ``training-job``: a training job's rank 0, a textfile in ``TEXTFILE_DIR`` read by node_exporter (optional: the job
+  dashboard's tokens per second; docs/observability.md, "Job dashboard and the plan's bound").
 - ``kube-state-metrics``: on Kubernetes clusters (eks, hyperpod-eks), objects' state; HyperPod's health labels of
   nodes through ``kube_node_labels`` (fmcluster/orchestrators/eks/metrics.py).
 
@@ -41,9 +43,10 @@ SLURM_COLLECTOR = "fmcluster-slurm"
 BOOTSTRAP = "fmcluster-bootstrap"
 PROMETHEUS = "prometheus"
 KUBE_STATE_METRICS = "kube-state-metrics"
+TRAINING_JOB = "training-job"
 
 EXPORTERS = (DCGM_EXPORTER, NODE_EXPORTER, VALIDATOR, EFA_COLLECTOR, SLURM_COLLECTOR, BOOTSTRAP, PROMETHEUS,
-             KUBE_STATE_METRICS)
+             KUBE_STATE_METRICS, TRAINING_JOB)
 
 # Labels the collector adds to every series it scrapes (fmcluster/runtime/observability/collector_config.py).
 TARGET_LABELS = ("cluster", "node", "instance_id", "instance_type", "node_group")
@@ -179,6 +182,8 @@ CATALOG: Tuple[Metric, ...] = (
     _m("kube_node_labels", KUBE_STATE_METRICS, "gauge", "1 per node, its allowlisted labels as label_<name>.",
        "node", "label_sagemaker_amazonaws_com_node_health_status", "label_sagemaker_amazonaws_com_deep_health_check_status",
        "label_sagemaker_amazonaws_com_fault_type", "label_sagemaker_amazonaws_com_fault_reason"),
+    # --- a training job that exports its progress (rank 0 writes a textfile; optional) --------------------------
+    _m("fmcluster_job_tokens_total", TRAINING_JOB, "counter", "Tokens the job has trained on so far.", "job_id"),
     # --- kube-state-metrics: which workload owns a pod (a job's GPUs on Kubernetes; default pod metric) -------------
     _m("kube_pod_owner", KUBE_STATE_METRICS, "gauge", "1 per pod and owner reference.",
        "namespace", "pod", "owner_kind", "owner_name", "owner_is_controller"),

@@ -7,9 +7,11 @@ import re
 import pytest
 
 from fmcluster import observability as obs
+from fmcluster.acceptance import plan_rules
 from fmcluster.observability import metrics
 
-RECORDED = frozenset(rule["record"] for _, rule in obs.iter_rules() if "record" in rule)
+# the static rules' records, and the plan's bound that `fmcluster plan-rules` records (uploaded beside them)
+RECORDED = frozenset(rule["record"] for _, rule in obs.iter_rules() if "record" in rule) | frozenset(plan_rules.RECORDS)
 RULE_EXPRS = [rule["expr"] for _, rule in obs.iter_rules()]
 DASHBOARDS = obs.dashboards()
 
