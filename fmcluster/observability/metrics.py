@@ -170,6 +170,8 @@ CATALOG: Tuple[Metric, ...] = (
        "1 while Slurm has the node powered off or powering off (sinfo ~ or %: idle dynamic nodes), else 0.",
        "slurm_node"),
     _m("fmcluster_slurm_collector_success", SLURM_COLLECTOR, "gauge", "1 when sinfo answered in time."),
+    _m("fmcluster_slurm_job_node", SLURM_COLLECTOR, "gauge", "1 for each node a running job holds (squeue).",
+       "job_id", "slurm_node"),
     # --- the node's bootstrap (fmcluster/runtime/parallelcluster/on_node_configured.sh) --------------------
     _m("fmcluster_gpu_metrics_unavailable", BOOTSTRAP, "gauge",
        "1 on a GPU node that runs no GPU exporter, with the reason (no-docker); absent where dcgm-exporter runs.",

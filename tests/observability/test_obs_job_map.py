@@ -8,7 +8,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from fmcluster.runtime.observability import slurm_job_map
+import pytest
+
+from fmcluster.runtime.observability import slurm_hostlist, slurm_job_map, slurm_textfile
 
 ROOT = Path(__file__).resolve().parents[2]
 OBS = ROOT / "fmcluster" / "runtime" / "observability"
@@ -93,3 +95,34 @@ def test_a_failed_resume_keeps_the_mark_and_says_so(tmp_path):
     assert r.returncode == 1 and "could not start" in r.stderr
     assert (text / "fmcluster_profiling_paused.prom").exists()
     assert pause("sideways", env).returncode == 2
+
+
+# --- job -> nodes from the Slurm collector's squeue (no job mapping needed) -----------------------------------------
+
+
+def test_slurm_host_lists_expand_as_scontrol_show_hostnames_does():
+    assert slurm_hostlist.expand("gpu-st-p5-[1-3,7]") == ["gpu-st-p5-1", "gpu-st-p5-2", "gpu-st-p5-3", "gpu-st-p5-7"]
+    assert slurm_hostlist.expand("ip-10-1-2-[08-10],login1") == ["ip-10-1-2-08", "ip-10-1-2-09", "ip-10-1-2-10",
+                                                                 "login1"]
+    assert slurm_hostlist.expand("a[1-2]-b[1-2]") == ["a1-b1", "a1-b2", "a2-b1", "a2-b2"]
+    for bad in ("a[1-2", "a]1[", "a[2-1]", "a[x]", "a[1-1000000]"):
+        with pytest.raises(slurm_hostlist.HostlistError):
+            slurm_hostlist.expand(bad)
+
+
+def test_squeue_lines_name_the_nodes_of_each_running_job():
+    jobs = slurm_textfile.parse_squeue("4123|p5-st-gpu-[1-2]\n4124_3|p5-st-gpu-3\ngarbled\n4125|p5-[\n")
+    assert jobs == {"4123": ["p5-st-gpu-1", "p5-st-gpu-2"], "4124_3": ["p5-st-gpu-3"]}
+
+
+def test_a_hung_squeue_writes_no_job_series_but_keeps_the_node_states(tmp_path):
+    sinfo = tmp_path / "sinfo"
+    sinfo.write_text("#!/bin/sh\necho 'gpu-1|allocated'\n")
+    squeue = tmp_path / "squeue"
+    squeue.write_text("#!/bin/sh\nsleep 5\n")
+    for f in (sinfo, squeue):
+        f.chmod(0o755)
+    out = tmp_path / "slurm.prom"
+    assert slurm_textfile.main(["--sinfo", str(sinfo), "--timeout", "0.5", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "fmcluster_slurm_collector_success 1" in text and "fmcluster_slurm_job_node" not in text
