@@ -18,6 +18,8 @@ Producers, all deployed by fmcluster on every node (fmcluster/runtime/observabil
 - ``fmcluster-bootstrap``: the node's bootstrap itself, a textfile read by node_exporter: a GPU node that cannot run
   dcgm-exporter says so (ParallelCluster's official AMI has no docker: fmcluster/runtime/parallelcluster).
 - ``prometheus``: series every scrape produces (``up``) and the AMP ruler writes (``ALERTS``).
+- ``training-job``: a training job's rank 0, a textfile in ``TEXTFILE_DIR`` read by node_exporter (optional: the job
+  dashboard's tokens per second; docs/observability.md, "Job dashboard and the plan's bound").
 - ``kube-state-metrics``: on Kubernetes clusters (eks, hyperpod-eks), objects' state; HyperPod's health labels of
   nodes through ``kube_node_labels`` (fmcluster/platforms/kubernetes/metrics.py).
 
@@ -41,9 +43,10 @@ SLURM_COLLECTOR = "fmcluster-slurm"
 BOOTSTRAP = "fmcluster-bootstrap"
 PROMETHEUS = "prometheus"
 KUBE_STATE_METRICS = "kube-state-metrics"
+TRAINING_JOB = "training-job"
 
 EXPORTERS = (DCGM_EXPORTER, NODE_EXPORTER, VALIDATOR, EFA_COLLECTOR, SLURM_COLLECTOR, BOOTSTRAP, PROMETHEUS,
-             KUBE_STATE_METRICS)
+             KUBE_STATE_METRICS, TRAINING_JOB)
 
 # Labels the collector adds to every series it scrapes (fmcluster/runtime/observability/collector_config.py).
 TARGET_LABELS = ("cluster", "node", "instance_id", "instance_type", "node_group")
@@ -65,7 +68,9 @@ def _m(name: str, exporter: str, type_: str, help_: str, *labels: str) -> Metric
     return Metric(name, exporter, type_, help_, tuple(labels))
 
 
-_DCGM_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname")
+# hpc_job: the Slurm job of the GPU (--hpc-job-mapping-dir); namespace, pod, container: the Kubernetes pod that holds
+# it (DCGM_EXPORTER_KUBERNETES, the kubelet's pod-resources API). Present only where that mapping applies.
+_DCGM_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname", "hpc_job", "namespace", "pod", "container")
 
 CATALOG: Tuple[Metric, ...] = (
     # --- dcgm-exporter (fields enabled in dcgm-counters.csv) ---------------------------------------
@@ -109,6 +114,19 @@ CATALOG: Tuple[Metric, ...] = (
        "NVLink effective errors, all links (NVLink5: Blackwell).", *_DCGM_LABELS),
     _m("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", DCGM_EXPORTER, "counter", "NVLink bandwidth counter, all links.",
        *_DCGM_LABELS),
+    # profiling fields per GPU architecture (dcgm-counters-<gpu_arch>.csv): ratios 0..1, or bytes per second
+    _m("DCGM_FI_PROF_GR_ENGINE_ACTIVE", DCGM_EXPORTER, "gauge", "Ratio of time the graphics engine is active.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_SM_ACTIVE", DCGM_EXPORTER, "gauge", "Ratio of cycles an SM has at least one warp assigned.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", DCGM_EXPORTER, "gauge", "Ratio of cycles the tensor pipe is active.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_DRAM_ACTIVE", DCGM_EXPORTER, "gauge", "Ratio of cycles device memory is sending or receiving.",
+       *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_PCIE_TX_BYTES", DCGM_EXPORTER, "gauge", "PCIe bytes sent per second.", *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_PCIE_RX_BYTES", DCGM_EXPORTER, "gauge", "PCIe bytes received per second.", *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_NVLINK_TX_BYTES", DCGM_EXPORTER, "gauge", "NVLink bytes sent per second.", *_DCGM_LABELS),
+    _m("DCGM_FI_PROF_NVLINK_RX_BYTES", DCGM_EXPORTER, "gauge", "NVLink bytes received per second.", *_DCGM_LABELS),
     # --- node_exporter --------------------------------------------------------------------------------
     _m("node_filesystem_avail_bytes", NODE_EXPORTER, "gauge", "Bytes available to non-root users.",
        "device", "fstype", "mountpoint"),
@@ -152,6 +170,8 @@ CATALOG: Tuple[Metric, ...] = (
        "1 while Slurm has the node powered off or powering off (sinfo ~ or %: idle dynamic nodes), else 0.",
        "slurm_node"),
     _m("fmcluster_slurm_collector_success", SLURM_COLLECTOR, "gauge", "1 when sinfo answered in time."),
+    _m("fmcluster_slurm_job_node", SLURM_COLLECTOR, "gauge", "1 for each node a running job holds (squeue).",
+       "job_id", "slurm_node"),
     # --- the node's bootstrap (fmcluster/runtime/parallelcluster/on_node_configured.sh) --------------------
     _m("fmcluster_gpu_metrics_unavailable", BOOTSTRAP, "gauge",
        "1 on a GPU node that runs no GPU exporter, with the reason (no-docker); absent where dcgm-exporter runs.",
@@ -164,6 +184,11 @@ CATALOG: Tuple[Metric, ...] = (
     _m("kube_node_labels", KUBE_STATE_METRICS, "gauge", "1 per node, its allowlisted labels as label_<name>.",
        "node", "label_sagemaker_amazonaws_com_node_health_status", "label_sagemaker_amazonaws_com_deep_health_check_status",
        "label_sagemaker_amazonaws_com_fault_type", "label_sagemaker_amazonaws_com_fault_reason"),
+    # --- a training job that exports its progress (rank 0 writes a textfile; optional) --------------------------
+    _m("fmcluster_job_tokens_total", TRAINING_JOB, "counter", "Tokens the job has trained on so far.", "job_id"),
+    # --- kube-state-metrics: which workload owns a pod (a job's GPUs on Kubernetes; default pod metric) -------------
+    _m("kube_pod_owner", KUBE_STATE_METRICS, "gauge", "1 per pod and owner reference.",
+       "namespace", "pod", "owner_kind", "owner_name", "owner_is_controller"),
 )
 
 BY_NAME: Dict[str, Metric] = {m.name: m for m in CATALOG}

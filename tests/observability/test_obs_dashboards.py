@@ -7,7 +7,7 @@ import pytest
 from fmcluster import observability as obs
 
 DASHBOARDS = obs.dashboards()
-REQUIRED = {"cluster-overview", "gpu-health", "efa-network", "storage", "node-validation"}
+REQUIRED = {"cluster-overview", "gpu-health", "efa-network", "storage", "node-validation", "job"}
 
 
 def _panels(items):
@@ -16,7 +16,7 @@ def _panels(items):
         yield from _panels(p.get("panels", []))
 
 
-def test_the_five_dashboards_exist_with_unique_uids():
+def test_the_dashboards_exist_with_unique_uids():
     assert REQUIRED <= set(DASHBOARDS)
     uids = [d["uid"] for d in DASHBOARDS.values()]
     assert len(uids) == len(set(uids))
@@ -51,7 +51,7 @@ def test_no_query_turns_no_data_into_zero():
 def _panel_expr(dashboard: str, title: str) -> str:
     [expr] = [t["expr"] for p in _panels(DASHBOARDS[dashboard]["panels"]) if p["title"] == title
               for t in p.get("targets", [])]
-    return expr.replace("$cluster", "c").replace("$node", ".*")
+    return expr.replace("$cluster", "c").replace("$node", ".*").replace("$job_id", "slurm/1")
 
 
 # (dashboard, panel, input series, value expected: None = no data)
@@ -75,6 +75,11 @@ NO_DATA_CASES = [
     ("storage", "Nodes with an unresponsive Lustre mount", [], None),
     ("storage", "Nodes with an unresponsive Lustre mount",
      [('node_filesystem_device_error{cluster="c",node="n1",fstype="lustre",mountpoint="/fsx"}', "0x5")], 0),
+    ("job", "Straggler alerts", [], None),
+    ("job", "Straggler alerts", [('fmcluster:job_gpus:count{cluster="c",job_id="slurm/1"}', "16x5")], 0),
+    ("job", "Straggler alerts",
+     [('fmcluster:job_gpus:count{cluster="c",job_id="slurm/1"}', "16x5"),
+      ('ALERTS{alertname="JobStragglerNode",alertstate="firing",cluster="c",job_id="slurm/1",node="n2"}', "1x5")], 1),
 ]
 
 

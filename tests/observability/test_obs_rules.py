@@ -35,7 +35,7 @@ def test_promtool_check_rules(promtool, rules):
     assert "SUCCESS" in out.stdout
 
 
-@pytest.mark.parametrize("tests", ["rules_test.yaml", "hyperpod_rules_test.yaml"])
+@pytest.mark.parametrize("tests", ["rules_test.yaml", "hyperpod_rules_test.yaml", "straggler_rules_test.yaml"])
 def test_promtool_rule_unit_tests(promtool, tests):
     out = subprocess.run([promtool, "test", "rules", str(Path(__file__).parent / tests)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -240,6 +240,9 @@ def _fake_sinfo(tmp_path: Path, body: str) -> str:
 
 def test_slurm_textfile_from_a_fake_sinfo(tmp_path, promtool):
     sinfo = _fake_sinfo(tmp_path, f"cat <<'EOF'\n{SINFO}EOF\n")
+    squeue = tmp_path / "squeue"  # beside sinfo, as in every Slurm install
+    squeue.write_text("#!/bin/sh\necho '4123|gpu-[1-2]'\n")
+    squeue.chmod(0o755)
     out = tmp_path / "slurm.prom"
     assert slurm_textfile.main(["--sinfo", sinfo, "--out", str(out)]) == 0
     text = out.read_text()
@@ -249,6 +252,7 @@ def test_slurm_textfile_from_a_fake_sinfo(tmp_path, promtool):
     assert 'fmcluster_slurm_node_state{slurm_node="gpu-1",state="drained"} 1' in text
     assert 'fmcluster_slurm_node_responding{slurm_node="gpu-4"} 0' in text
     assert 'fmcluster_slurm_nodes{state="drained"} 1' in text
+    assert 'fmcluster_slurm_job_node{job_id="4123",slurm_node="gpu-2"} 1' in text
     names = set(re.findall(r"^([a-z_]+)[{ ]", text, re.M))
     assert names == {m.name for m in metrics.CATALOG if m.exporter == metrics.SLURM_COLLECTOR}
 

@@ -8,6 +8,8 @@ Runs on the nodes with the node's own python3 (3.9+), standard library only; imp
 - ``collector_config``: writes the agent's configuration (scrape jobs and remote_write).
 - ``efa_textfile``: EFA port state and hardware counters from sysfs → a textfile.
 - ``slurm_textfile``: Slurm node states from ``sinfo`` → a textfile (one Slurm client node per cluster).
+- ``slurm_job_map``: Slurm Prolog/Epilog writing which job holds each GPU, for dcgm-exporter's ``hpc_job`` label.
+- ``profiling_pause.sh``: stop and restart dcgm-exporter around an Nsight session (one profiling client per GPU).
 
 The validator writes its textfile into `TEXTFILE_DIR` too: ``--prom {VALIDATOR_PROM_FILE}``.
 """

@@ -32,6 +32,8 @@ PROMETHEUS_SHA256_arm64="ec7236ecea7154d0bfe142921708b1ae7b5e921e100e0ee85ab92b7
 # dcgm-exporter container, pinned by tag AND digest (the digest is the image's checksum: docker refuses any
 # other content). DCGM 4.4.1 inside; the host needs only the NVIDIA driver and the container toolkit.
 DCGM_EXPORTER_IMAGE="nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.6.0-ubuntu22.04"
+# GPU -> Slurm job files for dcgm-exporter --hpc-job-mapping-dir (fmcluster/runtime/observability/slurm_job_map.py)
+JOB_MAP_DIR=/run/fmcluster/dcgm-job-map
 DCGM_EXPORTER_DIGEST="sha256:b7a4241c608253aa829041cc3575ea57082491251a4a626bcdddc68eaf9a3101"
 # DCGM_EXP_XID_ERRORS_COUNT counts Xid events over this window (dcgm-exporter --xid-count-window-size, ms;
 # default 5 min): 10 min spans a missed scrape or two, and the Xid alerts in rules.yaml are written for it.
@@ -255,6 +257,9 @@ EOF
     PYTHONPATH="$PKG_ROOT" python3 -m fmcluster.runtime.observability.dcgm_fields --out "$ETC/dcgm-counters.csv"
     local image="$DCGM_EXPORTER_IMAGE@$DCGM_EXPORTER_DIGEST"
     [[ "$DCGM_EXPORTER_DIGEST" =~ ^sha256:[0-9a-f]{64}$ ]] || die "no pinned dcgm-exporter digest; refusing to run an unverified image"
+    # Slurm's prolog writes which job holds each GPU here (slurm_job_map.py); the exporter labels series hpc_job.
+    # /run is a tmpfs: a reboot ends every job, and the map with it.
+    install -d -m 0755 "$JOB_MAP_DIR"
     # pulled by digest: docker verifies the content against it
     docker pull --quiet "$image" >/dev/null
     write_unit fmcluster-dcgm-exporter.service <<EOF
@@ -267,7 +272,9 @@ Requires=docker.service
 ExecStartPre=-/usr/bin/docker rm -f fmcluster-dcgm-exporter
 ExecStart=/usr/bin/docker run --rm --name fmcluster-dcgm-exporter --gpus all --cap-add SYS_ADMIN \\
   -p 127.0.0.1:9400:9400 -v $ETC/dcgm-counters.csv:/etc/dcgm-exporter/fmcluster.csv:ro \\
-  $image -f /etc/dcgm-exporter/fmcluster.csv --xid-count-window-size $XID_COUNT_WINDOW_MS
+  -v $JOB_MAP_DIR:$JOB_MAP_DIR:ro \\
+  $image -f /etc/dcgm-exporter/fmcluster.csv --xid-count-window-size $XID_COUNT_WINDOW_MS \\
+  --hpc-job-mapping-dir $JOB_MAP_DIR
 ExecStop=/usr/bin/docker stop fmcluster-dcgm-exporter
 Restart=always
 RestartSec=10

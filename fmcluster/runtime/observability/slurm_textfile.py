@@ -14,8 +14,11 @@ counted once) and writes ``fmcluster_slurm_node_state{slurm_node,state}`` (1 for
 ``fmcluster_slurm_node_responding{slurm_node}`` (0 when the state carries ``*``),
 ``fmcluster_slurm_node_powered_down{slurm_node}`` (1 when it carries ``~`` or ``%``: Slurm's power saving has the
 node off or turning off, as ParallelCluster does with idle dynamic nodes; their collectors stop on purpose),
-``fmcluster_slurm_nodes{state}`` and ``fmcluster_slurm_collector_success``. A hung or failing sinfo writes
-success 0 and no states: never a hang. Exit 0 written (even when sinfo failed), 1 the file could not be written.
+``fmcluster_slurm_nodes{state}`` and ``fmcluster_slurm_collector_success``; then ``squeue --noheader
+--states=RUNNING --format=%A|%N`` (the ``squeue`` beside ``sinfo``) for ``fmcluster_slurm_job_node{job_id,slurm_node}``,
+1 per node a running job holds (host lists expanded locally: slurm_hostlist.py). A hung or failing sinfo writes
+success 0 and no states, a hung or failing squeue no job series: never a hang. Exit 0 written (even when sinfo
+failed), 1 the file could not be written.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import sys
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from fmcluster.runtime.observability import SLURM_PROM_FILE
+from fmcluster.runtime.observability.slurm_hostlist import HostlistError, expand
 from fmcluster.runtime.observability.textfile import emit, family
 
 # Suffixes sinfo appends to a state (sinfo(1), NODE STATE CODES): * not responding, ~ powered off,
@@ -85,7 +89,7 @@ def parse_sinfo(text: str) -> Dict[str, NodeState]:
     return nodes
 
 
-def render(nodes: Optional[Dict[str, NodeState]]) -> str:
+def render(nodes: Optional[Dict[str, NodeState]], jobs: Optional[Dict[str, List[str]]] = None) -> str:
     ok = nodes is not None
     nodes = nodes or {}
     counts: Dict[str, int] = {}
@@ -103,6 +107,9 @@ def render(nodes: Optional[Dict[str, NodeState]]) -> str:
     lines += family("fmcluster_slurm_node_powered_down", "gauge",
                     "1 while Slurm has the node powered off or powering off (~ or %).",
                     [({"slurm_node": n}, 1 if st.powered_down else 0) for n, st in sorted(nodes.items())])
+    if jobs is not None:  # squeue answered: one series per running job and node it holds
+        lines += family("fmcluster_slurm_job_node", "gauge", "1 for each node a running job holds.",
+                        [({"job_id": j, "slurm_node": n}, 1) for j, hosts in sorted(jobs.items()) for n in hosts])
     return "\n".join(lines) + "\n"
 
 
@@ -119,6 +126,33 @@ def run_sinfo(sinfo: str, timeout: float) -> Optional[Dict[str, NodeState]]:
     return parse_sinfo(out.stdout)
 
 
+def parse_squeue(text: str) -> Dict[str, List[str]]:
+    """job id → the nodes it holds, from ``%A|%N`` lines; a line whose host list does not parse is skipped."""
+    jobs: Dict[str, List[str]] = {}
+    for line in text.splitlines():
+        job, _, hostlist = (part.strip() for part in line.partition("|"))
+        if not job or not hostlist:
+            continue
+        try:
+            jobs[job] = expand(hostlist)
+        except HostlistError:
+            continue
+    return jobs
+
+
+def run_squeue(squeue: str, timeout: float) -> Optional[Dict[str, List[str]]]:
+    try:
+        out = subprocess.run(
+            [squeue, "--noheader", "--states=RUNNING", "--format=%A|%N"],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return parse_squeue(out.stdout)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="slurm_textfile", description=__doc__.splitlines()[0])
     ap.add_argument("--sinfo", help="sinfo to run; default: found by find_sinfo")
@@ -131,7 +165,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("slurm_textfile: no sinfo in /opt/slurm/bin, /opt/aws/pcs/scheduler/slurm-*/bin or PATH",
               file=sys.stderr)
     nodes = run_sinfo(sinfo, args.timeout) if sinfo else None
-    return emit(render(nodes), args.out, "slurm_textfile")
+    # squeue sits beside sinfo in every Slurm install; its running jobs name the nodes each job holds
+    squeue = os.path.join(os.path.dirname(sinfo), "squeue") if sinfo else None
+    jobs = run_squeue(squeue, args.timeout) if squeue and os.access(squeue, os.X_OK) else None
+    return emit(render(nodes, jobs), args.out, "slurm_textfile")
 
 
 if __name__ == "__main__":

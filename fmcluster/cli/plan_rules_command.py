@@ -1,0 +1,66 @@
+"""`fmcluster plan-rules SPEC --model ...`: the plan's bound as Prometheus recording rules (fmcluster.plan), for the
+job dashboard. The planner's own arguments and report; nothing half-written (the file is renamed into place)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fmcluster.cli.errors import EXIT_OK, UsageError
+
+
+def cmd_plan_rules(args: argparse.Namespace) -> int:
+    import yaml
+
+    from fmcluster.acceptance.plan_rules import rule_groups
+    from fmcluster.planner.cli import PlanUsageError, number, resolve_model
+    from fmcluster.planner.report import PlanOptions, build
+    from fmcluster.spec import load_spec
+
+    try:
+        model = resolve_model(args)
+        if model is None:
+            raise PlanUsageError("--model: plan-rules needs a model (--model or --params/--layers/--hidden)")
+        opts = PlanOptions(
+            precision=args.precision, mfu=float(number(args, "mfu", upper=1.0) or 0.4),
+            global_batch_tokens=float(number(args, "global_batch_tokens") or 0),
+            micro_batch=int(number(args, "micro_batch", integer=True) or 1), tokens=float(number(args, "tokens") or 0),
+            bytes_per_token=float(number(args, "bytes_per_token") or 0),
+            gradient_gb=float(number(args, "gradient_gb") or 0), group=args.group, top=1,
+            model_option="--model" if args.model is not None else "--params")
+        spec = load_spec(args.file)
+        report = build(spec, model, opts)
+    except PlanUsageError as e:
+        raise UsageError(str(e)) from None
+    text = ("# fmcluster plan-rules: the plan's bound per GPU node group (docs/observability.md, \"Job dashboard and the "
+            "plan's bound\")\n" + yaml.safe_dump(rule_groups(spec, report), sort_keys=False, width=120))
+    if args.out is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise UsageError(f"--out: {out.parent} is not a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, out)
+    except OSError as e:
+        raise UsageError(f"--out: cannot write {out} ({e.strerror or e})") from None
+    print(f"wrote {out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    from fmcluster.planner.cli import add_plan_arguments
+
+    help_ = ("The plan's bound (tokens/s, MFU, GPUs of the fastest fitting layout per GPU group) as Prometheus "
+             "recording rules for the job dashboard; the plan's model and training options.")
+    sp = sub.add_parser("plan-rules", help=help_, description=help_)
+    sp.set_defaults(func=cmd_plan_rules)
+    add_plan_arguments(sp)
+    sp.add_argument("--out", help="write the rule file here (default: standard output)")
