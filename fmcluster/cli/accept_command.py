@@ -41,7 +41,7 @@ def _group(args: Any) -> Tuple[Optional[Any], Optional[str]]:
         if args.group:
             raise UsageError("--group: needs --spec")
         return None, args.instance_type
-    from fmcluster.spec import load_spec
+    from fmcluster.registry import load_spec
 
     spec = load_spec(args.spec)
     gpu = [g for g in spec.node_groups if g.instance.gpus > 0]

@@ -19,7 +19,7 @@ def cmd_plan_rules(args: argparse.Namespace) -> int:
     from fmcluster.acceptance.plan_rules import rule_groups
     from fmcluster.planner.cli import PlanUsageError, number, resolve_model
     from fmcluster.planner.report import PlanOptions, build
-    from fmcluster.spec import load_spec
+    from fmcluster.registry import load_spec
 
     try:
         model = resolve_model(args)

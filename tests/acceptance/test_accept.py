@@ -12,7 +12,7 @@ import pytest
 from fmcluster.acceptance import nccl_output, references
 from fmcluster.acceptance.bound import plan_bound
 from fmcluster.cli import main
-from fmcluster.spec import load_spec
+from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -12,13 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from orchestrators.eks import kueue_rules
-from orchestrators.eks.schemas import validate
 
 from fmcluster.acceptance import nccl_output
-from fmcluster.orchestrators.eks import kueue, labels
-from fmcluster.orchestrators.hyperpod_eks.settings import LOCAL_QUEUE_SUFFIX, PRIORITY_CLASS_SUFFIX
-from fmcluster.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = ROOT / "examples" / "jobs"
@@ -114,40 +109,3 @@ def test_the_launcher_runs_the_same_script_with_the_operators_hostfile(name):
     env = {e["name"]: e["value"] for e in launcher["env"]}
     assert env["HOSTFILE"] == "/etc/mpi/hostfile" and launcher["command"][-1] == "/scripts/nccl-tests.sh"
     assert objs["MPIJob"]["spec"]["runPolicy"]["suspend"] is True
-
-
-def test_the_eks_job_is_valid_and_admitted_whole_through_the_queue():
-    spec = load_spec(ROOT / "examples" / "eks-p5.yaml")
-    settings = spec.orchestrator.eks
-    (group,) = spec.gpu_groups
-    job = objects("nccl-tests-eks.yaml")["MPIJob"]
-    assert job["metadata"]["namespace"] == settings.training_namespace
-    assert job["metadata"]["labels"] == {kueue.QUEUE_LABEL: kueue.QUEUE}
-    assert "kubeflow.org/mpijob" in kueue.FRAMEWORKS
-    (cq,) = [o for o in kueue.queue_objects(spec.node_groups, settings) if o["kind"] == "ClusterQueue"]
-    for role, count, pod in pods(job):
-        validate({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "training"}, "spec": pod},
-                 settings.kubernetes_version)
-        charged = kueue_rules.admit(pod, count, [], kueue.configuration(settings), cq)
-        if role == "Worker":
-            assert count == group.count
-            assert charged[labels.GPU_RESOURCE] == group.count * group.instance.gpus
-            assert charged[labels.EFA_RESOURCE] == group.count * group.instance.efa_interfaces
-
-
-def test_the_hyperpod_job_goes_through_a_teams_queue_onto_healthy_nodes():
-    spec = load_spec(ROOT / "examples" / "hyperpod-eks-p5.yaml")
-    (group,) = spec.gpu_groups
-    job = objects("nccl-tests-hyperpod.yaml")["MPIJob"]
-    team = next(t for t in spec.orchestrator.task_governance.teams if t.namespace == job["metadata"]["namespace"])
-    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == f"{team.namespace}{LOCAL_QUEUE_SUFFIX}"
-    priority = job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"]
-    assert priority[: -len(PRIORITY_CLASS_SUFFIX)] in {p.name for p in spec.orchestrator.task_governance.priority_classes}
-    for role, count, pod in pods(job):
-        validate({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": team.namespace},
-                  "spec": pod}, spec.orchestrator.eks.kubernetes_version)
-        if role == "Worker":
-            assert count * group.instance.gpus <= team.gpus[group.name], "within the team's own quota"
-            (container,) = pod["containers"]
-            assert container["resources"]["requests"][labels.EFA_RESOURCE] == group.instance.efa_interfaces
-            assert pod["nodeSelector"] == {"sagemaker.amazonaws.com/node-health-status": "Schedulable"}

@@ -1,0 +1,45 @@
+"""The fabric acceptance job on EKS (examples/jobs/nccl-tests-eks.yaml): valid Pods, admitted whole through the
+cluster's Kueue queue with every GPU and EFA interface of the group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from platforms.kubernetes import kueue_rules
+from platforms.kubernetes.schemas import validate
+
+from fmcluster.orchestrators.eks import kueue
+from fmcluster.platforms.kubernetes import labels
+from fmcluster.registry import load_spec
+
+ROOT = Path(__file__).resolve().parents[3]
+JOBS = ROOT / "examples" / "jobs"
+
+
+def objects(name):
+    return {o["kind"]: o for o in yaml.safe_load_all((JOBS / name).read_text())}
+
+
+def pods(job):
+    for role, replica in job["spec"]["mpiReplicaSpecs"].items():
+        yield role, replica["replicas"], {**replica["template"]["spec"], "restartPolicy": replica["restartPolicy"]}
+
+
+def test_the_eks_job_is_valid_and_admitted_whole_through_the_queue():
+    spec = load_spec(ROOT / "examples" / "eks-p5.yaml")
+    settings = spec.orchestrator.eks
+    (group,) = spec.gpu_groups
+    job = objects("nccl-tests-eks.yaml")["MPIJob"]
+    assert job["metadata"]["namespace"] == settings.training_namespace
+    assert job["metadata"]["labels"] == {kueue.QUEUE_LABEL: kueue.QUEUE}
+    assert "kubeflow.org/mpijob" in kueue.FRAMEWORKS
+    (cq,) = [o for o in kueue.queue_objects(spec.node_groups, settings) if o["kind"] == "ClusterQueue"]
+    for role, count, pod in pods(job):
+        validate({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "training"}, "spec": pod},
+                 settings.kubernetes_version)
+        charged = kueue_rules.admit(pod, count, [], kueue.configuration(settings), cq)
+        if role == "Worker":
+            assert count == group.count
+            assert charged[labels.GPU_RESOURCE] == group.count * group.instance.gpus
+            assert charged[labels.EFA_RESOURCE] == group.count * group.instance.efa_interfaces
