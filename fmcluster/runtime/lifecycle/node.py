@@ -39,6 +39,7 @@ import socket
 import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from fmcluster.runtime import mounts
 from fmcluster.runtime.contract import (
     EKS_LIFECYCLE_PARAMETERS_KEYS,
     EKS_OBSERVABILITY_KEYS,
@@ -430,16 +431,11 @@ def whoami(resource_config: Dict[str, Any], params: Dict[str, Any], addresses: I
 
 def mount_points(root: str = "/") -> Dict[str, str]:
     """mount point -> device, from /proc/mounts under ``root``."""
-    out: Dict[str, str] = {}
     try:
-        with open(os.path.join(root, "proc/mounts"), encoding="utf-8") as fh:
-            for line in fh:
-                parts = line.split()
-                if len(parts) >= 3:
-                    out[parts[1].replace("\\040", " ")] = parts[0]
+        with open(os.path.join(root, "proc/mounts"), encoding="utf-8", errors="replace") as fh:
+            return {m.mount_point: m.source for m in mounts.parse(fh.read())}
     except OSError:
-        pass
-    return out
+        return {}
 
 
 def storage_root(root: str = "/") -> Tuple[Optional[str], str]:
