@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import List, Sequence, Tuple
 
 from pydantic import BaseModel, ConfigDict
@@ -9,12 +10,24 @@ from pydantic import BaseModel, ConfigDict
 # A problem found by a cross-field rule: (field path below the model, what is wrong and what is allowed).
 Problem = Tuple[str, str]
 
+# A problem line quotes the user's input: it stays one line of a readable length whatever that input holds.
+PROBLEM_LINE_LIMIT = 400
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line(text: str, limit: int = PROBLEM_LINE_LIMIT) -> str:
+    """`text` with control characters escaped (a newline cannot start a second line) and cut to `limit`."""
+    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit - 40]}... ({len(text) - limit + 40} more characters)"
+
 
 class SpecError(Exception):
     """Invalid spec input: `problems` holds one `path: message` line each."""
 
     def __init__(self, problems: Sequence[str]):
-        self.problems = list(problems)
+        self.problems = [one_line(p) for p in problems]
         super().__init__("\n".join(self.problems))
 
 
@@ -25,7 +38,7 @@ def raise_problems(found: List[Problem]) -> None:
     let `format_validation_error` name the exact field.
     """
     if found:
-        raise ValueError("\n".join(f"@{path}@{msg}" for path, msg in found))
+        raise ValueError("\n".join(f"@{one_line(path)}@{one_line(msg)}" for path, msg in found))
 
 
 class SpecModel(BaseModel):

@@ -12,6 +12,7 @@ from fmcluster.orchestrators.kind import OrchestratorSettings
 from fmcluster.orchestrators.none.settings import NoOrchestrator
 from fmcluster.spec.base import SpecError
 from fmcluster.spec.cluster import ClusterSpec, orchestrator_union
+from fmcluster.spec.yaml_source import read_yaml
 
 Loc = Tuple[Union[str, int], ...]
 _BUILT_IN = tuple(k.name for k in registry.BUILT_IN)
@@ -121,27 +122,6 @@ def format_validation_error(err: ValidationError) -> List[str]:
 # --- loading ----------------------------------------------------------------------------------
 
 
-def _yaml_loader() -> Any:
-    import yaml
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        pass
-
-    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> Dict[Any, Any]:
-        seen = set()
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
-                )
-            seen.add(key)
-        return yaml.SafeLoader.construct_mapping(loader, node, deep)
-
-    UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
-    return UniqueKeyLoader
-
-
 def parse_spec(data: Any) -> ClusterSpec:
     if data is None:
         raise SpecError(["(top level): the spec is empty; expected a mapping with name, region, node_groups, ..."])
@@ -155,8 +135,6 @@ def parse_spec(data: Any) -> ClusterSpec:
 
 def load_spec(path: Union[str, Path]) -> ClusterSpec:
     """Read and validate a spec file; every failure is a `SpecError`."""
-    import yaml
-
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -166,14 +144,7 @@ def load_spec(path: Union[str, Path]) -> ClusterSpec:
         raise SpecError([f"{p}: is a directory, expected a YAML file"]) from None
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError([f"{p}: cannot read ({e})"]) from None
-    try:
-        data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - SafeLoader subclass
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise SpecError([f"{p}: not valid YAML{where}: {problem}"]) from None
-    return parse_spec(data)
+    return parse_spec(read_yaml(text, str(p)))
 
 
 def json_schema() -> Dict[str, Any]:
