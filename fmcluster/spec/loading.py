@@ -10,8 +10,9 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 from fmcluster.orchestrators import registry
 from fmcluster.orchestrators.kind import OrchestratorSettings
 from fmcluster.orchestrators.none.settings import NoOrchestrator
-from fmcluster.spec.base import SpecError
+from fmcluster.spec.base import SpecError, one_line
 from fmcluster.spec.cluster import ClusterSpec, orchestrator_union
+from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY
 from fmcluster.spec.yaml_source import read_yaml
 
 Loc = Tuple[Union[str, int], ...]
@@ -78,6 +79,13 @@ def _walk(loc: Loc) -> Tuple[str, Optional[Type[BaseModel]]]:
     return path or "(top level)", model
 
 
+def _shown(value: Any) -> str:
+    """A user's value as YAML spells it (yes, not True), cut short."""
+    if isinstance(value, bool):
+        return "true/yes" if value else "false/no"
+    return one_line(repr(value), 80)
+
+
 def _format_one(e: Dict[str, Any]) -> List[str]:
     loc = tuple(e["loc"])
     path, _ = _walk(loc)
@@ -93,6 +101,12 @@ def _format_one(e: Dict[str, Any]) -> List[str]:
                 msg = f"applies to orchestrator type {' or '.join(owners)}, not {mine}"
     elif kind == "missing":
         msg = "required"
+    elif kind == "too_long" and path == "node_groups":
+        msg = f"{e.get('ctx', {}).get('actual_length')} groups; at most {MAX_NODE_GROUPS} ({NODE_GROUPS_WHY})"
+    elif kind == "int_type":
+        msg = f"{_shown(e.get('input'))} is not a whole number; write digits, e.g. 2"
+    elif kind in ("less_than_equal", "greater_than_equal", "less_than", "greater_than"):
+        msg = f"{_shown(e.get('input'))} is out of range: {msg[len('Input should be '):]}"
     elif kind in ("union_tag_invalid", "union_tag_not_found"):
         key = str(e.get("ctx", {}).get("discriminator", "'type'")).strip("'")
         got = e.get("ctx", {}).get("tag")
