@@ -9,12 +9,13 @@ deployment failed is listed with CloudFormation's reason.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from botocore.exceptions import ClientError
 
-from fmcluster.aws.context import Context, Progress, fmt_time, has_code, paginate
+from fmcluster.aws.context import Context, Progress, bounded, fmt_time, has_code, paginate, past_deadline
 from fmcluster.aws.results import ERROR, classify
 from fmcluster.aws.session import AwsClients, max_attempts
 from fmcluster.orchestrators import registry
@@ -191,8 +192,10 @@ def describers() -> Dict[str, Describer]:
     return found
 
 
-def _unknown(kind: str, name: str, exc: BaseException, service: str) -> Item:
-    f = classify(exc, service, attempts=max_attempts())
+def _unknown(kind: str, name: str, exc: BaseException, service: str, ctx: Optional[Context] = None) -> Item:
+    f = classify(exc, ctx.service_of(exc, service) if ctx else service, attempts=max_attempts())
+    if f.fatal and ctx is not None:
+        ctx.stopped = f"an earlier call ended the run ({name}: {f.outcome.observed})"
     return Item(kind, name, "unknown", UNKNOWN, f"{f.outcome.observed}; {f.outcome.remedy}")
 
 
@@ -208,10 +211,13 @@ def _resources(ctx: Context, stack: str) -> List[Item]:
         service, describe = known.get(rtype, ("", None))
         if describe is None or not pid or rstatus.startswith("DELETE_"):
             continue
+        if ctx.stopped:
+            items.append(Item(rtype, pid, "unknown", UNKNOWN, f"not read: {ctx.stopped}", logical))
+            continue
         try:
             item = describe(ctx, pid)
         except Exception as e:  # noqa: BLE001 - a resource that cannot be read is an answer
-            item = _unknown(rtype, pid, e, service)
+            item = _unknown(rtype, pid, e, service, ctx)
         item.logical_id = logical
         items.append(item)
     return items
@@ -235,22 +241,35 @@ def _stack(ctx: Context, part: str) -> StackState:
 
 def collect_status(
     spec: ClusterSpec, aws: AwsClients, *, label: str = "", progress: Optional[Progress] = None,
-    ctx: Optional[Context] = None,
+    ctx: Optional[Context] = None, deadline_s: Optional[float] = None,
 ) -> ClusterStatus:
+    """Each stack and what it holds, the whole run within `deadline_s` seconds (None: unbounded, for tests); each
+    stack is reported as it is read. A fault that makes later calls pointless (an endpoint that never answers, the
+    deadline) ends the run: the stacks after it are unknown, never ok."""
     ctx = ctx or Context(spec=spec, aws=aws)
+    if deadline_s is not None:
+        ctx.deadline = time.monotonic() + deadline_s
     out = ClusterStatus(label or spec.name, aws.region, None)
-    try:
-        out.account = str(ctx.client("sts").get_caller_identity()["Account"])
-    except Exception as e:  # noqa: BLE001
-        f = classify(e, "sts", attempts=max_attempts())
+    finished, ident, exc = bounded(lambda: ctx.client("sts").get_caller_identity(), ctx.remaining())
+    if not finished or exc is not None:
+        f = classify(exc, "sts", attempts=max_attempts()) if exc is not None else past_deadline("status", deadline_s)
         out.error = {"status": ERROR, "observed": f.outcome.observed, "remedy": f.outcome.remedy}
         return out
+    out.account = str(ident["Account"])
     for part in STACK_PARTS:
+        name = spec.stack_name(part)
+        if ctx.stopped:
+            out.stacks.append(StackState(name, part, "unknown", UNKNOWN, f"not read: {ctx.stopped}"))
+            continue
+        finished, st, exc = bounded(lambda part=part: _stack(ctx, part), ctx.remaining())  # type: ignore[misc]
+        if not finished:
+            f = past_deadline("status", deadline_s)
+            ctx.stopped = f.outcome.observed
+            st = StackState(name, part, "unknown", UNKNOWN, f"{f.outcome.observed}; {f.outcome.remedy}")
+        elif exc is not None:
+            item = _unknown("stack", name, exc, "cloudformation", ctx)
+            st = StackState(item.name, part, "unknown", UNKNOWN, item.detail)
+        out.stacks.append(st)
         if progress:
-            progress(f"status: {spec.stack_name(part)}")
-        try:
-            out.stacks.append(_stack(ctx, part))
-        except Exception as e:  # noqa: BLE001
-            item = _unknown("stack", spec.stack_name(part), e, "cloudformation")
-            out.stacks.append(StackState(item.name, part, "unknown", UNKNOWN, item.detail))
+            progress(f"status: {_mark(st.health).strip() or '-'} {name} {st.state}")
     return out
