@@ -87,3 +87,21 @@ def test_the_pure_python_loader_gives_the_same_answers(tmp_path: Path, monkeypat
         with pytest.raises(SpecError) as e:
             load_spec(f)
         assert words in e.value.problems[0]
+
+
+def test_a_key_with_a_newline_stays_one_problem_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "cluster.yaml"
+    for tail, start in (('tags: {"team\\nfake: line": x}\n', "tags.team\\nfake: line: the key holds characters"),
+                        ('"bad\\nkey": 1\n', "bad\\nkey: unknown key")):
+        f.write_text(SPEC + tail)
+        assert main(["validate", str(f)]) == 2
+        [line] = capsys.readouterr().err.splitlines()
+        assert line.startswith(start), line
+
+
+def test_a_huge_value_does_not_become_a_huge_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "cluster.yaml"
+    f.write_text(SPEC.replace("name: fm-dev", "name: " + "x" * 100_000))
+    assert main(["validate", str(f)]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("name: ") and len(line) <= 400 and "more characters" in line
