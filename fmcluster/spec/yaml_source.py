@@ -4,8 +4,8 @@ line with its position.
 Safe loading only (no Python object tags). Merge keys (``<<: *base``, YAML 1.1 https://yaml.org/type/merge.html)
 are supported: a key written in the mapping itself overrides a merged one, as that page specifies; a key written
 twice in the same mapping is refused. libyaml refuses nesting deeper than 1000 levels
-(https://github.com/yaml/libyaml/pull/198); the pure-Python parser recurses instead, so a RecursionError there is
-reported as too deep a nesting.
+(https://github.com/yaml/libyaml/pull/287; older builds lack it); the pure-Python parser recurses instead, so a
+RecursionError there is reported as too deep a nesting.
 """
 
 from __future__ import annotations
