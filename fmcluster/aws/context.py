@@ -139,7 +139,7 @@ def run_checks(
             fault = Fault(Outcome(ERROR, f"internal error: the check returned {type(outcome).__name__}"))
         if fault is not None:
             outcome = fault.outcome
-            if fault.fatal:
+            if fault.fatal and not (fault.one_service and any(r.ran and r.status != SKIP for r in out)):
                 ctx.stopped = f"an earlier call ended the run ({p.id}: {one_line(outcome.observed, 120)})"
         result = CheckResult(p.id, p.title, outcome.status, outcome.observed, outcome.expected, outcome.remedy,
                              round(time.monotonic() - t0, 3), ran=outcome.checked)

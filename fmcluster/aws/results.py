@@ -68,6 +68,9 @@ class Fault:
 
     outcome: Outcome
     fatal: bool = False
+    # one service's endpoint only (a region without it, AWS_ENDPOINT_URL_<SERVICE>): ends the run only when nothing
+    # else has answered yet
+    one_service: bool = False
 
 
 def error_code(exc: BaseException) -> str:
@@ -128,7 +131,7 @@ def classify(exc: BaseException, service: str = "", attempts: Optional[int] = No
         return Fault(Outcome(
             ERROR, f"cannot reach the {service or 'AWS'} endpoint {where}".strip(), "a reachable endpoint",
             "check network/proxy settings and the region; AWS_ENDPOINT_URL overrides the endpoint",
-        ), fatal=True)
+        ), fatal=True, one_service=True)
     if isinstance(exc, bx.ReadTimeoutError):
         # an endpoint that accepts connections and never answers would hold every later call as long: stop
         return Fault(Outcome(ERROR, f"the {service or 'AWS'} endpoint timed out: {short(str(exc))}",

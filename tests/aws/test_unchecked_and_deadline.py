@@ -176,3 +176,16 @@ def test_an_unparseable_answer_is_the_endpoint_s_fault_not_a_bug(monkeypatch: py
     [r] = run_checks(ctx, checks_for(ctx.spec)[:1])
     assert r.status == "error" and "unreadable answer from the sts endpoint" in r.observed
     assert "fmcluster bug" not in r.remedy
+
+
+def test_one_unreachable_service_mid_run_does_not_end_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import botocore.exceptions as bx
+
+    def unreachable(c: Any) -> Outcome:
+        raise bx.EndpointConnectionError(endpoint_url="https://pcs.us-east-1.amazonaws.com")
+
+    ctx = make_ctx(make_spec())
+    checks = [PreflightCheck("a", "answers", "ec2", lambda c: Outcome(PASS, "fine")),
+              PreflightCheck("b", "no endpoint here", "pcs", unreachable),
+              PreflightCheck("c", "answers too", "ec2", lambda c: Outcome(PASS, "fine"))]
+    assert [r.status for r in run_checks(ctx, checks)] == ["pass", "error", "pass"]
