@@ -194,7 +194,7 @@ def describers() -> Dict[str, Describer]:
 
 def _unknown(kind: str, name: str, exc: BaseException, service: str, ctx: Optional[Context] = None) -> Item:
     f = classify(exc, ctx.service_of(exc, service) if ctx else service, attempts=max_attempts())
-    if f.fatal and ctx is not None:
+    if f.fatal and not f.one_service and ctx is not None:  # sts answered: one service unreachable is its own
         ctx.stopped = f"an earlier call ended the run ({name}: {f.outcome.observed})"
     return Item(kind, name, "unknown", UNKNOWN, f"{f.outcome.observed}; {f.outcome.remedy}")
 
