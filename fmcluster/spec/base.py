@@ -10,8 +10,9 @@ from pydantic import BaseModel, ConfigDict, model_validator
 # A problem found by a cross-field rule: (field path below the model, what is wrong and what is allowed).
 Problem = Tuple[str, str]
 
-# A problem line quotes the user's input: it stays one line of a readable length whatever that input holds.
-PROBLEM_LINE_LIMIT = 400
+# A problem line quotes the user's input: it stays one line whatever that input holds. Values are quoted short where
+# they are embedded (loading._shown); this bounds the whole line, our longest explanations included.
+PROBLEM_LINE_LIMIT = 2000
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 

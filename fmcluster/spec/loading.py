@@ -116,7 +116,7 @@ def _format_one(e: Dict[str, Any]) -> List[str]:
     elif kind == "string_pattern_mismatch":
         _, owner = _walk(loc[:-1]) if loc and isinstance(loc[-1], str) else ("", None)
         info = owner.model_fields[str(loc[-1])].description if owner and str(loc[-1]) in owner.model_fields else None
-        msg = f"{e.get('input')!r} is not allowed: {info or 'it must match ' + e['ctx']['pattern']}"
+        msg = f"{_shown(e.get('input'))} is not allowed: {info or 'it must match ' + e['ctx']['pattern']}"
     elif msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
         if msg.startswith("@"):
