@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -80,8 +81,9 @@ def test_a_hung_drain_counts_inside_the_deadline(p5: Any) -> None:
     res = p5.run("--level", "fast", "--policy", "drain", "--deadline", "4", "--node-name", "n1", timeout=120)
     elapsed = time.monotonic() - start
     assert res.report is not None and res.report["verdict"] == "fail"
-    assert "timed out" in res.report["action"]["result"]
-    assert elapsed < 4 + 10  # generous; before, the drain alone had 30 s of its own
+    waited = re.search(r"timed out after ([0-9.]+)s", res.report["action"]["result"])
+    assert waited and float(waited.group(1)) <= 4  # the drain got what was left of --deadline, not 30 s of its own
+    assert elapsed < 60  # generous
 
 
 @pytest.mark.parametrize(
