@@ -1,7 +1,8 @@
 """`fmcluster` command line: validate | plan | diagram | schema | catalog | synth | accept | plan-rules | preflight | status.
 
 Exit codes: 0 fine, 1 a check or synthesis failed, 2 bad input (one line per problem,
-``field.path: what is wrong and what is allowed``; never a traceback).
+``field.path: what is wrong and what is allowed``; never a traceback), 3 preflight could not run some check
+(docs/preflight.md).
 """
 
 from __future__ import annotations
