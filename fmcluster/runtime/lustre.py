@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from fmcluster.runtime import mounts
 from fmcluster.runtime.probes import CmdResult, run_command
 from fmcluster.runtime.report import write_atomic
+from fmcluster.runtime.rooted import read_text, under
 
 # noatime,flock is what storage.mounts expects (flock: cluster-wide locks; FSx has none by default); AWS's example
 # is relatime,flock. For fstab AWS documents `defaults,relatime,flock,_netdev,x-systemd.automount,x-systemd.requires=
@@ -63,7 +64,7 @@ class Job:
         self.t0 = time.monotonic()
 
     def path(self, p: str) -> str:
-        return p if self.root == "/" else os.path.join(self.root, p.lstrip("/"))
+        return under(self.root, p)
 
     def done(self, step: str, detail: str, status: str = "ok") -> None:
         now = time.monotonic()
@@ -78,8 +79,7 @@ class Job:
 
     def read(self, p: str) -> str:
         try:
-            with open(self.path(p), encoding="utf-8", errors="replace") as fh:
-                return fh.read()
+            return read_text(self.root, p)
         except OSError:
             return ""
 

@@ -275,3 +275,21 @@ def test_every_reader_of_the_mount_table_decodes_it_the_same_way(tmp_path):
 
     job = lustre.Job(argparse.Namespace(root=str(tmp_path)))
     assert lustre.mounted_at(job, "/fsx data") == ("10.0.1.5@tcp:/abcd", "lustre")
+
+
+def test_every_node_side_reader_resolves_and_bounds_files_under_root_the_same_way(tmp_path):
+    """runtime/rooted.py: the validator's Node, the Lustre helper and the lifecycle read `--root` trees alike, and a
+    runaway file is cut at the limit, never held whole."""
+    import argparse
+
+    from fmcluster.runtime import lustre, rooted
+
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/big").write_bytes(b"x" * (rooted.READ_LIMIT + 10))
+    assert rooted.under("/", "/proc/big") == "/proc/big" and rooted.under(str(tmp_path), "/proc/big") == str(
+        tmp_path / "proc/big")
+    assert len(rooted.read_text(str(tmp_path), "/proc/big")) == rooted.READ_LIMIT
+    node = Node(root=str(tmp_path), tool_timeout=1, env={})
+    job = lustre.Job(argparse.Namespace(root=str(tmp_path)))
+    assert node.path("/proc/big") == job.path("/proc/big") == rooted.under(str(tmp_path), "/proc/big")
+    assert node.read("/proc/big") == job.read("/proc/big")

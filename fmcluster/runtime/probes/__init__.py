@@ -32,6 +32,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..rooted import READ_LIMIT, read_text, under
+
 
 class ProbeError(Exception):
     """A probe could not give an answer (tool missing, hung, exited badly, output garbled)."""
@@ -187,15 +189,12 @@ class Node:
 
     # ---- files ---------------------------------------------------------------------------------------
     def path(self, p: str) -> str:
-        if self.root in ("", "/"):
-            return p
-        return os.path.join(self.root, p.lstrip("/"))
+        return under(self.root, p)
 
-    def read(self, p: str, limit: int = 4 << 20) -> str:
+    def read(self, p: str, limit: int = READ_LIMIT) -> str:
         """Text of a file; ProbeError when it cannot be read."""
         try:
-            with open(self.path(p), "rb") as fh:
-                return fh.read(limit).decode("utf-8", errors="replace")
+            return read_text(self.root, p, limit)
         except OSError as exc:
             raise ProbeError(f"cannot read {p}: {exc.strerror or exc}") from exc
 
