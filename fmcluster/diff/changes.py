@@ -83,7 +83,7 @@ def _shape(resource: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _stack_changes(stack: str, old: Optional[Template], new: Optional[Template], volatile: _Volatile,
-                   region: str) -> List[ResourceChange]:
+                   region: str, decided: Dict[Tuple[str, str], str]) -> List[ResourceChange]:
     before, after = _resources(old), _resources(new)
     out: List[ResourceChange] = []
     for lid in sorted(set(before) | set(after)):
@@ -104,6 +104,9 @@ def _stack_changes(stack: str, old: Optional[Template], new: Optional[Template],
         if not prop_paths and not other:
             continue
         verdict = judge(a["Type"], prop_paths, region) if prop_paths else Verdict(False)
+        if (stack, lid) in decided:  # a change set's Replacement field: CloudFormation's own answer
+            said = decided[(stack, lid)]
+            verdict = Verdict(said in ("True", "Conditional"), [f"change set: Replacement {said}"])
         action = REPLACED if verdict.replaced else MODIFIED
         paths = prop_paths + [(k,) for k in sorted(other)]
         out.append(ResourceChange(stack, lid, a["Type"], action, paths, verdict.because,
@@ -140,12 +143,14 @@ def _imports(template: Optional[Template]) -> Set[str]:
 
 
 def compare_stacks(old: Dict[str, Template], new: Dict[str, Template], *, region: str = "us-east-1",
+                   decided: Optional[Dict[Tuple[str, str], str]] = None,
                    ) -> Tuple[Dict[str, List[ResourceChange]], List[ExportChange]]:
-    """Per stack, the resource changes from `old` to `new`; and the exports that change under an importer."""
+    """Per stack, the resource changes from `old` to `new`; and the exports that change under an importer.
+    `decided`: (stack, logical id) -> a change set's Replacement ("True", "False", "Conditional"), which wins."""
     volatile = _Volatile()
     stacks = sorted(set(old) | set(new))
     for _ in range(8):  # each round can only add to `volatile`; a cluster's reference chains are short
-        result = {s: _stack_changes(s, old.get(s), new.get(s), volatile, region) for s in stacks}
+        result = {s: _stack_changes(s, old.get(s), new.get(s), volatile, region, decided or {}) for s in stacks}
         before = (sum(map(len, volatile.replaced.values())), sum(map(len, volatile.modified.values())),
                   len(volatile.exports))
         for s, changes in result.items():

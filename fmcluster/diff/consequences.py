@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 from fmcluster.diff import nodes, schemas
 from fmcluster.diff.changes import ADDED, MODIFIED, REMOVED, REPLACED, ExportChange, ResourceChange, Template, compare_stacks
@@ -89,15 +89,17 @@ def _one(c: ResourceChange, consumed_templates: set) -> List[Finding]:
 
 def _export(e: ExportChange) -> Finding:
     importers = ", ".join(e.importers)
-    return Finding(CONTROL_PLANE, f"{e.stack}:{e.name}",
+    return Finding(CONTROL_PLANE, f"{e.stack} export {e.name}",
                    f"export {e.action} while {importers} import(s) it: CloudFormation refuses to change or remove an "
                    f"export in use, so deploy in this order: 1. update or destroy {importers} so nothing imports it, "
                    f"2. deploy {e.stack}, 3. deploy {importers}", sources=[CFN_EXPORTS])
 
 
-def compare(old: Dict[str, Template], new: Dict[str, Template], *, region: str = "us-east-1") -> Report:
-    """What deploying `new` over `old` (stack name -> template, as `fmcluster.app.synthesize` gives) does."""
-    stacks, exports = compare_stacks(old, new, region=region)
+def compare(old: Dict[str, Template], new: Dict[str, Template], *, region: str = "us-east-1",
+            decided: Optional[Dict[Tuple[str, str], str]] = None) -> Report:
+    """What deploying `new` over `old` (stack name -> template, as `fmcluster.app.synthesize` gives) does.
+    `decided` carries a change set's Replacement per (stack, logical id) when deployed stacks are compared."""
+    stacks, exports = compare_stacks(old, new, region=region, decided=decided)
     old_units = {k: u for s, t in old.items() for k, u in nodes.units(s, t).items()}
     new_units = {k: u for s, t in new.items() for k, u in nodes.units(s, t).items()}
     consumed = {f"{u.stack}/{u.launch_template}" for u in list(old_units.values()) + list(new_units.values())

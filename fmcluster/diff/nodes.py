@@ -7,7 +7,7 @@ Each service documents its own update behaviour; the words and sources below are
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, Iterator, List, Optional
 
 from fmcluster import catalog
@@ -46,6 +46,7 @@ class NodeUnit:
     force_update: bool = False
     capacity_block: bool = False
     queue_update_strategy: str = ""
+    lifecycle: Any = None  # HyperPod lifecycle scripts: a change reaches only new instances
 
     @property
     def gpus(self) -> int:
@@ -109,8 +110,8 @@ def units(stack: str, template: Optional[Template]) -> Dict[str, NodeUnit]:
                 config = {k: v for k, v in g.items() if k not in ("InstanceCount", "LifeCycleConfig")}
                 out[f"{stack}/{lid}/{name}"] = NodeUnit(
                     f"{stack}/{lid}/{name}", stack, lid, "hyperpod", g.get("InstanceType", ""),
-                    int(g.get("InstanceCount", 0)), None, frozenset(_walk_capacity(g)),
-                    {"group": config, "lifecycle": g.get("LifeCycleConfig")})
+                    int(g.get("InstanceCount", 0)), None, frozenset(_walk_capacity(g)), config,
+                    lifecycle=g.get("LifeCycleConfig"))
         elif t == "Custom::PclusterCluster":
             scheduling = (p.get("ClusterConfiguration") or {}).get("Scheduling") or {}
             strategy = str((scheduling.get("SlurmSettings") or {}).get("QueueUpdateStrategy", "COMPUTE_FLEET_STOP"))
@@ -182,7 +183,7 @@ def findings(old_units: Dict[str, NodeUnit], new_units: Dict[str, NodeUnit],
             continue
         lt_changed = a.launch_template is not None and f"{a.stack}/{a.launch_template}" in touched
         rolled = a.instance_type != b.instance_type or a.config != b.config or lt_changed
-        if a.service == "hyperpod" and not rolled and a.config["lifecycle"] != b.config["lifecycle"]:
+        if a.service == "hyperpod" and not rolled and a.lifecycle != b.lifecycle:
             out.append(Finding(SAFE, key, "lifecycle scripts changed: HyperPod's UpdateCluster runs them only on new "
                                           "instances; running ones keep theirs", sources=[HYPERPOD_LIFECYCLE_UPDATE]))
         if rolled:

@@ -9,14 +9,14 @@ resources/), so they load offline; without cfn-lint the rules are unknown and th
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 Path_ = Tuple[str, ...]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema_root() -> Optional[Path]:
     try:
         import cfnlint  # noqa: F401  (only its package data is read)
@@ -30,7 +30,7 @@ def available() -> bool:
     return _schema_root() is not None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _index(region: str) -> Dict[str, str]:
     root = _schema_root()
     if root is None:
@@ -41,7 +41,7 @@ def _index(region: str) -> Dict[str, str]:
     return dict(json.loads(path.read_text()))
 
 
-@lru_cache(maxsize=None)
+@cache
 def create_only(resource_type: str, region: str = "us-east-1") -> Optional[Tuple[Path_, ...]]:
     """The create-only property paths of a type (``("LustreConfiguration", "DeploymentType")``, ``*`` for any
     list item), or None when no schema is known for it (custom resources, or cfn-lint missing)."""
