@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 
 from fmcluster.diff import nodes, schemas
 from fmcluster.diff.changes import ADDED, MODIFIED, REMOVED, REPLACED, ExportChange, ResourceChange, Template, compare_stacks
-from fmcluster.diff.findings import CAPACITY, CONTROL_PLANE, DATA, NODES, SAFE, Finding
+from fmcluster.diff.findings import CAPACITY, CLASSES, CONTROL_PLANE, DATA, NODES, SAFE, Finding
 
 STATEFUL = ("AWS::FSx::FileSystem", "AWS::S3::Bucket", "AWS::KMS::Key", "AWS::FSx::DataRepositoryAssociation")
 CONTROL = ("AWS::EKS::Cluster", "AWS::PCS::Cluster", "AWS::PCS::Queue", "AWS::SageMaker::Cluster",
@@ -27,7 +27,9 @@ class Report:
     notes: List[str] = field(default_factory=list)
 
     def classes(self) -> List[str]:
-        return sorted({f.cls for f in self.findings})
+        """The classes present, most severe first."""
+        present = {f.cls for f in self.findings}
+        return [c for c in CLASSES if c in present]
 
     @property
     def gpus_affected(self) -> int:
