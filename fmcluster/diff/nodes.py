@@ -198,7 +198,10 @@ def findings(old_units: Dict[str, NodeUnit], new_units: Dict[str, NodeUnit],
                                                   "instances the block cannot supply: scale the group to 0 first",
                                    sources=[EKS_CAPACITY_BLOCKS]))
         if b.count < a.count:
-            out.append(_terminated(a, a.count - b.count, f"count {a.count} -> {b.count}"))
+            gone = _terminated(a, a.count - b.count, f"count {a.count} -> {b.count}")
+            if a.service == "parallelcluster":  # MinCount follows the queue update strategy too
+                gone.jobs, gone.sources = _rolling_jobs(a)
+            out.append(gone)
         elif b.count > a.count:
             out.append(Finding(SAFE, key, f"count {a.count} -> {b.count}: {b.describe(b.count - a.count)} launched"))
     return out

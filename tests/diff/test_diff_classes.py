@@ -245,3 +245,12 @@ def test_switching_orchestrator_removes_the_old_control_plane_and_nodes():
     assert {NODES, CONTROL_PLANE} <= set(report.classes())
     assert any("AWS::EKS::Cluster removed" in f.text for f in report.findings)
     assert report.gpus_affected >= 32
+
+
+def pcluster_count_down(t):
+    pcluster_resource(t).update(MinCount=1)
+
+
+def test_parallelcluster_count_down_follows_the_queue_update_strategy():
+    (finding,) = [f for f in edit("parallelcluster-p5", pcluster_count_down).findings if f.cls == NODES]
+    assert "terminated" in finding.text and finding.jobs.startswith("survive")

@@ -111,3 +111,15 @@ def test_a_spec_against_committed_templates_count_down_on_pcs(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert "nodes" in report["classes"] and "data" not in report["classes"]
     assert report["gpus_affected"] == 16
+
+
+def test_the_ci_example_posts_markdown_and_fails_on_data_loss():
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / "examples" / "ci" / "diff.yml").read_text())
+    steps = workflow["jobs"]["diff"]["steps"]
+    script = "\n".join(s.get("run", "") for s in steps)
+    assert "fmcluster synth" in script and "--out out/base" in script and "--out out/head" in script
+    assert "fmcluster diff out/base out/head --markdown --fail-on data" in script
+    assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert any(s.get("uses", "").startswith("actions/github-script") for s in steps)
