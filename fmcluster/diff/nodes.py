@@ -24,6 +24,15 @@ HYPERPOD_UPDATE_CLUSTER = ("https://docs.aws.amazon.com/sagemaker/latest/dg/"
 PCLUSTER_UPDATE = "https://docs.aws.amazon.com/parallelcluster/latest/ug/using-pcluster-update-cluster-v3.html"
 PCLUSTER_CFN = "https://docs.aws.amazon.com/parallelcluster/latest/ug/cfn-cluster-ops.html"
 
+# ParallelCluster's update policy for the compute settings fmcluster renders (its schema declares one per setting;
+# `pcluster update-cluster --dryrun` prints them). tests/diff checks this table against ParallelCluster's own checker.
+PCLUSTER_POLICIES = {
+    "InstanceType": "COMPUTE_FLEET_STOP",  # refused while the compute fleet runs
+    "MinCount": "RESIZE_UPDATE_STRATEGY_ON_REMOVE",  # removing nodes: only with TERMINATE (or the fleet stopped)
+    "SlurmQueues": "RESIZE_UPDATE_STRATEGY_ON_REMOVE",  # removing a queue: likewise
+}
+PCLUSTER_DEFAULT_POLICY = "QUEUE_UPDATE_STRATEGY"  # other queue settings: CustomActions, CapacityType, ...
+
 NODE_TYPES = ("AWS::EKS::Nodegroup", "AWS::PCS::ComputeNodeGroup", "AWS::SageMaker::Cluster", "Custom::PclusterCluster")
 _CAPACITY_KEYS = ("CapacityReservationTarget", "CapacityReservationId", "CapacityReservationResourceGroupArn",
                   "TrainingPlanArn")
@@ -142,13 +151,26 @@ def _rolling_jobs(u: NodeUnit) -> tuple:
     if u.service == "hyperpod":
         return ("not documented per field: HyperPod's UpdateCluster applies the instance group change; treat running "
                 "jobs on the group as at risk (unverified)", [HYPERPOD_UPDATE_CLUSTER])
+    return _pcluster_jobs(u, PCLUSTER_DEFAULT_POLICY)
+
+
+def _pcluster_jobs(u: NodeUnit, policy: str) -> tuple:
+    """What ParallelCluster does with running jobs under an update policy and the cluster's QueueUpdateStrategy."""
+    sources = [PCLUSTER_UPDATE, PCLUSTER_CFN]
+    stop = ("blocked: ParallelCluster refuses this update while the compute fleet runs (update policy {p}; the "
+            "CloudFormation custom resource does not stop the fleet, so the stack update fails); stopping the fleet "
+            "first stops every running job")
+    if policy == "COMPUTE_FLEET_STOP":
+        return stop.format(p=policy), sources
+    if policy == "RESIZE_UPDATE_STRATEGY_ON_REMOVE":
+        if u.queue_update_strategy == "TERMINATE":
+            return "die on the removed nodes: QueueUpdateStrategy TERMINATE stops them at once", sources
+        return stop.format(p=f"{policy} with QueueUpdateStrategy {u.queue_update_strategy}"), sources
     if u.queue_update_strategy == "DRAIN":
-        return ("survive: QueueUpdateStrategy DRAIN lets running jobs finish before a node is replaced",
-                [PCLUSTER_UPDATE, PCLUSTER_CFN])
+        return "survive: QueueUpdateStrategy DRAIN lets running jobs finish before a node is replaced", sources
     if u.queue_update_strategy == "TERMINATE":
-        return "die: QueueUpdateStrategy TERMINATE stops the nodes at once", [PCLUSTER_UPDATE, PCLUSTER_CFN]
-    return ("blocked: ParallelCluster refuses this update until the compute fleet is stopped (the custom resource "
-            "does not stop it)", [PCLUSTER_UPDATE, PCLUSTER_CFN])
+        return "die: QueueUpdateStrategy TERMINATE stops the nodes at once", sources
+    return stop.format(p=f"{policy} without a QueueUpdateStrategy"), sources
 
 
 def _terminated(u: NodeUnit, count: int, why: str) -> Finding:
@@ -175,7 +197,10 @@ def findings(old_units: Dict[str, NodeUnit], new_units: Dict[str, NodeUnit],
         where = f"{a.stack}/{a.logical_id}"
         if b is None:
             why = "the resource is replaced" if where in replaced else "the group is removed"
-            out.append(_terminated(a, a.count, why))
+            gone = _terminated(a, a.count, why)
+            if a.service == "parallelcluster" and where not in replaced:
+                gone.jobs, gone.sources = _pcluster_jobs(a, PCLUSTER_POLICIES["SlurmQueues"])
+            out.append(gone)
             continue
         if where in replaced:
             out.append(_terminated(a, a.count, "CloudFormation replaces the group (a create-only property changed); "
@@ -188,6 +213,8 @@ def findings(old_units: Dict[str, NodeUnit], new_units: Dict[str, NodeUnit],
                                           "instances; running ones keep theirs", sources=[HYPERPOD_LIFECYCLE_UPDATE]))
         if rolled:
             jobs, sources = _rolling_jobs(a)
+            if a.service == "parallelcluster" and a.instance_type != b.instance_type:
+                jobs, sources = _pcluster_jobs(a, PCLUSTER_POLICIES["InstanceType"])
             what = "launch template changed" if lt_changed else "instance type changed" \
                 if a.instance_type != b.instance_type else "configuration changed"
             out.append(Finding(NODES, key, f"{a.describe(min(a.count, b.count))} replaced by the orchestrator's update "
@@ -199,8 +226,8 @@ def findings(old_units: Dict[str, NodeUnit], new_units: Dict[str, NodeUnit],
                                    sources=[EKS_CAPACITY_BLOCKS]))
         if b.count < a.count:
             gone = _terminated(a, a.count - b.count, f"count {a.count} -> {b.count}")
-            if a.service == "parallelcluster":  # MinCount follows the queue update strategy too
-                gone.jobs, gone.sources = _rolling_jobs(a)
+            if a.service == "parallelcluster":
+                gone.jobs, gone.sources = _pcluster_jobs(a, PCLUSTER_POLICIES["MinCount"])
             out.append(gone)
         elif b.count > a.count:
             out.append(Finding(SAFE, key, f"count {a.count} -> {b.count}: {b.describe(b.count - a.count)} launched"))

@@ -209,8 +209,18 @@ def test_count_down_terminates_only_the_removed_instances():
     assert finding.gpus == 16 and "count 4 -> 2" in finding.text
 
 
-def test_parallelcluster_drain_lets_running_jobs_finish():
+def test_parallelcluster_instance_type_is_refused_while_the_fleet_runs():
     (finding,) = [f for f in edit("parallelcluster-p5", pcluster_instance_type).findings if f.cls == NODES]
+    assert finding.jobs.startswith("blocked") and "COMPUTE_FLEET_STOP" in finding.jobs
+
+
+def pcluster_custom_action(t):
+    cfg = first(t, "Custom::PclusterCluster")["ClusterConfiguration"]
+    cfg["Scheduling"]["SlurmQueues"][0]["CustomActions"]["OnNodeConfigured"]["Args"].append("--next")
+
+
+def test_parallelcluster_drain_lets_running_jobs_finish_on_a_queue_setting():
+    (finding,) = [f for f in edit("parallelcluster-p5", pcluster_custom_action).findings if f.cls == NODES]
     assert finding.jobs.startswith("survive") and "DRAIN" in finding.jobs
 
 
@@ -251,6 +261,6 @@ def pcluster_count_down(t):
     pcluster_resource(t).update(MinCount=1)
 
 
-def test_parallelcluster_count_down_follows_the_queue_update_strategy():
+def test_parallelcluster_count_down_is_refused_under_drain():
     (finding,) = [f for f in edit("parallelcluster-p5", pcluster_count_down).findings if f.cls == NODES]
-    assert "terminated" in finding.text and finding.jobs.startswith("survive")
+    assert "terminated" in finding.text and "RESIZE_UPDATE_STRATEGY_ON_REMOVE with QueueUpdateStrategy DRAIN" in finding.jobs
