@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
 from fmcluster.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
 
@@ -39,14 +39,15 @@ def _synthesize(spec: Any) -> Dict[str, Dict[str, Any]]:
     return synthesize(spec)
 
 
-def _side(arg: str) -> Dict[str, Dict[str, Any]]:
-    """A spec file (synthesized here) or a directory of templates."""
+def _side(arg: str) -> Tuple[Dict[str, Dict[str, Any]], Optional[str]]:
+    """A spec file (synthesized here) or a directory of templates; and the spec's region when it is a spec."""
     from fmcluster.registry import load_spec
 
     path = Path(arg)
     if path.is_dir():
-        return _templates_dir(path)
-    return _synthesize(load_spec(path))
+        return _templates_dir(path), None
+    spec = load_spec(path)
+    return _synthesize(spec), spec.region
 
 
 def _spec_at_revision(spec_path: str, rev: str) -> Any:
@@ -112,8 +113,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         old = _synthesize(_spec_at_revision(args.old, args.git_rev))
         report = compare(old, _synthesize(spec), region=spec.region)
     else:
-        old, new = _side(args.old), _side(args.new)
-        report = compare(old, new)
+        (old, _), (new, region) = _side(args.old), _side(args.new)
+        report = compare(old, new, region=region or "us-east-1")  # the provider schemas of the region deployed to
     render = as_json if args.json else as_markdown if args.markdown else as_text
     sys.stdout.write(render(report))
     hit = sorted(set(fail_on) & set(report.classes()))

@@ -45,11 +45,13 @@ def _stateful(c: ResourceChange) -> Finding:
     if c.action == REMOVED:
         policy = c.policy("DeletionPolicy")
         fate = ("kept in the account, detached from the stack (DeletionPolicy Retain)" if policy.startswith("Retain")
+                else "deleted after a final snapshot (DeletionPolicy Snapshot)" if policy == "Snapshot"
                 else f"deleted with its data (DeletionPolicy {policy})")
         return Finding(DATA, c.where, f"{c.type} removed: {fate}")
     policy = c.policy("UpdateReplacePolicy")
     fate = ("the old one is kept, detached (UpdateReplacePolicy Retain); the cluster gets a new, empty one"
-            if policy.startswith("Retain") else f"the old one is deleted with its data (UpdateReplacePolicy {policy})")
+            if policy.startswith("Retain") else "the old one is deleted after a final snapshot; the cluster gets a new, "
+            "empty one" if policy == "Snapshot" else f"the old one is deleted with its data (UpdateReplacePolicy {policy})")
     return Finding(DATA, c.where, f"{c.type} replaced ({'; '.join(c.because)}): {fate}")
 
 
