@@ -67,7 +67,21 @@ def _control(c: ResourceChange) -> Finding:
     return Finding(CONTROL_PLANE, c.where, f"{c.type} {verb}{unknown}")
 
 
-def _one(c: ResourceChange, consumed_templates: set) -> List[Finding]:
+def _auto_deleted_buckets(templates: Dict[str, Template]) -> set:
+    """Buckets CDK empties on deletion (autoDeleteObjects): they hold only what the stack itself put there."""
+    found = set()
+    for stack, t in templates.items():
+        for r in t.get("Resources", {}).values():
+            bucket = (r.get("Properties") or {}).get("BucketName")
+            if r.get("Type") == "Custom::S3AutoDeleteObjects" and isinstance(bucket, dict) and "Ref" in bucket:
+                found.add(f"{stack}/{bucket['Ref']}")
+    return found
+
+
+def _one(c: ResourceChange, consumed_templates: set, scratch_buckets: set) -> List[Finding]:
+    if c.type in STATEFUL and c.action in (REMOVED, REPLACED) and c.where in scratch_buckets:
+        return [Finding(SAFE, c.where, f"{c.type} {c.action}: a bucket of deployment artifacts the stack empties "
+                                       "on deletion (autoDeleteObjects), no user data")]
     if c.type in STATEFUL and c.action in (REMOVED, REPLACED):
         return [_stateful(c)]
     if c.type in nodes.NODE_TYPES and c.type not in CONTROL:
@@ -108,10 +122,11 @@ def compare(old: Dict[str, Template], new: Dict[str, Template], *, region: str =
     new_units = {k: u for s, t in new.items() for k, u in nodes.units(s, t).items()}
     consumed = {f"{u.stack}/{u.launch_template}" for u in list(old_units.values()) + list(new_units.values())
                 if u.launch_template}
+    scratch = _auto_deleted_buckets(old)
     found: List[Finding] = []
     for changes in stacks.values():
         for c in changes:
-            found.extend(_one(c, consumed))
+            found.extend(_one(c, consumed, scratch))
     found.extend(nodes.findings(old_units, new_units, stacks))
     found.extend(_export(e) for e in exports)
     notes = []

@@ -123,3 +123,25 @@ def test_the_ci_example_posts_markdown_and_fails_on_data_loss():
     assert "fmcluster diff out/base out/head --markdown --fail-on data" in script
     assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
     assert any(s.get("uses", "").startswith("actions/github-script") for s in steps)
+
+
+def test_switching_eks_to_launch_templates_only_names_the_export_order(tmp_path, capsys):
+    """One real synthesis: eks-p5 with the orchestrator switched, against eks-p5's committed templates."""
+    import re
+
+    text = (ROOT / "examples" / "eks-p5.yaml").read_text()
+    text = re.sub(r"orchestrator:\n(  .*\n)+", "orchestrator:\n  type: none\n", text).replace("policy: taint", "policy: fail")
+    spec = tmp_path / "eks-p5.yaml"
+    spec.write_text(text)
+    assert main(["diff", str(ROOT / "templates" / "eks-p5"), str(spec), "--json", "--fail-on", "nodes"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["classes"][:3] == ["data", "nodes", "control-plane"]
+    assert report["gpus_affected"] == 32
+    findings = report["findings"]
+    # the second-AZ subnet EKS needs goes away while the cluster stack still imports it
+    assert any("export removed while eks-p5-cluster" in f["text"] and "ExtraB" in f["where"] for f in findings)
+    assert any(f["text"] == "AWS::EKS::Cluster removed" for f in findings)
+    # the control plane's KMS keys are retained, not lost; the node runtime bucket is CDK-emptied artifacts
+    data = [f for f in findings if f["class"] == "data"]
+    assert data and all("DeletionPolicy Retain" in f["text"] for f in data)
+    assert any("autoDeleteObjects" in f["text"] for f in findings if f["class"] == "safe")
