@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List
 
-from fmcluster.diff.changes import ADDED, MODIFIED, REMOVED, REPLACED
+from fmcluster.diff.changes import ADDED, MODIFIED, REMOVED, REPLACED, ResourceChange
 from fmcluster.diff.consequences import Report
 from fmcluster.diff.findings import CLASSES, NODES, SAFE, TITLES, Finding
 
@@ -43,6 +43,10 @@ def _line(f: Finding) -> str:
     return text
 
 
+def _action(c: ResourceChange) -> str:
+    return c.action if c.replacement_known or c.action != MODIFIED else "modified (replacement unknown)"
+
+
 def _counts(report: Report) -> List[str]:
     lines = []
     for name, changes in sorted(report.stacks.items()):
@@ -67,7 +71,7 @@ def as_text(report: Report) -> str:
     out.extend(f"  {line}" for line in _counts(report))
     for name, changes in sorted(report.stacks.items()):
         for c in changes:
-            out.append(f"    {c.action:9} {name}/{c.logical_id} ({c.type})")
+            out.append(f"    {_action(c):9} {name}/{c.logical_id} ({c.type})")
     out.extend(f"note: {n}" for n in report.notes)
     return "\n".join(out) + "\n"
 
@@ -100,7 +104,7 @@ def as_markdown(report: Report) -> str:
     out += [f"- {line}" for line in _counts(report)]
     out += ["", "| stack | resource | type | action |", "|---|---|---|---|"]
     for name, changes in sorted(report.stacks.items()):
-        out += [f"| {name} | `{c.logical_id}` | {c.type} | {c.action} |" for c in changes]
+        out += [f"| {name} | `{c.logical_id}` | {c.type} | {_action(c)} |" for c in changes]
     out += ["", "</details>", ""]
     out += [f"> {n}" for n in report.notes]
     return "\n".join(out) + "\n"

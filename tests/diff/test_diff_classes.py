@@ -264,3 +264,17 @@ def pcluster_count_down(t):
 def test_parallelcluster_count_down_is_refused_under_drain():
     (finding,) = [f for f in edit("parallelcluster-p5", pcluster_count_down).findings if f.cls == NODES]
     assert "terminated" in finding.text and "RESIZE_UPDATE_STRATEGY_ON_REMOVE with QueueUpdateStrategy DRAIN" in finding.jobs
+
+
+def test_without_cfn_lints_schemas_the_report_says_so_and_documented_facts_still_apply(monkeypatch):
+    from fmcluster.diff import schemas
+
+    schemas.create_only.cache_clear()
+    monkeypatch.setattr(schemas, "_schema_root", lambda: None)
+    try:
+        report = edit("default", fsx_deployment_type)
+        assert any("schemas are not installed" in n for n in report.notes)
+        assert any(f.cls == DATA and f.where == "fm-dev-storage/FileSystem" for f in report.findings)
+        assert judge("AWS::EKS::Nodegroup", [("InstanceTypes", "0")]).replaced is None  # unknown, not "in place"
+    finally:
+        schemas.create_only.cache_clear()
