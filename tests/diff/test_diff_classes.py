@@ -153,6 +153,21 @@ def pcs_capacity_instance_type(t):
             r["Properties"]["InstanceConfigs"] = [{"InstanceType": "p5en.48xlarge"}]
 
 
+def eks_new_group(t):
+    cluster = next(st for st in t.values() if any(r["Type"] == "AWS::EKS::Nodegroup" for r in st["Resources"].values()))
+    lid, group = next((lid, r) for lid, r in resources(t, "AWS::EKS::Nodegroup") if gpu_nodegroup(lid, r))
+    extra = copy.deepcopy(group)
+    extra["Properties"]["NodegroupName"] = "h100b"
+    cluster["Resources"]["EksNodesH100bNodeGroup0123ABCD"] = extra
+
+
+def pcluster_new_queue(t):
+    queues = first(t, "Custom::PclusterCluster")["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
+    extra = copy.deepcopy(queues[0])
+    extra["Name"] = "h100b"
+    queues.append(extra)
+
+
 CASES = [
     # (orchestrator example, change, classes that must be present, classes that must be absent)
     ("eks-p5", eks_count_down, {NODES}, {DATA, CONTROL_PLANE}),
@@ -170,6 +185,8 @@ CASES = [
     ("hyperpod-slurm-p5", hyperpod_lifecycle, {SAFE}, {NODES, DATA}),
     ("parallelcluster-p5", pcluster_instance_type, {NODES}, {DATA}),
     ("parallelcluster-p5", pcluster_queue_removed, {NODES}, {DATA}),
+    ("eks-p5", eks_new_group, {SAFE}, {NODES, DATA}),
+    ("parallelcluster-p5", pcluster_new_queue, {SAFE}, {NODES, DATA}),
     ("default", fsx_throughput, {SAFE}, {DATA, NODES}),
     ("hyperpod-eks-p5", fsx_deployment_type, {DATA}, set()),
     ("default", dra_path, {DATA}, {NODES}),
