@@ -145,3 +145,20 @@ def test_every_shell_script_parses_and_is_shellcheck_clean(script):
     r = subprocess.run([shellcheck, "-x", str(ROOT / script)], capture_output=True, text=True,
                        cwd=(ROOT / script).parent)
     assert r.returncode == 0, r.stdout
+
+
+def test_comments_and_docs_cite_no_internal_issue_numbers():
+    """A reader outside the project cannot open "issue 18" or "review of #15": code, tests and docs cite public sources
+    (an upstream tracker issue names its repository, owner/name) or say why."""
+    pattern = re.compile(r"\b(?:[Ii]ssue|[Rr]eview of) #?\d+")
+    found = []
+    for path in [*(ROOT / "fmcluster").rglob("*"), *(ROOT / "tests").rglob("*"), *(ROOT / "docs").rglob("*"),
+                 *(ROOT / "scripts").rglob("*"), *(ROOT / "bench").rglob("*"), *(ROOT / "examples").rglob("*"),
+                 ROOT / "README.md"]:
+        if not path.is_file() or path.suffix not in (".py", ".md", ".sh", ".yaml", ".yml", ".csv", ".json"):
+            continue
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            for m in pattern.finditer(line):
+                if "/" not in line[: m.start()] and path != Path(__file__):
+                    found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:120]}")
+    assert found == []

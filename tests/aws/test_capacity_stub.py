@@ -205,7 +205,7 @@ def test_training_plan_not_found() -> None:
     assert out.status == "fail" and "training plan big-run not found" in out.observed
 
 
-# --- training-plan capacity in time (issue 18, preflight 3) --------------------------------------------
+# --- training-plan capacity in time --------------------------------------------
 
 
 def segment(count: int, start: Any, end: Any, status: str = "Active", n: int = 1) -> Dict[str, Any]:
@@ -233,7 +233,7 @@ def test_expired_and_failed_summaries_hold_nothing() -> None:
 
 
 def test_pending_capacity_is_not_yet_rather_than_never() -> None:
-    """Review of #15 and #18, minor 8: a just-bought plan's summaries are Pending; they hold nothing yet, which warns
+    """A just-bought plan's summaries are Pending; they hold nothing yet, which warns
     (as the plan's own Pending status does) instead of failing."""
     day = timedelta(days=1)
     plan = training_plan(Status="Pending", StartTime=NOW + day, ReservedCapacitySummaries=[

@@ -1,4 +1,4 @@
-"""FSx for Lustre quotas (issue 18, preflight 2): the two quotas of the spec's deployment type, by their real
+"""FSx for Lustre quotas: the two quotas of the spec's deployment type, by their real
 codes and names, against file systems of that type only (moto serves the file systems, Stubber the quotas)."""
 
 from __future__ import annotations

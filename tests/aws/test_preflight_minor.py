@@ -1,4 +1,4 @@
-"""Issue 18, preflight 4: the interruptible-capacity-reservation lifecycle, an unknown service code, EC2
+"""The interruptible-capacity-reservation lifecycle, an unknown service code, EC2
 families without a quota mapping, and the AMP workspace quota."""
 
 from __future__ import annotations

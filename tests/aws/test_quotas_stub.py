@@ -67,7 +67,7 @@ def test_hyperpod_default_quota_used_when_nothing_applied() -> None:
 
 
 def test_hyperpod_type_without_quota_warns() -> None:
-    """The name's spelling is only documented: not finding it warns (review of #15 and #18, minor 7)."""
+    """The name's spelling is only documented: not finding it warns."""
     ctx = make_ctx(hyperpod_spec(node_groups=[group(instance_type="p6-b300.48xlarge", count=1)]))
     stub_sagemaker_quotas(ctx, [], [q("ml.p5.48xlarge for cluster usage", 8)])
     out = hyperpod_preflight.check_hyperpod_type(ctx, "ml.p6-b300.48xlarge")
@@ -123,7 +123,7 @@ def test_pcs_login_node_counts_against_the_standard_quota() -> None:
     assert {"ami:gpu", "ami:pcs-login"} <= {p.id for p in preflight_checks(spec)}
 
 
-# --- a re-run after deploy (review of #15 and #18, minor 9): the cluster's own resources are not "others" ------
+# --- a re-run after deploy: the cluster's own resources are not "others" ------
 
 
 def test_the_clusters_own_vpc_is_neither_in_use_nor_needed_on_a_re_run() -> None:

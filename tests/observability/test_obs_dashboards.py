@@ -39,7 +39,7 @@ def test_dashboard_is_importable_anywhere(name):
             assert p["targets"], p["title"]
 
 
-# --- no data is no data (issue 18, alerts 6) ----------------------------------------------------------------------
+# --- no data is no data ----------------------------------------------------------------------
 
 
 def test_no_query_turns_no_data_into_zero():

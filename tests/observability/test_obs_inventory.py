@@ -1,4 +1,4 @@
-"""Issue 18, alerts 7: per-node absence alerts from the spec's counts and a GPUs-per-node alert, rendered into the
+"""Per-node absence alerts from the spec's counts and a GPUs-per-node alert, rendered into the
 rule groups at synth (fmcluster/observability/inventory.py) and tested with promtool."""
 
 from __future__ import annotations

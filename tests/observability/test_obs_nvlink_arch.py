@@ -1,5 +1,5 @@
-"""Issue 18, alerts 8: NVLink error counters per GPU architecture, chosen from the catalog's gpu_arch. Hopper's
-CRC totals are N/A (DCGM issue 173) and Blackwell's NVLink5 has its own counter family; each node collects its
+"""NVLink error counters per GPU architecture, chosen from the catalog's gpu_arch. Hopper's
+CRC totals are N/A (NVIDIA/DCGM issue 173) and Blackwell's NVLink5 has its own counter family; each node collects its
 architecture's fields and each NVLink alert has a branch that matches them."""
 
 from __future__ import annotations

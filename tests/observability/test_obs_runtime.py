@@ -220,7 +220,7 @@ def test_slurm_states_are_parsed_with_suffixes(tmp_path):
 
 
 def test_slurm_power_saving_states_are_powered_down():
-    """Review of #15, M6: ~ (powered off) and % (powering off) are Slurm's power saving, as ParallelCluster stops idle
+    """~ (powered off) and % (powering off) are Slurm's power saving, as ParallelCluster stops idle
     dynamic nodes; # (powering up) and ! (power down pending) still run."""
     nodes = slurm_textfile.parse_sinfo("a|idle~\nb|idle%\nc|idle#\nd|idle!\ne|down~*\nf|idle\n")
     assert {n: st.powered_down for n, st in nodes.items()} == {

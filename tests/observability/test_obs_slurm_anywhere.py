@@ -1,4 +1,4 @@
-"""Issue 18, alerts 6: Slurm metrics wherever Slurm runs. The collector finds sinfo in Slurm's own prefixes (a
+"""Slurm metrics wherever Slurm runs. The collector finds sinfo in Slurm's own prefixes (a
 systemd timer's PATH has none of them), installs on any Slurm node, and the PCS login node runs it (PCS's
 controller is AWS's)."""
 

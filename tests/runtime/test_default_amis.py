@@ -1,4 +1,4 @@
-"""Each orchestrator kind's default AMI passes the kind's own boot validation (issue #17, item 7).
+"""Each orchestrator kind's default AMI passes the kind's own boot validation.
 
 For every kind and every GPU type its examples use (where a fixture node of the type exists), the NodeProfile comes from
 the kind's own code path (the one its construct ships to the node), the fixture node carries the component versions of

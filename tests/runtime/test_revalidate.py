@@ -1,4 +1,4 @@
-"""Issue 18, alerts 9: NodeValidationFailed reads the validator's textfile, which keeps saying 0 until the validator
+"""NodeValidationFailed reads the validator's textfile, which keeps saying 0 until the validator
 runs again. The alert's runbook re-runs it with --prom before the node is resumed; this runs that very command on a
 fixture node, failed then fixed, and reads the textfile the alert would see."""
 

@@ -67,7 +67,7 @@ def test_an_efa_queue_launches_into_fmclusters_placement_group():
 
 
 def test_an_odcr_made_in_a_placement_group_launches_into_that_one():
-    """The node group's generic placement.existing_group (review of #15, item 8)."""
+    """The node group's generic placement.existing_group."""
     q = queue(render(node_groups=[gpu(ODCR, placement={"existing_group": "odcr-pg"})]))
     assert q["Networking"]["PlacementGroup"] == {"Enabled": True, "Name": "odcr-pg"}
     assert q["CapacityType"] == "ONDEMAND"
@@ -77,7 +77,7 @@ def test_an_odcr_made_in_a_placement_group_launches_into_that_one():
 @pytest.mark.parametrize("placement", [None, {"strategy": "none"}])
 def test_any_other_odcr_gets_no_placement_group_even_if_handed_one(placement):
     """An open ODCR only fits worse in a new group (ParallelCluster warns about a reservation in an unrelated
-    group): Enabled false, whatever the inputs say (review of #15, M7)."""
+    group): Enabled false, whatever the inputs say."""
     extra = {"placement": placement} if placement else {}
     q = queue(render(node_groups=[gpu(ODCR, **extra)]))
     assert q["Networking"]["PlacementGroup"] == {"Enabled": False}
@@ -156,7 +156,7 @@ def test_one_queue_per_node_group_named_after_it():
 
 
 def test_no_bootstrap_timeouts_are_changed():
-    """deep is refused (review of #15, M3), so ParallelCluster's default bootstrap timeouts hold for every level."""
+    """Deep is refused, so ParallelCluster's default bootstrap timeouts hold for every level."""
     for level in ("fast", "standard"):
         assert "DevSettings" not in render(validation={"level": level})
 

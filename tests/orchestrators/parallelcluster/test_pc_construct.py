@@ -112,7 +112,7 @@ def test_policies_placement_groups_and_scripts_are_references_to_this_stack(synt
 
 @pytest.mark.parametrize("deletion_policy", ["Delete", "Retain"])
 def test_a_retained_cluster_keeps_what_its_nodes_use_so_the_stack_can_be_deleted(tmp_path, deletion_policy):
-    """Review of #15, M4: with Retain the cluster keeps running after the stack is deleted; its node policies stay
+    """With Retain the cluster keeps running after the stack is deleted; its node policies stay
     attached to ParallelCluster's roles and its placement group in use, so deleting them would fail the stack's
     deletion; its replacement nodes still read the node assets bucket."""
     from fmcluster.app import build_stacks

@@ -214,7 +214,7 @@ def test_a_new_runtime_reaches_a_node_at_its_next_launch_under_the_same_argument
     ["--role", "compute", "--source", SOURCE, "--region", "r"],
     compute_args("taint"),
     compute_args("drain"),
-    compute_args(level="deep"),  # refused by the spec: it does not fit the bootstrap (review of #15, M3)
+    compute_args(level="deep"),  # refused by the spec: it does not fit the bootstrap
     compute_args() + ["--event", "updated"],
     ["--role", "head", "--bogus", "x"],
 ])
@@ -259,8 +259,8 @@ def test_the_head_node_runs_the_slurm_collector_with_parallelclusters_sinfo_and_
 
 
 def test_the_head_node_allows_the_collector_again_after_every_boot(tmp_path, runtime_zip):
-    """ParallelCluster restores its saved iptables rules at boot, without the collector's allow (review of #15,
-    minor 2): a unit re-runs imds-access.sh after them."""
+    """ParallelCluster restores its saved iptables rules at boot, without the collector's allow:
+    a unit re-runs imds-access.sh after them."""
     node = Node(tmp_path, runtime_zip, gpu=False)
     assert node.run(*HEAD_ARGS).returncode == 0
     unit = node.file("units/fmcluster-imds-allow.service")

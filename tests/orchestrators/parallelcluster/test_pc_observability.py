@@ -94,7 +94,7 @@ def test_no_rule_or_dashboard_assumes_a_node_name_pattern():
     assert "$node" in matchers and matchers <= {"$node"}, matchers  # found, and only the variable
 
 
-# --- what the inventory alerts expect (review of #15, B2) --------------------------------------------------------
+# --- what the inventory alerts expect --------------------------------------------------------
 
 P5 = Path(__file__).resolve().parents[3] / "examples" / "parallelcluster-p5.yaml"
 
@@ -167,7 +167,7 @@ def test_idle_dynamic_nodes_page_nobody_and_a_missing_static_node_does(tmp_path:
             {"eval_time": "38m", "alertname": "NodeGroupBelowExpected", "exp_alerts": []},
             {"eval_time": "65m", "alertname": "NodeGroupBelowExpected", "exp_alerts": [
                 _inventory_alert("NodeGroupBelowExpected", {"cluster": "pc-p5", "node_group": "h100"}, "1")]},
-            # review of #15, M6: the powered-down dynamic node is not "stopped reporting"; the silent static one is
+            # The powered-down dynamic node is not "stopped reporting"; the silent static one is
             {"eval_time": "35m", "alertname": "NodeStoppedReporting", "exp_alerts": []},
             {"eval_time": "55m", "alertname": "NodeStoppedReporting", "exp_alerts": [_expected("NodeStoppedReporting", {
                 "cluster": "pc-p5", "node": "h100-st-p5-48xlarge-4", "node_group": "h100",

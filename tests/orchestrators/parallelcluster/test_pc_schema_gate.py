@@ -110,7 +110,7 @@ def test_the_gate_fails_an_invalid_cluster_name(pcluster_python, tmp_path: Path)
 
 
 def test_an_odcr_cluster_passes_with_only_the_warning_parallelcluster_expects_for_reservations(pcluster_python, tmp_path):
-    """Review of #15, M7 / item 8: an ODCR made in a placement group launches into it (placement.existing_group);
+    """An ODCR made in a placement group launches into it (placement.existing_group);
     an open one gets no placement group at all, never one of fmcluster's (ParallelCluster warns about a reservation
     in an unrelated group). The only finding is ParallelCluster's EFA note that a disabled placement group "is
     expected when using a capacity reservation"."""

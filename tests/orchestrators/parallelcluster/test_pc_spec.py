@@ -158,7 +158,7 @@ def test_an_efa_on_demand_queue_without_a_placement_group_exits_2(tmp_path, caps
 
 
 def test_the_queue_setting_reservation_placement_group_moved_to_the_node_group(tmp_path, capsys):
-    """Review of #15, item 8: the generic placement.existing_group replaces ParallelCluster's own setting."""
+    """The generic placement.existing_group replaces ParallelCluster's own setting."""
     data = spec_data(orchestrator=settings(queues={"gpu": {"reservation_placement_group": "odcr-pg"}}),
                      node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": ODCR}])
     err = problems_of(data, tmp_path, capsys)
@@ -194,7 +194,7 @@ def test_reserved_tags_and_taint_exit_2(tmp_path, capsys):
 
 
 def test_drain_exits_2_naming_what_parallelcluster_allows(tmp_path, capsys):
-    """Review of #15, M1: clustermgtd replaces drained static nodes, so drain would loop; fail and report remain."""
+    """Clustermgtd replaces drained static nodes, so drain would loop; fail and report remain."""
     err = problems_of(spec_data(validation={"policy": "drain"}), tmp_path, capsys)
     assert "validation.policy: drain does not apply to orchestrator parallelcluster" in err and "drain would loop" in err
     assert "use fail or report" in err
@@ -203,7 +203,7 @@ def test_drain_exits_2_naming_what_parallelcluster_allows(tmp_path, capsys):
 
 
 def test_deep_validation_exits_2_naming_validation_level(tmp_path, capsys):
-    """Review of #15, M3: a deep run inside every static node's bootstrap does not fit CloudFormation's one-hour
+    """A deep run inside every static node's bootstrap does not fit CloudFormation's one-hour
     custom-resource wait."""
     err = problems_of(spec_data(validation={"level": "deep"}), tmp_path, capsys)
     assert "validation.level: deep does not fit ParallelCluster" in err and "3600" in err and "use standard" in err

@@ -1,4 +1,4 @@
-"""The update gate (review of #15, B1 and M5): once a cluster exists, every later `cdk deploy` is an update of
+"""The update gate: once a cluster exists, every later `cdk deploy` is an update of
 `Custom::PclusterCluster`, which ParallelCluster's own update checker (ConfigPatch) accepts or refuses. A new
 fmcluster runtime, or a change of the node collectors' settings, must be an update ParallelCluster accepts on a
 running cluster without touching the compute fleet. ParallelCluster's checker runs offline in .venv-pcluster

@@ -1,4 +1,4 @@
-"""SageMaker HyperPod instance quotas (issue 18, preflight 3): exact names, so the Spot total is never taken
+"""SageMaker HyperPod instance quotas: exact names, so the Spot total is never taken
 for the on-demand one, and training-plan groups counted (Stubber answers with the real names and codes)."""
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def hyperpod(*groups: Dict[str, Any]) -> Any:
 
 def test_the_spot_total_is_not_the_on_demand_total() -> None:
     # only the Spot quotas exist here: a substring matcher took the Spot total (0 by default) for the
-    # on-demand one and failed; no on-demand total found warns (docs/preflight.md: a quota not found is not a pass;
-    # review of #15 and #18, minor 7) and names the quotas it looked for
+    # on-demand one and failed; no on-demand total found warns (docs/preflight.md: a quota not found is not a pass)
+    # and names the quotas it looked for
     ctx = ctx_with(hyperpod(group(count=3)), [q(SPOT_ACROSS, 0), q(P5_SPOT, 0)])
     out = hyperpod_preflight.check_hyperpod_totals(ctx)
     assert out.status == "warn" and "not checked" in out.observed, out
