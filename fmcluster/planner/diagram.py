@@ -109,25 +109,33 @@ def _orchestrator(parent: Any, spec: Any, anchors: List[tuple]) -> None:
 
 
 def _storage(vpc: Any, top: Any, spec: Any, anchors: List[tuple]) -> None:
-    fsx = spec.storage.fsx
-    bucket = spec.storage.data_bucket.existing_name or f"{spec.name} data bucket"
-    top.node("s3", f"S3\n{bucket}", shape="cylinder", fillcolor=COLORS["s3"])
+    storage = spec.storage
+    fsx = storage.fsx
+    data_bucket = storage.data_bucket.existing_name or f"{spec.name} data bucket"
+    top.node("s3", f"S3\n{data_bucket}", shape="cylinder", fillcolor=COLORS["s3"])
     if fsx is None:
         return
     per_tib = fsx.throughput or 200
     tib = fsx.storage_capacity_gib / 1024
-    vpc.node("fsx", f"FSx for Lustre {fsx.deployment_type}\n{tib:.3g} TiB · {tib * per_tib / 1000:.3g} GB/s\n"
-             f"mounted at {fsx.mount_point}" + (" · EFA" if fsx.efa else ""), shape="cylinder", fillcolor=COLORS["fsx"])
+    vpc.node("fsx", f"FSx for Lustre {fsx.deployment_type}\n{fsx.storage_capacity_gib} GiB ({tib:.4g} TiB) · "
+             f"{tib * per_tib / 1000:.3g} GB/s\nmounted at {fsx.mount_point}" + (" · EFA" if fsx.efa else ""),
+             shape="cylinder", fillcolor=COLORS["fsx"])
     for anchor, cluster, _, _ in anchors:
         vpc.edge(anchor, "fsx", ltail=cluster, dir="both", color="#1565c0", label="Lustre")
     for d in fsx.data_repository_associations:
-        s3_path = d.repository_path or d.data_bucket_prefix
+        # Drawn from the bucket the association really links, at the path nodes see.
+        bucket = storage.association_bucket(d)
+        s3 = "s3" if bucket is None or bucket == storage.data_bucket.existing_name else f"s3_{bucket}"
+        if s3 != "s3":
+            top.node(s3, f"S3\n{bucket}", shape="cylinder", fillcolor=COLORS["s3"])
+        s3_path = storage.association_s3_path(d, created_bucket=f"<{data_bucket}>")
+        node_path = fsx.node_path(d.file_system_path)
         if d.auto_export:
-            top.edge("fsx", "s3", label=f"{d.file_system_path} → {s3_path}\nexport", color="#c62828")
+            top.edge("fsx", s3, label=f"{node_path} → {s3_path}\nexport", color="#c62828")
         if d.auto_import:
-            top.edge("s3", "fsx", label=f"{s3_path} → {d.file_system_path}\nimport", color="#c62828")
+            top.edge(s3, "fsx", label=f"{s3_path} → {node_path}\nimport", color="#c62828")
         if not d.auto_export and not d.auto_import:
-            top.edge("fsx", "s3", label=f"{d.file_system_path} ↔ {s3_path}\nlazy load", style="dotted")
+            top.edge("fsx", s3, label=f"{node_path} ↔ {s3_path}\nlazy load", style="dotted")
 
 
 def _observability(g: Any, spec: Any) -> None:

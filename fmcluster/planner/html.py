@@ -104,7 +104,9 @@ def cluster_section(report: Dict[str, Any], spec: Any) -> str:
     fsx = c["storage"]["fsx"]
     storage = (f"<p>FSx for Lustre {escape(fsx['deployment_type'])}: {plain(fsx['capacity_tib'], 6)} TiB, "
                f"{plain(fsx['throughput_gbps'], 6)} GB/s ({fsx['throughput_mbps_per_tib']} MB/s per TiB), "
-               f"{fsx['associations']} S3 association(s)</p>") if fsx else "<p>No FSx for Lustre in the spec.</p>"
+               f"{fsx['associations']} S3 association(s)</p>"
+               + "".join(f"<p>{escape(d['node_path'])} ↔ {escape(d['s3'])}</p>" for d in fsx["data_repository_associations"])
+               ) if fsx else "<p>No FSx for Lustre in the spec.</p>"
     notes = "".join(f"<li>{escape(line)}</li>" for line in c.get("orchestrator_notes", []))
     orchestrator = f"<ul>{notes}</ul>" if notes else ""
     return f"<section><h2>Cluster</h2>{picture}{groups}{storage}{orchestrator}</section>"

@@ -47,8 +47,14 @@ def cluster_lines(c: Dict[str, Any]) -> List[str]:
             f"{plain(fsx['throughput_gbps'], 6)} GB/s aggregate ({fsx['throughput_mbps_per_tib']} MB/s per TiB)"
             f"{', EFA' if fsx['efa'] else ''}, {fsx['associations']} S3 association(s)"
         )
+        lines += [f"    {d['node_path']} {ARROWS[bool(d['auto_import']), bool(d['auto_export'])]} {d['s3']}"
+                  for d in fsx["data_repository_associations"]]
     lines += [f"  {line}" for line in c.get("orchestrator_notes", [])]
     return lines
+
+
+# (auto import, auto export) -> how data moves between the path nodes see and S3; neither: lazy load on first read.
+ARROWS = {(True, True): "<->", (True, False): "<-", (False, True): "->", (False, False): "<- (lazy load)"}
 
 
 def cost_lines(cost: Dict[str, Any]) -> List[str]:

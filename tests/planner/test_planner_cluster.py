@@ -34,3 +34,16 @@ def test_storage_throughput_is_capacity_times_the_tier():
     assert fsx["capacity_tib"] == 37.5 and fsx["throughput_mbps_per_tib"] == 1000
     assert fsx["throughput_gbps"] == pytest.approx(37.5) and fsx["efa"] is True and fsx["associations"] == 2
     assert storage_figures(load_spec("examples/existing-vpc.yaml")) == {"fsx": None}
+
+
+def test_plan_shows_each_association_at_the_path_nodes_see_and_in_the_bucket_it_links():
+    from fmcluster.planner.text import cluster_lines
+
+    s = load_spec("examples/default.yaml")
+    c = cluster_figures(s, 14.0)
+    dras = c["storage"]["fsx"]["data_repository_associations"]
+    assert [(d["file_system_path"], d["node_path"]) for d in dras] == [
+        ("/datasets", "/fsx/datasets"), ("/checkpoints", "/fsx/checkpoints")]
+    text = "\n".join(cluster_lines(c))
+    assert "/fsx/datasets <- s3://<fm-dev data bucket>/datasets/" in text
+    assert "/fsx/checkpoints -> s3://<fm-dev data bucket>/checkpoints/" in text
