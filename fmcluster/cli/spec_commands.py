@@ -105,7 +105,11 @@ def cmd_synth(args: argparse.Namespace) -> int:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     stacks = sorted(p.name for p in out.glob("*.template.json"))
-    print(f"wrote {len(stacks)} template(s) to {out}: {', '.join(stacks)}")
+    if not args.json:
+        print(f"wrote {len(stacks)} template(s) to {out}: {', '.join(stacks)}")
+    from fmcluster.cli.synth_summary import print_summary
+
+    print_summary(spec, out, args.file, as_json=args.json)
     return EXIT_OK
 
 
@@ -141,3 +145,4 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sp = add("synth", cmd_synth, "Write the CloudFormation templates for a spec, offline.")
     sp.add_argument("file")
     sp.add_argument("--out", default="cdk.out", help="Output directory (default cdk.out).")
+    sp.add_argument("--json", action="store_true", help="Print the summary (stacks, deploy order, next commands) as JSON.")
