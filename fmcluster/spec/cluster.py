@@ -167,7 +167,12 @@ class ClusterSpec(SpecModel):
             if kind.uses_image_family:
                 found += [(f"node_groups[{i}].{path}", msg) for path, msg in g.image_problems()]
             if g.capacity.type not in kind.capacity_types:
-                hint = " (training plans are SageMaker HyperPod capacity)" if g.capacity.type == "training-plan" else ""
+                hint = ""
+                if g.capacity.type == "training-plan":
+                    hint = " (training plans are SageMaker HyperPod capacity)"
+                elif g.capacity.type == "capacity-block" and "training-plan" in kind.capacity_types:
+                    hint = ("; its reserved capacity is a SageMaker training plan for the same instances and window "
+                            "(docs/capacity.md), or keep the block with an orchestrator that takes capacity-block")
                 found.append((f"node_groups[{i}].capacity.type", f"orchestrator {kind.name} takes "
                               f"{', '.join(sorted(kind.capacity_types))}, not {g.capacity.type}{hint}"))
         policy = self.validation.policy
