@@ -75,7 +75,8 @@ def storage_figures(spec: Any) -> Dict[str, Any]:
 
 
 def cluster_figures(spec: Any, gradient_gb: float) -> Dict[str, Any]:
-    groups: List[Dict[str, Any]] = [group_figures(g, gradient_gb * GB) for g in spec.node_groups]
+    groups: List[Dict[str, Any]] = [dict(group_figures(g, gradient_gb * GB), placement=spec.placement_of(g))
+                                     for g in spec.node_groups]
     total = {
         "nodes": sum(p["nodes"] for p in groups),
         "gpus": sum(p["gpus"] for p in groups),

@@ -41,7 +41,7 @@ def graph(spec: Any) -> Any:
     with g.subgraph(name="cluster_vpc") as vpc:
         vpc.attr(label=f"VPC · private node subnet in {spec.availability_zone}", style="rounded,filled",
                  fillcolor=COLORS["vpc"], color="#90a4ae", fontsize="12")
-        anchors = [_group(vpc, grp, i) for i, grp in enumerate(spec.node_groups)]
+        anchors = [_group(vpc, grp, i, spec.placement_of(grp)) for i, grp in enumerate(spec.node_groups)]
         if any(grp.efa_enabled for grp in spec.node_groups):
             vpc.node("efa", "EFA fabric\n(EFA security group:\nall traffic to and from itself)", shape="hexagon",
                      fillcolor=COLORS["efa"])
@@ -54,11 +54,10 @@ def graph(spec: Any) -> Any:
     return g
 
 
-def _group(parent: Any, grp: Any, index: int) -> tuple:
+def _group(parent: Any, grp: Any, index: int, placement: str) -> tuple:
     t = grp.instance
     cluster = f"cluster_group_{index}"
     with parent.subgraph(name=cluster) as c:
-        placement = grp.placement_strategy
         gpus = f" · {grp.count * t.gpus} {t.gpu}" if t.is_gpu else ""
         c.attr(label=f"{grp.name}: {grp.count} x {grp.instance_type}{gpus}\nplacement group: {placement} · "
                      f"capacity: {grp.capacity.type}", style="rounded,filled", color="#43a047" if t.is_gpu else "#90a4ae",
@@ -100,7 +99,8 @@ def _node_labels(nodes: int, t: Any) -> List[tuple]:
 
 def _orchestrator(parent: Any, spec: Any, anchors: List[tuple]) -> None:
     kind = spec.orchestrator_kind
-    label = kind.summary if kind.node_agent or kind.extra_instances(spec) else f"no orchestrator\n({kind.summary})"
+    described = kind.describe(spec)
+    label = described if kind.node_agent or kind.extra_instances(spec) else f"no orchestrator\n({described})"
     for extra in kind.extra_instances(spec):
         label += f"\n{extra.role} {extra.count} x {extra.instance_type}"
     parent.node("orchestrator", label, fillcolor=COLORS["orch"], shape="component")

@@ -58,6 +58,17 @@ def test_associations_are_drawn_from_the_bucket_really_linked_to_the_path_nodes_
     assert "fsx -> s3_shared-laion" in text or 'fsx -> "s3_shared-laion"' in text
 
 
+@pytest.mark.parametrize("example", sorted(p.stem for p in EXAMPLES.glob("*.yaml")))
+def test_the_diagram_draws_the_placement_groups_the_committed_templates_create(example):
+    import json
+    import re
+
+    drawn = re.findall(r"placement group: (\w+)", source(load_spec(EXAMPLES / f"{example}.yaml")))
+    created = sum(json.dumps(json.loads(t.read_text())).count('"AWS::EC2::PlacementGroup"')
+                  for t in (ROOT / "templates" / example).glob("*.template.json"))
+    assert sum(p != "none" for p in drawn) == created, (drawn, created)
+
+
 @needs_dot
 def test_diagram_writes_svg(tmp_path, capsys):
     out = tmp_path / "cluster.svg"
