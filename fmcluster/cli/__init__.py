@@ -1,4 +1,5 @@
-"""`fmcluster` command line: validate | plan | diagram | schema | catalog | synth | accept | plan-rules | preflight | status.
+"""`fmcluster` command line: validate | plan | diagram | schema | catalog | synth | job | accept | plan-rules | preflight |
+status.
 
 Exit codes: 0 fine, 1 a check or synthesis failed, 2 bad input (one line per problem,
 ``field.path: what is wrong and what is allowed``; never a traceback).
@@ -10,7 +11,7 @@ import argparse
 import sys
 from typing import Any, List, Optional
 
-from fmcluster.cli import accept_command, aws_commands, plan_rules_command, spec_commands
+from fmcluster.cli import accept_command, aws_commands, job_command, plan_rules_command, spec_commands
 from fmcluster.cli.errors import EXIT_OK, EXIT_USAGE, UsageError
 
 
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     spec_commands.register(sub)
     accept_command.register(sub)
     plan_rules_command.register(sub)
+    job_command.register(sub)
     aws_commands.register(sub)
     return p
 
