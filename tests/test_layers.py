@@ -37,7 +37,7 @@ def layer_of(module: str) -> str:
         return "constructs"
     if head == "profiles":
         return "orchestration"
-    if head in ("plan", "planner", "acceptance"):  # acceptance: reads nccl-tests logs against the plan
+    if head in ("plan", "planner", "acceptance", "diff"):  # acceptance: reads nccl-tests logs against the plan
         return "tools"
     if head in ("orchestrators", "platforms"):
         leaf = parts[-1]

@@ -6,6 +6,7 @@ Every check returns status, observed, expected and a remedy; an AWS fault is tha
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence
 
@@ -247,8 +248,16 @@ def run_preflight(
     progress: Optional[Progress] = None,
     ctx: Optional[Context] = None,
     kind_checks: Sequence[PreflightCheck] = (),
+    deadline_s: Optional[float] = None,
+    tolerate_unchecked: bool = False,
 ) -> Report:
+    """Every applicable check, the whole run within `deadline_s` seconds (None: unbounded, for tests)."""
     ctx = ctx or Context(spec=spec, aws=aws)
-    checks = run_checks(ctx, checks_for(spec, kind_checks), skip=skip, progress=progress, command="preflight")
-    return Report("preflight", label or spec.name, aws.region, ctx.account, checks)
+    if deadline_s is not None:
+        ctx.deadline = time.monotonic() + deadline_s
+    planned = checks_for(spec, kind_checks)
+    checks = run_checks(ctx, planned, skip=skip, progress=progress, command="preflight", deadline_s=deadline_s)
+    done = {c.id for c in checks}
+    return Report("preflight", label or spec.name, aws.region, ctx.account, checks,
+                  not_run=[p.id for p in planned if p.id not in done], tolerate_unchecked=tolerate_unchecked)
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
 PASS, FAIL, WARN, ERROR, SKIP = "pass", "fail", "warn", "error", "skip"
 STATUSES = (PASS, FAIL, WARN, ERROR, SKIP)
 CANNOT_CHECK = "cannot check"
+NOT_RUN = "not run"
+# Exit codes of preflight: nothing failed; a check failed or errored; bad input; nothing failed but some check could
+# not run (access denied, cut short), so the run proves nothing about it. docs/preflight.md.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNCHECKED = 0, 1, 2, 3
 
 # Service name (boto3) -> IAM action prefix, for "grant X" remedies.
 IAM_PREFIX = {"service-quotas": "servicequotas", "cloudformation": "cloudformation"}
@@ -36,6 +40,11 @@ class Outcome:
     observed: str = ""
     expected: str = ""
     remedy: str = ""
+    ran: bool = True  # False: the check could not look (access denied), whatever its status
+
+    @property
+    def checked(self) -> bool:
+        return self.ran and not self.observed.startswith(CANNOT_CHECK)
 
 
 @dataclass
@@ -47,6 +56,7 @@ class CheckResult:
     expected: str = ""
     remedy: str = ""
     duration_s: float = 0.0
+    ran: bool = True
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -58,6 +68,9 @@ class Fault:
 
     outcome: Outcome
     fatal: bool = False
+    # one service's endpoint only (a region without it, AWS_ENDPOINT_URL_<SERVICE>): ends the run only when nothing
+    # else has answered yet
+    one_service: bool = False
 
 
 def error_code(exc: BaseException) -> str:
@@ -74,6 +87,24 @@ def short(text: str, limit: int = 200) -> str:
 def error_message(exc: BaseException) -> str:
     response = getattr(exc, "response", None) or {}
     return short(str(response.get("Error", {}).get("Message", "")) or str(exc))
+
+
+def _from_a_response(exc: BaseException) -> bool:
+    """True when the exception rose while botocore parsed an answer (an endpoint that is not AWS, a proxy's error
+    page): the endpoint's fault, not fmcluster's."""
+    from botocore.parsers import ResponseParserError
+
+    if isinstance(exc, ResponseParserError):
+        return True
+    if not isinstance(exc, (ValueError, KeyError, IndexError, TypeError)):
+        return False
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_globals.get("__name__", "")
+        if name.startswith(("botocore.parsers", "xml.", "json")):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _iam_action(service: str, exc: BaseException) -> str:
@@ -100,10 +131,12 @@ def classify(exc: BaseException, service: str = "", attempts: Optional[int] = No
         return Fault(Outcome(
             ERROR, f"cannot reach the {service or 'AWS'} endpoint {where}".strip(), "a reachable endpoint",
             "check network/proxy settings and the region; AWS_ENDPOINT_URL overrides the endpoint",
-        ), fatal=True)
+        ), fatal=True, one_service=True)
     if isinstance(exc, bx.ReadTimeoutError):
-        return Fault(Outcome(ERROR, f"{service} endpoint timed out: {exc}", "an answer within 30 s",
-                             "retry; check network or proxy"))
+        # an endpoint that accepts connections and never answers would hold every later call as long: stop
+        return Fault(Outcome(ERROR, f"the {service or 'AWS'} endpoint timed out: {short(str(exc))}",
+                             "an answer within the read timeout", "retry; check network, proxy or AWS_ENDPOINT_URL",
+                             ran=False), fatal=True)
     if isinstance(exc, bx.ClientError):
         code, msg = error_code(exc), error_message(exc)
         if code in ACCESS_DENIED or code.endswith("AccessDenied") or code.startswith("AccessDenied"):
@@ -111,6 +144,7 @@ def classify(exc: BaseException, service: str = "", attempts: Optional[int] = No
             return Fault(Outcome(
                 WARN, f"{CANNOT_CHECK}: access denied to {action} ({code})", f"permission for {action}",
                 f"grant {action} to the caller (read-only), or run preflight with a role that has it",
+                ran=False,
             ))
         if code in CREDENTIALS_REJECTED:
             return Fault(Outcome(
@@ -131,8 +165,13 @@ def classify(exc: BaseException, service: str = "", attempts: Optional[int] = No
     if isinstance(exc, NotImplementedError):
         return Fault(Outcome(ERROR, f"the endpoint does not implement this call ({exc})", "a successful call",
                              "run against AWS (emulators such as moto lack this API)"))
+    if _from_a_response(exc):
+        return Fault(Outcome(ERROR, f"unreadable answer from the {service or 'AWS'} endpoint "
+                             f"({type(exc).__name__}: {short(str(exc))})", "a well-formed AWS response",
+                             "check AWS_ENDPOINT_URL, proxies and emulators between fmcluster and AWS", ran=False))
     if isinstance(exc, bx.BotoCoreError):
-        return Fault(Outcome(ERROR, f"{type(exc).__name__}: {exc}", "a successful call", "check the AWS configuration"))
+        return Fault(Outcome(ERROR, f"{type(exc).__name__}: {short(str(exc))}", "a successful call",
+                             "check the AWS configuration"))
     return Fault(Outcome(ERROR, f"internal error: {type(exc).__name__}: {exc}", "a completed check",
                          "report this as an fmcluster bug with the --json output"))
 
@@ -148,10 +187,20 @@ class Report:
     def counts(self) -> Dict[str, int]:
         return {s: sum(1 for c in self.checks if c.status == s) for s in STATUSES}
 
+    not_run: List[str] = field(default_factory=list)  # checks a fatal fault or the deadline left out
+    tolerate_unchecked: bool = False
+
+    @property
+    def unchecked(self) -> List[str]:
+        """Ids of the checks that could not run (access denied, cut short, left out): not passes."""
+        return [c.id for c in self.checks if not c.ran] + self.not_run
+
     @property
     def exit_code(self) -> int:
-        """0 when nothing failed or errored (warnings and skips are fine), else 1."""
-        return 1 if any(c.status in (FAIL, ERROR) for c in self.checks) else 0
+        """1 when a check failed or errored; 3 when none did but some could not run (unless tolerated); else 0."""
+        if any(c.status in (FAIL, ERROR) for c in self.checks):
+            return EXIT_FAILED
+        return EXIT_UNCHECKED if self.unchecked and not self.tolerate_unchecked else EXIT_OK
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -160,6 +209,8 @@ class Report:
             "account": self.account,
             "ok": self.exit_code == 0,
             "summary": self.counts(),
+            "unchecked": self.unchecked,
+            "not_run": self.not_run,
             "checks": [c.to_dict() for c in self.checks],
         }
 
@@ -175,8 +226,11 @@ class Report:
                 lines.append(f"{'':<5} {'':<{width}}  fix: {c.remedy}")
         n = self.counts()
         where = f"{self.region}, account {self.account or '?'}"
+        unchecked = f", {len(self.unchecked)} could not run" if self.unchecked else ""
+        if self.not_run:
+            lines.append(f"{NOT_RUN.upper()}: {', '.join(self.not_run)} (an earlier call ended the run)")
         lines.append(
-            f"{self.command} {self.spec} ({where}): " + ", ".join(f"{n[s]} {s}" for s in STATUSES)
+            f"{self.command} {self.spec} ({where}): " + ", ".join(f"{n[s]} {s}" for s in STATUSES) + unchecked
             + f" -> exit {self.exit_code}"
         )
         return "\n".join(lines)

@@ -32,11 +32,21 @@ def max_attempts() -> int:
         return DEFAULT_MAX_ATTEMPTS
 
 
-def client_config(attempts: Optional[int] = None) -> Config:
+CONNECT_TIMEOUT_S, READ_TIMEOUT_S = 5.0, 30.0
+
+
+def client_config(attempts: Optional[int] = None, deadline_s: Optional[float] = None) -> Config:
+    """Retries and timeouts; under a short deadline each attempt waits a fraction of it, so a timeout surfaces (and
+    ends the run) before the deadline does."""
+    attempts = attempts or max_attempts()
+    read, connect = READ_TIMEOUT_S, CONNECT_TIMEOUT_S
+    if deadline_s is not None:
+        read = max(0.5, min(read, deadline_s / (attempts + 1)))
+        connect = max(0.5, min(connect, read))
     return Config(
-        retries={"mode": "adaptive", "total_max_attempts": attempts or max_attempts()},  # incl. the first
-        connect_timeout=5,
-        read_timeout=30,
+        retries={"mode": "adaptive", "total_max_attempts": attempts},  # incl. the first
+        connect_timeout=connect,
+        read_timeout=read,
         user_agent_extra="fmcluster",
     )
 
@@ -47,12 +57,13 @@ class AwsClients:
     Tests hand in prepared clients (moto-backed or wrapped in a botocore Stubber) with `set`.
     """
 
-    def __init__(self, region: str, profile: Optional[str] = None, session: Optional[boto3.Session] = None):
+    def __init__(self, region: str, profile: Optional[str] = None, session: Optional[boto3.Session] = None,
+                 deadline_s: Optional[float] = None):
         self.region = region
         self.profile = profile
         self._session = session
         self._clients: Dict[str, Any] = {}
-        self.config = client_config()
+        self.config = client_config(deadline_s=deadline_s)
 
     @property
     def session(self) -> boto3.Session:

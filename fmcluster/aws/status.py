@@ -9,13 +9,14 @@ deployment failed is listed with CloudFormation's reason.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from botocore.exceptions import ClientError
 
-from fmcluster.aws.context import Context, Progress, fmt_time, has_code, paginate
+from fmcluster.aws.context import Context, Progress, bounded, fmt_time, has_code, paginate, past_deadline
 from fmcluster.aws.results import ERROR, classify
 from fmcluster.aws.session import AwsClients, max_attempts
 
@@ -186,8 +187,10 @@ def describers(kind: Mapping[str, Describer] = MappingProxyType({})) -> Dict[str
     return {**DESCRIBERS, **kind}
 
 
-def _unknown(kind: str, name: str, exc: BaseException, service: str) -> Item:
-    f = classify(exc, service, attempts=max_attempts())
+def _unknown(kind: str, name: str, exc: BaseException, service: str, ctx: Optional[Context] = None) -> Item:
+    f = classify(exc, ctx.service_of(exc, service) if ctx else service, attempts=max_attempts())
+    if f.fatal and not f.one_service and ctx is not None:  # sts answered: one service unreachable is its own
+        ctx.stopped = f"an earlier call ended the run ({name}: {f.outcome.observed})"
     return Item(kind, name, "unknown", UNKNOWN, f"{f.outcome.observed}; {f.outcome.remedy}")
 
 
@@ -202,10 +205,13 @@ def _resources(ctx: Context, stack: str, known: Mapping[str, Describer]) -> List
         service, describe = known.get(rtype, ("", None))
         if describe is None or not pid or rstatus.startswith("DELETE_"):
             continue
+        if ctx.stopped:
+            items.append(Item(rtype, pid, "unknown", UNKNOWN, f"not read: {ctx.stopped}", logical))
+            continue
         try:
             item = describe(ctx, pid)
         except Exception as e:  # noqa: BLE001 - a resource that cannot be read is an answer
-            item = _unknown(rtype, pid, e, service)
+            item = _unknown(rtype, pid, e, service, ctx)
         item.logical_id = logical
         items.append(item)
     return items
@@ -229,25 +235,38 @@ def _stack(ctx: Context, part: str, known: Mapping[str, Describer]) -> StackStat
 
 def collect_status(
     spec: ClusterSpec, aws: AwsClients, *, label: str = "", progress: Optional[Progress] = None,
-    ctx: Optional[Context] = None, kind_describers: Mapping[str, Describer] = MappingProxyType({}),
+    ctx: Optional[Context] = None, deadline_s: Optional[float] = None,
+    kind_describers: Mapping[str, Describer] = MappingProxyType({}),
 ) -> ClusterStatus:
-    """The stacks of `spec` and their resources' state; `kind_describers` describe the orchestrator kind's
-    resources (`OrchestratorKind.status_describers`)."""
+    """Each stack and what it holds, the whole run within `deadline_s` seconds (None: unbounded, for tests); each
+    stack is reported as it is read. A fault that makes later calls pointless (an endpoint that never answers, the
+    deadline) ends the run: the stacks after it are unknown, never ok. `kind_describers` describe the orchestrator
+    kinds' resources (`OrchestratorKind.status_describers`)."""
     ctx = ctx or Context(spec=spec, aws=aws)
     known = describers(kind_describers)
+    if deadline_s is not None:
+        ctx.deadline = time.monotonic() + deadline_s
     out = ClusterStatus(label or spec.name, aws.region, None)
-    try:
-        out.account = str(ctx.client("sts").get_caller_identity()["Account"])
-    except Exception as e:  # noqa: BLE001
-        f = classify(e, "sts", attempts=max_attempts())
+    finished, ident, exc = bounded(lambda: ctx.client("sts").get_caller_identity(), ctx.remaining())
+    if not finished or exc is not None:
+        f = classify(exc, "sts", attempts=max_attempts()) if exc is not None else past_deadline("status", deadline_s)
         out.error = {"status": ERROR, "observed": f.outcome.observed, "remedy": f.outcome.remedy}
         return out
+    out.account = str(ident["Account"])
     for part in STACK_PARTS:
+        name = spec.stack_name(part)
+        if ctx.stopped:
+            out.stacks.append(StackState(name, part, "unknown", UNKNOWN, f"not read: {ctx.stopped}"))
+            continue
+        finished, st, exc = bounded(lambda part=part: _stack(ctx, part, known), ctx.remaining())  # type: ignore[misc]
+        if not finished:
+            f = past_deadline("status", deadline_s)
+            ctx.stopped = f.outcome.observed
+            st = StackState(name, part, "unknown", UNKNOWN, f"{f.outcome.observed}; {f.outcome.remedy}")
+        elif exc is not None:
+            item = _unknown("stack", name, exc, "cloudformation", ctx)
+            st = StackState(item.name, part, "unknown", UNKNOWN, item.detail)
+        out.stacks.append(st)
         if progress:
-            progress(f"status: {spec.stack_name(part)}")
-        try:
-            out.stacks.append(_stack(ctx, part, known))
-        except Exception as e:  # noqa: BLE001
-            item = _unknown("stack", spec.stack_name(part), e, "cloudformation")
-            out.stacks.append(StackState(item.name, part, "unknown", UNKNOWN, item.detail))
+            progress(f"status: {_mark(st.health).strip() or '-'} {name} {st.state}")
     return out

@@ -1,8 +1,9 @@
-"""`fmcluster` command line: validate | plan | diagram | schema | catalog | synth | job | accept | plan-rules | preflight |
-status.
+"""`fmcluster` command line: validate | plan | diagram | schema | catalog | synth | diff | job | accept | plan-rules |
+preflight | status.
 
 Exit codes: 0 fine, 1 a check or synthesis failed, 2 bad input (one line per problem,
-``field.path: what is wrong and what is allowed``; never a traceback).
+``field.path: what is wrong and what is allowed``; never a traceback), 3 preflight could not run some check
+(docs/preflight.md).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 import sys
 from typing import Any, List, Optional
 
-from fmcluster.cli import accept_command, aws_commands, job_command, plan_rules_command, spec_commands
+from fmcluster.cli import accept_command, aws_commands, diff_command, job_command, plan_rules_command, spec_commands
 from fmcluster.cli.errors import EXIT_OK, EXIT_USAGE, UsageError
 
 
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fmcluster", description="A GPU training cluster on AWS from one YAML spec.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     spec_commands.register(sub)
+    diff_command.register(sub)
     accept_command.register(sub)
     plan_rules_command.register(sub)
     job_command.register(sub)

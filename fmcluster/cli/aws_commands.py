@@ -1,14 +1,16 @@
 """Commands backed by AWS calls (preflight, status).
 
-Exit codes: 0 every check passed (warnings and skips allowed), 1 a check failed or could not
-run, 2 bad input (spec, unknown profile, conflicting region). Progress goes to stderr, the
-report to stdout.
+Exit codes: 0 every check passed (warnings and skips allowed), 1 a check failed or errored, 2 bad input (spec,
+unknown profile, conflicting region, --deadline), 3 (preflight) nothing failed but some check could not run, unless
+--allow-unchecked. Each result goes to stderr as it finishes, the report to stdout; the whole run ends within
+--deadline seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import TYPE_CHECKING, Any, List
 
@@ -16,6 +18,9 @@ from fmcluster.cli.errors import UsageError
 
 if TYPE_CHECKING:
     from fmcluster.aws.session import AwsClients
+
+# The whole preflight or status run ends within this many seconds unless --deadline says otherwise.
+DEFAULT_DEADLINE_S = 240.0
 
 
 def _progress(message: str) -> None:
@@ -30,7 +35,7 @@ def _clients(args: argparse.Namespace, spec: Any) -> AwsClients:
         raise UsageError(f"--region {region} differs from the spec's region {spec.region} (its availability zone "
                          f"{spec.availability_zone} and reservations live there); edit the spec to check another "
                          "region")
-    aws = AwsClients(region, args.profile)
+    aws = AwsClients(region, args.profile, deadline_s=args.deadline)
     try:
         aws.session  # noqa: B018 - resolves the profile now: an unknown profile is bad input (exit 2)
     except AwsSetupError as e:
@@ -49,7 +54,8 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     spec = load_spec(args.file)
     aws = _clients(args, spec)
     report = run_preflight(spec, aws, label=args.file, skip=_skips(args.skip), progress=_progress,
-                           kind_checks=kind_of(spec).preflight_checks(spec))
+                           kind_checks=kind_of(spec).preflight_checks(spec), deadline_s=args.deadline,
+                           tolerate_unchecked=args.allow_unchecked)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.render_text())
     return report.exit_code
 
@@ -60,9 +66,20 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     spec = load_spec(args.file)
     aws = _clients(args, spec)
-    status = collect_status(spec, aws, label=args.file, progress=_progress, kind_describers=status_describers())
+    status = collect_status(spec, aws, label=args.file, progress=_progress, deadline_s=args.deadline,
+                            kind_describers=status_describers())
     print(json.dumps(status.to_dict(), indent=2, default=str) if args.json else status.render_text())
     return status.exit_code
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive, finite number of seconds")
+    return value
 
 
 def _common(sp: argparse.ArgumentParser) -> None:
@@ -70,17 +87,23 @@ def _common(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--region", help="AWS region (default: the spec's region; must match it).")
     sp.add_argument("--profile", help="Named AWS profile (default: standard credential resolution).")
     sp.add_argument("--json", action="store_true", help="Print the report as JSON.")
+    sp.add_argument("--deadline", type=_seconds, default=DEFAULT_DEADLINE_S, metavar="SECONDS",
+                    help=f"End the whole run within this many seconds (default {DEFAULT_DEADLINE_S:g}); what is left "
+                    "is reported as not run.")
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     """Add the AWS-backed subcommands to the `fmcluster` parser."""
     text = ("Read-only AWS checks before deploy: credentials and account, AZ and instance offerings, quotas, "
             "capacity reservations / Capacity Blocks / training plans, existing VPC, subnets and bucket, "
-            "CDK bootstrap, stack states. Exit 0 all pass, 1 a check failed, 2 bad input.")
+            "CDK bootstrap, stack states. Exit 0 all pass, 1 a check failed or errored, 2 bad input, 3 nothing "
+            "failed but some check could not run (e.g. access denied; see docs/preflight.md).")
     sp = sub.add_parser("preflight", help="Read-only AWS checks before deploy.", description=text)
     _common(sp)
     sp.add_argument("--skip", action="append", default=[], metavar="ID[,ID]",
                     help="Skip checks by id or id prefix (e.g. quota, capacity:cr-..., cdk-bootstrap).")
+    sp.add_argument("--allow-unchecked", action="store_true",
+                    help="Exit 0 rather than 3 when nothing failed but some check could not run (they still print).")
     sp.set_defaults(func=cmd_preflight)
     text = ("After deploy: each stack's state, FSx and DRA lifecycle, HyperPod cluster and nodes or PCS node "
             "groups, placement groups, AMP workspace. Exit 0 all healthy, 1 something is failed, in progress "

@@ -7,10 +7,10 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from fmcluster.cli import synth_output
 from fmcluster.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 
 
@@ -73,43 +73,40 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 def cmd_synth(args: argparse.Namespace) -> int:
     spec = _load(args.file)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    from fmcluster.app import build_app
+    from fmcluster import app
 
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        print(f"--out {out}: exists and is not a directory", file=sys.stderr)
-        return EXIT_USAGE
+    target = synth_output.target_of(out, Path(args.file))  # refused before any synthesis
     # Synthesize next to the target and swap in only on success: nothing half-written.
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".fmcluster-synth-", dir=out.parent))
+        staging = synth_output.staging_beside(target)
     except OSError as e:
         print(f"--out {out}: cannot write there ({e.strerror or e})", file=sys.stderr)
         return EXIT_USAGE
     try:
         try:
-            build_app(spec, outdir=str(staging)).synth()
+            app.build_app(spec, outdir=str(staging)).synth()
         except RuntimeError as e:
             report = staging / "validation-report.json"
             if report.exists():
-                print("synthesis failed: cdk-nag findings no construct acknowledges (see validation-report.json)",
+                kept = target.parent / f"{target.name}.validation-report.json"
+                shutil.copyfile(report, kept)
+                print(f"synthesis failed: cdk-nag findings no construct acknowledges (full report: {kept})",
                       file=sys.stderr)
-                print(_summarize_report(report), file=sys.stderr)
+                print(_summarize_report(kept), file=sys.stderr)
             else:
                 print(f"synthesis failed: {e}", file=sys.stderr)
             return EXIT_FAILED
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
+        synth_output.swap_in(staging, target)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    stacks = sorted(p.name for p in out.glob("*.template.json"))
+    stacks = sorted(p.name for p in target.glob("*.template.json"))
     if not args.json:
         print(f"wrote {len(stacks)} template(s) to {out}: {', '.join(stacks)}")
     from fmcluster.cli.synth_summary import print_summary
 
-    print_summary(spec, out, args.file, as_json=args.json)
+    print_summary(spec, target, args.file, as_json=args.json)
     return EXIT_OK
 
 
@@ -144,5 +141,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sp.add_argument("--json", action="store_true")
     sp = add("synth", cmd_synth, "Write the CloudFormation templates for a spec, offline.")
     sp.add_argument("file")
-    sp.add_argument("--out", default="cdk.out", help="Output directory (default cdk.out).")
+    sp.add_argument("--out", default="cdk.out", help="Output directory (default cdk.out); an existing one is replaced "
+                    "only when an earlier synth wrote it.")
     sp.add_argument("--json", action="store_true", help="Print the summary (stacks, deploy order, next commands) as JSON.")

@@ -5,6 +5,7 @@ fmcluster/runtime/node_bootstrap.sh."""
 from __future__ import annotations
 
 from pathlib import Path
+from shlex import quote
 from typing import Sequence, Tuple
 
 from aws_cdk import RemovalPolicy, Stack
@@ -103,8 +104,8 @@ def collectors_step(
     flags = ("" if gpu else " --no-dcgm") + (" --slurm-collector" if slurm else "")
     return (
         "bash /opt/fmcluster/pkg/fmcluster/runtime/observability/install.sh "
-        f'--cluster {cluster} --region {region} --remote-write-url "{remote_write_url}" '
-        f"--node-group {node_group}{flags} || echo 'fmcluster: collector install failed'\n"
+        f"--cluster {quote(cluster)} --region {quote(region)} --remote-write-url {quote(remote_write_url)} "
+        f"--node-group {quote(node_group)}{flags} || echo 'fmcluster: collector install failed'\n"
     )
 
 
@@ -119,8 +120,8 @@ def mount_step(*, dns_name: str, mount_name: str, mount_point: str, efa: bool, f
                   else "echo 'fmcluster: FSx for Lustre mount failed (details above)'")
     return (
         "PYTHONPATH=/opt/fmcluster/pkg python3 -m fmcluster.runtime.lustre mount "
-        f'--dns-name "{dns_name}" --mount-name "{mount_name}" --mount-point {mount_point}{flags} --fstab '
-        f"|| {on_failure}\n"
+        f"--dns-name {quote(dns_name)} --mount-name {quote(mount_name)} --mount-point {quote(mount_point)}{flags} "
+        f"--fstab || {on_failure}\n"
     )
 
 
@@ -129,7 +130,7 @@ def _fetch_runtime(runtime_s3_url: str, region: str) -> str:
     return f"""install -d -m 0755 /etc/fmcluster /opt/fmcluster/pkg/fmcluster /var/log/fmcluster
 exec >>/var/log/fmcluster/user-data.log 2>&1
 for attempt in 1 2 3 4 5 6; do
-  aws s3 cp --only-show-errors --region {region} "{runtime_s3_url}" /opt/fmcluster/runtime.zip && break
+  aws s3 cp --only-show-errors --region {quote(region)} {quote(runtime_s3_url)} /opt/fmcluster/runtime.zip && break
   [ "$attempt" -eq 6 ] && {{ echo "cannot fetch the fmcluster runtime"; exit 1; }}
   sleep $((attempt * 10))
 done
@@ -162,7 +163,7 @@ set -euo pipefail
 {profile_json}
 FMCLUSTER_PROFILE
 """
-    run = (f"FMCLUSTER_LEVEL={level} FMCLUSTER_POLICY={policy} \\\n"
+    run = (f"FMCLUSTER_LEVEL={quote(level)} FMCLUSTER_POLICY={quote(policy)} \\\n"
            "  bash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh\n")
     if not after_units:
         return head + mount + collectors + run

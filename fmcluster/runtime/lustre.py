@@ -18,8 +18,10 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from fmcluster.runtime import mounts
 from fmcluster.runtime.probes import CmdResult, run_command
 from fmcluster.runtime.report import write_atomic
+from fmcluster.runtime.rooted import read_text, under
 
 # noatime,flock is what storage.mounts expects (flock: cluster-wide locks; FSx has none by default); AWS's example
 # is relatime,flock. For fstab AWS documents `defaults,relatime,flock,_netdev,x-systemd.automount,x-systemd.requires=
@@ -62,7 +64,7 @@ class Job:
         self.t0 = time.monotonic()
 
     def path(self, p: str) -> str:
-        return p if self.root == "/" else os.path.join(self.root, p.lstrip("/"))
+        return under(self.root, p)
 
     def done(self, step: str, detail: str, status: str = "ok") -> None:
         now = time.monotonic()
@@ -77,24 +79,18 @@ class Job:
 
     def read(self, p: str) -> str:
         try:
-            with open(self.path(p), encoding="utf-8", errors="replace") as fh:
-                return fh.read()
+            return read_text(self.root, p)
         except OSError:
             return ""
 
 
 # ---- what is mounted --------------------------------------------------------------------------------------------
-def _unescape(field: str) -> str:  # /proc/mounts writes space, tab, newline, backslash as \040 \011 \012 \134
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
 def mounted_at(job: Job, mount_point: str) -> Optional[Tuple[str, str]]:
     """(source, fstype) of the top-most mount on mount_point, from /proc/mounts (never a stat of the mount)."""
     found = None
-    for line in job.read("/proc/mounts").splitlines():
-        f = line.split()
-        if len(f) >= 3 and _unescape(f[1]) == mount_point:
-            found = (_unescape(f[0]), f[2])
+    for m in mounts.parse(job.read("/proc/mounts")):
+        if m.mount_point == mount_point:
+            found = (m.source, m.fstype)
     return found
 
 
@@ -218,7 +214,7 @@ def add_fstab(job: Job, source: str) -> None:
     except OSError as exc:
         raise StepFailed("fstab", f"cannot read /etc/fstab: {exc.strerror or exc}") from exc
     same = [i for i, ln in enumerate(lines) if not ln.lstrip().startswith("#")
-            and len(ln.split()) >= 3 and _unescape(ln.split()[1]) == a.mount_point]
+            and len(ln.split()) >= 3 and mounts.unescape(ln.split()[1]) == a.mount_point]
     if any(lines[i].split() == line.split() for i in same):
         job.done("fstab", f"already has {source} on {a.mount_point}")
         return

@@ -75,6 +75,61 @@ class ProfileError(ValueError):
     """A profile or instance type that cannot be used (usage error, exit 2)."""
 
 
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v not in (float("inf"), float("-inf"))
+
+
+def _is_str_map(v: Any, nullable: bool = False) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and (isinstance(x, str) or (nullable and x is None))
+                                       for k, x in v.items())
+
+
+# field -> (test, what it must be)
+_FIELD_TYPES = {
+    "instance_type": (lambda v: isinstance(v, str), "a string"),
+    "group": (lambda v: isinstance(v, str), "a string"),
+    "facts": (lambda v: isinstance(v, dict), "an object"),
+    "mounts": (lambda v: isinstance(v, list), "a list of objects"),
+    "instance_store": (lambda v: v is None or isinstance(v, str), "a path or null"),
+    "exporters": (lambda v: isinstance(v, list), "a list of objects"),
+    "orchestrator": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "min_versions": (lambda v: _is_str_map(v, nullable=True), "an object of version strings (or null)"),
+    "known_good": (lambda v: _is_str_map(v), "an object of version strings"),
+    "pinned_versions": (lambda v: _is_str_map(v), "an object of version strings"),
+    "optional": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of component names"),
+    "policy": (lambda v: isinstance(v, str), "a string"),
+    "level": (lambda v: isinstance(v, str), "a string"),
+    "errors_fail": (lambda v: isinstance(v, bool), "true or false"),
+    "fabric_wait_s": (lambda v: _is_number(v) and v >= 0, "a number of seconds, 0 or more"),
+    "thresholds": (lambda v: isinstance(v, dict), "an object of numbers"),
+    "disabled_checks": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of check ids"),
+    "schema": (lambda v: v == SCHEMA and not isinstance(v, bool), f"{SCHEMA}"),
+}
+
+
+def _expect_types(profile: Any) -> None:
+    """Raise a ProfileError naming the first field (or fact, or threshold) of the wrong type."""
+    for name, (ok, what) in _FIELD_TYPES.items():
+        value = getattr(profile, name)
+        if not ok(value):
+            raise ProfileError(f"{name}: must be {what}, not {_short(value)}")
+    for name, value in profile.thresholds.items():
+        if not _is_number(value):
+            raise ProfileError(f"thresholds.{name}: must be a number, not {_short(value)}")
+    reference = load_catalog().get(profile.instance_type, {})
+    for name, value in profile.facts.items():
+        want = reference.get(name)
+        if _is_number(want) and not _is_number(value):
+            raise ProfileError(f"facts.{name}: must be a number, not {_short(value)}")
+        if isinstance(want, (str, list, dict)) and not isinstance(value, type(want)):
+            raise ProfileError(f"facts.{name}: must be {type(want).__name__}, not {_short(value)}")
+
+
 def load_catalog(path: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
     with open(path or _CATALOG_PATH, encoding="utf-8") as fh:
         data = json.load(fh)
@@ -136,6 +191,9 @@ class NodeProfile:
         return prof
 
     def validate(self) -> None:
+        """Every field of the type the validator relies on: a bad profile is one ProfileError (exit 2), never a
+        crash half-way through a node's checks."""
+        _expect_types(self)
         if self.policy not in POLICIES:
             raise ProfileError(f"policy: {self.policy!r} is not one of {', '.join(POLICIES)}")
         if self.level not in LEVELS:
@@ -144,14 +202,12 @@ class NodeProfile:
             raise ProfileError(f"orchestrator: {self.orchestrator!r} is not {', '.join(NODE_AGENTS)} or null")
         for m in self.mounts:
             if not isinstance(m, dict) or not str(m.get("path", "")).startswith("/"):
-                raise ProfileError(f"mounts: {m!r} needs an absolute 'path'")
+                raise ProfileError(f"mounts: {_short(m)} needs an absolute 'path'")
             if not isinstance(m.get("efa", False), bool):
-                raise ProfileError(f"mounts: {m!r}: 'efa' must be true or false")
+                raise ProfileError(f"mounts: {_short(m)}: 'efa' must be true or false")
         for e in self.exporters:
             if not isinstance(e, dict) or not str(e.get("url", "")).startswith(("http://", "https://")):
-                raise ProfileError(f"exporters: {e!r} needs an http(s) 'url'")
-        if not isinstance(self.facts, dict):
-            raise ProfileError("facts: must be an object")
+                raise ProfileError(f"exporters: {_short(e)} needs an http(s) 'url'")
 
     def behind_known_good(self, component: str, got: str) -> Optional[str]:
         """Why `got` is older than the known-good bundle (a warning, not a failure), or None."""
@@ -183,6 +239,8 @@ class NodeProfile:
             raise ProfileError("profile must be a JSON object")
         if "instance_type" not in data:
             raise ProfileError("profile: 'instance_type' is missing")
+        if not isinstance(data["instance_type"], str):
+            raise ProfileError(f"instance_type: must be a string, not {_short(data['instance_type'])}")
         fields = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in fields}
         if "facts" not in kwargs or not kwargs["facts"]:
@@ -201,6 +259,8 @@ class NodeProfile:
             data = json.loads(text)
         except ValueError as exc:
             raise ProfileError(f"profile is not JSON: {exc}") from exc
+        except RecursionError:
+            raise ProfileError("profile is not a NodeProfile: nested too deeply") from None
         return cls.from_dict(data)
 
     # ---- helpers used by checks ---------------------------------------------------------------------

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
+import math
 import os
 import socket
 import sys
@@ -28,6 +30,14 @@ from .profile import POLICIES, NodeProfile, ProfileError
 # deep = + DCGM diag -r 2, GEMM/HBM, NCCL all-reduce, EFA loopback.
 BUDGETS = {"fast": 10.0, "standard": 60.0, "deep": 1800.0}
 DEFAULT_TOOL_TIMEOUT = 20.0
+TOOL_TIMEOUT_ENV = "FMCLUSTER_TOOL_TIMEOUT"
+# Time kept back from the checks for the drain or taint (scontrol, kubectl) so that it, too, ends by --deadline:
+# a quarter of the budget, at most ACTION_TIMEOUT.
+ACTION_TIMEOUT = 30.0
+
+
+class UsageError(Exception):
+    """A bad argument or environment value: one line, exit 2."""
 
 
 class Outcome:
@@ -123,9 +133,24 @@ def build_report(profile: NodeProfile, level: str, outcomes: List[Outcome], star
     }
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give a positive, finite number of seconds")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # one line, exit 2 (argparse would print its usage too)
+        raise UsageError(message)
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python3 -m fmcluster.runtime.validate",
-                                 description="Validate this node's GPU/EFA/storage stack against its NodeProfile.")
+    ap = _Parser(prog="python3 -m fmcluster.runtime.validate",
+                 description="Validate this node's GPU/EFA/storage stack against its NodeProfile.")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--instance-type", help="build the profile from the catalog (ml. prefix accepted)")
     src.add_argument("--profile", help="NodeProfile JSON rendered at synth")
@@ -135,12 +160,13 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--prom", metavar="FILE", help="write a Prometheus textfile (atomically)")
     ap.add_argument("--policy", choices=POLICIES, help="action when unhealthy; default: the profile's (report)")
     ap.add_argument("--node-name", help="node name for drain/taint; default: hostname")
-    ap.add_argument("--tool-timeout", type=float,
-                    default=float(os.environ.get("FMCLUSTER_TOOL_TIMEOUT", DEFAULT_TOOL_TIMEOUT)),
-                    help="seconds each external command may take (default 20)")
+    ap.add_argument("--tool-timeout", type=_seconds,
+                    help=f"seconds each external command may take (default ${TOOL_TIMEOUT_ENV}, else 20)")
     ap.add_argument("--skip", action="append", default=[], metavar="CHECK",
                     help="skip a check for this run, e.g. orch.agent at boot, before the agent starts (repeatable)")
-    ap.add_argument("--deadline", type=float, help="overall budget in seconds (default: fast 10, standard 60, deep 1800)")
+    ap.add_argument("--deadline", type=_seconds,
+                    help="overall budget in seconds, the drain or taint included (default: fast 10, standard 60, "
+                    "deep 1800)")
     return ap
 
 
@@ -154,30 +180,48 @@ def load_profile(args: argparse.Namespace) -> NodeProfile:
     return NodeProfile.from_catalog(args.instance_type)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = _parser()
-    args = ap.parse_args(argv)  # exits 2 on usage errors
+def _tool_timeout(args: argparse.Namespace) -> float:
+    if args.tool_timeout is not None:
+        return float(args.tool_timeout)
+    raw = os.environ.get(TOOL_TIMEOUT_ENV)
+    if raw is None:
+        return DEFAULT_TOOL_TIMEOUT
     try:
+        return _seconds(raw)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"{TOOL_TIMEOUT_ENV}={exc}") from None
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        tool_timeout = _tool_timeout(args)
         profile = load_profile(args)
-    except (ProfileError, ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (UsageError, ProfileError, ValueError, OSError, RecursionError) as exc:
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     if not os.path.isdir(args.root):
-        print(f"error: --root {args.root}: not a directory", file=sys.stderr)
+        print(f"error: --root {one_line(args.root)}: not a directory", file=sys.stderr)
         return 2
-    if args.tool_timeout <= 0 or (args.deadline is not None and args.deadline <= 0):
-        print("error: --tool-timeout and --deadline must be positive", file=sys.stderr)
+    unknown = sorted(set(args.skip) - {c.id for c in all_checks()})
+    if unknown:
+        print(f"error: --skip {one_line(', '.join(unknown))}: no such check", file=sys.stderr)
         return 2
+    started, t0 = time.time(), time.monotonic()
+    try:
+        return _validate(args, profile, tool_timeout, started, t0)
+    except Exception as exc:  # noqa: BLE001 - a node never ends without its report
+        return _emit_crash(args, profile, exc, started, time.monotonic() - t0)
+
+
+def _validate(args: argparse.Namespace, profile: NodeProfile, tool_timeout: float, started: float, t0: float) -> int:
     level = args.level or profile.level
     policy = args.policy or profile.policy
     budget = args.deadline if args.deadline is not None else BUDGETS[level]
-    started, t0 = time.time(), time.monotonic()
-    node = Node(root=args.root, tool_timeout=args.tool_timeout, deadline=t0 + max(0.1, budget - 0.5))
-    unknown = sorted(set(args.skip) - {c.id for c in all_checks()})
-    if unknown:
-        print(f"error: --skip {', '.join(unknown)}: no such check", file=sys.stderr)
-        return 2
-    outcomes = run_checks(profile, level, node, budget, skip=args.skip, node_name=args.node_name)
+    reserve = min(ACTION_TIMEOUT, budget / 4) if policy in ("drain", "taint") else 0.0
+    checks_budget = budget - reserve
+    node = Node(root=args.root, tool_timeout=tool_timeout, deadline=t0 + max(0.1, checks_budget - 0.5))
+    outcomes = run_checks(profile, level, node, checks_budget, skip=args.skip, node_name=args.node_name)
     hostname = socket.gethostname()
     rep = build_report(profile, level, outcomes, started, time.monotonic() - t0, hostname)
     slurm = next((c for c in rep["checks"] if c["id"] == "orch.slurm_node"), None)
@@ -185,7 +229,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # someone (an operator, the controller) already took the node out: keep their state and reason
         rep["action"] = {"policy": policy, "result": f"none (already out of service: {slurm['observed']})"}
     else:
-        rep["action"] = actions.act(policy, rep["verdict"] == "pass", rep["failing"], args.node_name or hostname)
+        left = max(1.0, t0 + budget - time.monotonic())  # the action ends by the deadline too
+        rep["action"] = actions.act(policy, rep["verdict"] == "pass", rep["failing"], args.node_name or hostname,
+                                    timeout=min(ACTION_TIMEOUT, left))
+    _write(args, rep)
+    return int(rep["exit_code"])
+
+
+def _write(args: argparse.Namespace, rep: Dict[str, Any]) -> None:
     if args.prom:
         try:
             report.write_atomic(args.prom, report.to_prom(rep))
@@ -193,7 +244,32 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"warning: cannot write {args.prom}: {exc}", file=sys.stderr)
     sys.stdout.write(report.to_json(rep) if args.format == "json" else report.to_text(rep))
     sys.stdout.flush()
-    return int(rep["exit_code"])
+
+
+def _emit_crash(args: argparse.Namespace, profile: NodeProfile, exc: BaseException, started: float,
+                wall: float) -> int:
+    """The report of a run that broke: verdict error, exit 1, what broke; the node is never left without one."""
+    rep: Dict[str, Any] = {
+        "schema": report.REPORT_SCHEMA, "tool": "fmcluster.runtime.validate", "instance_type": profile.instance_type,
+        "group": profile.group, "level": args.level or profile.level, "hostname": socket.gethostname(),
+        "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(),
+        "finished_unix": time.time(), "duration_s": round(wall, 3), "verdict": "error", "exit_code": 1,
+        "failing": [], "summary": {s: 0 for s in ("pass", "fail", "warn", "skip", "error")}, "checks": [],
+        "error": f"internal error: {type(exc).__name__}: {one_line(str(exc))}; report a bug in fmcluster",
+        "action": {"policy": args.policy or profile.policy, "result": "none (the run broke before judging)"},
+    }
+    print(f"error: {rep['error']}", file=sys.stderr)
+    try:
+        _write(args, rep)
+    except Exception:  # noqa: BLE001 - a report the formatter cannot render still goes out as JSON
+        sys.stdout.write(json.dumps(rep, default=str) + "\n")
+        sys.stdout.flush()
+    return 1
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 if __name__ == "__main__":

@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+import re
 from typing import List, Sequence, Tuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 # A problem found by a cross-field rule: (field path below the model, what is wrong and what is allowed).
 Problem = Tuple[str, str]
+
+# A problem line quotes the user's input: it stays one line whatever that input holds. Values are quoted short where
+# they are embedded (loading._shown); this bounds the whole line, our longest explanations included.
+PROBLEM_LINE_LIMIT = 2000
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line(text: str, limit: int = PROBLEM_LINE_LIMIT) -> str:
+    """`text` with control characters escaped (a newline cannot start a second line) and cut to `limit`."""
+    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit - 40]}... ({len(text) - limit + 40} more characters)"
 
 
 class SpecError(Exception):
     """Invalid spec input: `problems` holds one `path: message` line each."""
 
     def __init__(self, problems: Sequence[str]):
-        self.problems = list(problems)
+        self.problems = [one_line(p) for p in problems]
         super().__init__("\n".join(self.problems))
 
 
@@ -25,10 +39,29 @@ def raise_problems(found: List[Problem]) -> None:
     let `format_validation_error` name the exact field.
     """
     if found:
-        raise ValueError("\n".join(f"@{path}@{msg}" for path, msg in found))
+        raise ValueError("\n".join(f"@{one_line(path)}@{one_line(msg)}" for path, msg in found))
+
+
+# AWS API integers are 32-bit (the Smithy `Integer` shape the SDKs and CloudFormation resource schemas use); a larger
+# number in a field without a tighter bound is a mistake that would only surface at deploy.
+INT32_MAX = 2**31 - 1
 
 
 class SpecModel(BaseModel):
-    """Unknown keys are errors (a typo never passes silently); a validated spec is immutable."""
+    """Unknown keys are errors (a typo never passes silently); numbers are whole where a field takes an integer
+    (strict: `count: yes` or `count: 2.5` is refused, not read as 1 or 2); a validated spec is immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, strict=True)
+
+    @model_validator(mode="after")
+    def _integers_fit_aws(self) -> SpecModel:
+        found: List[Problem] = []
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            items = value.items() if isinstance(value, dict) else [(None, value)]
+            for key, v in items:
+                if isinstance(v, int) and not isinstance(v, bool) and abs(v) > INT32_MAX:
+                    found.append((name if key is None else f"{name}.{key}",
+                                  f"{v} is out of range; at most {INT32_MAX} (AWS takes 32-bit integers)"))
+        raise_problems(found)
+        return self

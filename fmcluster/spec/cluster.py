@@ -20,10 +20,11 @@ from fmcluster.spec.network import (
     Network,
     private_subnet_prefix,
 )
-from fmcluster.spec.node_group import NodeGroup
+from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY, NodeGroup
 from fmcluster.spec.observability import Observability
 from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings
 from fmcluster.spec.storage import Storage
+from fmcluster.spec.tags import MAX_USER_TAGS, tag_problems
 from fmcluster.spec.validation import Validation
 
 SCHEMA_URL = "../schema/cluster.schema.json"
@@ -129,9 +130,11 @@ class ClusterSpec(SpecModel):
     account: Optional[str] = Field(
         None, pattern=r"^\d{12}$", description="a 12-digit account id; absent: environment-agnostic synthesis"
     )
-    tags: Dict[str, str] = Field(default_factory=dict, description="Tags on every resource.")
+    tags: Dict[str, str] = Field(default_factory=dict, description=f"Tags on every resource (at most {MAX_USER_TAGS}; "
+                                 f"AWS's rules on keys and values apply).")
     network: Network = Field(default_factory=Network)
-    node_groups: List[NodeGroup] = Field(min_length=1)
+    node_groups: List[NodeGroup] = Field(min_length=1, max_length=MAX_NODE_GROUPS,
+                                         description=f"1 to {MAX_NODE_GROUPS} groups ({NODE_GROUPS_WHY}).")
     storage: Storage = Field(default_factory=Storage)
     orchestrator: OrchestratorSettings = Field(description="the orchestrator kind's section, by type")
     observability: Observability = Field(default_factory=Observability)
@@ -160,6 +163,7 @@ class ClusterSpec(SpecModel):
             if arn and arn.split(":")[3] != self.region:
                 found.append((f"node_groups[{i}].capacity.training_plan_arn",
                               f"the plan is in {arn.split(':')[3]}, the cluster in {self.region}"))
+        found += tag_problems(self.tags)
         found += self._address_problems()
         found += self._orchestrator_problems()
         found += self._storage_problems()

@@ -12,9 +12,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 from pydantic import BaseModel, Field, ValidationError, create_model
 from typing_extensions import Annotated
 
-from fmcluster.spec.base import SpecError
+from fmcluster.spec.base import SpecError, one_line
 from fmcluster.spec.cluster import ClusterSpec, OrchestratorTraits
+from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY
 from fmcluster.spec.orchestrator import OrchestratorSettings
+from fmcluster.spec.yaml_source import read_yaml
 
 Loc = Tuple[Union[str, int], ...]
 _models: Dict[Tuple[int, ...], Type[ClusterSpec]] = {}
@@ -85,6 +87,13 @@ def _walk(root: Type[ClusterSpec], loc: Loc) -> Tuple[str, Optional[Type[BaseMod
     return path or "(top level)", model
 
 
+def _shown(value: Any) -> str:
+    """A user's value as YAML spells it (yes, not True), cut short."""
+    if isinstance(value, bool):
+        return "true/yes" if value else "false/no"
+    return one_line(repr(value), 80)
+
+
 def _format_one(root: Type[ClusterSpec], e: Dict[str, Any]) -> List[str]:
     loc = tuple(e["loc"])
     path, _ = _walk(root, loc)
@@ -100,6 +109,12 @@ def _format_one(root: Type[ClusterSpec], e: Dict[str, Any]) -> List[str]:
                 msg = f"applies to orchestrator type {' or '.join(owners)}, not {mine}"
     elif kind == "missing":
         msg = "required"
+    elif kind == "too_long" and path == "node_groups":
+        msg = f"{e.get('ctx', {}).get('actual_length')} groups; at most {MAX_NODE_GROUPS} ({NODE_GROUPS_WHY})"
+    elif kind == "int_type":
+        msg = f"{_shown(e.get('input'))} is not a whole number; write digits, e.g. 2"
+    elif kind in ("less_than_equal", "greater_than_equal", "less_than", "greater_than"):
+        msg = f"{_shown(e.get('input'))} is out of range: {msg[len('Input should be '):]}"
     elif kind in ("union_tag_invalid", "union_tag_not_found"):
         key = str(e.get("ctx", {}).get("discriminator", "'type'")).strip("'")
         got = e.get("ctx", {}).get("tag")
@@ -109,7 +124,7 @@ def _format_one(root: Type[ClusterSpec], e: Dict[str, Any]) -> List[str]:
     elif kind == "string_pattern_mismatch":
         _, owner = _walk(root, loc[:-1]) if loc and isinstance(loc[-1], str) else ("", None)
         info = owner.model_fields[str(loc[-1])].description if owner and str(loc[-1]) in owner.model_fields else None
-        msg = f"{e.get('input')!r} is not allowed: {info or 'it must match ' + e['ctx']['pattern']}"
+        msg = f"{_shown(e.get('input'))} is not allowed: {info or 'it must match ' + e['ctx']['pattern']}"
     elif msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
         if msg.startswith("@"):
@@ -129,27 +144,6 @@ def format_validation_error(err: ValidationError, model: Type[ClusterSpec]) -> L
 # --- loading ----------------------------------------------------------------------------------
 
 
-def _yaml_loader() -> Any:
-    import yaml
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        pass
-
-    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> Dict[Any, Any]:
-        seen = set()
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
-                )
-            seen.add(key)
-        return yaml.SafeLoader.construct_mapping(loader, node, deep)
-
-    UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
-    return UniqueKeyLoader
-
-
 def parse_spec(data: Any, model: Type[ClusterSpec]) -> ClusterSpec:
     if data is None:
         raise SpecError(["(top level): the spec is empty; expected a mapping with name, region, node_groups, ..."])
@@ -163,8 +157,6 @@ def parse_spec(data: Any, model: Type[ClusterSpec]) -> ClusterSpec:
 
 def load_spec(path: Union[str, Path], model: Type[ClusterSpec]) -> ClusterSpec:
     """Read and validate a spec file; every failure is a `SpecError`."""
-    import yaml
-
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -174,14 +166,7 @@ def load_spec(path: Union[str, Path], model: Type[ClusterSpec]) -> ClusterSpec:
         raise SpecError([f"{p}: is a directory, expected a YAML file"]) from None
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError([f"{p}: cannot read ({e})"]) from None
-    try:
-        data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - SafeLoader subclass
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise SpecError([f"{p}: not valid YAML{where}: {problem}"]) from None
-    return parse_spec(data, model)
+    return parse_spec(read_yaml(text, str(p)), model)
 
 
 def json_schema(model: Type[ClusterSpec]) -> Dict[str, Any]:

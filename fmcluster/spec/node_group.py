@@ -16,6 +16,14 @@ GROUP_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$"
 RESERVATION_ID_PATTERN = r"^cr-[0-9a-f]{17}$"
 TRAINING_PLAN_ARN_PATTERN = r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[A-Za-z0-9-]{1,64}$"
 AMI_PATTERN = r"^ami-[0-9a-f]{8,17}$"
+# One cluster stack holds every group's launch template, placement group and nodes. Measured with
+# bench/template_growth.py (docs/architecture.md), a group adds at most about 21 KB, 3 resources and 2 outputs to the
+# largest template, whose base is at most about 110 KB (EKS); CloudFormation takes a template of 1 MB (from S3), 500
+# resources and 200 outputs per stack (CloudFormation quotas,
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cloudformation-limits.html). 32 groups keep the
+# largest template near 780 KB, three quarters of the size quota, which binds first (about 45 groups reach 1 MB).
+MAX_NODE_GROUPS = 32
+NODE_GROUPS_WHY = "one cluster stack must stay within CloudFormation's 1 MB, 500-resource and 200-output quotas"
 CapacityType = Literal["on-demand", "odcr", "capacity-block", "training-plan"]
 CAPACITY_TYPES = get_args(CapacityType)
 

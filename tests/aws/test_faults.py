@@ -107,7 +107,8 @@ def test_unreachable_endpoint_is_one_clear_result(monkeypatch: pytest.MonkeyPatc
     assert "Traceback" not in captured.err
     lines = captured.out.splitlines()
     assert lines[0].startswith("ERROR credentials") and f"cannot reach the sts endpoint http://127.0.0.1:{port}" in lines[0]
-    assert lines[-1].endswith("-> exit 1") and len(lines) == 3  # result, fix, summary
+    assert lines[2].startswith("NOT RUN: availability-zone, ")  # what the unreachable endpoint left unchecked
+    assert lines[-1].endswith("-> exit 1") and len(lines) == 4  # result, fix, not run, summary
     assert main(["status", spec_file]) == 1
     assert "cannot reach the sts endpoint" in capsys.readouterr().out
 

@@ -75,7 +75,7 @@ def test_text_and_json() -> None:
     assert "fix: fix 0" not in text and text.endswith("-> exit 1")
     data = json.loads(json.dumps(r.to_dict()))
     assert set(data) >= {"spec", "region", "account", "checks"}
-    assert set(data["checks"][0]) == {"id", "title", "status", "observed", "expected", "remedy", "duration_s"}
+    assert set(data["checks"][0]) == {"id", "title", "status", "observed", "expected", "remedy", "duration_s", "ran"}
 
 
 def test_html_error_bodies_become_one_short_line() -> None:

@@ -91,3 +91,19 @@ def test_a_validator_without_a_report_is_published_as_a_failure(tmp_path):
     published = json.loads((tmp_path / "state" / "validation.json").read_text())
     assert published["verdict"] == "fail" and published["failing"] == ["validator"]
     assert "exited 1" in published["error"]
+
+
+def test_values_reach_the_shell_as_single_words_whatever_they_hold():
+    """Every value the user data interpolates is shell-quoted: a value with spaces, quotes or `;` stays one argument
+    (the spec's patterns refuse such names today; the quoting does not rely on them)."""
+    import shlex
+
+    from fmcluster.constructs.node_bootstrap import collectors_step, mount_step
+
+    odd = "x'; touch /tmp/pwned; echo \"$(id)\""
+    words = shlex.split(collectors_step(cluster=odd, region="us-east-1", remote_write_url=odd, node_group=odd,
+                                        gpu=True).split("||")[0])
+    assert words[words.index("--cluster") + 1] == odd and words[words.index("--node-group") + 1] == odd
+    assert words[words.index("--remote-write-url") + 1] == odd
+    words = shlex.split(mount_step(dns_name=odd, mount_name=odd, mount_point="/fsx data", efa=False).split("||")[0])
+    assert words[words.index("--dns-name") + 1] == odd and words[words.index("--mount-point") + 1] == "/fsx data"

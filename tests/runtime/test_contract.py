@@ -243,3 +243,53 @@ def test_every_version_check_honours_a_pin(p5, component, check_id):
     res = p5.run(profile=p5.profile(pinned_versions={component: "0.0.1"}))
     c = res.check(check_id)
     assert c["status"] == "fail" and "!= pinned 0.0.1" in c["detail"], c
+
+
+def test_every_reader_of_the_mount_table_decodes_it_the_same_way(tmp_path):
+    """One parser for /proc/mounts (runtime/mounts.py): the validator's probe, the Lustre helper and the HyperPod
+    lifecycle all decode the kernel's octal escapes (space, tab, backslash) and agree on what is mounted where."""
+    from fmcluster.runtime import lustre, mounts
+    from fmcluster.runtime.lifecycle import node as lifecycle
+    from fmcluster.runtime.probes.mounts import mounts as probe_mounts
+
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/mounts").write_text(
+        "/dev/nvme0n1p1 / ext4 rw 0 0\n"
+        "/dev/md0 /opt/dlami/nvme xfs rw,noatime 0 0\n"
+        "10.0.1.5@tcp:/abcd /fsx\\040data lustre rw,flock 0 0\n"
+        "tmpfs /mnt/tab\\011and\\134slash tmpfs rw 0 0\n"
+        "garbage\n")
+    table = {m.mount_point: m for m in mounts.parse((tmp_path / "proc/mounts").read_text())}
+    assert set(table) == {"/", "/opt/dlami/nvme", "/fsx data", "/mnt/tab\tand\\slash"}
+    assert lifecycle.mount_points(str(tmp_path)) == {p: m.source for p, m in table.items()}
+
+    class Ctx:
+        node = Node(root=str(tmp_path), tool_timeout=1, env={})
+
+        @staticmethod
+        def memo(key, fn):
+            return fn()
+
+    assert probe_mounts(Ctx) == {p: (m.source, m.fstype, m.options) for p, m in table.items()}
+    import argparse
+
+    job = lustre.Job(argparse.Namespace(root=str(tmp_path)))
+    assert lustre.mounted_at(job, "/fsx data") == ("10.0.1.5@tcp:/abcd", "lustre")
+
+
+def test_every_node_side_reader_resolves_and_bounds_files_under_root_the_same_way(tmp_path):
+    """runtime/rooted.py: the validator's Node, the Lustre helper and the lifecycle read `--root` trees alike, and a
+    runaway file is cut at the limit, never held whole."""
+    import argparse
+
+    from fmcluster.runtime import lustre, rooted
+
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/big").write_bytes(b"x" * (rooted.READ_LIMIT + 10))
+    assert rooted.under("/", "/proc/big") == "/proc/big" and rooted.under(str(tmp_path), "/proc/big") == str(
+        tmp_path / "proc/big")
+    assert len(rooted.read_text(str(tmp_path), "/proc/big")) == rooted.READ_LIMIT
+    node = Node(root=str(tmp_path), tool_timeout=1, env={})
+    job = lustre.Job(argparse.Namespace(root=str(tmp_path)))
+    assert node.path("/proc/big") == job.path("/proc/big") == rooted.under(str(tmp_path), "/proc/big")
+    assert node.read("/proc/big") == job.read("/proc/big")

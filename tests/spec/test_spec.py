@@ -59,7 +59,7 @@ def test_hyperpod_prefix_is_normalized():
         (spec_with(account="1234"), "account", "12-digit"),
         (spec_with(colour="blue"), "colour", "unknown key; allowed keys: name, region"),
         (group_with(count=0), "node_groups[0].count", "greater than or equal to 1"),
-        (group_with(count="two"), "node_groups[0].count", "valid integer"),
+        (group_with(count="two"), "node_groups[0].count", "is not a whole number"),
         (group_with(instance_type="p9.96xlarge"), "node_groups[0].instance_type", "allowed: GPU p5.48xlarge"),
         (group_with(instance_type="m5.xlarge"), "node_groups[0].instance_type", "role gpu needs a GPU"),
         (group_with(instance_type="m5.xlarge", role="cpu", efa=True), "node_groups[0].efa", "has no EFA"),

@@ -39,6 +39,7 @@ import socket
 import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from fmcluster.runtime import mounts
 from fmcluster.runtime.contract import (
     EKS_LIFECYCLE_PARAMETERS_KEYS,
     EKS_OBSERVABILITY_KEYS,
@@ -57,6 +58,7 @@ from fmcluster.runtime.contract import (
     ssh_key_ok,
 )
 from fmcluster.runtime.profile import LEVELS, POLICIES
+from fmcluster.runtime.rooted import read_text, under
 
 ROLES = ("controller", "login", "compute")
 # validation.policy on HyperPod on EKS nodes: fail (the lifecycle script fails; HyperPod provisions another instance),
@@ -336,7 +338,7 @@ def local_addresses(root: str = "/") -> List[str]:
     finally:
         sock.close()
     try:
-        with open(os.path.join(root, "proc/net/fib_trie"), encoding="utf-8") as fh:
+        with open(under(root, "/proc/net/fib_trie"), encoding="utf-8") as fh:
             last = ""
             for line in fh:
                 m = re.search(r"\|--\s+(\d+\.\d+\.\d+\.\d+)", line)
@@ -430,16 +432,10 @@ def whoami(resource_config: Dict[str, Any], params: Dict[str, Any], addresses: I
 
 def mount_points(root: str = "/") -> Dict[str, str]:
     """mount point -> device, from /proc/mounts under ``root``."""
-    out: Dict[str, str] = {}
     try:
-        with open(os.path.join(root, "proc/mounts"), encoding="utf-8") as fh:
-            for line in fh:
-                parts = line.split()
-                if len(parts) >= 3:
-                    out[parts[1].replace("\\040", " ")] = parts[0]
+        return {m.mount_point: m.source for m in mounts.parse(read_text(root, "/proc/mounts"))}
     except OSError:
-        pass
-    return out
+        return {}
 
 
 def storage_root(root: str = "/") -> Tuple[Optional[str], str]:

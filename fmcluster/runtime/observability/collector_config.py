@@ -22,6 +22,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from fmcluster.runtime.observability import AGENT_PORT, DCGM_EXPORTER_PORT, NODE_EXPORTER_PORT
+from fmcluster.runtime.rooted import read_text
 
 REMOTE_WRITE_URL = re.compile(r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/workspaces/ws-[0-9a-f-]+/"
                               r"api/v1/remote_write$")
@@ -34,8 +35,7 @@ QUEUE_CONFIG = {"capacity": 2500, "max_shards": 200, "max_samples_per_send": 100
 
 def _read(root: str, path: str) -> Optional[str]:
     try:
-        with open(os.path.join(root, path.lstrip("/")), encoding="utf-8", errors="replace") as fh:
-            return fh.read().strip() or None
+        return read_text(root, path).strip() or None
     except OSError:
         return None
 

@@ -24,12 +24,15 @@ from __future__ import annotations
 import errno
 import glob as _glob
 import os
+import selectors
 import shutil
 import signal
 import subprocess
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..rooted import READ_LIMIT, read_text, under
 
 
 class ProbeError(Exception):
@@ -82,8 +85,14 @@ class CmdResult:
         return self.stdout
 
 
+# What one command may print per stream. The tools' real answers are kilobytes (nvidia-smi -q of eight GPUs, topo -m,
+# dcgmi diag); a tool printing past this is broken and is killed before it fills the node's memory.
+MAX_OUTPUT_BYTES = 8 << 20
+
+
 def run_command(argv: Sequence[str], timeout: float, env: Optional[Dict[str, str]] = None) -> CmdResult:
-    """Run argv (found on PATH) under timeout seconds; kill its process group when the time is up."""
+    """Run argv (found on PATH) under timeout seconds and MAX_OUTPUT_BYTES per stream; kill its process group when the
+    time is up or it prints past the cap."""
     start = time.monotonic()
     exe = shutil.which(argv[0], path=(env or os.environ).get("PATH"))
     if exe is None:
@@ -98,16 +107,56 @@ def run_command(argv: Sequence[str], timeout: float, env: Optional[Dict[str, str
     except OSError as exc:
         return CmdResult(argv, None, "", "", time.monotonic() - start, f"cannot start: {exc.strerror or exc}")
     try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        try:
-            out, err = proc.communicate(timeout=2)
-        except (subprocess.TimeoutExpired, ValueError):
-            out, err = b"", b""
-        return CmdResult(argv, None, _text(out), _text(err), time.monotonic() - start,
-                         f"timed out after {timeout:.1f}s (killed)")
-    return CmdResult(argv, proc.returncode, _text(out), _text(err), time.monotonic() - start)
+        out, err, error = _collect(proc, start + timeout, MAX_OUTPUT_BYTES)
+        if error is None:
+            try:
+                proc.wait(max(0.0, start + timeout - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                error = "timed out"
+        if error is not None:
+            _kill_group(proc)
+            try:
+                proc.wait(2)
+            except subprocess.TimeoutExpired:
+                pass
+            if error == "timed out":
+                error = f"timed out after {timeout:.1f}s (killed)"
+            return CmdResult(argv, None, _text(out), _text(err), time.monotonic() - start, error)
+        return CmdResult(argv, proc.returncode, _text(out), _text(err), time.monotonic() - start)
+    finally:
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _collect(proc: subprocess.Popen, end: float, cap: int) -> Tuple[bytes, bytes, Optional[str]]:  # type: ignore[type-arg]
+    """Read stdout and stderr until both end, the time `end` comes ("timed out") or one passes `cap` bytes."""
+    streams = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}  # type: ignore[union-attr]
+    error: Optional[str] = None
+    with selectors.DefaultSelector() as sel:
+        for fd in streams:
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ)
+        while sel.get_map() and error is None:
+            left = end - time.monotonic()
+            if left <= 0:
+                error = "timed out"
+                break
+            for key, _ in sel.select(left):
+                try:
+                    chunk = os.read(key.fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    sel.unregister(key.fd)
+                    continue
+                buf = streams[key.fd]
+                buf += chunk[: cap - len(buf)]
+                if len(buf) >= cap:
+                    error = f"printed more than {cap >> 20 or cap} {'MiB' if cap >> 20 else 'bytes'} (killed)"
+                    break
+    out, err = streams.values()
+    return bytes(out), bytes(err), error
 
 
 def _kill_group(proc: subprocess.Popen) -> None:  # type: ignore[type-arg]
@@ -140,15 +189,12 @@ class Node:
 
     # ---- files ---------------------------------------------------------------------------------------
     def path(self, p: str) -> str:
-        if self.root in ("", "/"):
-            return p
-        return os.path.join(self.root, p.lstrip("/"))
+        return under(self.root, p)
 
-    def read(self, p: str, limit: int = 4 << 20) -> str:
+    def read(self, p: str, limit: int = READ_LIMIT) -> str:
         """Text of a file; ProbeError when it cannot be read."""
         try:
-            with open(self.path(p), "rb") as fh:
-                return fh.read(limit).decode("utf-8", errors="replace")
+            return read_text(self.root, p, limit)
         except OSError as exc:
             raise ProbeError(f"cannot read {p}: {exc.strerror or exc}") from exc
 
@@ -235,10 +281,15 @@ class Node:
         limit = min(timeout if timeout is not None else self.tool_timeout, self.remaining())
         with self._lock:
             self.calls.append(key)
-        result = run_command(argv, limit, self.env)
-        if cache:
-            with self._lock:
-                self._cache[key] = result
-                ev = self._pending.pop(key)
-            ev.set()
+        result = CmdResult(argv, None, "", "", 0.0, "did not run")
+        try:
+            result = run_command(argv, limit, self.env)
+        except Exception as exc:  # noqa: BLE001 - MemoryError included: an answer for every check waiting on it
+            result = CmdResult(argv, None, "", "", 0.0, f"could not run: {type(exc).__name__}: {exc}")
+        finally:
+            if cache:  # always release the checks waiting on this command
+                with self._lock:
+                    self._cache[key] = result
+                    ev = self._pending.pop(key)
+                ev.set()
         return result

@@ -7,6 +7,7 @@ import os
 from typing import Dict, Tuple
 
 from ..checks.registry import Ctx
+from ..mounts import parse
 
 # never readlink or stat these: on a hung server the call sleeps uninterruptibly (D state) and no timeout frees it
 NETWORK_FS = ("nfs", "nfs4", "lustre", "cifs", "smb3", "ceph", "glusterfs", "9p", "beegfs", "gpfs", "efs")
@@ -15,12 +16,7 @@ NETWORK_FS = ("nfs", "nfs4", "lustre", "cifs", "smb3", "ceph", "glusterfs", "9p"
 def mounts(ctx: Ctx) -> Dict[str, Tuple[str, str, str]]:
     """mount point -> (source, fstype, options) from /proc/mounts (never stat a network mount here)."""
     def probe() -> Dict[str, Tuple[str, str, str]]:
-        table: Dict[str, Tuple[str, str, str]] = {}
-        for line in ctx.node.read("/proc/mounts").splitlines():
-            parts = line.split()
-            if len(parts) >= 4:
-                table[parts[1].replace("\\040", " ")] = (parts[0], parts[2], parts[3])
-        return table
+        return {m.mount_point: (m.source, m.fstype, m.options) for m in parse(ctx.node.read("/proc/mounts"))}
     return ctx.memo("mounts", probe)
 
 

@@ -82,7 +82,7 @@ class Node:
         rt.mkdir(parents=True)
         shutil.copytree(LIFECYCLE, rt / "lifecycle", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(RUNTIME / "observability", rt / "observability", ignore=shutil.ignore_patterns("__pycache__"))
-        for name in ("__init__.py", "contract.py", "profile.py", "versions.py", "node_bootstrap.sh"):
+        for name in ("__init__.py", "contract.py", "mounts.py", "profile.py", "rooted.py", "versions.py", "node_bootstrap.sh"):
             shutil.copy(RUNTIME / name, rt / name)
         (rt / "lustre.py").write_text(FAKE_LUSTRE)
         (rt / "validate.py").write_text(FAKE_VALIDATE)

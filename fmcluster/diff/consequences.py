@@ -1,0 +1,141 @@
+"""From resource changes to consequences: data, nodes, control plane, capacity, safe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from fmcluster.diff import nodes, schemas
+from fmcluster.diff.changes import ADDED, MODIFIED, REMOVED, REPLACED, ExportChange, ResourceChange, Template, compare_stacks
+from fmcluster.diff.findings import CAPACITY, CLASSES, CONTROL_PLANE, DATA, NODES, SAFE, Finding
+
+STATEFUL = ("AWS::FSx::FileSystem", "AWS::S3::Bucket", "AWS::KMS::Key", "AWS::FSx::DataRepositoryAssociation")
+CONTROL = ("AWS::EKS::Cluster", "AWS::PCS::Cluster", "AWS::PCS::Queue", "AWS::SageMaker::Cluster",
+           "Custom::PclusterCluster", "AWS::CloudFormation::Stack")
+SHARED_NETWORK = ("AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::EC2::SecurityGroup")
+IN_CLUSTER = ("Custom::AWSCDK-EKS-HelmChart", "Custom::AWSCDK-EKS-KubernetesResource", "Custom::GitHelmChart")
+_GROUP_PATHS = {"AWS::SageMaker::Cluster": ("InstanceGroups",),
+                "Custom::PclusterCluster": ("ClusterConfiguration", "Scheduling", "SlurmQueues")}
+CFN_EXPORTS = "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-stack-exports.html"
+
+
+@dataclass
+class Report:
+    stacks: Dict[str, List[ResourceChange]]
+    findings: List[Finding]
+    exports: List[ExportChange] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+    def classes(self) -> List[str]:
+        """The classes present, most severe first."""
+        present = {f.cls for f in self.findings}
+        return [c for c in CLASSES if c in present]
+
+    @property
+    def gpus_affected(self) -> int:
+        return sum(f.gpus for f in self.findings if f.cls == NODES)
+
+
+def _paths(c: ResourceChange) -> str:
+    shown = [".".join(p) for p in c.paths[:4]]
+    return ", ".join(shown) + (f" and {len(c.paths) - 4} more" if len(c.paths) > 4 else "")
+
+
+def _stateful(c: ResourceChange) -> Finding:
+    if c.action == REMOVED:
+        policy = c.policy("DeletionPolicy")
+        fate = ("kept in the account, detached from the stack (DeletionPolicy Retain)" if policy.startswith("Retain")
+                else "deleted after a final snapshot (DeletionPolicy Snapshot)" if policy == "Snapshot"
+                else f"deleted with its data (DeletionPolicy {policy})")
+        return Finding(DATA, c.where, f"{c.type} removed: {fate}")
+    policy = c.policy("UpdateReplacePolicy")
+    fate = ("the old one is kept, detached (UpdateReplacePolicy Retain); the cluster gets a new, empty one"
+            if policy.startswith("Retain") else "the old one is deleted after a final snapshot; the cluster gets a new, "
+            "empty one" if policy == "Snapshot" else f"the old one is deleted with its data (UpdateReplacePolicy {policy})")
+    return Finding(DATA, c.where, f"{c.type} replaced ({'; '.join(c.because)}): {fate}")
+
+
+def _control(c: ResourceChange) -> Finding:
+    unknown = "" if c.replacement_known else (
+        "; whether this replaces it is the provider's decision, which fmcluster diff cannot know" +
+        ("; `pcluster update-cluster --dryrun` applies ParallelCluster's own update policies"
+         if c.type == "Custom::PclusterCluster" else "") +
+        ("; a nested stack is compared by its parameters and template URL only" if c.type == "AWS::CloudFormation::Stack"
+         else ""))
+    verb = {REPLACED: f"replaced ({'; '.join(c.because)})", REMOVED: "removed", ADDED: "created",
+            MODIFIED: f"updated in place: {_paths(c)}"}[c.action]
+    return Finding(CONTROL_PLANE, c.where, f"{c.type} {verb}{unknown}")
+
+
+def _auto_deleted_buckets(templates: Dict[str, Template]) -> set:
+    """Buckets CDK empties on deletion (autoDeleteObjects): they hold only what the stack itself put there."""
+    found = set()
+    for stack, t in templates.items():
+        for r in t.get("Resources", {}).values():
+            bucket = (r.get("Properties") or {}).get("BucketName")
+            if r.get("Type") == "Custom::S3AutoDeleteObjects" and isinstance(bucket, dict) and "Ref" in bucket:
+                found.add(f"{stack}/{bucket['Ref']}")
+    return found
+
+
+def _one(c: ResourceChange, consumed_templates: set, scratch_buckets: set) -> List[Finding]:
+    if c.type in STATEFUL and c.action in (REMOVED, REPLACED) and c.where in scratch_buckets:
+        return [Finding(SAFE, c.where, f"{c.type} {c.action}: a bucket of deployment artifacts the stack empties "
+                                       "on deletion (autoDeleteObjects), no user data")]
+    if c.type in STATEFUL and c.action in (REMOVED, REPLACED):
+        return [_stateful(c)]
+    if c.type in nodes.NODE_TYPES and c.type not in CONTROL:
+        return []  # node groups: nodes.findings
+    if c.type in CONTROL:
+        group = _GROUP_PATHS.get(c.type)
+        if c.action == MODIFIED and group and all(p[:len(group)] == group for p in c.paths):
+            return []  # only its groups changed: nodes.findings
+        return [_control(c)]
+    if c.type in SHARED_NETWORK and c.action in (REMOVED, REPLACED):
+        return [Finding(CONTROL_PLANE, c.where, f"{c.type} {c.action}: what runs in or behind it follows")]
+    if c.type == "AWS::EC2::LaunchTemplate":
+        if c.where in consumed_templates:
+            return []
+        return [Finding(SAFE, c.where, f"launch template {c.action}: instances already launched from it keep running; "
+                                       "new launches use the new version")]
+    if c.type in IN_CLUSTER:
+        return [Finding(SAFE, c.where, f"{c.type} {c.action}: applied inside the cluster by CDK's kubectl provider; "
+                                       "which pods restart is not computed")]
+    detail = f": {_paths(c)}" if c.action in (MODIFIED, REPLACED) and c.paths else ""
+    return [Finding(SAFE, c.where, f"{c.type} {c.action}{detail}")]
+
+
+def _export(e: ExportChange) -> Finding:
+    importers = ", ".join(e.importers)
+    return Finding(CONTROL_PLANE, f"{e.stack} export {e.name}",
+                   f"export {e.action} while {importers} import(s) it: CloudFormation refuses to change or remove an "
+                   f"export in use, so deploy in this order: 1. update or destroy {importers} so nothing imports it, "
+                   f"2. deploy {e.stack}, 3. deploy {importers}", sources=[CFN_EXPORTS])
+
+
+def compare(old: Dict[str, Template], new: Dict[str, Template], *, region: str = "us-east-1",
+            decided: Optional[Dict[Tuple[str, str], str]] = None) -> Report:
+    """What deploying `new` over `old` (stack name -> template, as `fmcluster.app.synthesize` gives) does.
+    `decided` carries a change set's Replacement per (stack, logical id) when deployed stacks are compared."""
+    stacks, exports = compare_stacks(old, new, region=region, decided=decided)
+    old_units = {k: u for s, t in old.items() for k, u in nodes.units(s, t).items()}
+    new_units = {k: u for s, t in new.items() for k, u in nodes.units(s, t).items()}
+    consumed = {f"{u.stack}/{u.launch_template}" for u in list(old_units.values()) + list(new_units.values())
+                if u.launch_template}
+    scratch = _auto_deleted_buckets(old)
+    found: List[Finding] = []
+    for changes in stacks.values():
+        for c in changes:
+            found.extend(_one(c, consumed, scratch))
+    found.extend(nodes.findings(old_units, new_units, stacks))
+    found.extend(_export(e) for e in exports)
+    notes = []
+    if not schemas.available():
+        notes.append("cfn-lint's resource provider schemas are not installed: replacement is judged only from the "
+                     "documented facts fmcluster carries; install cfn-lint for CloudFormation's create-only rules")
+    if any(c.type.startswith("Custom::") and c.action != ADDED for cs in stacks.values() for c in cs):
+        notes.append("custom resources (ParallelCluster, kubectl manifests, Helm charts) are compared by their "
+                     "properties; what their provider does with a change is reported only where documented")
+    order = {DATA: 0, NODES: 1, CONTROL_PLANE: 2, CAPACITY: 3, SAFE: 4}
+    found.sort(key=lambda f: (order[f.cls], f.where))
+    return Report(stacks, found, exports, notes)

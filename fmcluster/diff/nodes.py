@@ -1,0 +1,234 @@
+"""Node groups as each orchestrator declares them, and what a change does to their running instances and jobs.
+
+Each service documents its own update behaviour; the words and sources below are what the findings quote
+(docs/changes.md has the table).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, FrozenSet, Iterator, List, Optional
+
+from fmcluster import catalog
+from fmcluster.diff.changes import REPLACED, ResourceChange, Template
+from fmcluster.diff.findings import CAPACITY, NODES, SAFE, Finding
+
+EKS_UPDATE = "https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html"
+EKS_CAPACITY_BLOCKS = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
+PCS_NODE_GROUP_UPDATE = "https://docs.aws.amazon.com/pcs/latest/userguide/working-with_cng_update.html"
+HYPERPOD_LIFECYCLE_UPDATE = ("https://docs.aws.amazon.com/sagemaker/latest/dg/"
+                             "sagemaker-hyperpod-lifecycle-best-practices-slurm-slurm-update-cluster-lifecycle.html")
+HYPERPOD_UPDATE_CLUSTER = ("https://docs.aws.amazon.com/sagemaker/latest/dg/"
+                           "sagemaker-hyperpod-eks-operate-cli-command-update-cluster.html")
+PCLUSTER_UPDATE = "https://docs.aws.amazon.com/parallelcluster/latest/ug/using-pcluster-update-cluster-v3.html"
+PCLUSTER_CFN = "https://docs.aws.amazon.com/parallelcluster/latest/ug/cfn-cluster-ops.html"
+
+# ParallelCluster's update policy for the compute settings fmcluster renders (its schema declares one per setting;
+# `pcluster update-cluster --dryrun` prints them). tests/diff checks this table against ParallelCluster's own checker.
+PCLUSTER_POLICIES = {
+    "InstanceType": "COMPUTE_FLEET_STOP",  # refused while the compute fleet runs
+    "MinCount": "RESIZE_UPDATE_STRATEGY_ON_REMOVE",  # removing nodes: only with TERMINATE (or the fleet stopped)
+    "SlurmQueues": "RESIZE_UPDATE_STRATEGY_ON_REMOVE",  # removing a queue: likewise
+}
+PCLUSTER_DEFAULT_POLICY = "QUEUE_UPDATE_STRATEGY"  # other queue settings: CustomActions, CapacityType, ...
+
+NODE_TYPES = ("AWS::EKS::Nodegroup", "AWS::PCS::ComputeNodeGroup", "AWS::SageMaker::Cluster", "Custom::PclusterCluster")
+_CAPACITY_KEYS = ("CapacityReservationTarget", "CapacityReservationId", "CapacityReservationResourceGroupArn",
+                  "TrainingPlanArn")
+
+
+@dataclass
+class NodeUnit:
+    """One group of like instances: an EKS node group, a PCS compute node group, a HyperPod instance group,
+    a ParallelCluster compute resource."""
+
+    key: str  # stack/logical id[/group]
+    stack: str
+    logical_id: str
+    service: str  # eks | pcs | hyperpod | parallelcluster
+    instance_type: str
+    count: int  # instances running now (desired, static minimum, instance count)
+    launch_template: Optional[str] = None
+    capacity: FrozenSet[str] = frozenset()
+    config: Any = None  # what a change of which rolls the group (compared as a whole)
+    force_update: bool = False
+    capacity_block: bool = False
+    queue_update_strategy: str = ""
+    lifecycle: Any = None  # HyperPod lifecycle scripts: a change reaches only new instances
+
+    @property
+    def gpus(self) -> int:
+        try:
+            return catalog.get(self.instance_type).gpus * self.count
+        except KeyError:
+            return 0
+
+    def describe(self, count: Optional[int] = None) -> str:
+        n = self.count if count is None else count
+        per = self.gpus // self.count if self.count else 0
+        return f"{n} x {self.instance_type} ({n * per} GPUs)"
+
+
+def _walk_capacity(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in _CAPACITY_KEYS:
+                yield json.dumps(v, sort_keys=True)
+            else:
+                yield from _walk_capacity(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _walk_capacity(v)
+
+
+def _ref(value: Any) -> Optional[str]:
+    return value.get("Ref") if isinstance(value, dict) and isinstance(value.get("Ref"), str) else None
+
+
+def units(stack: str, template: Optional[Template]) -> Dict[str, NodeUnit]:
+    """Every node group a stack template declares, by key."""
+    resources = (template or {}).get("Resources", {})
+    out: Dict[str, NodeUnit] = {}
+
+    def lt_data(lid: Optional[str]) -> Dict[str, Any]:
+        return dict(resources.get(lid or "", {}).get("Properties", {}).get("LaunchTemplateData", {}))
+
+    for lid, r in resources.items():
+        p, t = r.get("Properties", {}), r.get("Type")
+        if t == "AWS::EKS::Nodegroup":
+            lt = _ref((p.get("LaunchTemplate") or {}).get("Id"))
+            data = lt_data(lt)
+            itype = (p.get("InstanceTypes") or [data.get("InstanceType", "")])[0]
+            config = {k: v for k, v in p.items() if k not in ("ScalingConfig", "Labels", "Taints", "Tags", "UpdateConfig")}
+            out[f"{stack}/{lid}"] = NodeUnit(
+                f"{stack}/{lid}", stack, lid, "eks", itype, int((p.get("ScalingConfig") or {}).get("DesiredSize", 0)),
+                lt, frozenset(_walk_capacity(data)), config, bool(p.get("ForceUpdateEnabled")),
+                p.get("CapacityType") == "CAPACITY_BLOCK")
+        elif t == "AWS::PCS::ComputeNodeGroup":
+            lt = _ref((p.get("CustomLaunchTemplate") or {}).get("TemplateId"))
+            itype = ((p.get("InstanceConfigs") or [{}])[0]).get("InstanceType", "")
+            config = {k: v for k, v in p.items() if k not in ("ScalingConfiguration", "Tags")}
+            out[f"{stack}/{lid}"] = NodeUnit(
+                f"{stack}/{lid}", stack, lid, "pcs", itype,
+                int((p.get("ScalingConfiguration") or {}).get("MinInstanceCount", 0)), lt,
+                frozenset(_walk_capacity(lt_data(lt))), config)
+        elif t == "AWS::SageMaker::Cluster":
+            for g in p.get("InstanceGroups", []):
+                name = g.get("InstanceGroupName", "")
+                config = {k: v for k, v in g.items() if k not in ("InstanceCount", "LifeCycleConfig")}
+                out[f"{stack}/{lid}/{name}"] = NodeUnit(
+                    f"{stack}/{lid}/{name}", stack, lid, "hyperpod", g.get("InstanceType", ""),
+                    int(g.get("InstanceCount", 0)), None, frozenset(_walk_capacity(g)), config,
+                    lifecycle=g.get("LifeCycleConfig"))
+        elif t == "Custom::PclusterCluster":
+            scheduling = (p.get("ClusterConfiguration") or {}).get("Scheduling") or {}
+            strategy = str((scheduling.get("SlurmSettings") or {}).get("QueueUpdateStrategy", "COMPUTE_FLEET_STOP"))
+            for q in scheduling.get("SlurmQueues", []):
+                for cr in q.get("ComputeResources", []):
+                    itype = cr.get("InstanceType") or ((cr.get("Instances") or [{}])[0]).get("InstanceType", "")
+                    key = f"{stack}/{lid}/{q.get('Name')}/{cr.get('Name')}"
+                    queue = {k: v for k, v in q.items() if k != "ComputeResources"}
+                    config = {"queue": queue, "resource": {k: v for k, v in cr.items() if k not in ("MinCount", "MaxCount")}}
+                    out[key] = NodeUnit(key, stack, lid, "parallelcluster", itype, int(cr.get("MinCount", 0)), None,
+                                        frozenset(_walk_capacity(cr)) | frozenset(_walk_capacity(queue)), config,
+                                        queue_update_strategy=strategy)
+    return out
+
+
+def _rolling_jobs(u: NodeUnit) -> tuple:
+    """(running jobs, sources) when a group's instances are replaced by the orchestrator's own update."""
+    if u.service == "eks":
+        if u.force_update:
+            return ("die: the managed node group rolling update drains each node and, with ForceUpdateEnabled, "
+                    "evicts pods regardless of PodDisruptionBudgets", [EKS_UPDATE])
+        return ("die unless a PodDisruptionBudget holds them: the rolling update drains each node; a pod that cannot "
+                "be evicted within 15 minutes fails the update", [EKS_UPDATE])
+    if u.service == "pcs":
+        return ("not documented: AWS PCS says new instances launch with the updated properties; what happens to "
+                "running static instances is not stated (unverified); plan for the nodes to be replaced",
+                [PCS_NODE_GROUP_UPDATE])
+    if u.service == "hyperpod":
+        return ("not documented per field: HyperPod's UpdateCluster applies the instance group change; treat running "
+                "jobs on the group as at risk (unverified)", [HYPERPOD_UPDATE_CLUSTER])
+    return _pcluster_jobs(u, PCLUSTER_DEFAULT_POLICY)
+
+
+def _pcluster_jobs(u: NodeUnit, policy: str) -> tuple:
+    """What ParallelCluster does with running jobs under an update policy and the cluster's QueueUpdateStrategy."""
+    sources = [PCLUSTER_UPDATE, PCLUSTER_CFN]
+    stop = ("blocked: ParallelCluster refuses this update while the compute fleet runs (update policy {p}; the "
+            "CloudFormation custom resource does not stop the fleet, so the stack update fails); stopping the fleet "
+            "first stops every running job")
+    if policy == "COMPUTE_FLEET_STOP":
+        return stop.format(p=policy), sources
+    if policy == "RESIZE_UPDATE_STRATEGY_ON_REMOVE":
+        if u.queue_update_strategy == "TERMINATE":
+            return "die on the removed nodes: QueueUpdateStrategy TERMINATE stops them at once", sources
+        return stop.format(p=f"{policy} with QueueUpdateStrategy {u.queue_update_strategy}"), sources
+    if u.queue_update_strategy == "DRAIN":
+        return "survive: QueueUpdateStrategy DRAIN lets running jobs finish before a node is replaced", sources
+    if u.queue_update_strategy == "TERMINATE":
+        return "die: QueueUpdateStrategy TERMINATE stops the nodes at once", sources
+    return stop.format(p=f"{policy} without a QueueUpdateStrategy"), sources
+
+
+def _terminated(u: NodeUnit, count: int, why: str) -> Finding:
+    per = u.gpus // u.count if u.count else 0
+    jobs = "die: the instances are terminated" if count else "none running"
+    return Finding(NODES, u.key, f"{u.describe(count)} terminated: {why}", count * per, jobs)
+
+
+def findings(old_units: Dict[str, NodeUnit], new_units: Dict[str, NodeUnit],
+             changes: Dict[str, List[ResourceChange]]) -> List[Finding]:
+    replaced = {c.where for cs in changes.values() for c in cs if c.action == REPLACED}
+    touched = {c.where for cs in changes.values() for c in cs}
+    out: List[Finding] = []
+    for key in sorted(set(old_units) | set(new_units)):
+        a, b = old_units.get(key), new_units.get(key)
+        if a is None and b is not None:
+            out.append(Finding(SAFE, key, f"new {b.service} group: {b.describe()} launched"))
+            continue
+        assert a is not None
+        lost_capacity = bool(a.capacity) and (b is None or b.capacity != a.capacity or b.instance_type != a.instance_type)
+        if lost_capacity:
+            out.append(Finding(CAPACITY, key, f"{a.describe()} no longer use the reservation or plan "
+                                              f"{', '.join(sorted(a.capacity))}"))
+        where = f"{a.stack}/{a.logical_id}"
+        if b is None:
+            why = "the resource is replaced" if where in replaced else "the group is removed"
+            gone = _terminated(a, a.count, why)
+            if a.service == "parallelcluster" and where not in replaced:
+                gone.jobs, gone.sources = _pcluster_jobs(a, PCLUSTER_POLICIES["SlurmQueues"])
+            out.append(gone)
+            continue
+        if where in replaced:
+            out.append(_terminated(a, a.count, "CloudFormation replaces the group (a create-only property changed); "
+                                               f"the new group launches {b.describe()}"))
+            continue
+        lt_changed = a.launch_template is not None and f"{a.stack}/{a.launch_template}" in touched
+        rolled = a.instance_type != b.instance_type or a.config != b.config or lt_changed
+        if a.service == "hyperpod" and not rolled and a.lifecycle != b.lifecycle:
+            out.append(Finding(SAFE, key, "lifecycle scripts changed: HyperPod's UpdateCluster runs them only on new "
+                                          "instances; running ones keep theirs", sources=[HYPERPOD_LIFECYCLE_UPDATE]))
+        if rolled:
+            jobs, sources = _rolling_jobs(a)
+            if a.service == "parallelcluster" and a.instance_type != b.instance_type:
+                jobs, sources = _pcluster_jobs(a, PCLUSTER_POLICIES["InstanceType"])
+            what = "launch template changed" if lt_changed else "instance type changed" \
+                if a.instance_type != b.instance_type else "configuration changed"
+            out.append(Finding(NODES, key, f"{a.describe(min(a.count, b.count))} replaced by the orchestrator's update "
+                                           f"({what})", min(a.count, b.count) * (a.gpus // a.count if a.count else 0),
+                               jobs, sources))
+            if a.capacity_block:
+                out.append(Finding(CAPACITY, key, "a rolling update of a Capacity Block node group asks for surge "
+                                                  "instances the block cannot supply: scale the group to 0 first",
+                                   sources=[EKS_CAPACITY_BLOCKS]))
+        if b.count < a.count:
+            gone = _terminated(a, a.count - b.count, f"count {a.count} -> {b.count}")
+            if a.service == "parallelcluster":
+                gone.jobs, gone.sources = _pcluster_jobs(a, PCLUSTER_POLICIES["MinCount"])
+            out.append(gone)
+        elif b.count > a.count:
+            out.append(Finding(SAFE, key, f"count {a.count} -> {b.count}: {b.describe(b.count - a.count)} launched"))
+    return out

@@ -1,0 +1,297 @@
+"""`fmcluster diff` classifies each kind of spec change as a reviewer needs it, on every orchestrator kind.
+
+The templates are the committed synthesized examples (templates/<example>/); each change is the edit the spec change
+makes to them, so one synthesis per example (done by `make templates`) serves every case here.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Tuple
+
+import pytest
+
+from fmcluster.diff import compare
+from fmcluster.diff.findings import CAPACITY, CONTROL_PLANE, DATA, NODES, SAFE
+from fmcluster.diff.replacement import judge
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def templates(example: str) -> Dict[str, Dict[str, Any]]:
+    return {p.name[: -len(".template.json")]: json.loads(p.read_text())
+            for p in sorted((ROOT / "templates" / example).glob("*.template.json"))}
+
+
+def resources(ts: Dict[str, Any], rtype: str) -> Iterator[Tuple[str, Dict[str, Any]]]:
+    for stack in ts.values():
+        for lid, r in stack["Resources"].items():
+            if r["Type"] == rtype:
+                yield lid, r
+
+
+def first(ts: Dict[str, Any], rtype: str, pick: Callable[[str, Dict[str, Any]], bool] = lambda lid, r: True):
+    return next(r["Properties"] for lid, r in resources(ts, rtype) if pick(lid, r))
+
+
+def gpu_nodegroup(lid: str, r: Dict[str, Any]) -> bool:
+    return "nvidia.com/gpu.present" in r["Properties"].get("Labels", {})
+
+
+def gpu_launch_template(lid: str, r: Dict[str, Any]) -> bool:
+    return r["Properties"]["LaunchTemplateData"].get("InstanceType", "p").startswith("p") and "Login" not in lid \
+        and "System" not in lid
+
+
+def edit(example: str, change: Callable[[Dict[str, Any]], None]):
+    old = templates(example)
+    new = copy.deepcopy(old)
+    change(new)
+    return compare(old, new)
+
+
+def classes_of(report) -> List[str]:
+    return report.classes()
+
+
+# --- each change: the spec edit it stands for, and the classes a reviewer must see -------------------------------
+
+def eks_count_down(t):
+    first(t, "AWS::EKS::Nodegroup", gpu_nodegroup)["ScalingConfig"].update(DesiredSize=2, MinSize=2, MaxSize=2)
+
+
+def eks_count_up(t):
+    first(t, "AWS::EKS::Nodegroup", gpu_nodegroup)["ScalingConfig"].update(DesiredSize=6, MinSize=6, MaxSize=6)
+
+
+def eks_capacity_type(t):
+    first(t, "AWS::EKS::Nodegroup", gpu_nodegroup)["CapacityType"] = "SPOT"
+
+
+def eks_kubernetes_version(t):
+    first(t, "AWS::EKS::Cluster")["Version"] = "1.36"
+
+
+def launch_template_user_data(t):
+    for lid, r in resources(t, "AWS::EC2::LaunchTemplate"):
+        r["Properties"]["LaunchTemplateData"]["UserData"] = {"Fn::Base64": "#!/bin/bash\necho next runtime\n"}
+
+
+def pcs_instance_type(t):
+    first(t, "AWS::PCS::ComputeNodeGroup", lambda lid, r: "Login" not in lid)["InstanceConfigs"] = [
+        {"InstanceType": "p5en.48xlarge"}]
+
+
+def pcs_count_down(t):
+    first(t, "AWS::PCS::ComputeNodeGroup", lambda lid, r: "Login" not in lid)["ScalingConfiguration"].update(
+        MinInstanceCount=2, MaxInstanceCount=2)
+
+
+def hyperpod_group(t, name):
+    return next(g for g in first(t, "AWS::SageMaker::Cluster")["InstanceGroups"] if g["InstanceGroupName"] == name)
+
+
+def hyperpod_count_down(t):
+    hyperpod_group(t, "h100")["InstanceCount"] = 2
+
+
+def hyperpod_new_group(t):
+    groups = first(t, "AWS::SageMaker::Cluster")["InstanceGroups"]
+    extra = copy.deepcopy(hyperpod_group(t, "h100"))
+    extra.update(InstanceGroupName="h100b", InstanceCount=2)
+    groups.append(extra)
+
+
+def hyperpod_training_plan_instance_type(t):
+    hyperpod_group(t, "h200").update(InstanceType="ml.p5.48xlarge")
+
+
+def hyperpod_lifecycle(t):
+    for g in first(t, "AWS::SageMaker::Cluster")["InstanceGroups"]:
+        g["LifeCycleConfig"]["OnCreate" if "OnCreate" in g["LifeCycleConfig"] else "OnInitComplete"] = "next.sh"
+
+
+def pcluster_resource(t):
+    cfg = first(t, "Custom::PclusterCluster")["ClusterConfiguration"]
+    return cfg["Scheduling"]["SlurmQueues"][0]["ComputeResources"][0]
+
+
+def pcluster_instance_type(t):
+    pcluster_resource(t)["InstanceType"] = "p5en.48xlarge"
+
+
+def pcluster_queue_removed(t):
+    first(t, "Custom::PclusterCluster")["ClusterConfiguration"]["Scheduling"]["SlurmQueues"].pop(0)
+
+
+def fsx_throughput(t):
+    first(t, "AWS::FSx::FileSystem")["LustreConfiguration"]["PerUnitStorageThroughput"] = 500
+
+
+def fsx_deployment_type(t):
+    first(t, "AWS::FSx::FileSystem")["LustreConfiguration"]["DeploymentType"] = "PERSISTENT_1"
+
+
+def dra_path(t):
+    first(t, "AWS::FSx::DataRepositoryAssociation")["DataRepositoryPath"] = {
+        "Fn::Join": ["", ["s3://", {"Ref": "DataBucket"}, "/datasets-v2/"]]}
+
+
+def alert_email(t):
+    first(t, "AWS::SNS::Subscription")["Endpoint"] = "ml-oncall-2@example.com"
+
+
+def node_subnet_cidr(t):
+    first(t, "AWS::EC2::Subnet", lambda lid, r: "Nodes" in lid)["CidrBlock"] = "10.0.128.0/22"
+
+
+def pcs_capacity_instance_type(t):
+    for lid, r in resources(t, "AWS::PCS::ComputeNodeGroup"):
+        if "Login" not in lid:
+            r["Properties"]["InstanceConfigs"] = [{"InstanceType": "p5en.48xlarge"}]
+
+
+def eks_new_group(t):
+    cluster = next(st for st in t.values() if any(r["Type"] == "AWS::EKS::Nodegroup" for r in st["Resources"].values()))
+    lid, group = next((lid, r) for lid, r in resources(t, "AWS::EKS::Nodegroup") if gpu_nodegroup(lid, r))
+    extra = copy.deepcopy(group)
+    extra["Properties"]["NodegroupName"] = "h100b"
+    cluster["Resources"]["EksNodesH100bNodeGroup0123ABCD"] = extra
+
+
+def pcluster_new_queue(t):
+    queues = first(t, "Custom::PclusterCluster")["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
+    extra = copy.deepcopy(queues[0])
+    extra["Name"] = "h100b"
+    queues.append(extra)
+
+
+CASES = [
+    # (orchestrator example, change, classes that must be present, classes that must be absent)
+    ("eks-p5", eks_count_down, {NODES}, {DATA, CONTROL_PLANE}),
+    ("eks-p5", eks_count_up, {SAFE}, {NODES, DATA}),
+    ("eks-p5", eks_capacity_type, {NODES}, {DATA}),
+    ("eks-p5", eks_kubernetes_version, {CONTROL_PLANE}, {DATA, NODES}),
+    ("eks-p5", launch_template_user_data, {NODES}, {DATA}),
+    ("eks-p6-b200-capacity-block", launch_template_user_data, {NODES, CAPACITY}, {DATA}),
+    ("pcs-p5", pcs_instance_type, {NODES}, {DATA}),
+    ("pcs-p5", pcs_count_down, {NODES}, {DATA, CONTROL_PLANE}),
+    ("pcs-p6-b200-odcr", pcs_capacity_instance_type, {NODES, CAPACITY}, {DATA}),
+    ("hyperpod-eks-p5", hyperpod_count_down, {NODES}, {DATA}),
+    ("hyperpod-eks-p5", hyperpod_new_group, {SAFE}, {NODES, DATA}),
+    ("hyperpod-eks-p5en-training-plan", hyperpod_training_plan_instance_type, {NODES, CAPACITY}, {DATA}),
+    ("hyperpod-slurm-p5", hyperpod_lifecycle, {SAFE}, {NODES, DATA}),
+    ("parallelcluster-p5", pcluster_instance_type, {NODES}, {DATA}),
+    ("parallelcluster-p5", pcluster_queue_removed, {NODES}, {DATA}),
+    ("eks-p5", eks_new_group, {SAFE}, {NODES, DATA}),
+    ("parallelcluster-p5", pcluster_new_queue, {SAFE}, {NODES, DATA}),
+    ("default", fsx_throughput, {SAFE}, {DATA, NODES}),
+    ("hyperpod-eks-p5", fsx_deployment_type, {DATA}, set()),
+    ("default", dra_path, {DATA}, {NODES}),
+    ("default", launch_template_user_data, {SAFE}, {NODES, DATA}),
+    ("hyperpod-eks-p5", alert_email, {SAFE}, {DATA, NODES, CONTROL_PLANE}),
+    ("pcs-p5", node_subnet_cidr, {CONTROL_PLANE, NODES}, set()),
+]
+
+
+@pytest.mark.parametrize("example, change, present, absent", CASES, ids=[f"{c[0]}:{c[1].__name__}" for c in CASES])
+def test_each_change_is_classified_as_a_reviewer_needs(example, change, present, absent):
+    found = set(classes_of(edit(example, change)))
+    assert present <= found, found
+    assert not (absent & found), found
+
+
+def test_the_cases_cover_every_orchestrator_kind():
+    examples = {c[0] for c in CASES}
+    assert {"default", "pcs-p5", "hyperpod-slurm-p5", "parallelcluster-p5", "eks-p5", "hyperpod-eks-p5"} <= examples
+
+
+def test_no_change_reports_nothing():
+    report = compare(templates("eks-p5"), templates("eks-p5"))
+    assert report.findings == [] and not any(report.stacks.values())
+
+
+def test_a_rolling_update_counts_gpus_and_says_pods_are_evicted_regardless_of_budgets():
+    report = edit("eks-p5", launch_template_user_data)
+    gpu = [f for f in report.findings if f.cls == NODES and f.gpus]
+    assert [f.gpus for f in gpu] == [32]
+    assert "regardless of PodDisruptionBudgets" in gpu[0].jobs
+    assert any("managed-node-update-behavior" in s for s in gpu[0].sources)
+
+
+def test_count_down_terminates_only_the_removed_instances():
+    (finding,) = [f for f in edit("eks-p5", eks_count_down).findings if f.cls == NODES]
+    assert finding.gpus == 16 and "count 4 -> 2" in finding.text
+
+
+def test_parallelcluster_instance_type_is_refused_while_the_fleet_runs():
+    (finding,) = [f for f in edit("parallelcluster-p5", pcluster_instance_type).findings if f.cls == NODES]
+    assert finding.jobs.startswith("blocked") and "COMPUTE_FLEET_STOP" in finding.jobs
+
+
+def pcluster_custom_action(t):
+    cfg = first(t, "Custom::PclusterCluster")["ClusterConfiguration"]
+    cfg["Scheduling"]["SlurmQueues"][0]["CustomActions"]["OnNodeConfigured"]["Args"].append("--next")
+
+
+def test_parallelcluster_drain_lets_running_jobs_finish_on_a_queue_setting():
+    (finding,) = [f for f in edit("parallelcluster-p5", pcluster_custom_action).findings if f.cls == NODES]
+    assert finding.jobs.startswith("survive") and "DRAIN" in finding.jobs
+
+
+def test_fsx_deployment_type_is_replacement_from_the_documented_table_not_the_schema():
+    verdict = judge("AWS::FSx::FileSystem", [("LustreConfiguration", "DeploymentType")])
+    assert verdict.replaced and "documented" in verdict.because[0] and "docs.aws.amazon.com" in verdict.because[0]
+    data = {f.where: f.text for f in edit("default", fsx_deployment_type).findings if f.cls == DATA}
+    assert "UpdateReplacePolicy Retain" in data["fm-dev-storage/FileSystem"]
+    # the associations name the file system: a new file system means new associations too
+    assert {"fm-dev-storage/DraDatasetscb6de1db", "fm-dev-storage/DraCheckpoints13df7a11"} <= set(data)
+
+
+def test_create_only_properties_come_from_the_provider_schemas():
+    assert judge("AWS::EKS::Nodegroup", [("InstanceTypes", "0")]).replaced is True
+    assert judge("AWS::EKS::Nodegroup", [("ScalingConfig", "DesiredSize")]).replaced is False
+    assert judge("Custom::PclusterCluster", [("ClusterConfiguration",)]).replaced is None
+
+
+def test_a_changed_subnet_names_the_order_of_operations_for_the_export_in_use():
+    report = edit("pcs-p5", node_subnet_cidr)
+    (export,) = [e for e in report.exports if "Subnet" in e.name]
+    assert export.importers == ["pcs-p5-cluster"]
+    text = next(f.text for f in report.findings if f.where == f"pcs-p5-network export {export.name}")
+    assert "1. update or destroy pcs-p5-cluster" in text and "2. deploy pcs-p5-network" in text
+
+
+def test_switching_orchestrator_removes_the_old_control_plane_and_nodes():
+    """eks-p5's stacks replaced by what pcs-p5 synthesizes under the same names: the one-line switch."""
+    old = templates("eks-p5")
+    new = json.loads(json.dumps(templates("pcs-p5")).replace("pcs-p5", "eks-p5"))
+    report = compare(old, new)
+    assert {NODES, CONTROL_PLANE} <= set(report.classes())
+    assert any("AWS::EKS::Cluster removed" in f.text for f in report.findings)
+    assert report.gpus_affected >= 32
+
+
+def pcluster_count_down(t):
+    pcluster_resource(t).update(MinCount=1)
+
+
+def test_parallelcluster_count_down_is_refused_under_drain():
+    (finding,) = [f for f in edit("parallelcluster-p5", pcluster_count_down).findings if f.cls == NODES]
+    assert "terminated" in finding.text and "RESIZE_UPDATE_STRATEGY_ON_REMOVE with QueueUpdateStrategy DRAIN" in finding.jobs
+
+
+def test_without_cfn_lints_schemas_the_report_says_so_and_documented_facts_still_apply(monkeypatch):
+    from fmcluster.diff import schemas
+
+    schemas.create_only.cache_clear()
+    monkeypatch.setattr(schemas, "_schema_root", lambda: None)
+    try:
+        report = edit("default", fsx_deployment_type)
+        assert any("schemas are not installed" in n for n in report.notes)
+        assert any(f.cls == DATA and f.where == "fm-dev-storage/FileSystem" for f in report.findings)
+        assert judge("AWS::EKS::Nodegroup", [("InstanceTypes", "0")]).replaced is None  # unknown, not "in place"
+    finally:
+        schemas.create_only.cache_clear()
