@@ -27,6 +27,12 @@ DEFAULT = str(ROOT / "examples" / "default.yaml")
         ("name: x1\nregion: us-east-1\navailability_zone: us-east-1a\nnode_groups: []\ntypo: 1\n", "typo: unknown key"),
         ("name: x1\nregion: us-east-1\navailability_zone: us-east-1a\n"
          "node_groups: [{name: g, instance_type: p5.48xlarge, count: -1}]\n", "node_groups[0]"),
+        ("name: x1\nregion: us-east-1\navailability_zone: us-east-1a\n"
+         "node_groups: [{name: g, instance_type: p5.48xlarge, count: 2}]\n"
+         "storage: {fsx: {data_repository_associations: [{file_system_path: /fsx/datasets, "
+         "data_bucket_prefix: datasets/}]}}\n",
+         "storage.fsx.data_repository_associations[0].file_system_path: /fsx/datasets is a path inside the file "
+         "system, which nodes mount at /fsx: they would see it at /fsx/fsx/datasets; write /datasets"),
     ],
 )
 def test_bad_spec_exits_2_with_field_lines(tmp_path, capsys, command, content, words):

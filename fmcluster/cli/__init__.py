@@ -1,4 +1,4 @@
-"""`fmcluster` command line: validate | plan | diagram | schema | catalog | synth | diff | accept | plan-rules |
+"""`fmcluster` command line: validate | plan | diagram | schema | catalog | synth | diff | job | accept | plan-rules |
 preflight | status.
 
 Exit codes: 0 fine, 1 a check or synthesis failed, 2 bad input (one line per problem,
@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any, List, Optional
 
-from fmcluster.cli import accept_command, aws_commands, diff_command, plan_rules_command, spec_commands
+from fmcluster.cli import accept_command, aws_commands, diff_command, job_command, plan_rules_command, spec_commands
 from fmcluster.cli.errors import EXIT_OK, EXIT_USAGE, UsageError
 
 
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff_command.register(sub)
     accept_command.register(sub)
     plan_rules_command.register(sub)
+    job_command.register(sub)
     aws_commands.register(sub)
     return p
 

@@ -102,7 +102,11 @@ def cmd_synth(args: argparse.Namespace) -> int:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     stacks = sorted(p.name for p in target.glob("*.template.json"))
-    print(f"wrote {len(stacks)} template(s) to {out}: {', '.join(stacks)}")
+    if not args.json:
+        print(f"wrote {len(stacks)} template(s) to {out}: {', '.join(stacks)}")
+    from fmcluster.cli.synth_summary import print_summary
+
+    print_summary(spec, target, args.file, as_json=args.json)
     return EXIT_OK
 
 
@@ -139,3 +143,4 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sp.add_argument("file")
     sp.add_argument("--out", default="cdk.out", help="Output directory (default cdk.out); an existing one is replaced "
                     "only when an earlier synth wrote it.")
+    sp.add_argument("--json", action="store_true", help="Print the summary (stacks, deploy order, next commands) as JSON.")

@@ -63,18 +63,20 @@ def storage_figures(spec: Any) -> Dict[str, Any]:
         return {"fsx": None}
     tib = fsx.storage_capacity_gib / 1024
     per_tib = fsx.throughput or SCRATCH_2_MBPS_PER_TIB
-    dras = [{"file_system_path": d.file_system_path,
-             "s3": d.repository_path or f"data bucket/{d.data_bucket_prefix}",
+    dras = [{"file_system_path": d.file_system_path, "node_path": fsx.node_path(d.file_system_path),
+             "s3": spec.storage.association_s3_path(d, created_bucket=f"<{spec.name} data bucket>"),
              "auto_import": list(d.auto_import), "auto_export": list(d.auto_export)}
             for d in fsx.data_repository_associations]
-    return {"fsx": {"deployment_type": fsx.deployment_type, "capacity_tib": round(tib, 2),
+    return {"fsx": {"deployment_type": fsx.deployment_type, "capacity_gib": fsx.storage_capacity_gib,
+                    "capacity_tib": round(tib, 2),
                     "throughput_mbps_per_tib": per_tib, "throughput_gbps": round(tib * per_tib / 1000, 2),
                     "efa": fsx.efa, "associations": len(dras), "data_repository_associations": dras,
                     "mount_point": fsx.mount_point}}
 
 
 def cluster_figures(spec: Any, gradient_gb: float) -> Dict[str, Any]:
-    groups: List[Dict[str, Any]] = [group_figures(g, gradient_gb * GB) for g in spec.node_groups]
+    groups: List[Dict[str, Any]] = [dict(group_figures(g, gradient_gb * GB), placement=spec.placement_of(g))
+                                     for g in spec.node_groups]
     total = {
         "nodes": sum(p["nodes"] for p in groups),
         "gpus": sum(p["gpus"] for p in groups),

@@ -41,7 +41,7 @@ def graph(spec: Any) -> Any:
     with g.subgraph(name="cluster_vpc") as vpc:
         vpc.attr(label=f"VPC · private node subnet in {spec.availability_zone}", style="rounded,filled",
                  fillcolor=COLORS["vpc"], color="#90a4ae", fontsize="12")
-        anchors = [_group(vpc, grp, i) for i, grp in enumerate(spec.node_groups)]
+        anchors = [_group(vpc, grp, i, spec.placement_of(grp)) for i, grp in enumerate(spec.node_groups)]
         if any(grp.efa_enabled for grp in spec.node_groups):
             vpc.node("efa", "EFA fabric\n(EFA security group:\nall traffic to and from itself)", shape="hexagon",
                      fillcolor=COLORS["efa"])
@@ -54,11 +54,10 @@ def graph(spec: Any) -> Any:
     return g
 
 
-def _group(parent: Any, grp: Any, index: int) -> tuple:
+def _group(parent: Any, grp: Any, index: int, placement: str) -> tuple:
     t = grp.instance
     cluster = f"cluster_group_{index}"
     with parent.subgraph(name=cluster) as c:
-        placement = grp.placement_strategy
         gpus = f" · {grp.count * t.gpus} {t.gpu}" if t.is_gpu else ""
         c.attr(label=f"{grp.name}: {grp.count} x {grp.instance_type}{gpus}\nplacement group: {placement} · "
                      f"capacity: {grp.capacity.type}", style="rounded,filled", color="#43a047" if t.is_gpu else "#90a4ae",
@@ -100,7 +99,8 @@ def _node_labels(nodes: int, t: Any) -> List[tuple]:
 
 def _orchestrator(parent: Any, spec: Any, anchors: List[tuple]) -> None:
     kind = spec.orchestrator_kind
-    label = kind.summary if kind.node_agent or kind.extra_instances(spec) else f"no orchestrator\n({kind.summary})"
+    described = kind.describe(spec)
+    label = described if kind.node_agent or kind.extra_instances(spec) else f"no orchestrator\n({described})"
     for extra in kind.extra_instances(spec):
         label += f"\n{extra.role} {extra.count} x {extra.instance_type}"
     parent.node("orchestrator", label, fillcolor=COLORS["orch"], shape="component")
@@ -109,25 +109,33 @@ def _orchestrator(parent: Any, spec: Any, anchors: List[tuple]) -> None:
 
 
 def _storage(vpc: Any, top: Any, spec: Any, anchors: List[tuple]) -> None:
-    fsx = spec.storage.fsx
-    bucket = spec.storage.data_bucket.existing_name or f"{spec.name} data bucket"
-    top.node("s3", f"S3\n{bucket}", shape="cylinder", fillcolor=COLORS["s3"])
+    storage = spec.storage
+    fsx = storage.fsx
+    data_bucket = storage.data_bucket.existing_name or f"{spec.name} data bucket"
+    top.node("s3", f"S3\n{data_bucket}", shape="cylinder", fillcolor=COLORS["s3"])
     if fsx is None:
         return
     per_tib = fsx.throughput or 200
     tib = fsx.storage_capacity_gib / 1024
-    vpc.node("fsx", f"FSx for Lustre {fsx.deployment_type}\n{tib:.3g} TiB · {tib * per_tib / 1000:.3g} GB/s\n"
-             f"mounted at {fsx.mount_point}" + (" · EFA" if fsx.efa else ""), shape="cylinder", fillcolor=COLORS["fsx"])
+    vpc.node("fsx", f"FSx for Lustre {fsx.deployment_type}\n{fsx.storage_capacity_gib} GiB ({tib:.4g} TiB) · "
+             f"{tib * per_tib / 1000:.3g} GB/s\nmounted at {fsx.mount_point}" + (" · EFA" if fsx.efa else ""),
+             shape="cylinder", fillcolor=COLORS["fsx"])
     for anchor, cluster, _, _ in anchors:
         vpc.edge(anchor, "fsx", ltail=cluster, dir="both", color="#1565c0", label="Lustre")
     for d in fsx.data_repository_associations:
-        s3_path = d.repository_path or d.data_bucket_prefix
+        # Drawn from the bucket the association really links, at the path nodes see.
+        bucket = storage.association_bucket(d)
+        s3 = "s3" if bucket is None or bucket == storage.data_bucket.existing_name else f"s3_{bucket}"
+        if s3 != "s3":
+            top.node(s3, f"S3\n{bucket}", shape="cylinder", fillcolor=COLORS["s3"])
+        s3_path = storage.association_s3_path(d, created_bucket=f"<{data_bucket}>")
+        node_path = fsx.node_path(d.file_system_path)
         if d.auto_export:
-            top.edge("fsx", "s3", label=f"{d.file_system_path} → {s3_path}\nexport", color="#c62828")
+            top.edge("fsx", s3, label=f"{node_path} → {s3_path}\nexport", color="#c62828")
         if d.auto_import:
-            top.edge("s3", "fsx", label=f"{s3_path} → {d.file_system_path}\nimport", color="#c62828")
+            top.edge(s3, "fsx", label=f"{s3_path} → {node_path}\nimport", color="#c62828")
         if not d.auto_export and not d.auto_import:
-            top.edge("fsx", "s3", label=f"{d.file_system_path} ↔ {s3_path}\nlazy load", style="dotted")
+            top.edge("fsx", s3, label=f"{node_path} ↔ {s3_path}\nlazy load", style="dotted")
 
 
 def _observability(g: Any, spec: Any) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, List, Sequence
 from fmcluster.planner.chart import legend, step_chart
 from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, plain, val
 from fmcluster.planner.text import framework_line as text_framework_line
-from fmcluster.planner.text import percent
+from fmcluster.planner.text import hbm_fit, percent
 
 CSS = """
 body{font-family:"DejaVu Sans",Arial,sans-serif;margin:0;background:#f4f6f8;color:#1f2933;font-size:14px}
@@ -102,9 +102,12 @@ def cluster_section(report: Dict[str, Any], spec: Any) -> str:
     groups = table(("group", "nodes", "GPUs", "GPU", "PFLOPS BF16", "HBM TiB", "NVLink domains", "EFA Gbps", "NVMe TB",
                     "capacity", "placement", "unverified"), rows, numeric=(2, 4, 5, 7, 8))
     fsx = c["storage"]["fsx"]
-    storage = (f"<p>FSx for Lustre {escape(fsx['deployment_type'])}: {plain(fsx['capacity_tib'], 6)} TiB, "
+    storage = (f"<p>FSx for Lustre {escape(fsx['deployment_type'])}: {fsx['capacity_gib']} GiB "
+               f"({plain(fsx['capacity_tib'], 6)} TiB), "
                f"{plain(fsx['throughput_gbps'], 6)} GB/s ({fsx['throughput_mbps_per_tib']} MB/s per TiB), "
-               f"{fsx['associations']} S3 association(s)</p>") if fsx else "<p>No FSx for Lustre in the spec.</p>"
+               f"{fsx['associations']} S3 association(s)</p>"
+               + "".join(f"<p>{escape(d['node_path'])} ↔ {escape(d['s3'])}</p>" for d in fsx["data_repository_associations"])
+               ) if fsx else "<p>No FSx for Lustre in the spec.</p>"
     notes = "".join(f"<li>{escape(line)}</li>" for line in c.get("orchestrator_notes", []))
     orchestrator = f"<ul>{notes}</ul>" if notes else ""
     return f"<section><h2>Cluster</h2>{picture}{groups}{storage}{orchestrator}</section>"
@@ -115,7 +118,7 @@ def job_section(j: Dict[str, Any], report: Dict[str, Any]) -> str:
     head = (f"<h2>Training job on {escape(j['group'])}: {hw['gpus']} x {escape(hw['gpu'])}</h2><p>NVLink domain "
             f"{hw['nvlink_domain_gpus']} GPUs at {plain(hw['nvlink_gb_s_one_way_per_gpu'], 6)} GB/s per GPU one way; "
             f"{escape(hw['internode_link'])} {plain(hw['internode_gb_s_per_gpu'], 3)} GB/s per GPU; {j['layouts_fitting']} of "
-            f"{j['layouts_evaluated']} layouts fit {plain(hw['hbm_gib_per_gpu'], 6)} GiB of HBM.</p>")
+            f"{j['layouts_evaluated']} layouts fit {escape(hbm_fit(hw))}.</p>")
     if not j["fits"]:
         return f'<section>{head}<p class="bad">{escape(j["overflow"])}</p></section>'
     return (f"<section>{head}{memory_table(j)}{estimate_table(j)}{step_section(j)}{expert_table(j)}{checkpoint_table(j)}"

@@ -43,12 +43,19 @@ def cluster_lines(c: Dict[str, Any]) -> List[str]:
     fsx = c["storage"]["fsx"]
     if fsx:
         lines.append(
-            f"  storage: FSx for Lustre {fsx['deployment_type']} {plain(fsx['capacity_tib'], 6)} TiB, "
+            f"  storage: FSx for Lustre {fsx['deployment_type']} {fsx['capacity_gib']} GiB "
+            f"({plain(fsx['capacity_tib'], 6)} TiB), "
             f"{plain(fsx['throughput_gbps'], 6)} GB/s aggregate ({fsx['throughput_mbps_per_tib']} MB/s per TiB)"
             f"{', EFA' if fsx['efa'] else ''}, {fsx['associations']} S3 association(s)"
         )
+        lines += [f"    {d['node_path']} {ARROWS[bool(d['auto_import']), bool(d['auto_export'])]} {d['s3']}"
+                  for d in fsx["data_repository_associations"]]
     lines += [f"  {line}" for line in c.get("orchestrator_notes", [])]
     return lines
+
+
+# (auto import, auto export) -> how data moves between the path nodes see and S3; neither: lazy load on first read.
+ARROWS = {(True, True): "<->", (True, False): "<-", (False, True): "->", (False, False): "<- (lazy load)"}
 
 
 def cost_lines(cost: Dict[str, Any]) -> List[str]:
@@ -83,13 +90,20 @@ def framework_line(fw: Dict[str, Any]) -> str:
     return f"framework {fw['key']}: {fw['label']}: {kinds} (d = data-parallel ranks)"
 
 
+def hbm_fit(hw: Dict[str, Any]) -> str:
+    """The memory a layout must fit, said once the same way everywhere: usable GiB of the GPU's HBM."""
+    usable = hw["hbm_gib_per_gpu"] * hw["usable_hbm_fraction"]
+    return (f"{usable:.0f} usable GiB of {plain(hw['hbm_gib_per_gpu'], 6)} GiB HBM per GPU "
+            f"({hw['usable_hbm_fraction']:.0%})")
+
+
 def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     hw = j["hardware"]
     nvlink = (f"NVLink domain {hw['nvlink_domain_gpus']} GPUs at {plain(hw['nvlink_gb_s_one_way_per_gpu'], 6)} GB/s"
               if hw["nvlink_gb_s_one_way_per_gpu"] else "no NVLink")
     head = (f"job on {j['group']} ({hw['gpus']} x {hw['gpu']}, {nvlink}, {hw['internode_link']} "
             f"{plain(hw['internode_gb_s_per_gpu'], 3)} GB/s per GPU): {j['layouts_fitting']} of {j['layouts_evaluated']} "
-            f"layouts fit {plain(hw['hbm_gib_per_gpu'], 6)} GiB")
+            f"layouts fit {hbm_fit(hw)}")
     if not j["fits"]:
         return [head, f"  does not fit: {j['overflow']}"]
     lines = [head, "  fastest layouts by the estimate (exposed communication, bubble, narrow GEMMs) beside the lower bound "
@@ -97,7 +111,7 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     for i, b in enumerate(j["best"], 1):
         mem, st = b["memory"], b["step"]
         lines.append(f"    {i}. {b['layout']['description']}: {val(mem['total']) / GIB:.1f} of "
-                     f"{val(mem['usable_hbm']) / GIB:.0f} GiB; {b['layout']['tokens_per_step']:,} tokens per step; "
+                     f"{val(mem['usable_hbm']) / GIB:.0f} usable GiB; {b['layout']['tokens_per_step']:,} tokens per step; "
                      f"step ~ {human_seconds(val(b['estimate']['seconds']))} estimated "
                      f"(MFU {plain(val(b['estimate']['mfu']), 2)}), >= {human_seconds(val(st['bound']))} bound; "
                      f"{human_count(val(b['estimate']['tokens_per_s']))} tokens/s estimated")

@@ -49,6 +49,8 @@ class OrchestratorTraits:
         in a SageMaker service account and use SageMaker quotas instead).
     :param uses_image_family: node groups boot from fmcluster's launch templates, so ``image_family`` decides their
         root device and default image (False where the service picks the image: HyperPod, ParallelCluster, EKS).
+    :param places_instances: fmcluster creates the groups' placement groups (``NodeGroup.placement_strategy``);
+        False where the service places its instances itself and no placement group is created (HyperPod).
     :param addresses_per_node: VPC addresses each node takes beyond its IP-consuming interfaces (pod addresses
         under the VPC CNI); the spec sizes the node subnet with them.
     :param validation_policies: what a failed boot validation may do on its nodes (``validation.policy``), its
@@ -67,6 +69,7 @@ class OrchestratorTraits:
     capacity_types: FrozenSet[str]
     instances_in_account: bool = True
     uses_image_family: bool = True
+    places_instances: bool = True
     addresses_per_node: int = 0
     validation_policies: Tuple[str, ...] = ("drain", "fail", "report")
     validation_policy_note: str = ""
@@ -100,6 +103,10 @@ class OrchestratorTraits:
         nodes that report with it). Default: every node of every group. A kind whose nodes start only for jobs
         expects only those that always run."""
         return {g.name: g.count for g in spec.node_groups}
+
+    def describe(self, spec: ClusterSpec) -> str:
+        """One line on what this spec's orchestrator runs, naming its choices (the diagram's box); default: summary."""
+        return self.summary
 
     def plan_notes(self, spec: ClusterSpec) -> List[str]:
         """Lines ``fmcluster plan`` prints about the orchestrator (what it runs, what CloudFormation cannot build)."""
@@ -171,7 +178,12 @@ class ClusterSpec(SpecModel):
             if kind.uses_image_family:
                 found += [(f"node_groups[{i}].{path}", msg) for path, msg in g.image_problems()]
             if g.capacity.type not in kind.capacity_types:
-                hint = " (training plans are SageMaker HyperPod capacity)" if g.capacity.type == "training-plan" else ""
+                hint = ""
+                if g.capacity.type == "training-plan":
+                    hint = " (training plans are SageMaker HyperPod capacity)"
+                elif g.capacity.type == "capacity-block" and "training-plan" in kind.capacity_types:
+                    hint = ("; its reserved capacity is a SageMaker training plan for the same instances and window "
+                            "(docs/capacity.md), or keep the block with an orchestrator that takes capacity-block")
                 found.append((f"node_groups[{i}].capacity.type", f"orchestrator {kind.name} takes "
                               f"{', '.join(sorted(kind.capacity_types))}, not {g.capacity.type}{hint}"))
         policy = self.validation.policy
@@ -190,6 +202,10 @@ class ClusterSpec(SpecModel):
     def orchestrator_kind(self) -> OrchestratorTraits:
         """The traits of the spec's orchestrator kind."""
         return type(self).kinds[self.orchestrator.type]
+
+    def placement_of(self, group: NodeGroup) -> str:
+        """The placement group the stacks create for a group: cluster, partition, or none."""
+        return group.placement_strategy if self.orchestrator_kind.places_instances else "none"
 
     def _storage_problems(self) -> List[Problem]:
         fsx = self.storage.fsx

@@ -42,7 +42,9 @@ def _nested(a: str, b: str) -> bool:
 class DataRepositoryAssociation(SpecModel):
     """A file system directory linked to an S3 prefix: lazy import in, automatic export out."""
 
-    file_system_path: str = Field(description="Absolute directory on the file system, e.g. /datasets.")
+    file_system_path: str = Field(
+        description="Directory from the file system's root, e.g. /datasets; nodes see it below mount_point (/fsx/datasets)."
+    )
     repository_path: Optional[str] = Field(
         None, description="s3://bucket/prefix/ of another bucket; give this or data_bucket_prefix."
     )
@@ -151,6 +153,10 @@ class Fsx(SpecModel):
     def persistent(self) -> bool:
         return self.deployment_type == "PERSISTENT_2"
 
+    def node_path(self, file_system_path: str) -> str:
+        """Where nodes see a directory of the file system: below the mount point."""
+        return self.mount_point if file_system_path == "/" else self.mount_point + file_system_path
+
     @property
     def throughput(self) -> Optional[int]:
         if not self.persistent:
@@ -204,6 +210,7 @@ class Fsx(SpecModel):
             found.append(("data_repository_associations", f"{len(dras)} associations; FSx allows at most "
                           f"{MAX_DATA_REPOSITORY_ASSOCIATIONS} per file system"))
         for i, dra in enumerate(dras):
+            found += self._repeats_mount_point(i, dra.file_system_path)
             for j in range(i):
                 other = dras[j]
                 if dra.file_system_path == other.file_system_path:
@@ -221,6 +228,17 @@ class Fsx(SpecModel):
                                   f"its S3 location overlaps entry {j}'s; each association needs its own bucket or "
                                   "prefix, not nested in another's"))
         return found
+
+    def _repeats_mount_point(self, index: int, path: str) -> List[tuple[str, str]]:
+        # FileSystemPath is a path on the file system, from its root (FSx API reference: DataRepositoryAssociation),
+        # and nodes mount that root at mount_point: writing the mount point again nests the data one level deeper.
+        mount = self.mount_point
+        if path != mount and not path.startswith(mount + "/"):
+            return []
+        inside = path[len(mount):] or "/"
+        return [(f"data_repository_associations[{index}].file_system_path",
+                 f"{path} is a path inside the file system, which nodes mount at {mount}: they would see it at "
+                 f"{self.node_path(path)}; write {inside} to have it at {path}")]
 
 
 class LifecycleRule(SpecModel):
@@ -264,6 +282,18 @@ class Storage(SpecModel):
 
     fsx: Optional[Fsx] = None
     data_bucket: DataBucket = Field(default_factory=DataBucket)
+
+    def association_bucket(self, dra: DataRepositoryAssociation) -> Optional[str]:
+        """The bucket an association links: its own, the existing data bucket, or None for the one fmcluster creates."""
+        if dra.repository_path:
+            return dra.repository_path[len("s3://"):].split("/", 1)[0]
+        return self.data_bucket.existing_name
+
+    def association_s3_path(self, dra: DataRepositoryAssociation, created_bucket: str = "<data bucket>") -> str:
+        """s3://bucket/prefix/ the association links, naming the created bucket `created_bucket` (named at deploy)."""
+        if dra.repository_path:
+            return dra.repository_path
+        return f"s3://{self.association_bucket(dra) or created_bucket}/{dra.data_bucket_prefix}"
 
     @model_validator(mode="after")
     def _existing_bucket(self) -> Storage:

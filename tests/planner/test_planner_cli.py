@@ -54,6 +54,14 @@ def test_text_shows_per_layout_tokens_estimate_bound_and_the_framework(capsys):
     assert "framework megatron: Megatron-LM / NeMo (bf16 weights, fp32 gradients)" in out
 
 
+def test_the_memory_a_layout_must_fit_is_said_the_same_way_in_the_head_and_each_layout(capsys):
+    rc, out = run(["plan", DEFAULT, "--model", "llama3-8b"], capsys)
+    head = re.search(r"layouts fit (\d+) usable GiB of 80 GiB HBM per GPU \(90%\)", out)
+    assert rc == 0 and head, out
+    listed = [ln for ln in out.splitlines() if re.match(r"^    \d\. ", ln)]
+    assert listed and all(f" of {head.group(1)} usable GiB;" in ln for ln in listed)
+
+
 def test_plan_json_every_figure_carries_formula_and_inputs(capsys):
     rc, out = run(["plan", DEFAULT, "--model", "llama3-8b", "--json"], capsys)
     report = json.loads(out)

@@ -3,6 +3,8 @@ domains, EFA, all-reduce bounds, and the shared file system's throughput."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fmcluster.planner.cluster import cluster_figures, storage_figures
@@ -34,3 +36,36 @@ def test_storage_throughput_is_capacity_times_the_tier():
     assert fsx["capacity_tib"] == 37.5 and fsx["throughput_mbps_per_tib"] == 1000
     assert fsx["throughput_gbps"] == pytest.approx(37.5) and fsx["efa"] is True and fsx["associations"] == 2
     assert storage_figures(load_spec("examples/existing-vpc.yaml")) == {"fsx": None}
+
+
+def test_plan_shows_each_association_at_the_path_nodes_see_and_in_the_bucket_it_links():
+    from fmcluster.planner.text import cluster_lines
+
+    s = load_spec("examples/default.yaml")
+    c = cluster_figures(s, 14.0)
+    dras = c["storage"]["fsx"]["data_repository_associations"]
+    assert [(d["file_system_path"], d["node_path"]) for d in dras] == [
+        ("/datasets", "/fsx/datasets"), ("/checkpoints", "/fsx/checkpoints")]
+    text = "\n".join(cluster_lines(c))
+    assert "/fsx/datasets <- s3://<fm-dev data bucket>/datasets/" in text
+    assert "/fsx/checkpoints -> s3://<fm-dev data bucket>/checkpoints/" in text
+
+
+def test_fsx_capacity_is_shown_as_the_spec_gives_it_in_gib_with_its_exact_tib():
+    from fmcluster.planner.text import cluster_lines
+
+    s = parse_spec({"name": "first", "region": "us-west-2", "availability_zone": "us-west-2a",
+                    "node_groups": [{"name": "gpu", "instance_type": "p5en.48xlarge", "count": 16}],
+                    "storage": {"fsx": {"storage_capacity_gib": 19200}}})
+    text = "\n".join(cluster_lines(cluster_figures(s, 14.0)))
+    assert "FSx for Lustre PERSISTENT_2 19200 GiB (18.75 TiB)" in text
+
+
+def test_plan_and_diagram_show_no_placement_group_where_the_service_places_the_instances():
+    for path in sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml")):
+        s = load_spec(path)
+        placements = [g["placement"] for g in cluster_figures(s, 14.0)["groups"]]
+        if not s.orchestrator_kind.places_instances:
+            assert set(placements) == {"none"}, path
+        else:
+            assert placements == [g.placement_strategy for g in s.node_groups], path

@@ -28,8 +28,10 @@ def source(s) -> str:
 def test_graph_holds_groups_domains_fabric_storage_orchestrator_and_observability():
     text = source(load_spec(EXAMPLES / "default.yaml"))
     for part in ("gpu: 2 x p5.48xlarge · 16 H100", "NVLink domain 1: 8 GPUs", "NVLink domain 2", "EFA fabric",
-                 "placement group: cluster", "FSx for Lustre PERSISTENT_2", "/checkpoints → checkpoints/",
-                 "datasets/ → /datasets", "no orchestrator", "Amazon Managed Service", "3200 Gbps/node"):
+                 "placement group: cluster", "FSx for Lustre PERSISTENT_2",
+                 "/fsx/checkpoints → s3://<fm-dev data bucket>/checkpoints/",
+                 "s3://<fm-dev data bucket>/datasets/ → /fsx/datasets", "no orchestrator", "Amazon Managed Service",
+                 "3200 Gbps/node"):
         assert part in text, part
     assert "Grafana" not in text
 
@@ -42,6 +44,29 @@ def test_orchestrators_and_collapsed_ultraserver_domains():
     assert "Amazon Managed Grafana" in gb
     big = source(spec("p5.48xlarge", 64))
     assert "62 more NVLink domains" in big and big.count("NVLink domain ") == 2
+
+
+def test_associations_are_drawn_from_the_bucket_really_linked_to_the_path_nodes_see():
+    fsx = {"mount_point": "/lustre", "data_repository_associations": [
+        {"file_system_path": "/datasets", "data_bucket_prefix": "datasets/", "auto_export": []},
+        {"file_system_path": "/laion", "repository_path": "s3://shared-laion/v2/", "auto_import": [],
+         "auto_export": ["NEW"]}]}
+    text = source(spec(storage={"fsx": fsx, "data_bucket": {"existing_name": "acme-datasets"}}))
+    assert 'label="S3\nacme-datasets"' in text and "plan data bucket" not in text
+    assert "s3 -> fsx" in text and "s3://acme-datasets/datasets/ → /lustre/datasets" in text
+    assert 'label="S3\nshared-laion"' in text and "/lustre/laion → s3://shared-laion/v2/" in text
+    assert "fsx -> s3_shared-laion" in text or 'fsx -> "s3_shared-laion"' in text
+
+
+@pytest.mark.parametrize("example", sorted(p.stem for p in EXAMPLES.glob("*.yaml")))
+def test_the_diagram_draws_the_placement_groups_the_committed_templates_create(example):
+    import json
+    import re
+
+    drawn = re.findall(r"placement group: (\w+)", source(load_spec(EXAMPLES / f"{example}.yaml")))
+    created = sum(json.dumps(json.loads(t.read_text())).count('"AWS::EC2::PlacementGroup"')
+                  for t in (ROOT / "templates" / example).glob("*.template.json"))
+    assert sum(p != "none" for p in drawn) == created, (drawn, created)
 
 
 @needs_dot

@@ -142,6 +142,38 @@ def test_association_mistakes_name_their_field(data, path, words):
     assert any(p.startswith(f"{path}:") and words in p for p in found), found
 
 
+@pytest.mark.parametrize("mount_point, path, seen, instead", [
+    ("/fsx", "/fsx/datasets", "/fsx/fsx/datasets", "/datasets"),
+    ("/fsx", "/fsx", "/fsx/fsx", "/"),
+    ("/lustre/shared", "/lustre/shared/ckpt", "/lustre/shared/lustre/shared/ckpt", "/ckpt"),
+])
+def test_an_association_path_repeating_the_mount_point_is_refused_with_the_path_nodes_would_see(
+        mount_point, path, seen, instead):
+    data = with_fsx(mount_point=mount_point,
+                    data_repository_associations=[{"file_system_path": path, "data_bucket_prefix": "d/"}])
+    found = problems(data)
+    field = "storage.fsx.data_repository_associations[0].file_system_path"
+    assert any(p.startswith(f"{field}:") and f"would see it at {seen};" in p and f"write {instead} to have it at "
+               f"{path}" in p for p in found), found
+
+
+def test_paths_that_only_share_a_prefix_with_the_mount_point_are_fine_and_nodes_see_them_below_it():
+    fsx = parse_spec(with_fsx(data_repository_associations=[
+        {"file_system_path": "/fsxdata", "data_bucket_prefix": "d/"}])).storage.fsx
+    assert fsx.node_path("/fsxdata") == "/fsx/fsxdata" and fsx.node_path("/") == "/fsx"
+
+
+def test_association_s3_path_names_the_bucket_really_linked():
+    data = dras(DATASETS, {"file_system_path": "/laion", "repository_path": "s3://shared-datasets/laion/"})
+    storage = parse_spec(data).storage
+    created, other = storage.fsx.data_repository_associations
+    assert storage.association_s3_path(created, created_bucket="<new>") == "s3://<new>/datasets/"
+    assert storage.association_bucket(other) == "shared-datasets"
+    data["storage"]["data_bucket"] = {"existing_name": "acme-datasets"}
+    storage = parse_spec(data).storage
+    assert storage.association_s3_path(storage.fsx.data_repository_associations[0]) == "s3://acme-datasets/datasets/"
+
+
 def test_associations_to_other_buckets_and_sibling_paths_are_fine():
     spec = parse_spec(dras(
         DATASETS,

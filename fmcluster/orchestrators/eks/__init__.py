@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 
 class Eks(OrchestratorKind[settings.EksOrchestrator]):
+    def describe(self, spec: ClusterSpec) -> str:
+        scheduler = settings.SCHEDULER_NAMES[self.settings_of(spec).eks.scheduler]
+        return f"Amazon EKS with GPU managed node groups, {scheduler} and a boot-validation node gate"
+
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
         return settings.spec_rules(spec)
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
 
 SCHEDULERS = ("kueue", "volcano", "kai")
+SCHEDULER_NAMES = {"kueue": "Kueue", "volcano": "Volcano", "kai": "KAI Scheduler"}  # as their projects write them
 EFA_DEVICES = ("plugin", "dra")
 SYSTEM_GROUP = "system"
 # The node-side validation policies a managed node group can honour: EKS joins a node whatever its user data returns,

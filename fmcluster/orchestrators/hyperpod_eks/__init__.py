@@ -68,6 +68,7 @@ KIND = HyperPodEks(
     # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
     capacity_types=frozenset({"on-demand", "training-plan"}),
     instances_in_account=False,
+    places_instances=False,  # HyperPod places its instances; the templates create no placement group
     uses_image_family=False,  # HyperPod runs its own EKS AMI
     # pods take VPC addresses on the instance's one ENI, as on EKS managed nodes (same VPC CNI settings)
     addresses_per_node=POD_ADDRESSES_PER_NODE,

@@ -51,6 +51,7 @@ KIND = HyperPodSlurm(
     # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
     capacity_types=frozenset({"on-demand", "training-plan"}),
     instances_in_account=False,
+    places_instances=False,  # HyperPod places its instances; the templates create no placement group
     uses_image_family=False,
     validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason",
 )

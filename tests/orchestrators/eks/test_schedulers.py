@@ -79,3 +79,12 @@ def test_kai_queues_and_topologies():
     assert queue["resources"]["gpu"]["quota"] == 32 and queue["resources"]["cpu"]["quota"] == 4 * 192 * 1000
     for obj in objects:
         validate(obj, "1.35")
+
+
+@pytest.mark.parametrize("scheduler, named", [("kueue", "Kueue"), ("volcano", "Volcano"), ("kai", "KAI Scheduler")])
+def test_the_diagram_box_names_the_scheduler_chosen_and_no_other(scheduler, named):
+    from fmcluster.planner.diagram import graph
+
+    text = graph(spec_with(scheduler)).source
+    assert f"Amazon EKS with GPU managed node groups, {named} and a boot-validation node gate" in text
+    assert all(other not in text for other in ("Kueue", "Volcano", "KAI") if not named.startswith(other))
