@@ -19,7 +19,7 @@ from fmcluster.orchestrators.hyperpod_eks.versions import (
     KUBERNETES_VERSIONS,
     TASK_GOVERNANCE,
 )
-from fmcluster.platforms.hyperpod.settings import offered_problem
+from fmcluster.platforms.hyperpod.settings import HyperPodInstanceType, ThreadsPerCore, offered_problem
 from fmcluster.platforms.kubernetes.settings import (
     EksControlPlaneSettings,
     control_plane_rules,
@@ -92,7 +92,7 @@ class HyperPodEksSettings(SpecModel):
     """SageMaker HyperPod on EKS: the instance groups' cluster-wide settings. Each spec node group is one instance
     group; a CPU system group runs cluster services (CoreDNS, Kueue, operators, exporters)."""
 
-    system_instance_type: str = Field(
+    system_instance_type: HyperPodInstanceType = Field(
         "ml.m5.4xlarge", description="CPU instance group for cluster services (29 pods per ml.m5.4xlarge node: HyperPod "
                                      "gives each instance one ENI).")
     system_count: int = Field(2, ge=1, le=10, description="System nodes (two keep CoreDNS and controllers available).")
@@ -101,7 +101,7 @@ class HyperPodEksSettings(SpecModel):
     deep_health_checks: bool = Field(
         True, description="InstanceStress and InstanceConnectivity on GPU groups before their nodes take work; HyperPod "
                           "then refuses custom taints on those groups.")
-    threads_per_core: int = Field(1, description="1: hyperthreading off (usual for GPU training), 2: on.")
+    threads_per_core: ThreadsPerCore = 1
     volume_gib: int = Field(500, ge=1, le=16384, description="EBS volume at /opt/sagemaker on every node.")
     training_operator: bool = Field(
         False, description="Install the HyperPod training operator add-on (HyperPodPyTorchJob: elastic training, "
@@ -114,21 +114,6 @@ class HyperPodEksSettings(SpecModel):
             raise_problems([(key, f"{why}; it applies to orchestrator type hyperpod-slurm")
                             for key, why in SLURM_ONLY.items() if key in data])
         return data
-
-    @field_validator("system_instance_type")
-    @classmethod
-    def _offered(cls, v: str) -> str:
-        problem = offered_problem(v)
-        if problem:
-            raise ValueError(problem)
-        return ml_type(v)
-
-    @field_validator("threads_per_core")
-    @classmethod
-    def _threads(cls, v: int) -> int:
-        if v not in (1, 2):
-            raise ValueError(f"ThreadsPerCore is 1 (hyperthreading off) or 2 (on), not {v}")
-        return v
 
 
 class PriorityClass(SpecModel):

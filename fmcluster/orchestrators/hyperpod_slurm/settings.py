@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, List, Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.platforms.hyperpod.settings import offered_problem
-from fmcluster.runtime.contract import SSH_KEY_TYPES, UID_MAX, UID_MIN, USER_NAME_PATTERN, ml_type, ssh_key_ok
+from fmcluster.platforms.hyperpod.settings import HyperPodInstanceType, ThreadsPerCore, offered_problem
+from fmcluster.runtime.contract import SSH_KEY_TYPES, UID_MAX, UID_MIN, USER_NAME_PATTERN, ssh_key_ok
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
 from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings, orchestrator_settings
 
@@ -57,10 +57,10 @@ class ClusterUser(SpecModel):
 class HyperPodSettings(SpecModel):
     """SageMaker HyperPod (Slurm): the controller and login groups and cluster-wide settings."""
 
-    controller_instance_type: str = Field("ml.m5.12xlarge", description="Slurm controller (one node).")
-    login_instance_type: Optional[str] = Field(None, description="Login nodes' type; absent: no login group.")
+    controller_instance_type: HyperPodInstanceType = Field("ml.m5.12xlarge", description="Slurm controller (one node).")
+    login_instance_type: Optional[HyperPodInstanceType] = Field(None, description="Login nodes' type; absent: no login group.")
     login_count: int = Field(1, ge=1, le=8, description="Login nodes (with login_instance_type).")
-    threads_per_core: int = Field(1, description="1: hyperthreading off (usual for GPU training), 2: on.")
+    threads_per_core: ThreadsPerCore = 1
     node_recovery: Literal["Automatic", "None"] = Field(
         "Automatic", description="Automatic: HyperPod reboots or replaces nodes that fail health checks."
     )
@@ -72,23 +72,6 @@ class HyperPodSettings(SpecModel):
     )
     volume_gib: int = Field(500, ge=1, le=16384, description="EBS volume at /opt/sagemaker on every node.")
     users: List[ClusterUser] = Field(default_factory=list, description="Users created on every node.")
-
-    @field_validator("controller_instance_type", "login_instance_type")
-    @classmethod
-    def _offered(cls, v: Optional[str]) -> Optional[str]:
-        if v is None:
-            return v
-        problem = offered_problem(v)
-        if problem:
-            raise ValueError(problem)
-        return ml_type(v)
-
-    @field_validator("threads_per_core")
-    @classmethod
-    def _threads(cls, v: int) -> int:
-        if v not in (1, 2):
-            raise ValueError(f"ThreadsPerCore is 1 (hyperthreading off) or 2 (on), not {v}")
-        return v
 
     @model_validator(mode="after")
     def _users(self) -> HyperPodSettings:
