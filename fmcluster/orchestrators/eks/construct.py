@@ -54,7 +54,8 @@ class EksOrchestration(Construct):
                                                               policy=spec.validation_policy))
         if context.metrics_workspace_arn is not None:
             objects.manifest("Exporters", metrics.exporter_objects(
-                system_selector={labels.GROUP: SYSTEM_GROUP}, gpus=any(g.instance.is_gpu for g in spec.node_groups)),
+                system_selector={labels.GROUP: SYSTEM_GROUP},
+                gpu_instance_types=[g.instance_type for g in spec.node_groups if g.instance.is_gpu]),
                 after=[node_gate])
             self.scraper = ManagedScraper(
                 self, "Scraper", alias=f"fmcluster-{spec.name}", cluster_arn=self.cluster.cluster_arn,

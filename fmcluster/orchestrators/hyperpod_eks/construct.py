@@ -198,7 +198,8 @@ class HyperPodEksOrchestration(Construct):
                 tolerations=[nodes.HEALTH_TOLERATION], adopt=True)))
         if context.metrics_workspace_arn is not None:
             objects.manifest("Exporters", metrics.exporter_objects(
-                system_selector={labels.GROUP: SYSTEM_GROUP}, gpus=any(g.instance.is_gpu for g in spec.node_groups),
+                system_selector={labels.GROUP: SYSTEM_GROUP},
+                gpu_instance_types=[g.instance_type for g in spec.node_groups if g.instance.is_gpu],
                 node_labels=nodes.HEALTH_LABELS, tolerations=[nodes.HEALTH_TOLERATION]),
                 after=after_gate or [self.objects_namespace()])
             self.scraper = ManagedScraper(

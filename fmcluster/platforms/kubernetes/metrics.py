@@ -9,17 +9,15 @@ The managed scraper discovers targets with kubernetes_sd_configs only and scrape
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 from fmcluster.platforms.kubernetes import devices, gate, labels
 from fmcluster.platforms.kubernetes.versions import DCGM_EXPORTER_IMAGE, KUBE_STATE_METRICS_IMAGE, NODE_EXPORTER_IMAGE
-from fmcluster.runtime.observability import DCGM_EXPORTER_PORT, NODE_EXPORTER_PORT, TEXTFILE_DIR
+from fmcluster.runtime.observability import DCGM_EXPORTER_PORT, NODE_EXPORTER_PORT, TEXTFILE_DIR, dcgm_fields
 
 NAMESPACE = gate.NAMESPACE
 MIN_SCRAPE_INTERVAL_S = 30
 KSM_PORT = 8080
-COUNTERS = Path(__file__).resolve().parents[2] / "runtime" / "observability" / "dcgm-counters.csv"
 # kube-state-metrics watches only these (least privilege; no secrets or config maps)
 KSM_RESOURCES = ("nodes", "pods", "jobs", "daemonsets", "deployments", "namespaces", "persistentvolumeclaims",
                  "persistentvolumes", "resourcequotas")
@@ -70,15 +68,32 @@ def node_exporter() -> Dict[str, Any]:
     })
 
 
-def dcgm_exporter() -> List[Dict[str, Any]]:
-    """On GPU nodes: the field list the rules need (runtime/observability/dcgm-counters.csv) and the kubelet's
-    pod-resources socket (GPU metrics labelled with the pod using the GPU)."""
-    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta("dcgm-exporter"),
-              "data": {"counters.csv": COUNTERS.read_text(encoding="utf-8")}}
-    ds = _daemonset("dcgm-exporter", {
+def dcgm_exporter(gpu_instance_types: Sequence[str]) -> List[Dict[str, Any]]:
+    """On GPU nodes: the field list the rules need and the kubelet's pod-resources socket (GPU metrics labelled with
+    the pod using the GPU). The field list is the node's GPU architecture's, as the host collectors write it
+    (runtime/observability/dcgm_fields.py: the shared fields, then the architecture's NVLink error counters and
+    profiling fields), so one ConfigMap and DaemonSet per architecture, on the nodes of its instance types."""
+    by_arch: Dict[str, List[str]] = {}
+    texts: Dict[str, str] = {}
+    for instance_type in sorted(set(gpu_instance_types)):
+        text, arch = dcgm_fields.field_list(instance_type)
+        by_arch.setdefault(arch or "shared", []).append(instance_type)
+        texts[arch or "shared"] = text
+    objects: List[Dict[str, Any]] = []
+    for arch, types in sorted(by_arch.items()):
+        objects += _dcgm_exporter_for(f"dcgm-exporter-{arch}", texts[arch], types)
+    return objects
+
+
+def _dcgm_exporter_for(name: str, fields: str, instance_types: Sequence[str]) -> List[Dict[str, Any]]:
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(name), "data": {"counters.csv": fields}}
+    ds = _daemonset(name, {
         "hostNetwork": True,
         "priorityClassName": "system-node-critical",
         "nodeSelector": {labels.GPU_PRESENT: "true"},
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": labels.INSTANCE_TYPE, "operator": "In",
+                                   "values": list(instance_types)}]}]}}},
         "tolerations": devices.node_tolerations(),
         "containers": [{
             "name": "dcgm-exporter",
@@ -96,7 +111,7 @@ def dcgm_exporter() -> List[Dict[str, Any]]:
                              {"name": "pod-resources", "mountPath": "/var/lib/kubelet/pod-resources",
                               "readOnly": True}],
         }],
-        "volumes": [{"name": "counters", "configMap": {"name": "dcgm-exporter"}},
+        "volumes": [{"name": "counters", "configMap": {"name": name}},
                     {"name": "pod-resources", "hostPath": {"path": "/var/lib/kubelet/pod-resources"}}],
     })
     return [config, ds]
@@ -137,13 +152,14 @@ def kube_state_metrics(*, system_selector: Dict[str, str], node_labels: Sequence
     ]
 
 
-def exporter_objects(*, system_selector: Dict[str, str], gpus: bool, node_labels: Sequence[str] = (),
-                     tolerations: Sequence[Dict[str, str]] = ()) -> List[Dict[str, Any]]:
-    """Everything the scraper collects from, in the gate's namespace (applied after it). `node_labels`: node labels
-    kube-state-metrics exports; `tolerations`: the orchestrator's own taints the per-node exporters also run under."""
+def exporter_objects(*, system_selector: Dict[str, str], gpu_instance_types: Sequence[str],
+                     node_labels: Sequence[str] = (), tolerations: Sequence[Dict[str, str]] = ()) -> List[Dict[str, Any]]:
+    """Everything the scraper collects from, in the gate's namespace (applied after it). `gpu_instance_types`: the GPU
+    groups' instance types (dcgm-exporter runs on their nodes); `node_labels`: node labels kube-state-metrics exports;
+    `tolerations`: the orchestrator's own taints the per-node exporters also run under."""
     objects = [node_exporter()]
-    if gpus:
-        objects += dcgm_exporter()
+    if gpu_instance_types:
+        objects += dcgm_exporter(gpu_instance_types)
     for obj in objects:
         if obj["kind"] == "DaemonSet" and tolerations:
             obj["spec"]["template"]["spec"]["tolerations"] += [dict(t) for t in tolerations]

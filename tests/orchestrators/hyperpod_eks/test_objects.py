@@ -62,7 +62,7 @@ def test_the_exporters_export_hyperpods_health_labels_and_run_on_every_node(appl
     allow = [a for a in container["args"] if a.startswith("--metric-labels-allowlist=")]
     assert allow == ["--metric-labels-allowlist=nodes=[" + ",".join(nodes.HEALTH_LABELS) + "]"]
     assert ksm["spec"]["template"]["spec"]["nodeSelector"] == {labels.GROUP: "system"}
-    for name in ("node-exporter", "dcgm-exporter"):
+    for name in ("node-exporter", "dcgm-exporter-hopper"):
         assert nodes.HEALTH_TOLERATION in named(applied, "DaemonSet", name)["spec"]["template"]["spec"]["tolerations"]
 
 

@@ -114,7 +114,7 @@ def test_exporters_read_the_nodes_textfiles_and_ksm_reads_no_secrets(template):
     assert {"name": "textfile", "hostPath": {"path": "/var/lib/node_exporter/textfile_collector",
                                              "type": "DirectoryOrCreate"}} in node["volumes"]
     assert "--collector.textfile.directory=/host/textfile" in node["containers"][0]["args"]
-    dcgm = by_name[("DaemonSet", "dcgm-exporter")]["spec"]["template"]["spec"]
+    dcgm = by_name[("DaemonSet", "dcgm-exporter-hopper")]["spec"]["template"]["spec"]
     assert dcgm["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     assert "resources" not in json.dumps(dcgm["containers"][0]["resources"].get("requests", {})).replace(
         "cpu", "").replace("memory", ""), "claims no GPU"
@@ -128,3 +128,21 @@ def test_efa_textfile_timer_on_efa_nodes(template):
               if k.startswith("EksNodesH100"))
     text = "".join(p for p in lt["UserData"]["Fn::Base64"]["Fn::Join"][1] if isinstance(p, str))
     assert "fmcluster.runtime.observability.efa_textfile" in text and "enable --now fmcluster-efa-textfile.timer" in text
+
+
+def test_dcgm_exporter_collects_each_gpu_architectures_fields_on_its_nodes():
+    """The host collectors' field list, per architecture (NVLink error counters, profiling fields): one exporter per
+    architecture, each on the nodes of its instance types, with the same CSV a host collector writes."""
+    from fmcluster.runtime.observability import dcgm_fields
+
+    objects = metrics.dcgm_exporter(["p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"])
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    assert set(by_name) == {("ConfigMap", "dcgm-exporter-hopper"), ("DaemonSet", "dcgm-exporter-hopper"),
+                            ("ConfigMap", "dcgm-exporter-blackwell"), ("DaemonSet", "dcgm-exporter-blackwell")}
+    for arch, types in (("hopper", ["p5.48xlarge", "p5en.48xlarge"]), ("blackwell", ["p6-b200.48xlarge"])):
+        fields = by_name[("ConfigMap", f"dcgm-exporter-{arch}")]["data"]["counters.csv"]
+        assert fields == dcgm_fields.field_list(types[0])[0] and "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" in fields
+        pod = by_name[("DaemonSet", f"dcgm-exporter-{arch}")]["spec"]["template"]["spec"]
+        (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        assert term["matchExpressions"] == [{"key": "fmcluster.io/instance-type", "operator": "In", "values": types}]
+        assert pod["volumes"][0] == {"name": "counters", "configMap": {"name": f"dcgm-exporter-{arch}"}}
