@@ -66,8 +66,20 @@ if [[ "$role" == compute ]]; then
 fi
 
 install -d -m 0755 "$etc" "$home/pkg/fmcluster" "$log_dir" "$textfile_dir"
+# The action's own stderr stays open as fd 3 before everything goes to the log file: ParallelCluster keeps what a
+# custom action writes to stderr (docs/parallelcluster.md, "Why a node failed"), the file stays on the shut-down node.
+exec 3>&2
 exec >>"$log_dir/on-node-configured.log" 2>&1
 log() { echo "$(date -Is) fmcluster: $*"; }
+# tell LINE...: why the node is not healthy, to the log, the action's stderr and the journal (logger, bounded).
+tell() {
+  local line
+  for line in "$@"; do
+    log "$line"
+    printf 'fmcluster: %s\n' "$line" >&3 2>/dev/null || true
+    timeout 10 logger -t fmcluster -p user.err -- "$line" 2>/dev/null || true
+  done
+}
 log "ParallelCluster custom action: role=$role event=$event group=$node_group level=$level policy=$policy" \
   "revision=${revision:-none}"
 
@@ -118,7 +130,7 @@ unhealthy() {
     log "head node: $* (boot.$what): no collectors"
     exit 0
   fi
-  log "node not healthy (boot.$what): $*"
+  tell "node not healthy (boot.$what): $*"
   [[ "$policy" == fail ]] && exit 1
   exit 0
 }
@@ -292,9 +304,13 @@ if [[ "$status" -eq 0 ]]; then
   log "node validation passed"
   exit 0
 fi
-log "node validation failed (exit $status); see $log_dir/validate.json"
+failing=$(PYTHONPATH="$home/pkg" timeout --kill-after=5 30 "$python" -m fmcluster.runtime.report \
+  --failing "$log_dir/validate.json" 2>&1 | head -c 4000) || true
+mapfile -t failing_lines <<<"$failing"
+tell "node validation failed (exit $status, policy $policy) on $node_name; failing checks:" "${failing_lines[@]}" \
+  "full report: $log_dir/validate.json"
 if [[ "$policy" == fail ]]; then
-  log "policy fail: exit 1, ParallelCluster replaces the instance"
+  tell "policy fail: exit 1, ParallelCluster replaces the instance"
   exit 1
 fi
 exit 0
