@@ -1,5 +1,5 @@
 """EKS managed node groups: one per spec node group, launched from the same EFA launch template the other kinds use
-(card layout, efa-only interfaces, IMDSv2 hop limit 2, encrypted root, placement group, capacity targeting), adjusted
+(card layout, efa-only interfaces, IMDSv2, encrypted root, placement group, capacity targeting), adjusted
 to the launch-template rules of managed node groups, plus a small system node group for cluster services.
 
 EKS user guide, "Customize managed nodes with launch templates": no SubnetId and no instance profile in the template,
@@ -53,6 +53,11 @@ EKS_MIN_VERSIONS: Dict[str, Optional[str]] = {"driver": "580.65.06", "cuda": Non
 # The newest EKS AL2023 NVIDIA AMI fmcluster knows (amazon-eks-ami CHANGELOG, release v20260714): a node behind it
 # warns. CUDA, libfabric, aws-ofi-nccl and NCCL come with the job's container, not the AMI.
 EKS_KNOWN_GOOD: Dict[str, str] = {"driver": "580.159.03"}
+
+# IMDS answers only the host and host-network pods: everything of ours that calls AWS from a node runs on the host
+# (user data, boot validation) or in the host network (VPC CNI, kube-proxy, Pod Identity agent, FSx CSI node plugin,
+# exporters), and workloads get their credentials from EKS Pod Identity (docs/eks.md, "Credentials on the nodes").
+IMDS_HOP_LIMIT = 1
 
 
 def ami_type(instance: catalog.InstanceType) -> eks.NodegroupAmiType:
@@ -166,7 +171,7 @@ class EksNodeGroups(Construct):
                           root_device_name=AL2023_ROOT_DEVICE)
         # the instance type goes in the template (Capacity Blocks require it there, EKS user guide "Capacity Blocks
         # for ML"), so the node group names none
-        return context.node_builder.build(self, group, in_subnet=False, image=image)
+        return context.node_builder.build(self, group, in_subnet=False, image=image, imds_hop_limit=IMDS_HOP_LIMIT)
 
     def _managed(self, cluster: eks.ICluster, group: NodeGroup, subnets: Sequence[ec2.ISubnet],
                  efa_device: str) -> eks.Nodegroup:
@@ -210,6 +215,7 @@ class EksNodeGroups(Construct):
             root_volume_gib=100,
             root_device_name=AL2023_ROOT_DEVICE,
             tags={**context.instance_tags, "fmcluster:node-group": SYSTEM_GROUP},
+            imds_hop_limit=IMDS_HOP_LIMIT,
         )
         return eks.Nodegroup(
             self,
