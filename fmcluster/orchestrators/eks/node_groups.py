@@ -185,9 +185,12 @@ class EksNodeGroups(Construct):
             ami_type=ami_type(group.instance),
             capacity_type=eks.CapacityType.CAPACITY_BLOCK if block else eks.CapacityType.ON_DEMAND,
             launch_template_spec=eks.LaunchTemplateSpec(id=lt.launch_template_id, version=lt.latest_version),
-            # static like the other kinds; a Capacity Block group may sit at 0 (EKS scales it to 0 before the block ends)
+            # static like the other kinds. A Capacity Block group is created empty (min and desired 0), as the EKS user
+            # guide asks of a group created before its block is active: a desired size the block cannot serve yet
+            # fails the node group and rolls the stack back. Scale it to `count` once the block is active (docs/eks.md,
+            # "Capacity Blocks"); EKS scales it to 0 before the block ends.
             min_size=0 if block else group.count,
-            desired_size=group.count,
+            desired_size=0 if block else group.count,
             max_size=group.count,
             subnets=ec2.SubnetSelection(subnets=list(subnets)),
             node_role=self.node_role.role,
