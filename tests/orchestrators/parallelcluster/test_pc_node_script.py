@@ -192,6 +192,34 @@ def test_a_node_that_cannot_fetch_its_runtime_says_why_on_stderr_and_in_the_jour
     assert any("node not healthy (boot." in line for line in node.calls("logger"))
 
 
+def _timeouts(node: Node, marker: str) -> List[int]:
+    """The durations `timeout` was given for commands naming `marker`."""
+    out = []
+    for line in node.calls("timeout"):
+        if marker in line:
+            words = [w for w in line.split() if not w.startswith("--")]
+            out.append(int(words[0]))
+    return out
+
+
+@pytest.mark.parametrize("budget,validator,collectors", [(None, 1140, 480), ("100", 40, 40)])
+def test_every_step_fits_one_budget_inside_slurms_resume_timeout(tmp_path, runtime_zip, monkeypatch, budget,
+                                                                  validator, collectors):
+    """A compute node must register within ResumeTimeout (2100 s): the collectors, the validator and each fetch attempt
+    get what is left of the action's budget, and the collectors leave the validator its share."""
+    node = Node(tmp_path, runtime_zip)
+    node._cmd("timeout", f'echo "$@" >> {node.log}/timeout.log\n'
+                         'while [[ "$1" == --* ]]; do shift; done\nshift\nexec "$@"\n')
+    if budget is not None:
+        monkeypatch.setenv("FMCLUSTER_ACTION_BUDGET", budget)
+    assert node.run(*compute_args("fail")).returncode == 0
+    (validate,) = _timeouts(node, "fmcluster.runtime.validate")
+    (install,) = _timeouts(node, "install.sh")
+    assert 0 < validate <= validator and 0 < install <= collectors
+    fetches = _timeouts(node, "s3 cp")
+    assert fetches and all(0 < f <= min(300, int(budget or 1200)) for f in fetches)
+
+
 def test_report_policy_only_reports(tmp_path, runtime_zip):
     node = Node(tmp_path, runtime_zip, healthy=False)
     assert node.run(*compute_args("report")).returncode == 0
