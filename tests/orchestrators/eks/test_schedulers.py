@@ -79,3 +79,11 @@ def test_kai_queues_and_topologies():
     assert queue["resources"]["gpu"]["quota"] == 32 and queue["resources"]["cpu"]["quota"] == 4 * 192 * 1000
     for obj in objects:
         validate(obj, "1.35")
+
+
+def test_wait_for_pods_ready_leaves_room_for_a_first_image_pull_by_default():
+    """A 10 GB+ training image pulled for the first time on every node of the job takes minutes; Kueue's 5-minute
+    default (and the 10 minutes before) evicted such a first run (docs/eks.md)."""
+    from fmcluster.orchestrators.eks.settings import KueueSettings
+
+    assert KueueSettings().wait_for_pods_ready_seconds == 1800
