@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, List, cast
 
 import jsii
-from aws_cdk import IResolvable, IResolveContext, RemovalPolicy, Stack
+from aws_cdk import Duration, IResolvable, IResolveContext, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -76,6 +76,17 @@ def secure_bucket(scope: Construct, id: str, **kwargs: Any) -> s3.Bucket:
         object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
         **kwargs,
     )
+
+
+def server_access_log_bucket(scope: Construct, id: str, *, logged: str, retention: Duration = Duration.days(365)) -> s3.Bucket:
+    """The destination of a bucket's S3 server access logs: a secure bucket kept when its stack goes (the logs are the
+    audit trail of who read the logged bucket), each log object expiring after `retention`. `logged` names the bucket
+    it serves, for the cdk-nag acknowledgment."""
+    bucket = secure_bucket(scope, id, removal_policy=RemovalPolicy.RETAIN,
+                           lifecycle_rules=[s3.LifecycleRule(expiration=retention)])
+    acknowledge(bucket, "AwsSolutions-S1",
+                f"This bucket is the destination of the {logged}'s server access logs; logging it to itself would loop.")
+    return bucket
 
 
 def explicit_bucket_policy(bucket: s3.Bucket) -> None:

@@ -12,7 +12,9 @@ from constructs import Construct
 from fmcluster.catalog import InstanceType
 from fmcluster.constructs.efa_interfaces import network_interfaces
 
-# IMDSv2 only; two hops so containers on the node (Slurm pyxis/enroot, docker, pods) reach it.
+# IMDSv2 only; by default two hops so containers on the node (Slurm pyxis/enroot, docker) reach it. Kubernetes kinds
+# whose pods get credentials another way pass 1: only the host and host-network pods reach IMDS then (EKS best
+# practices, "Restrict access to the instance profile assigned to the worker node").
 IMDS_HOP_LIMIT = 2
 CAPACITY_TYPES = ("on-demand", "odcr", "capacity-block")
 
@@ -34,6 +36,8 @@ class NodeLaunchTemplate(Construct):
     :param instance_profile_arn: likewise; PCS passes its own.
     :param root_volume_gib: encrypted gp3 root volume (container images live on instance NVMe).
     :param root_device_name: the AMI's root device (``/dev/sda1`` on Ubuntu DLAMIs, ``/dev/xvda`` on Amazon Linux).
+    :param imds_hop_limit: IMDSv2 PUT response hop limit (1-64); 1 keeps IMDS from containers in their own network
+        namespace.
     """
 
     def __init__(
@@ -55,8 +59,11 @@ class NodeLaunchTemplate(Construct):
         instance_profile_arn: Optional[str] = None,
         root_volume_gib: int = 200,
         tags: Optional[Dict[str, str]] = None,
+        imds_hop_limit: int = IMDS_HOP_LIMIT,
     ) -> None:
         super().__init__(scope, id)
+        if not 1 <= imds_hop_limit <= 64:
+            raise ValueError(f"imds_hop_limit: {imds_hop_limit} is not 1-64 (EC2 InstanceMetadataOptions)")
         if capacity_type not in CAPACITY_TYPES:
             raise ValueError(f"capacity_type: {capacity_type!r} is not one of {', '.join(CAPACITY_TYPES)}")
         if capacity_type in ("odcr", "capacity-block") and not reservation_id:
@@ -96,7 +103,7 @@ class NodeLaunchTemplate(Construct):
                 metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
                     http_tokens="required",
                     http_endpoint="enabled",
-                    http_put_response_hop_limit=IMDS_HOP_LIMIT,
+                    http_put_response_hop_limit=imds_hop_limit,
                     instance_metadata_tags="disabled",
                 ),
                 block_device_mappings=[

@@ -21,12 +21,13 @@ from fmcluster.constructs.bucket_deployment import (
     explicit_bucket_policy,
     grant_destination,
     secure_bucket,
+    server_access_log_bucket,
 )
-from fmcluster.nag import acknowledge
 
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
 BOUNDARY = "==FMCLUSTER=="
 RUNTIME_PREFIX = "runtime/"
+ACCESS_LOGS_PREFIX = "node-runtime/"
 DEPLOYMENT_ROLE_ID = "NodeRuntimeDeploymentRole"
 DEPLOYMENT_LOGS_ID = "NodeRuntimeDeploymentLogs"
 
@@ -40,7 +41,8 @@ class NodeRuntime(Construct):
     keys are never pruned while the stack lives (a new runtime adds a key; the old one stays for instances launched
     from older template versions), the bucket is versioned, TLS-only, and goes with the stack, as the launch
     templates that name it do. Exposes ``bucket``, ``object_key``, ``s3_url``, ``deployment`` (what node launches
-    must wait for: `required_by`) and ``grant_read``.
+    must wait for: `required_by`), ``access_logs`` (where its server access logs go) and
+    ``grant_read``.
     """
 
     def __init__(self, scope: Construct, id: str) -> None:
@@ -52,11 +54,12 @@ class NodeRuntime(Construct):
             path=str(RUNTIME_DIR),
             exclude=["__pycache__", "**/__pycache__", "*.pyc"],
         )
+        # Server access logs like the data and lifecycle buckets: which node (role) read the runtime, when.
+        self.access_logs = server_access_log_bucket(self, "AccessLogs", logged="node runtime bucket")
         self.bucket = secure_bucket(self, "Bucket", versioned=True, removal_policy=RemovalPolicy.DESTROY,
-                                    auto_delete_objects=True)
+                                    auto_delete_objects=True, server_access_logs_bucket=self.access_logs,
+                                    server_access_logs_prefix=ACCESS_LOGS_PREFIX)
         explicit_bucket_policy(self.bucket)
-        acknowledge(self.bucket, "AwsSolutions-S1", "The bucket holds only the synthesized fmcluster runtime, which node "
-                    "roles read by exact key; CloudTrail data events cover its access if an audit needs them.")
         self.object_key = f"{RUNTIME_PREFIX}{self.asset.s3_object_key}"
         log_group = deployment_log_group(stack, DEPLOYMENT_LOGS_ID,
                                          description=f"{stack.stack_name}: logs of the node runtime deployment")

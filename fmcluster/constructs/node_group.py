@@ -9,7 +9,7 @@ from aws_cdk import Stack
 from constructs import Construct
 
 from fmcluster.catalog import InstanceType
-from fmcluster.constructs.launch_template import NodeLaunchTemplate
+from fmcluster.constructs.launch_template import IMDS_HOP_LIMIT, NodeLaunchTemplate
 from fmcluster.constructs.logical_ids import logical_id
 from fmcluster.constructs.placement_group import UltraClusterPlacementGroup
 
@@ -27,7 +27,7 @@ class Ec2NodeGroup(Construct):
     :param existing_placement_group: launch into this placement group (strategy ``none``: nothing is created).
     :param capacity_type: ``on-demand`` | ``odcr`` | ``capacity-block``; ``reservation_id`` for the latter two.
     :param image_id, user_data, security_group_ids, subnet_id, instance_type, instance_profile_arn,
-        root_volume_gib, root_device_name, tags: passed to `NodeLaunchTemplate`.
+        root_volume_gib, root_device_name, tags, imds_hop_limit: passed to `NodeLaunchTemplate`.
     """
 
     def __init__(
@@ -51,6 +51,7 @@ class Ec2NodeGroup(Construct):
         instance_profile_arn: Optional[str] = None,
         root_volume_gib: int = 200,
         tags: Optional[Dict[str, str]] = None,
+        imds_hop_limit: int = IMDS_HOP_LIMIT,
     ) -> None:
         super().__init__(scope, id)
         if placement_strategy not in ("cluster", "partition", "none"):
@@ -80,6 +81,7 @@ class Ec2NodeGroup(Construct):
             instance_profile_arn=instance_profile_arn,
             root_volume_gib=root_volume_gib,
             tags=tags,
+            imds_hop_limit=imds_hop_limit,
         )
         self.launch_template.resource.override_logical_id(logical_id(*prefix, f"{id}LaunchTemplate", "Resource"))
 

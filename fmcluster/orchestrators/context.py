@@ -61,7 +61,8 @@ class Orchestration:
     """What a kind's `bind` returns to the cluster stack.
 
     :param construct: the kind's construct (tests and other constructs reach what it exposes through it).
-    :param grantee: the principal the nodes run as; the storage and observability stacks grant to it.
+    :param grantee: the principal the workloads run as (the nodes' role, or on EKS the training pods' Pod Identity
+        role); the storage and observability stacks grant to it.
     :param ec2_node_groups: the EC2 node groups it launched from fmcluster's launch templates, by spec group name;
         the stack outputs each one's launch template and placement group.
     """

@@ -97,6 +97,8 @@ EKS_OBSERVABILITY_KEYS = ("efa_textfile",)
 # The entry script HyperPod runs on an EKS node of group G (LifeCycleConfig.OnCreate): it names its group, so the node
 # needs no lookup in HyperPod's resource_config.json.
 EKS_ENTRY_SCRIPT = "on_create.{group}.sh"
+# HyperPod Slurm: each instance group's OnInitComplete, which runs lifecycle/on_init_complete.sh --group <group>.
+SLURM_ENTRY_SCRIPT = "on_init_complete.{group}.sh"
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 REPORT_SCHEMA = 1
 
@@ -99,3 +100,45 @@ def write_atomic(path: str, text: str) -> None:
         except OSError:
             pass
         raise
+
+
+# A failure summary goes into places with small limits (a bootstrap error message, a journal line): each line is cut.
+MAX_SUMMARY_LINE = 300
+
+
+def failing_checks(report: Dict[str, Any]) -> List[str]:
+    """One line per check that failed or errored, required ones first: id, what was observed and expected, why."""
+    bad = [c for c in report.get("checks") or [] if isinstance(c, dict) and c.get("status") in ("fail", "error")]
+    bad.sort(key=lambda c: not c.get("required", True))
+    lines = []
+    for c in bad:
+        line = f"{c.get('id', '?')} {c.get('status')}: {_fmt(c.get('observed'))} (expected {_fmt(c.get('expected'))})"
+        if c.get("detail"):
+            line += f" - {c['detail']}"
+        lines.append(line if len(line) <= MAX_SUMMARY_LINE else line[:MAX_SUMMARY_LINE - 3] + "...")
+    if not lines and report.get("verdict") != "pass":
+        lines.append(f"verdict {report.get('verdict', 'unknown')}; failing: {', '.join(report.get('failing') or []) or '?'}")
+    return lines
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m fmcluster.runtime.report --failing REPORT.json``: the failing checks of a JSON report, a line each
+    (for a node script's stderr and journal). Exit 0 with a line saying so when the report cannot be read."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or args[0] != "--failing":
+        print("usage: python -m fmcluster.runtime.report --failing REPORT.json", file=sys.stderr)
+        return 2
+    try:
+        with open(args[1], encoding="utf-8") as fh:
+            report = json.load(fh)
+        if not isinstance(report, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as exc:
+        print(f"no readable validation report at {args[1]}: {exc}")
+        return 0
+    print("\n".join(failing_checks(report)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

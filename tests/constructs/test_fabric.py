@@ -149,7 +149,7 @@ def test_the_runtime_bucket_keeps_older_runtimes_for_older_launch_template_versi
     (deploy,) = resources_of(matrix, "Custom::CDKBucketDeployment").values()
     assert deploy["Properties"]["Prune"] is False and deploy["Properties"]["Extract"] is False
     assert deploy["Properties"]["DestinationBucketKeyPrefix"] == "runtime/"
-    (bucket,) = [b for k, b in resources_of(matrix, "AWS::S3::Bucket").items() if k.startswith("NodeRuntime")]
+    (bucket,) = [b for k, b in resources_of(matrix, "AWS::S3::Bucket").items() if k.startswith("NodeRuntimeBucket")]
     assert bucket["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
 
 

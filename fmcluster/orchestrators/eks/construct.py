@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Dict
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_eks as eks_l1
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -20,10 +21,16 @@ from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.control_plane import add_standard_addons, build_control_plane
 from fmcluster.platforms.kubernetes.scraper import ManagedScraper
 
+# The service account training pods run as in the training namespace: EKS Pod Identity gives it the workload role,
+# which the cluster stack grants the data bucket (docs/eks.md, "Credentials on the nodes").
+WORKLOAD_SERVICE_ACCOUNT = "fmcluster-training"
+
 
 class EksOrchestration(Construct):
     """Exposes ``control_plane`` (`EksControlPlane`), ``cluster``, ``nodes`` (`EksNodeGroups`), ``node_groups`` (spec
-    group name -> `Ec2NodeGroup`, which the cluster stack outputs) and ``grantee`` (the node role)."""
+    group name -> `Ec2NodeGroup`, which the cluster stack outputs), ``workload_role`` (the Pod Identity role of the
+    training namespace's ``fmcluster-training`` service account) and ``grantee`` (that role: the data bucket is
+    granted to the workloads, not to the nodes)."""
 
     def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
         super().__init__(scope, id)
@@ -37,6 +44,12 @@ class EksOrchestration(Construct):
             # nodes join once the CNI, kube-proxy and Pod Identity run
             for name in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent"):
                 managed.node.add_dependency(self.control_plane.addons[name])
+        namespace = settings.training_namespace
+        self.workload_role = self.control_plane.pod_identity_role(
+            "WorkloadRole", f"training pods ({namespace}/{WORKLOAD_SERVICE_ACCOUNT}) of {spec.name}")
+        self.workload_identity = eks_l1.CfnPodIdentityAssociation(
+            self, "WorkloadPodIdentity", cluster_name=self.cluster.cluster_name, namespace=namespace,
+            service_account=WORKLOAD_SERVICE_ACCOUNT, role_arn=self.workload_role.role_arn)
         self.objects = ClusterObjects(self, "Objects", cluster=self.control_plane.icluster)
         self._install(context)
         stack = Stack.of(self)
@@ -69,7 +82,11 @@ class EksOrchestration(Construct):
             else:
                 objects.chart("aws-efa-k8s-device-plugin", namespace="kube-system",
                               values=devices.efa_device_plugin())
-        namespace = objects.manifest("TrainingNamespace", [volumes.namespace(settings.training_namespace)])
+        namespace = objects.manifest("TrainingNamespace", [
+            volumes.namespace(settings.training_namespace),
+            {"apiVersion": "v1", "kind": "ServiceAccount",
+             "metadata": {"name": WORKLOAD_SERVICE_ACCOUNT, "namespace": settings.training_namespace}},
+        ])
         if settings.efa_device == "dra" and any(g.efa_enabled for g in spec.node_groups):
             objects.manifest("EfaClaimTemplate", devices.efa_claim_templates(spec.node_groups,
                                                                              settings.training_namespace),
@@ -100,7 +117,7 @@ class EksOrchestration(Construct):
 
     @property
     def grantee(self) -> iam.IGrantable:
-        return self.nodes.grantee
+        return self.workload_role
 
     def _addons(self, context: OrchestrationContext) -> None:
         version = settings_of(context.spec).kubernetes_version

@@ -1,5 +1,5 @@
 """EKS managed node groups: one per spec node group, launched from the same EFA launch template the other kinds use
-(card layout, efa-only interfaces, IMDSv2 hop limit 2, encrypted root, placement group, capacity targeting), adjusted
+(card layout, efa-only interfaces, IMDSv2, encrypted root, placement group, capacity targeting), adjusted
 to the launch-template rules of managed node groups, plus a small system node group for cluster services.
 
 EKS user guide, "Customize managed nodes with launch templates": no SubnetId and no instance profile in the template,
@@ -53,6 +53,11 @@ EKS_MIN_VERSIONS: Dict[str, Optional[str]] = {"driver": "580.65.06", "cuda": Non
 # The newest EKS AL2023 NVIDIA AMI fmcluster knows (amazon-eks-ami CHANGELOG, release v20260714): a node behind it
 # warns. CUDA, libfabric, aws-ofi-nccl and NCCL come with the job's container, not the AMI.
 EKS_KNOWN_GOOD: Dict[str, str] = {"driver": "580.159.03"}
+
+# IMDS answers only the host and host-network pods: everything of ours that calls AWS from a node runs on the host
+# (user data, boot validation) or in the host network (VPC CNI, kube-proxy, Pod Identity agent, FSx CSI node plugin,
+# exporters), and workloads get their credentials from EKS Pod Identity (docs/eks.md, "Credentials on the nodes").
+IMDS_HOP_LIMIT = 1
 
 
 def ami_type(instance: catalog.InstanceType) -> eks.NodegroupAmiType:
@@ -166,7 +171,7 @@ class EksNodeGroups(Construct):
                           root_device_name=AL2023_ROOT_DEVICE)
         # the instance type goes in the template (Capacity Blocks require it there, EKS user guide "Capacity Blocks
         # for ML"), so the node group names none
-        return context.node_builder.build(self, group, in_subnet=False, image=image)
+        return context.node_builder.build(self, group, in_subnet=False, image=image, imds_hop_limit=IMDS_HOP_LIMIT)
 
     def _managed(self, cluster: eks.ICluster, group: NodeGroup, subnets: Sequence[ec2.ISubnet],
                  efa_device: str) -> eks.Nodegroup:
@@ -180,9 +185,12 @@ class EksNodeGroups(Construct):
             ami_type=ami_type(group.instance),
             capacity_type=eks.CapacityType.CAPACITY_BLOCK if block else eks.CapacityType.ON_DEMAND,
             launch_template_spec=eks.LaunchTemplateSpec(id=lt.launch_template_id, version=lt.latest_version),
-            # static like the other kinds; a Capacity Block group may sit at 0 (EKS scales it to 0 before the block ends)
+            # static like the other kinds. A Capacity Block group is created empty (min and desired 0), as the EKS user
+            # guide asks of a group created before its block is active: a desired size the block cannot serve yet
+            # fails the node group and rolls the stack back. Scale it to `count` once the block is active (docs/eks.md,
+            # "Capacity Blocks"); EKS scales it to 0 before the block ends.
             min_size=0 if block else group.count,
-            desired_size=group.count,
+            desired_size=0 if block else group.count,
             max_size=group.count,
             subnets=ec2.SubnetSelection(subnets=list(subnets)),
             node_role=self.node_role.role,
@@ -210,6 +218,7 @@ class EksNodeGroups(Construct):
             root_volume_gib=100,
             root_device_name=AL2023_ROOT_DEVICE,
             tags={**context.instance_tags, "fmcluster:node-group": SYSTEM_GROUP},
+            imds_hop_limit=IMDS_HOP_LIMIT,
         )
         return eks.Nodegroup(
             self,

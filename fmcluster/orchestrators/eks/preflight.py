@@ -14,6 +14,7 @@ from fmcluster.orchestrators.eks.settings import settings_of
 from fmcluster.platforms.kubernetes.preflight import (
     ami_parameter,
     check_addons,
+    check_admins,
     check_ami_parameter,
     check_cluster_quota,
     check_second_az,
@@ -31,6 +32,7 @@ def checks(spec: Any) -> List[PreflightCheck]:
         PreflightCheck(f"eks:version:{version}", f"Kubernetes {version} on EKS", "eks", check_version),
         PreflightCheck("eks:addons", f"add-on versions for Kubernetes {version}", "eks", check_addons),
         PreflightCheck("eks:control-plane-az", f"second AZ {control_plane_zone(spec)}", "ec2", check_second_az),
+        PreflightCheck("eks:admins", "cluster admins exist in this account", "iam", check_admins),
     ]
     parameters = {ami_parameter(version, g.instance.architecture, g.instance.is_gpu) for g in spec.node_groups}
     system = catalog.get(settings_of(spec).system_nodes.instance_type)

@@ -48,9 +48,10 @@ class KueueSettings(SpecModel):
     """Kueue: all-or-nothing admission and topology-aware placement."""
 
     wait_for_pods_ready_seconds: int = Field(
-        600, ge=60, le=86400,
+        1800, ge=60, le=86400,
         description="waitForPodsReady timeout: a workload whose pods are not all running by then is evicted and "
-                    "requeued (all-or-nothing admission).")
+                    "requeued (all-or-nothing admission). The default leaves room for the first pull of a training "
+                    "image of 10 GB or more onto every node of the job (docs/eks.md).")
     topology_aware: bool = Field(True, description="Topology-aware scheduling over EC2's network-topology node labels.")
 
 

@@ -108,10 +108,14 @@ class HyperPodEksOrchestration(Construct):
             # the training operator's managed policy acts on HyperPod clusters tagged so (unverified: docs/hyperpod-eks.md)
             tags={"SageMaker": "true"} if s.hyperpod.training_operator else None,
         )
-        # HyperPod's prerequisites: the dependency chart, the VPC CNI and the other add-ons (task governance among
-        # them) are in place before the HyperPod cluster exists
+        # HyperPod's prerequisites: the dependency chart, the VPC CNI and the other standard add-ons are in place
+        # before the HyperPod cluster exists. Task governance comes after it (below): its Kueue's Pod and Deployment
+        # webhooks fail closed outside kube-system and kueue-system, so with no node to run them every Deployment
+        # the chart and our manifests create would be refused (docs/hyperpod-eks.md, "Order of creation").
         for before in self.before_cluster:
             self.hyperpod.cluster.node.add_dependency(before)
+        task_governance = self.control_plane.addons[TASK_GOVERNANCE]
+        task_governance.node.add_dependency(self.hyperpod.cluster, self.dependencies.resource)
         tg = s.task_governance
         self.governance = governance.TaskGovernanceObjects(
             self,
@@ -122,6 +126,8 @@ class HyperPodEksOrchestration(Construct):
             quotas={t.name: governance.compute_quota(spec, t, self.hyperpod.cluster_arn, tags=context.instance_tags)
                     for t in tg.teams},
         )
+        # the scheduler config and the quotas act through the add-on's Kueue
+        self.governance.policy.node.add_dependency(task_governance)
         if s.hyperpod.training_operator:
             operator = self.control_plane.add_addon(
                 TRAINING_OPERATOR, kubernetes_version=s.eks.kubernetes_version,
@@ -129,7 +135,9 @@ class HyperPodEksOrchestration(Construct):
                 after=["eks-pod-identity-agent", TASK_GOVERNANCE])
             operator.node.add_dependency(self.hyperpod.cluster, self.dependencies.resource)
         self.objects = ClusterObjects(self, "Objects", cluster=self.control_plane.icluster)
-        self._install(context)
+        # our Deployments and DaemonSets outside the teams' namespaces go in before Kueue's webhooks exist
+        for workload in self._install(context):
+            task_governance.node.add_dependency(workload)
         stack = Stack.of(self)
         CfnOutput(self, "ClusterName", value=self.cluster.cluster_name)
         CfnOutput(self, "HyperPodClusterArn", value=self.hyperpod.cluster_arn)
@@ -142,9 +150,10 @@ class HyperPodEksOrchestration(Construct):
 
     @property
     def before_cluster(self) -> List[IConstruct]:
-        """What the HyperPod cluster waits for: the dependency chart and every add-on but the training operator."""
+        """What the HyperPod cluster waits for: the dependency chart and every add-on but the training operator and
+        task governance (both need the HyperPod cluster)."""
         return [self.dependencies.resource,
-                *(a for name, a in self.control_plane.addons.items() if name != TRAINING_OPERATOR)]
+                *(a for name, a in self.control_plane.addons.items() if name not in (TRAINING_OPERATOR, TASK_GOVERNANCE))]
 
     def _layer(self) -> lambda_.ILayerVersion:
         return cast(lambda_.ILayerVersion, self.control_plane.kubectl_layer)
@@ -187,21 +196,24 @@ class HyperPodEksOrchestration(Construct):
                        *(arn(f"subnet/{subnet_id(n)}") for n in context.subnets[:1]), arn("instance/*", "*")]))
         return role
 
-    def _install(self, context: OrchestrationContext) -> None:
-        """The node gate, the exporters and the scraper; each team's claim of the shared file system."""
+    def _install(self, context: OrchestrationContext) -> List[IConstruct]:
+        """The node gate, the exporters and the scraper; each team's claim of the shared file system. Returns the
+        manifests with workloads in fmcluster's own namespace (task governance's add-on waits for them)."""
         spec = context.spec
         objects = self.objects
         after_gate: List[IConstruct] = []
+        workloads: List[IConstruct] = []
         if nodes.gated(spec):
             after_gate.append(objects.manifest("NodeGate", gate.objects(
                 groups=[g.name for g in spec.node_groups], policy=spec.validation_policy,
                 tolerations=[nodes.HEALTH_TOLERATION], adopt=True)))
+            workloads += after_gate
         if context.metrics_workspace_arn is not None:
-            objects.manifest("Exporters", metrics.exporter_objects(
+            workloads.append(objects.manifest("Exporters", metrics.exporter_objects(
                 system_selector={labels.GROUP: SYSTEM_GROUP},
                 gpu_instance_types=[g.instance_type for g in spec.node_groups if g.instance.is_gpu],
                 node_labels=nodes.HEALTH_LABELS, tolerations=[nodes.HEALTH_TOLERATION]),
-                after=after_gate or [self.objects_namespace()])
+                after=after_gate or [self.objects_namespace()]))
             self.scraper = ManagedScraper(
                 self, "Scraper", alias=f"fmcluster-{spec.name}", cluster_arn=self.cluster.cluster_arn,
                 subnets=context.subnets[:1] + context.extra_subnets, security_groups=context.security_groups[:1],
@@ -225,6 +237,7 @@ class HyperPodEksOrchestration(Construct):
                     dns_name=fs.dns_name, mount_name=fs.mount_name, capacity_gib=spec.storage.fsx.storage_capacity_gib)
                 objects.manifest(f"{cid}SharedFileSystem", manifest,
                                  after=[namespace_ready, self.control_plane.addons["aws-fsx-csi-driver"]])
+        return workloads
 
     def objects_namespace(self) -> IConstruct:
         """The namespace the exporters live in, when the node gate (which creates it) is not installed."""

@@ -16,7 +16,7 @@ from fmcluster.platforms.hyperpod.instance_role import HyperPodInstanceRole
 from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
 from fmcluster.platforms.storage import SharedFileSystem
 from fmcluster.profiles import node_profile_json
-from fmcluster.runtime.contract import LIFECYCLE_PARAMETERS_VERSION, ml_type
+from fmcluster.runtime.contract import LIFECYCLE_PARAMETERS_VERSION, SLURM_ENTRY_SCRIPT, ml_type
 from fmcluster.spec import ClusterSpec
 
 
@@ -35,6 +35,7 @@ class HyperPodSlurmOrchestration(Construct):
         # One side mounts the file system, never both: HyperPod (InstanceStorageConfigs) unless it is EFA-enabled,
         # which needs LNet over EFA that only our mount helper sets up (fmcluster/runtime/lifecycle/README.md).
         hyperpod_mounts = fsx is not None and not fsx.efa
+        groups = instance_groups(spec, fsx if hyperpod_mounts else None)
         self.lifecycle = LifecycleScripts(
             self,
             "Lifecycle",
@@ -42,12 +43,13 @@ class HyperPodSlurmOrchestration(Construct):
             parameters=lifecycle_parameters(spec, Stack.of(self).region, None if hyperpod_mounts else fsx,
                                             remote_write_url),
             profiles={g.name: node_profile_json(spec, g) for g in spec.node_groups},
+            entry_scripts={entry_script(g.name): entry_stub(g.name) for g in groups},
         )
         self.cluster = HyperPodSlurmCluster(
             self,
             "Cluster",
             cluster_name=spec.name,
-            instance_groups=instance_groups(spec, fsx if hyperpod_mounts else None),
+            instance_groups=groups,
             role=self.role,
             lifecycle=self.lifecycle,
             subnets=subnets,
@@ -70,6 +72,17 @@ class HyperPodSlurmOrchestration(Construct):
         return self.role
 
 
+def entry_script(group: str) -> str:
+    return SLURM_ENTRY_SCRIPT.format(group=group)
+
+
+def entry_stub(group: str) -> str:
+    """The OnInitComplete entry of one instance group: the lifecycle script, told its group, so that a node never
+    depends on HyperPod's resource_config.json to know it (fmcluster/runtime/lifecycle/README.md)."""
+    return ('#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh" '
+            f'--group {group} "$@"\n')
+
+
 def instance_groups(spec: ClusterSpec, mounted_fsx: Optional[SharedFileSystem] = None) -> List[HyperPodInstanceGroup]:
     """The controller, the optional login group, and one Compute group (and partition) per node group; with
     `mounted_fsx`, HyperPod mounts that file system on every node."""
@@ -80,7 +93,7 @@ def instance_groups(spec: ClusterSpec, mounted_fsx: Optional[SharedFileSystem] =
     def group(name: str, instance_type: str, count: int, node_type: str, **extra: Any) -> HyperPodInstanceGroup:
         return HyperPodInstanceGroup(name=name, instance_type=instance_type, count=count, node_type=node_type,
                                      threads_per_core=settings.threads_per_core, ebs_volume_gib=settings.volume_gib,
-                                     fsx_lustre=fsx, **extra)
+                                     fsx_lustre=fsx, entry_script=entry_script(name), **extra)
 
     groups = [group(CONTROLLER_GROUP, settings.controller_instance_type, 1, "Controller")]
     if settings.login_instance_type:

@@ -42,14 +42,15 @@ from fmcluster.constructs.bucket_deployment import (
     explicit_bucket_policy,
     grant_destination,
     secure_bucket,
+    server_access_log_bucket,
 )
-from fmcluster.nag import acknowledge
 
 PREFIX = "fmcluster/"
 SCRIPT = "on_node_configured.sh"
 RUNTIME = "runtime.zip"
 SETTINGS = "settings.json"
 PROFILES = "profiles/"
+ACCESS_LOGS_PREFIX = "node-assets/"
 SCRIPT_DIR = "parallelcluster"  # where the script lives in the runtime
 # How long replaced object versions stay readable (a node that started fetching before a deployment, a rollback).
 NONCURRENT_DAYS = 30
@@ -96,7 +97,8 @@ class NodeAssets(Construct):
     :param retain: keep the bucket when the stack is deleted (the cluster stays; its new nodes read the bucket).
     :param runtime_dir: the runtime to publish (default: fmcluster's).
 
-    Exposes ``bucket``, ``deployment``, ``settings``, ``profiles``, ``source_url`` (``s3://<bucket>/fmcluster/``),
+    Exposes ``bucket``, ``access_logs`` (its server access logs' bucket), ``deployment``,
+    ``settings``, ``profiles``, ``source_url`` (``s3://<bucket>/fmcluster/``),
     ``script_url``, ``revision`` (changes with anything the head node reads), `grant_read` and `depend_on_contents`.
     """
 
@@ -118,10 +120,14 @@ class NodeAssets(Construct):
         self.profile_groups: List[str] = sorted(profiles)
         self.settings = dict(settings)
         self.profiles = {g: profiles[g] for g in self.profile_groups}
+        # Server access logs like the data and lifecycle buckets: which node (role) read which asset, when.
+        self.access_logs = server_access_log_bucket(self, "AccessLogs", logged="ParallelCluster node assets bucket")
         self.bucket = secure_bucket(
             self,
             "Bucket",
             versioned=True,
+            server_access_logs_bucket=self.access_logs,
+            server_access_logs_prefix=ACCESS_LOGS_PREFIX,
             lifecycle_rules=[s3.LifecycleRule(noncurrent_version_expiration=Duration.days(NONCURRENT_DAYS),
                                               abort_incomplete_multipart_upload_after=Duration.days(1))],
             removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
@@ -129,14 +135,6 @@ class NodeAssets(Construct):
         )
         if not retain:
             explicit_bucket_policy(self.bucket)
-        acknowledge(
-            self.bucket,
-            "AwsSolutions-S1",
-            "Holds only copies of what this template deploys (the node script, the fmcluster runtime, the collectors' "
-            "settings, the node profiles): the CloudFormation deployment writes them and the cluster's node roles "
-            "read named objects. Who changed what is in CloudFormation's stack events and CloudTrail; a log bucket "
-            "per cluster stack would outlive it and record nothing else.",
-        )
         runtime = runtime_dir or node_bootstrap.RUNTIME_DIR
         stage, runtime_digest = _staged(runtime_archive(runtime), RUNTIME)
         script = (runtime / SCRIPT_DIR / SCRIPT).read_text()

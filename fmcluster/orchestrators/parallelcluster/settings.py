@@ -32,6 +32,10 @@ OperatingSystem = Literal["alinux2023", "ubuntu2204", "ubuntu2404", "rhel8", "ro
 NO_OFFICIAL_AMI = ("rocky8", "rocky9")
 # fmcluster's node runtime needs Python 3.9+; the system python3 of RHEL 8 is 3.6 (RHEL 8 documentation).
 OLD_SYSTEM_PYTHON = ("rhel8",)
+# OSes whose instances bill, and must be reserved, as platform "Red Hat Enterprise Linux": ParallelCluster's
+# CapacityReservationValidator refuses a reservation whose InstancePlatform differs from the cluster OS's
+# (aws/aws-parallelcluster pull request 6747), while fmcluster's reservation preflight requires Linux/UNIX.
+RHEL_PLATFORM_OS = ("rhel8", "rhel9")
 # ParallelCluster refuses these OSes for P6e-GB200 (InstanceTypeOSCompatibleValidator).
 UNSUPPORTED_OS_BY_FAMILY = {"p6e-gb200": ("rhel8", "rocky8", "rhel9")}
 
@@ -250,6 +254,14 @@ def _os_problems(spec: ClusterSpec) -> List[Problem]:
     if settings.os in OLD_SYSTEM_PYTHON and settings.custom_ami is None and any(not g.ami_id for g in spec.node_groups):
         found.append((f"{at}.os", f"{settings.os}'s system python3 is 3.6 and fmcluster's node runtime needs 3.9+: "
                       "use a custom AMI with python3.9 or newer (custom_ami, or every group's ami_id), or another os"))
+    if settings.os in RHEL_PLATFORM_OS:
+        for i, g in enumerate(spec.node_groups):
+            if g.capacity.type in ("capacity-block", "odcr"):
+                found.append((f"node_groups[{i}].capacity.type", f"{g.capacity.type} with os {settings.os} can never "
+                              "deploy: ParallelCluster requires the reservation's platform to match the OS (Red Hat "
+                              "Enterprise Linux for RHEL), and fmcluster reserves and checks Linux/UNIX capacity; "
+                              f"use os {', '.join(o for o in OPERATING_SYSTEMS if o not in RHEL_PLATFORM_OS)} with "
+                              "this reservation, or on-demand capacity for RHEL (docs/parallelcluster.md)"))
     arches = {g.instance.architecture for g in spec.node_groups}
     if len(arches) > 1:
         found.append(("node_groups", f"ParallelCluster runs one architecture per cluster; the groups mix "

@@ -12,7 +12,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.catalog import InstanceType
-from fmcluster.constructs.launch_template import NodeLaunchTemplate
+from fmcluster.constructs.launch_template import IMDS_HOP_LIMIT, NodeLaunchTemplate
 from fmcluster.constructs.node_bootstrap import (
     NodeRuntime,
     bootstrap_script,
@@ -140,11 +140,13 @@ class NodeGroupBuilder:
         set_instance_type: bool = True,
         in_subnet: bool = True,
         image: Optional[NodeImage] = None,
+        imds_hop_limit: int = IMDS_HOP_LIMIT,
     ) -> Ec2NodeGroup:
         """The node group's placement group and launch template. ``set_instance_type`` False leaves the
         instance type (and the profile) to the service launching from the template (PCS); ``in_subnet`` False
         leaves the subnet out (EKS managed node groups take theirs from the node group and refuse one in the
-        template); ``image`` replaces the DLAMI and its user data."""
+        template); ``image`` replaces the DLAMI and its user data; ``imds_hop_limit`` 1 keeps IMDS from containers
+        outside the host network (Kubernetes kinds whose pods get credentials from Pod Identity)."""
         built = Ec2NodeGroup(
             scope,
             construct_id(group.name),
@@ -164,6 +166,7 @@ class NodeGroupBuilder:
             root_volume_gib=group.root_volume_gib,
             root_device_name=image.root_device_name if image is not None else group.image.root_device,
             tags={**self.instance_tags, "fmcluster:node-group": group.name},
+            imds_hop_limit=imds_hop_limit,
         )
         if self._runtime is not None:  # an image of the kind's own may not fetch the runtime
             self._runtime.required_by(built)

@@ -34,6 +34,7 @@ from fmcluster.constructs.bucket_deployment import (
     grant_destination,
     nag_resource,
     secure_bucket,
+    server_access_log_bucket,
 )
 from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
 from fmcluster.nag import acknowledge
@@ -104,17 +105,8 @@ class LifecycleScripts(Construct):
                 raise ValueError(f"cluster_name: the lifecycle bucket name would be {length} chars (S3 allows 63); "
                                  "shorten it")
         if access_logs_bucket is None:
-            access_logs_bucket = secure_bucket(
-                self,
-                "AccessLogs",
-                removal_policy=RemovalPolicy.RETAIN,
-                lifecycle_rules=[s3.LifecycleRule(expiration=access_logs_retention)],
-            )
-            acknowledge(
-                access_logs_bucket,
-                "AwsSolutions-S1",
-                "This bucket is the destination of the lifecycle bucket's server access logs; logging it to itself would loop.",
-            )
+            access_logs_bucket = server_access_log_bucket(self, "AccessLogs", logged="lifecycle bucket",
+                                                          retention=access_logs_retention)
         bucket_name = f"sagemaker-{cluster_name}-{stack.account}-{stack.region}"
         self.bucket_name = bucket_name
         self.bucket = secure_bucket(

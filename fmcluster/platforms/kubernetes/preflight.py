@@ -1,12 +1,14 @@
 """Preflight checks of an EKS control plane (boto3, read only), for every Kubernetes kind: the cluster quota, the
 Kubernetes version in the region, the pinned add-on versions for that version (DescribeAddonVersions), an
-EKS-optimized AMI's public SSM parameter, and the control plane's second AZ."""
+EKS-optimized AMI's public SSM parameter, the control plane's second AZ, and the admins' IAM principals."""
 
 from __future__ import annotations
 
-from typing import Dict, Mapping
+from typing import Dict, List, Mapping
 
-from fmcluster.aws.context import Context, paginate
+from botocore.exceptions import ClientError
+
+from fmcluster.aws.context import Context, has_code, paginate
 from fmcluster.aws.quotas import find_quota, judge
 from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
 from fmcluster.platforms.kubernetes.settings import control_plane_of, control_plane_zone
@@ -100,3 +102,42 @@ def check_second_az(ctx: Context) -> Outcome:
     if state != "available":
         return Outcome(FAIL, f"{zone} {state}", "available", "pick another control_plane_availability_zone")
     return Outcome(PASS, f"{zone} ({zones[0].get('ZoneId', '?')}) available", "available")
+
+
+def check_admins(ctx: Context) -> Outcome:
+    """Every admin ARN names an IAM role or user that exists in this account. The spec only checks the ARN's shape;
+    an access entry for a principal that does not exist fails the deploy after the control plane (about ten minutes
+    in), and one in another account is not checked here (it cannot be read from this one)."""
+    admins = control_plane_of(ctx.spec).admins
+    if not admins:
+        return Outcome(PASS, "no admins listed", "each admin an existing role or user of this account")
+    iam = ctx.client("iam")
+    found: List[str] = []
+    missing: List[str] = []
+    foreign: List[str] = []
+    for arn in admins:
+        account, resource = arn.split(":", 5)[4], arn.split(":", 5)[5]
+        kind, _, path_and_name = resource.partition("/")
+        name = path_and_name.rsplit("/", 1)[-1]
+        if ctx.account and account != ctx.account:
+            foreign.append(arn)
+            continue
+        try:
+            if kind == "role":
+                iam.get_role(RoleName=name)
+            else:
+                iam.get_user(UserName=name)
+            found.append(arn)
+        except ClientError as e:
+            if not has_code(e, "NoSuchEntity"):
+                raise
+            missing.append(arn)
+    expected = "each admin an existing role or user of this account"
+    observed = f"{len(found)} of {len(admins)} found" + (f"; missing: {', '.join(missing)}" if missing else "") \
+        + (f"; other account: {', '.join(foreign)}" if foreign else "")
+    if missing:
+        return Outcome(FAIL, observed, expected, "create the role or user, or correct orchestrator.eks.admins")
+    if foreign:
+        return Outcome(WARN, observed, expected, "an admin of another account cannot be checked from this one; make "
+                       "sure it exists, or use a role of this account")
+    return Outcome(PASS, observed, expected)

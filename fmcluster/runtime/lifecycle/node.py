@@ -377,11 +377,33 @@ def find_instance(resource_config: Dict[str, Any], addresses: Iterable[str],
                          "is not in resource_config.json (no CustomerIpAddress or InstanceName matches)")
 
 
-def whoami(resource_config: Dict[str, Any], params: Dict[str, Any], addresses: Iterable[str],
-         hostname: str = "") -> Dict[str, str]:
-    """Everything on_init_complete.sh needs, as strings."""
+def whoami(resource_config: Optional[Dict[str, Any]], params: Dict[str, Any], addresses: Iterable[str],
+           hostname: str = "", group_name: Optional[str] = None) -> Dict[str, str]:
+    """Everything on_init_complete.sh needs, as strings.
+
+    ``group_name`` is the instance group the node's entry script names (one per group). With it the node needs no
+    ``resource_config.json`` (AWS does not document that file in OnInitComplete mode and its samples treat its
+    absence as normal); when the file is there it only adds the node's address and the controllers', and must agree.
+    Without a group name the node finds itself in the file."""
     params = validate_params(params)
-    group, instance = find_instance(resource_config, addresses, hostname)
+    addresses = list(addresses)
+    group: Dict[str, Any] = {}
+    instance: Dict[str, Any] = {}
+    if resource_config is not None:
+        try:
+            group, instance = find_instance(resource_config, addresses, hostname)
+        except LifecycleError:
+            if group_name is None:
+                raise
+    elif group_name is None:
+        raise LifecycleError("no resource_config.json and no instance group named by the entry script: cannot tell "
+                             "which group this node is in")
+    if group_name is not None:
+        listed = group.get("Name")
+        if listed is not None and listed != group_name:
+            raise LifecycleError(f"resource_config.json puts this node in instance group {listed!r}, its lifecycle "
+                                 f"entry script in {group_name!r}")
+        group = dict(group, Name=group_name)
     name = _clean(group.get("Name"), "InstanceGroups[].Name")
     workers = {w["instance_group_name"]: w for w in params["worker_groups"]}
     partition, gpu, efa = "", False, False
@@ -397,7 +419,7 @@ def whoami(resource_config: Dict[str, Any], params: Dict[str, Any], addresses: I
     else:
         raise LifecycleError(f"instance group {name!r} is neither the controller_group, the login_group nor one of "
                              "the worker_groups in fmcluster_parameters.json")
-    controllers = [i.get("CustomerIpAddress", "") for g in resource_config["InstanceGroups"]
+    controllers = [i.get("CustomerIpAddress", "") for g in (resource_config or {}).get("InstanceGroups") or []
                    if g.get("Name") == params["controller_group"] for i in (g.get("Instances") or [])]
     fsx = params.get("fsx") or {}
     obs = params.get("observability") or {}
@@ -408,7 +430,7 @@ def whoami(resource_config: Dict[str, Any], params: Dict[str, Any], addresses: I
         "gpu": "1" if gpu else "0",
         "instance_type": instance_type,
         "instance_name": str(instance.get("InstanceName") or ""),
-        "node_ip": str(instance.get("CustomerIpAddress") or ""),
+        "node_ip": str(instance.get("CustomerIpAddress") or (addresses[0] if addresses else "")),
         "controller_ips": ",".join(c for c in controllers if c),
         "cluster": params["cluster_name"],
         "region": params["region"],
@@ -525,7 +547,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m fmcluster.runtime.lifecycle.node")
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("whoami")
-    p.add_argument("--resource-config", required=True)
+    p.add_argument("--resource-config", help="HyperPod's resource_config.json, when the node has one")
+    p.add_argument("--group", help="the instance group the entry script names")
     p.add_argument("--params", required=True)
     p.add_argument("--root", default="/")
     p.add_argument("--node-ip", action="append", default=[], help="this node's address (default: discovered)")
@@ -560,9 +583,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.cmd == "whoami":
             addresses = args.node_ip or local_addresses(args.root)
-            _emit(whoami(_load_json(args.resource_config, "resource_config.json"),
-                       _load_json(args.params, "fmcluster_parameters.json"),
-                       addresses, args.hostname or socket.gethostname()))
+            config = _load_json(args.resource_config, "resource_config.json") if args.resource_config else None
+            _emit(whoami(config, _load_json(args.params, "fmcluster_parameters.json"),
+                         addresses, args.hostname or socket.gethostname(), args.group))
         elif args.cmd in ("users", "user-keys"):
             users = users_of(validate_params(_load_json(args.params, "fmcluster_parameters.json")))
             if args.cmd == "users":

@@ -5,7 +5,8 @@
 # side effects.
 #
 # Deployed layout (the S3 prefix that LifeCycleConfig.SourceS3Uri points at, downloaded to the node):
-#   on_init_complete.sh                stub: exec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh"
+#   on_init_complete.<group>.sh        one stub per instance group (its OnInitComplete):
+#                                      exec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh" --group G
 #   fmcluster_parameters.json       rendered at synth
 #   profiles/<instance group>.json     NodeProfile per group
 #   pkg/fmcluster/runtime/...          this runtime package
@@ -13,7 +14,8 @@
 # Steps, in order (a marker per step under /var/lib/fmcluster/lifecycle makes a rerun skip finished ones):
 #   runtime     copy the runtime, profiles and parameters to /opt/fmcluster (stable; units refer to it)
 #   apt-locks   wait for apt/dpkg locks (boot-time unattended upgrades) up to a deadline
-#   role        find this node in resource_config.json: controller | login | compute, group, partition
+#   role        controller | login | compute, group, partition: the group from --group (resource_config.json, when
+#               HyperPod wrote one, must agree and adds the addresses); without --group, found in resource_config.json
 #   fsx         only for an EFA-enabled FSx for Lustre (HyperPod mounts the others itself, over TCP): mount it with
 #               the lustre helper (LNet over EFA), hold the Lustre client packages. A failed mount is judged by
 #               validation.policy (the boot validator on GPU workers, this step elsewhere)
@@ -29,6 +31,19 @@
 # FMCLUSTER_RETRY_DELAY (first backoff delay, s, default 5).
 # Exit status: 0 done; 1 with one line "fmcluster lifecycle FAILED at step S: reason" (HyperPod reports it).
 set -Eeuo pipefail
+
+GROUP=""
+while (($#)); do
+  case "$1" in
+    --group)
+      GROUP="${2:-}"
+      shift 2 || { echo "--group needs a value" >&2; exit 2; }
+      ;;
+    *)
+      shift  # HyperPod may pass arguments of its own; none concern us
+      ;;
+  esac
+done
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 RESOURCE_CONFIG="${SAGEMAKER_RESOURCE_CONFIG_PATH:-${FMCLUSTER_LIFECYCLE_ROOT:-}/opt/ml/config/resource_config.json}"
@@ -69,8 +84,19 @@ step_apt_locks() {
 }
 
 step_role() {
-  [[ -f "$RESOURCE_CONFIG" ]] || fail "HyperPod resource config not found at $RESOURCE_CONFIG"
-  local args=(whoami --resource-config "$RESOURCE_CONFIG" --params "$PARAMS" --root "${ROOT:-/}") out
+  local args=(whoami --params "$PARAMS" --root "${ROOT:-/}") out
+  if [[ -n "$GROUP" ]]; then
+    args+=(--group "$GROUP")
+  fi
+  # AWS documents no resource_config.json for OnInitComplete, and its samples treat a missing one as normal: the
+  # group named by the entry script is enough; the file, when present, must agree with it.
+  if [[ -f "$RESOURCE_CONFIG" ]]; then
+    args+=(--resource-config "$RESOURCE_CONFIG")
+  elif [[ -n "$GROUP" ]]; then
+    log "no HyperPod resource config at $RESOURCE_CONFIG: instance group $GROUP from the entry script"
+  else
+    fail "no HyperPod resource config at $RESOURCE_CONFIG and no --group from the entry script"
+  fi
   if [[ -n "${FMCLUSTER_NODE_IP:-}" ]]; then
     args+=(--node-ip "$FMCLUSTER_NODE_IP")
   fi

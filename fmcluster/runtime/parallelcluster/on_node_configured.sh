@@ -66,8 +66,20 @@ if [[ "$role" == compute ]]; then
 fi
 
 install -d -m 0755 "$etc" "$home/pkg/fmcluster" "$log_dir" "$textfile_dir"
+# The action's own stderr stays open as fd 3 before everything goes to the log file: ParallelCluster keeps what a
+# custom action writes to stderr (docs/parallelcluster.md, "Why a node failed"), the file stays on the shut-down node.
+exec 3>&2
 exec >>"$log_dir/on-node-configured.log" 2>&1
 log() { echo "$(date -Is) fmcluster: $*"; }
+# tell LINE...: why the node is not healthy, to the log, the action's stderr and the journal (logger, bounded).
+tell() {
+  local line
+  for line in "$@"; do
+    log "$line"
+    printf 'fmcluster: %s\n' "$line" >&3 2>/dev/null || true
+    timeout 10 logger -t fmcluster -p user.err -- "$line" 2>/dev/null || true
+  done
+}
 log "ParallelCluster custom action: role=$role event=$event group=$node_group level=$level policy=$policy" \
   "revision=${revision:-none}"
 
@@ -77,13 +89,34 @@ node_name=$(cat "$nodename_file" 2>/dev/null) || node_name=""
 # Slurm's commands (scontrol, sinfo) and fi_info are not on the default PATH of a unit or of this script.
 unit_path="$slurm_bin:/opt/amazon/efa/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+# One deadline for the whole action. A compute node must register with Slurm within ResumeTimeout (2100 s by
+# ParallelCluster's default), which also covers the instance launch, the OS boot, ParallelCluster's own configuration
+# before this action and its finalize step after it; the head node's bootstrap has its own limit that covers the
+# compute nodes' too. So the action gets a budget (default 1200 s, docs/parallelcluster.md "Deadlines") and every step
+# below is bounded by what is left of it, never by its own fixed limit alone.
+budget=${FMCLUSTER_ACTION_BUDGET:-1200}
+[[ "$budget" =~ ^[0-9]+$ ]] || budget=1200
+deadline=$((SECONDS + budget))
+# what the collectors leave for the validator (and the failure report after it) on a compute node
+validator_reserve=0
+[[ "$role" == compute ]] && validator_reserve=$(((budget * 3) / 5))
+# left CAP [RESERVE]: seconds a step may take: CAP at most, and what is left of the budget less RESERVE (at least 1).
+left() {
+  local cap="$1" reserve="${2:-0}" rest
+  rest=$((deadline - SECONDS - reserve))
+  ((rest < 1)) && rest=1
+  ((rest < cap)) && cap=$rest
+  echo "$cap"
+}
+
 # fetch KEY DEST: one object under SOURCE, retrying with backoff (the network can still be settling), every
-# attempt under a timeout.
+# attempt under a timeout, no attempt past the budget.
 fetch() {
   local attempt
   for attempt in 1 2 3 4 5 6; do
-    timeout --kill-after=10 300 aws s3 cp --only-show-errors --region "$region" "$source_url$1" "$2" && return 0
-    [[ "$attempt" -eq 6 ]] && return 1
+    timeout --kill-after=10 "$(left 300)" aws s3 cp --only-show-errors --region "$region" "$source_url$1" "$2" \
+      && return 0
+    { [[ "$attempt" -eq 6 ]] || ((SECONDS + attempt * retry_delay >= deadline)); } && return 1
     sleep $((attempt * retry_delay))
   done
 }
@@ -118,7 +151,7 @@ unhealthy() {
     log "head node: $* (boot.$what): no collectors"
     exit 0
   fi
-  log "node not healthy (boot.$what): $*"
+  tell "node not healthy (boot.$what): $*"
   [[ "$policy" == fail ]] && exit 1
   exit 0
 }
@@ -213,7 +246,8 @@ install_collectors() {
     gpu_metrics_unavailable ""
   fi
   local rc=0
-  PATH="$(dirname "$python"):$PATH" timeout --kill-after=10 1200 \
+  # metrics are worth less than a validated node: the validator's share of the budget stays reserved
+  PATH="$(dirname "$python"):$PATH" timeout --kill-after=10 "$(left 1200 "$validator_reserve")" \
     bash "$home/pkg/fmcluster/runtime/observability/install.sh" "${args[@]}" || rc=$?
   if ((rc != 0)); then
     log "WARNING: collector install failed (exit $rc); the node continues without metrics"
@@ -279,7 +313,7 @@ validate() {
   # $1: policy; the Slurm checks look the node up by its Slurm name with ParallelCluster's scontrol
   local run_policy="$1"
   shift
-  PATH="$slurm_bin:/opt/amazon/efa/bin:$PATH" PYTHONPATH="$home/pkg" timeout --kill-after=10 1900 \
+  PATH="$slurm_bin:/opt/amazon/efa/bin:$PATH" PYTHONPATH="$home/pkg" timeout --kill-after=10 "$(left 1900 60)" \
     "$python" -m fmcluster.runtime.validate --profile "$etc/profile.json" --level "$level" --format json \
     --prom "$textfile_dir/fmcluster_node_validation.prom" --policy "$run_policy" --node-name "$node_name" "$@"
 }
@@ -292,9 +326,13 @@ if [[ "$status" -eq 0 ]]; then
   log "node validation passed"
   exit 0
 fi
-log "node validation failed (exit $status); see $log_dir/validate.json"
+failing=$(PYTHONPATH="$home/pkg" timeout --kill-after=5 30 "$python" -m fmcluster.runtime.report \
+  --failing "$log_dir/validate.json" 2>&1 | head -c 4000) || true
+mapfile -t failing_lines <<<"$failing"
+tell "node validation failed (exit $status, policy $policy) on $node_name; failing checks:" "${failing_lines[@]}" \
+  "full report: $log_dir/validate.json"
 if [[ "$policy" == fail ]]; then
-  log "policy fail: exit 1, ParallelCluster replaces the instance"
+  tell "policy fail: exit 1, ParallelCluster replaces the instance"
   exit 1
 fi
 exit 0

@@ -119,7 +119,8 @@ def test_gpu_node_group_from_the_efa_launch_template(p5):
     assert data["InstanceType"] == "p5.48xlarge"
     assert "ImageId" not in data and "IamInstanceProfile" not in data, "EKS picks the AMI and the instance profile"
     assert not resources_of(template, "AWS::IAM::InstanceProfile"), "a managed node group makes its own from the role"
-    assert data["MetadataOptions"]["HttpTokens"] == "required" and data["MetadataOptions"]["HttpPutResponseHopLimit"] == 2
+    # one hop: pods outside the host network cannot reach IMDS (so not the node role's credentials)
+    assert data["MetadataOptions"]["HttpTokens"] == "required" and data["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
     (root,) = data["BlockDeviceMappings"]
     assert root["DeviceName"] == "/dev/xvda" and root["Ebs"]["Encrypted"] is True
     interfaces = data["NetworkInterfaces"]
@@ -147,7 +148,9 @@ def test_capacity_block_group_one_subnet_no_placement(b200):
     template = b200["eks-b200-cluster"]
     group = node_groups(template)["b200"]
     assert group["CapacityType"] == "CAPACITY_BLOCK" and len(group["Subnets"]) == 1
-    assert group["ScalingConfig"]["MinSize"] == 0 and group["ScalingConfig"]["DesiredSize"] == 2
+    # created empty: a desired size before the block is active fails the node group (EKS user guide,
+    # "capacity-blocks-mng"); scaled to the block's size once it is active
+    assert group["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 0, "MaxSize": 2}
     assert group["AmiType"] == "AL2023_x86_64_NVIDIA"
     data = launch_data(template, group)
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
@@ -164,7 +167,7 @@ def test_system_node_group_is_untainted_cpu(p5):
     assert system["AmiType"] == "AL2023_x86_64_STANDARD" and "Taints" not in system
     data = launch_data(p5["eks-p5-cluster"], system)
     assert data["InstanceType"] == "m6i.2xlarge" and len(data["NetworkInterfaces"]) == 1
-    assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 2 and data["BlockDeviceMappings"][0]["Ebs"]["Encrypted"]
+    assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 1 and data["BlockDeviceMappings"][0]["Ebs"]["Encrypted"]
     assert base64.b64encode(b"x")  # user data is still MIME for EKS to merge into
     assert "multipart/mixed" in json.dumps(data["UserData"])
 
@@ -176,6 +179,43 @@ def test_node_role_has_the_documented_eks_policies_only(p5):
     assert "AmazonEKSWorkerNodePolicy" in managed and "AmazonEC2ContainerRegistryPullOnly" in managed
     assert "AmazonEKS_CNI_Policy" not in managed, "the CNI's policy is on the vpc-cni add-on's Pod Identity role"
     assert len(node["ManagedPolicyArns"]) == 2
+
+
+def _statements(template, role_prefix):
+    roles = {k for k in resources_of(template, "AWS::IAM::Role") if k.startswith(role_prefix)}
+    found = []
+    for policy in resources_of(template, "AWS::IAM::Policy").values():
+        if any(r.get("Ref") in roles for r in policy["Properties"]["Roles"]):
+            found += policy["Properties"]["PolicyDocument"]["Statement"]
+    return found
+
+
+def test_the_node_role_cannot_touch_the_data_bucket_or_write_metrics(p5):
+    """With IMDS at one hop a pod cannot read the node role's credentials anyway; the role holds neither."""
+    actions = json.dumps([st["Action"] for st in _statements(p5["eks-p5-cluster"], "EksNodesNodeRole")])
+    assert "s3:PutObject" not in actions and "aps:RemoteWrite" not in actions and "kms:" not in actions
+
+
+def test_training_pods_get_the_data_bucket_through_pod_identity(p5):
+    template = p5["eks-p5-cluster"]
+    (association,) = [a["Properties"] for a in resources_of(template, "AWS::EKS::PodIdentityAssociation").values()]
+    assert association["Namespace"] == "training" and association["ServiceAccount"] == "fmcluster-training"
+    role_id = association["RoleArn"]["Fn::GetAtt"][0]
+    trust = template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust[0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert sorted(trust[0]["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    statements = _statements(template, role_id)
+    s3 = [st for st in statements if any(str(a).startswith("s3:") for a in (
+        st["Action"] if isinstance(st["Action"], list) else [st["Action"]]))]
+    assert s3, "the workload role reads and writes the data bucket"
+    for st in s3:
+        resources = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
+        assert all("DataBucketArn" in json.dumps(r) for r in resources), st
+    assert all("*" not in (a if isinstance(a, str) else "") for st in statements
+               for a in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]]))
+    # the service account exists in the training namespace
+    manifests = json.dumps([m["Properties"] for m in resources_of(template, "Custom::AWSCDK-EKS-KubernetesResource").values()])
+    assert "ServiceAccount" in manifests and "fmcluster-training" in manifests
 
 
 def test_pod_addresses_size_the_node_subnet(p5):

@@ -10,7 +10,7 @@ from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
 from fmcluster.orchestrators.eks import kueue
-from fmcluster.platforms.kubernetes import labels
+from fmcluster.platforms.kubernetes import allocatable, labels
 from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -40,6 +40,7 @@ def test_the_eks_job_is_valid_and_admitted_whole_through_the_queue():
                  settings.kubernetes_version)
         charged = kueue_rules.admit(pod, count, [], kueue.configuration(settings), cq)
         if role == "Worker":
+            assert kueue_rules.node_fit_problems(pod, allocatable.allocatable(group.instance)) == []
             assert count == group.count
             assert charged[labels.GPU_RESOURCE] == group.count * group.instance.gpus
             assert charged[labels.EFA_RESOURCE] == group.count * group.instance.efa_interfaces

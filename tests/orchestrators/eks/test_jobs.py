@@ -14,7 +14,7 @@ from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
 from fmcluster.orchestrators.eks import kueue
-from fmcluster.platforms.kubernetes import devices, labels, volumes
+from fmcluster.platforms.kubernetes import allocatable, devices, labels, volumes
 from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -57,7 +57,7 @@ def test_each_pod_asks_for_every_gpu_and_efa_interface_of_its_node(job_objects, 
     command = " ".join(container["command"])
     assert f"--nnodes={group.count} " in command and f"--nproc-per-node={group.instance.gpus} " in command
     assert '--node-rank="${JOB_COMPLETION_INDEX}"' in command
-    assert int(requests["cpu"]) <= group.instance.vcpus
+    assert int(requests["cpu"]) == allocatable.whole_node_cpu_request(group.instance)
     assert {"name": "FI_PROVIDER", "value": "efa"} in container["env"]
 
 
@@ -91,6 +91,19 @@ def dra_pod_spec(pod_spec, group):
     container["resources"]["claims"] = [{"name": "efa"}]
     pod["resourceClaims"] = [{"name": "efa", "resourceClaimTemplateName": devices.efa_claim_template_name(group)}]
     return pod
+
+
+def test_one_worker_pod_fits_one_node_as_topology_aware_scheduling_places_it(job_objects, spec):
+    (group,) = spec.gpu_groups
+    pod = job_objects["Job"]["spec"]["template"]["spec"]
+    assert kueue_rules.node_fit_problems(pod, allocatable.allocatable(group.instance)) == []
+
+
+def test_no_node_reserves_hugepages_so_a_pod_asking_for_them_never_fits(spec):
+    (group,) = spec.gpu_groups
+    pod = {"containers": [{"name": "c", "resources": {"requests": {"hugepages-2Mi": "5120Mi", "cpu": "96"}}}]}
+    assert kueue_rules.node_fit_problems(pod, allocatable.allocatable(group.instance)) == [
+        "hugepages-2Mi: 5.36871e+09 > node allocatable 0"]
 
 
 def test_kueue_admits_the_job_on_the_plugin_cluster(job_objects, spec):

@@ -153,3 +153,20 @@ def test_status_shows_cluster_node_groups_and_addons() -> None:
     assert gpu.health == "bad" and "InsufficientFreeAddresses: subnet full" in gpu.detail
     assert "2 x p5.48xlarge ON_DEMAND" in gpu.state and system.health == "ok"
     assert cni.type == "add-on" and "v1.22.2-eksbuild.1" in cni.state
+
+
+def test_admins_must_exist_in_this_account() -> None:
+    """The spec checks an admin ARN's shape only; preflight asks IAM (moto) that the role or user exists."""
+    import boto3
+
+    from fmcluster.platforms.kubernetes.preflight import check_admins
+
+    ctx = make_ctx(eks_spec())
+    assert check_admins(ctx).status == "fail" and "missing: arn:aws:iam::123456789012:role/admin" in \
+        check_admins(ctx).observed
+    boto3.client("iam", region_name=ctx.region).create_role(RoleName="admin", AssumeRolePolicyDocument="{}")
+    assert check_admins(ctx).status == "pass"
+    other = dict(EKS, eks={**EKS["eks"], "admins": ["arn:aws:iam::210987654321:role/ops"]})
+    assert check_admins(make_ctx(eks_spec(orchestrator=other))).status == "warn"
+    ids = [c.id for c in preflight.checks(eks_spec())]
+    assert "eks:admins" in ids

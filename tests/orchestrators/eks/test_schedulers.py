@@ -88,3 +88,11 @@ def test_the_diagram_box_names_the_scheduler_chosen_and_no_other(scheduler, name
     text = graph(spec_with(scheduler)).source
     assert f"Amazon EKS with GPU managed node groups, {named} and a boot-validation node gate" in text
     assert all(other not in text for other in ("Kueue", "Volcano", "KAI") if not named.startswith(other))
+
+
+def test_wait_for_pods_ready_leaves_room_for_a_first_image_pull_by_default():
+    """A 10 GB+ training image pulled for the first time on every node of the job takes minutes; Kueue's 5-minute
+    default (and the 10 minutes before) evicted such a first run (docs/eks.md)."""
+    from fmcluster.orchestrators.eks.settings import KueueSettings
+
+    assert KueueSettings().wait_for_pods_ready_seconds == 1800

@@ -96,14 +96,14 @@ def test_without_deep_health_checks_nodes_register_with_the_gates_pending_taint(
 
 
 def test_dependencies_come_before_the_hyperpod_cluster(p5):
-    """HyperPod's prerequisites: its dependency chart and the add-ons (VPC CNI, task governance, ...) exist before the
-    HyperPod cluster; the training operator (it needs a HyperPod cluster) and task governance's objects after it."""
+    """HyperPod's prerequisites: its dependency chart and the standard add-ons (VPC CNI, ...) exist before the
+    HyperPod cluster; the training operator (it needs a HyperPod cluster) and task governance after it."""
     cluster_id, cluster = one(p5, "AWS::SageMaker::Cluster")
     chart_id, _ = one(p5, "Custom::GitHelmChart")
     addons = by_name(p5, "AWS::EKS::Addon", "AddonName")
     before = set(cluster["DependsOn"])
     assert chart_id in before
-    for name in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-fsx-csi-driver", TASK_GOVERNANCE):
+    for name in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-fsx-csi-driver"):
         assert addons[name][0] in before, name
     operator_id, operator = addons[TRAINING_OPERATOR]
     assert operator_id not in before and cluster_id in operator["DependsOn"]
@@ -111,6 +111,24 @@ def test_dependencies_come_before_the_hyperpod_cluster(p5):
                      *resources_of(p5, "AWS::SageMaker::ClusterSchedulerConfig").items()]:
         assert res["Properties"]["ClusterArn"] == {"Fn::GetAtt": [cluster_id, "ClusterArn"]}, lid
     assert "eks-node-monitoring-agent" not in addons, "HyperPod's health monitoring agent watches its nodes"
+
+
+def test_task_governance_comes_after_the_cluster_the_chart_and_our_workloads(p5):
+    """Its Kueue's Pod and Deployment webhooks fail closed outside kube-system and kueue-system (kueue
+    config/components/webhook): created before any node can run them, they would refuse the chart's and our
+    Deployments. Order: EKS, chart, HyperPod cluster, our manifests, task governance, scheduler config and quotas."""
+    cluster_id, cluster = one(p5, "AWS::SageMaker::Cluster")
+    chart_id, _ = one(p5, "Custom::GitHelmChart")
+    addons = by_name(p5, "AWS::EKS::Addon", "AddonName")
+    tg_id, tg = addons[TASK_GOVERNANCE]
+    assert tg_id not in cluster["DependsOn"]
+    after = set(tg["DependsOn"])
+    assert {cluster_id, chart_id} <= after
+    manifests = [lid for lid in resources_of(p5, "Custom::AWSCDK-EKS-KubernetesResource")
+                 if "NodeGate" in lid or "Exporters" in lid]
+    assert manifests and set(manifests) <= after, "the gate and the exporters are in before the webhooks"
+    (config_id, config), = resources_of(p5, "AWS::SageMaker::ClusterSchedulerConfig").items()
+    assert tg_id in config["DependsOn"]
 
 
 def test_the_chart_is_fetched_at_deploy_time_at_the_pinned_commit(p5):

@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
 from fmcluster.orchestrators.hyperpod_eks.settings import LOCAL_QUEUE_SUFFIX, PRIORITY_CLASS_SUFFIX
-from fmcluster.platforms.kubernetes import labels
+from fmcluster.platforms.kubernetes import allocatable, labels
 from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -41,3 +42,6 @@ def test_the_hyperpod_job_goes_through_a_teams_queue_onto_healthy_nodes():
             (container,) = pod["containers"]
             assert container["resources"]["requests"][labels.EFA_RESOURCE] == group.instance.efa_interfaces
             assert pod["nodeSelector"] == {"sagemaker.amazonaws.com/node-health-status": "Schedulable"}
+            # ThreadsPerCore 1: 96 logical CPUs on p5.48xlarge; the pod must fit what one node can hold
+            node = allocatable.allocatable(group.instance, spec.orchestrator.hyperpod.threads_per_core)
+            assert kueue_rules.node_fit_problems(pod, node) == []

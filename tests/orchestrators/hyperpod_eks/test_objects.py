@@ -12,11 +12,12 @@ from typing import Any, Dict, List
 import pytest
 import yaml
 from helpers import resources_of
+from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
 from fmcluster.orchestrators.hyperpod_eks import nodes
 from fmcluster.orchestrators.hyperpod_eks.settings import LOCAL_QUEUE_SUFFIX, PRIORITY_CLASS_SUFFIX, TEAM_NAMESPACE_PREFIX
-from fmcluster.platforms.kubernetes import labels, volumes
+from fmcluster.platforms.kubernetes import allocatable, labels, volumes
 from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -141,6 +142,9 @@ def test_the_job_fits_the_teams_quota_and_asks_for_every_gpu_and_efa_interface(j
         assert f"--nproc-per-node={group.instance.gpus} " in " ".join(container["command"])
         pod = replica["template"]["spec"]
         assert {"name": "fsx", "persistentVolumeClaim": {"claimName": volumes.CLAIM}} in pod["volumes"]
+        node = allocatable.allocatable(group.instance, spec.orchestrator.hyperpod.threads_per_core)
+        assert kueue_rules.node_fit_problems(pod, node) == [], "one pod fits one node (ThreadsPerCore 1: 96 CPUs)"
+        assert int(requests["cpu"]) == allocatable.whole_node_cpu_request(group.instance, 1)
         validate({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": team.namespace},
                   "spec": {**pod, "restartPolicy": replica["restartPolicy"]}}, VERSION)
 

@@ -54,12 +54,13 @@ def test_gpu_groups_get_deep_health_checks_and_efa_only_interfaces(p5):
 
 
 def test_every_group_has_threads_storage_lifecycle_and_the_role(p5):
-    for g in groups_of(p5).values():
+    for name, g in groups_of(p5).items():
         assert g["ThreadsPerCore"] == 1
         ebs, fsx = g["InstanceStorageConfigs"]
         assert ebs == {"EbsVolumeConfig": {"VolumeSizeInGB": 500}}
         assert fsx["FsxLustreConfig"]["MountPath"] == "/fsx" and "Fn::ImportValue" in str(fsx["FsxLustreConfig"]["DnsName"])
-        assert g["LifeCycleConfig"]["OnInitComplete"] == "on_init_complete.sh"
+        # each group's own entry script names the group: a node never depends on resource_config.json to know it
+        assert g["LifeCycleConfig"]["OnInitComplete"] == f"on_init_complete.{name}.sh"
         uri = g["LifeCycleConfig"]["SourceS3Uri"]["Fn::Join"][1]
         assert uri[0] == "s3://sagemaker-hp-p5-" and uri[-1] == "-us-east-1/lifecycle/"
         assert g["ExecutionRole"]["Fn::GetAtt"][0].startswith("HyperPodInstanceRole")

@@ -47,6 +47,12 @@ def policy(template: Dict[str, Any], logical_prefix: str) -> Dict[str, Any]:
     return found["Properties"]
 
 
+def assets_bucket(template: Dict[str, Any]) -> str:
+    """The node assets bucket: where the deployment writes (the other bucket receives its access logs)."""
+    (deployment,) = resources_of(template, "Custom::CDKBucketDeployment").values()
+    return str(deployment["Properties"]["DestinationBucketName"]["Ref"])
+
+
 def statements(props: Dict[str, Any]) -> List[Dict[str, Any]]:
     return props["PolicyDocument"]["Statement"]
 
@@ -106,7 +112,7 @@ def test_policies_placement_groups_and_scripts_are_references_to_this_stack(synt
     assert pg["Enabled"] is True and resources_of(t, "AWS::EC2::PlacementGroup")[pg["Name"]["Ref"]]
     assert "PlacementGroup" not in prep["Networking"]  # no EFA, no placement asked
     script = h100["CustomActions"]["OnNodeConfigured"]["Script"]
-    (bucket,) = resources_of(t, "AWS::S3::Bucket")
+    bucket = assets_bucket(t)
     assert script == {"Fn::Join": ["", ["s3://", {"Ref": bucket}, "/fmcluster/on_node_configured.sh"]]}
 
 
@@ -122,7 +128,9 @@ def test_a_retained_cluster_keeps_what_its_nodes_use_so_the_stack_can_be_deleted
     for kind in ("AWS::IAM::ManagedPolicy", "AWS::EC2::PlacementGroup", "AWS::S3::Bucket"):
         found = resources_of(t, kind)
         assert found, kind
-        for r in found.values():  # CloudFormation's default is Delete
+        for logical_id, r in found.items():  # CloudFormation's default is Delete
+            if logical_id.startswith("ParallelClusterNodeAssetsAccessLogs"):
+                continue  # the access logs are kept either way, like every access log bucket's
             policies = (r.get("DeletionPolicy", "Delete"), r.get("UpdateReplacePolicy", "Delete"))
             assert policies == (deletion_policy, deletion_policy), kind
     assert cluster_resource(t)[1]["Properties"]["DeletionPolicy"] == deletion_policy
@@ -222,7 +230,7 @@ def test_every_queue_runs_the_validator_with_its_own_profile_and_the_spec_level_
     stacks = build_stacks(spec, outdir=str(tmp_path))
     t = stacks.app.synth().get_stack_by_name("pc-p5-cluster").template
     config = configuration(t)
-    (bucket,) = resources_of(t, "AWS::S3::Bucket")
+    bucket = assets_bucket(t)
     source = {"Fn::Join": ["", ["s3://", {"Ref": bucket}, "/fmcluster/"]]}
     assets = stacks.cluster.node.find_child("ParallelCluster").assets
     for group, q in zip(spec.node_groups, config["Scheduling"]["SlurmQueues"]):
@@ -256,7 +264,8 @@ def test_the_configuration_names_no_content_hash(synth_example):
 
 def test_the_node_assets_bucket(synth_example):
     t = cluster_template(synth_example, P5)
-    (bucket_id, bucket), = resources_of(t, "AWS::S3::Bucket").items()
+    bucket_id = assets_bucket(t)
+    bucket = t["Resources"][bucket_id]
     props = bucket["Properties"]
     assert props["VersioningConfiguration"] == {"Status": "Enabled"}
     assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
@@ -265,7 +274,8 @@ def test_the_node_assets_bucket(synth_example):
         "BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets")}
     (rule,) = props["LifecycleConfiguration"]["Rules"]
     assert rule["NoncurrentVersionExpiration"] == {"NoncurrentDays": 30}
-    (policy_doc,) = [p["Properties"]["PolicyDocument"] for p in resources_of(t, "AWS::S3::BucketPolicy").values()]
+    (policy_doc,) = [p["Properties"]["PolicyDocument"] for p in resources_of(t, "AWS::S3::BucketPolicy").values()
+                     if p["Properties"]["Bucket"] == {"Ref": bucket_id}]
     tls = [st for st in policy_doc["Statement"] if st["Effect"] == "Deny"]
     assert tls and tls[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     # deleted with the stack only after the cluster: the cluster depends on the contents and on the emptying
@@ -276,6 +286,23 @@ def test_the_node_assets_bucket(synth_example):
     assert {deployment, emptier} <= set(cluster["DependsOn"])
     props = resources_of(t, "Custom::CDKBucketDeployment")[deployment]["Properties"]
     assert props["DestinationBucketName"] == {"Ref": bucket_id} and props["DestinationBucketKeyPrefix"] == "fmcluster/"
+
+
+def test_the_node_assets_bucket_logs_its_access_to_a_retained_log_bucket(synth_example):
+    """S3 server access logs, delivered through a bucket policy for the logging service (S3 user guide, "Enabling
+    Amazon S3 server access logging"), like the data and lifecycle buckets."""
+    t = cluster_template(synth_example, P5)
+    bucket_id = assets_bucket(t)
+    logging = t["Resources"][bucket_id]["Properties"]["LoggingConfiguration"]
+    log_bucket_id = logging["DestinationBucketName"]["Ref"]
+    assert logging["LogFilePrefix"] == "node-assets/"
+    assert t["Resources"][log_bucket_id]["DeletionPolicy"] == "Retain"
+    (log_policy,) = [p["Properties"]["PolicyDocument"] for p in resources_of(t, "AWS::S3::BucketPolicy").values()
+                     if p["Properties"]["Bucket"] == {"Ref": log_bucket_id}]
+    (delivery,) = [st for st in log_policy["Statement"]
+                   if st.get("Principal") == {"Service": "logging.s3.amazonaws.com"}]
+    assert delivery["Action"] == "s3:PutObject"
+    assert delivery["Condition"]["ArnLike"]["aws:SourceArn"] == {"Fn::GetAtt": [bucket_id, "Arn"]}
 
 
 def test_the_runtime_is_one_deterministic_archive(tmp_path):

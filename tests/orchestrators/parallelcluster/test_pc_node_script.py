@@ -47,7 +47,8 @@ class Node:
 
     def __init__(self, tmp: Path, runtime_zip: Path, *, healthy: bool = True, gpu: bool = True, docker: bool = False,
                  nodename_file: Optional[str] = None, nvme: bool = True, fetch_ok: bool = True,
-                 settings: Optional[Dict[str, Any]] = None, missing: Sequence[str] = ()) -> None:
+                 settings: Optional[Dict[str, Any]] = None, missing: Sequence[str] = (),
+                 report: Optional[Dict[str, Any]] = None) -> None:
         self.tmp = tmp
         self.log = tmp / "calls"
         self.root = tmp / "root"
@@ -74,11 +75,14 @@ class Node:
         self._cmd("hostname", f'case "$1" in -s) echo {NODE};; *) echo {NODE}.pc.pcluster;; esac\n')
         if docker:
             self._cmd("docker", "exit 0\n")
+        self._cmd("logger", f'echo "$@" >> {self.log}/logger.log\n')
+        answer = json.dumps(report if report is not None else {"verdict": "pass" if healthy else "fail"})
+        (tmp / "answer.json").write_text(answer)
         # python3: the real one, except the validator, which records its arguments and PATH and answers
         self._cmd("python3", (
             'case "$*" in *fmcluster.runtime.validate*) '
             f'echo "$@" >> {self.log}/validate.log; echo "PATH=$PATH" >> {self.log}/validate-env.log; '
-            f"echo '{{\"verdict\": \"{'pass' if healthy else 'fail'}\"}}'; exit {0 if healthy else 1};; esac\n"
+            f"cat {tmp / 'answer.json'}; exit {0 if healthy else 1};; esac\n"
             f'exec {sys.executable} "$@"\n'))
         self._cmd("imds-access.sh", f'echo "$@" >> {self.log}/imds.log\n', where=tmp / "pcluster" / "scripts" / "imds")
         self.nodename = tmp / "slurm_nodename"
@@ -153,6 +157,67 @@ def test_fail_policy_fails_the_bootstrap_so_parallelcluster_replaces_the_node(tm
     assert node.run(*compute_args("fail")).returncode == 1
     assert json.loads(node.file("log/validate.json")) == {"verdict": "fail"}
     assert not (tmp_path / "units" / "fmcluster-validate.service").exists()
+
+
+FAILED_REPORT = {
+    "verdict": "fail", "failing": ["gpu.count"],
+    "checks": [
+        {"id": "gpu.count", "layer": "gpu", "required": True, "status": "fail", "observed": 7, "expected": 8,
+         "detail": "nvidia-smi lists 7 GPUs"},
+        {"id": "efa.devices", "layer": "network", "required": True, "status": "pass", "observed": 32, "expected": 32},
+    ],
+}
+
+
+@pytest.mark.parametrize("policy,code", [("fail", 1), ("report", 0)])
+def test_a_failed_validation_names_its_failing_checks_on_stderr_and_in_the_journal(tmp_path, runtime_zip, policy,
+                                                                                    code):
+    """ParallelCluster keeps the custom action's stderr; the node itself shuts down under policy fail, taking the
+    log file with it."""
+    node = Node(tmp_path, runtime_zip, healthy=False, report=FAILED_REPORT)
+    r = node.run(*compute_args(policy))
+    assert r.returncode == code
+    assert "gpu.count fail: 7 (expected 8) - nvidia-smi lists 7 GPUs" in r.stderr
+    assert "efa.devices" not in r.stderr
+    journal = node.calls("logger")
+    assert any("-t fmcluster" in line and "gpu.count fail: 7 (expected 8)" in line for line in journal)
+    assert "gpu.count fail" in node.file("log/on-node-configured.log")
+
+
+def test_a_node_that_cannot_fetch_its_runtime_says_why_on_stderr_and_in_the_journal(tmp_path, runtime_zip):
+    node = Node(tmp_path, runtime_zip, fetch_ok=False)
+    r = node.run(*compute_args("fail"))
+    assert r.returncode == 1
+    assert "node not healthy (boot." in r.stderr
+    assert any("node not healthy (boot." in line for line in node.calls("logger"))
+
+
+def _timeouts(node: Node, marker: str) -> List[int]:
+    """The durations `timeout` was given for commands naming `marker`."""
+    out = []
+    for line in node.calls("timeout"):
+        if marker in line:
+            words = [w for w in line.split() if not w.startswith("--")]
+            out.append(int(words[0]))
+    return out
+
+
+@pytest.mark.parametrize("budget,validator,collectors", [(None, 1140, 480), ("100", 40, 40)])
+def test_every_step_fits_one_budget_inside_slurms_resume_timeout(tmp_path, runtime_zip, monkeypatch, budget,
+                                                                  validator, collectors):
+    """A compute node must register within ResumeTimeout (2100 s): the collectors, the validator and each fetch attempt
+    get what is left of the action's budget, and the collectors leave the validator its share."""
+    node = Node(tmp_path, runtime_zip)
+    node._cmd("timeout", f'echo "$@" >> {node.log}/timeout.log\n'
+                         'while [[ "$1" == --* ]]; do shift; done\nshift\nexec "$@"\n')
+    if budget is not None:
+        monkeypatch.setenv("FMCLUSTER_ACTION_BUDGET", budget)
+    assert node.run(*compute_args("fail")).returncode == 0
+    (validate,) = _timeouts(node, "fmcluster.runtime.validate")
+    (install,) = _timeouts(node, "install.sh")
+    assert 0 < validate <= validator and 0 < install <= collectors
+    fetches = _timeouts(node, "s3 cp")
+    assert fetches and all(0 < f <= min(300, int(budget or 1200)) for f in fetches)
 
 
 def test_report_policy_only_reports(tmp_path, runtime_zip):

@@ -23,6 +23,32 @@ def test_there_are_parallelcluster_examples_with_and_without_a_capacity_block():
     assert "parallelcluster-p5" in EXAMPLES and "parallelcluster-p5en-capacity-block" in EXAMPLES
 
 
+def test_the_lock_meets_aws_parallelclusters_own_requirements(pcluster_python):
+    """Each package the lock pins satisfies aws-parallelcluster's Requires-Dist for it (read from the installed
+    distribution's metadata): the gate must run ParallelCluster with dependencies it accepts."""
+    import subprocess
+
+    from packaging.requirements import Requirement
+
+    out = subprocess.run([str(pcluster_python), "-c", "import importlib.metadata as m; "
+                          "print('\\n'.join(m.requires('aws-parallelcluster') or []))"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    wanted = {}
+    for line in out.stdout.splitlines():
+        req = Requirement(line)
+        if req.marker is None or req.marker.evaluate():
+            wanted.setdefault(req.name.lower().replace("_", "-"), []).append(req.specifier)
+    pins = {}
+    for line in (ROOT / "requirements-pcluster.lock").read_text().splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[name.strip().lower()] = version.strip()
+    outside = {name: (pins[name], [str(s) for s in specs]) for name, specs in wanted.items()
+               if name in pins and not all(s.contains(pins[name], prereleases=True) for s in specs)}
+    assert outside == {}
+
+
 def test_the_gate_runs_the_pinned_parallelcluster(pcluster_python):
     lock = (ROOT / "requirements-pcluster.lock").read_text()
     assert f"aws-parallelcluster=={PCLUSTER_VERSION}\n" in lock

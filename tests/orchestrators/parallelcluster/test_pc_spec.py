@@ -114,6 +114,23 @@ def test_rhel8_without_a_custom_ami_exits_2(tmp_path, capsys):
                                               "ami_id": "ami-0123456789abcdef0"}])
 
 
+@pytest.mark.parametrize("os_name", ["rhel8", "rhel9"])
+@pytest.mark.parametrize("capacity", [CB, ODCR], ids=["capacity-block", "odcr"])
+def test_rhel_on_a_reservation_exits_2_naming_the_platform_mismatch(tmp_path, capsys, os_name, capacity):
+    """ParallelCluster's CapacityReservationValidator wants a Red Hat Enterprise Linux reservation for RHEL, and
+    fmcluster's reservation preflight wants Linux/UNIX: no reservation passes both."""
+    group = {"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": capacity,
+             "ami_id": "ami-0123456789abcdef0"}
+    err = problems_of(spec_data(orchestrator=settings(os=os_name, custom_ami="ami-0123456789abcdef0"),
+                                node_groups=[group]), tmp_path, capsys)
+    assert f"node_groups[0].capacity.type: {capacity['type']} with os {os_name} can never deploy" in err
+    assert "Red Hat Enterprise Linux" in err and "alinux2023" in err
+    # the nearest good specs: another OS on the reservation, RHEL on demand
+    make_spec({"os": "rocky9", "custom_ami": "ami-0123456789abcdef0"}, node_groups=[group])
+    make_spec({"os": os_name, "custom_ami": "ami-0123456789abcdef0"},
+              node_groups=[{k: v for k, v in group.items() if k != "capacity"}])
+
+
 def test_an_unknown_os_exits_2_naming_the_allowed(tmp_path, capsys):
     err = problems_of(spec_data(orchestrator=settings(os="centos7")), tmp_path, capsys)
     assert "orchestrator.parallelcluster.os" in err and "ubuntu2204" in err

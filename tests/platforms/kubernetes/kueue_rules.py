@@ -173,3 +173,16 @@ def admit(pod_spec: Mapping[str, Any], count: int, claim_templates: Sequence[Map
     if problems:
         raise Inadmissible("; ".join(problems))
     return requests
+
+
+def node_fit_problems(pod_spec: Mapping[str, Any], allocatable: Mapping[str, float]) -> List[str]:
+    """Topology-aware scheduling places a pod set by the pod's own full requests (no excluded prefixes) against what
+    each node can hold (tas_flavorassigner.go podSetTopologyRequest, then the per-domain capacity): the requests of a
+    pod that one node of `allocatable` cannot hold, for the resources that allocatable names."""
+    per_pod: Dict[str, float] = {}
+    for container in pod_spec.get("containers", []):
+        resources = container.get("resources") or {}
+        for name, value in {**(resources.get("limits") or {}), **(resources.get("requests") or {})}.items():
+            per_pod[name] = per_pod.get(name, 0.0) + quantity(value)
+    return [f"{name}: {per_pod[name]:g} > node allocatable {allocatable[name]:g}" for name in sorted(per_pod)
+            if name in allocatable and per_pod[name] > allocatable[name]]

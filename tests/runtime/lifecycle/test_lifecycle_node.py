@@ -214,3 +214,19 @@ def test_container_layout_and_the_fstab_bind_mounts(tmp_path):
         "bind,x-systemd.requires-mounts-for=/opt/dlami/nvme,x-systemd.after=dlami-nvme.service 0 0")
     assert node.write_efa_units(str(tmp_path / "units")) == ["fmcluster-efa-textfile.service",
                                                              "fmcluster-efa-textfile.timer"]
+
+
+def test_the_entry_scripts_group_needs_no_resource_config():
+    p = node.whoami(None, params(), [GPU_IP], group_name="gpu-a")
+    assert (p["role"], p["group"], p["partition"], p["gpu"], p["node_ip"]) == ("compute", "gpu-a", "gpu-a", "1", GPU_IP)
+    assert p["controller_ips"] == ""
+    assert node.whoami(None, params(), [], group_name="login")["role"] == "login"
+    # a node HyperPod did not list yet still has its group from the entry script
+    assert node.whoami(resource_config(), params(), ["192.168.9.9"], group_name="cpu-b")["group"] == "cpu-b"
+
+
+def test_resource_config_and_entry_script_must_agree_and_one_of_them_is_needed():
+    with pytest.raises(node.LifecycleError, match="puts this node in instance group 'gpu-a'"):
+        node.whoami(resource_config(), params(), [GPU_IP], group_name="cpu-b")
+    with pytest.raises(node.LifecycleError, match="no resource_config.json and no instance group"):
+        node.whoami(None, params(), [GPU_IP])

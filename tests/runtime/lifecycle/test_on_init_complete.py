@@ -79,6 +79,10 @@ class Node:
         """The deployed S3 layout: stub, parameters, profiles, and pkg/ with the real lifecycle code."""
         stub = self.prefix / "on_init_complete.sh"
         stub.write_text('#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh" "$@"\n')
+        for group in ("controller", "login", "gpu-a", "cpu-b"):  # one OnInitComplete entry per instance group
+            (self.prefix / f"on_init_complete.{group}.sh").write_text(
+                '#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh" '
+                f'--group {group} "$@"\n')
         (self.prefix / "fmcluster_parameters.json").write_text(json.dumps(parameters))
         (self.prefix / "profiles").mkdir()
         for group in ("gpu-a", "cpu-b"):
@@ -94,14 +98,14 @@ class Node:
         (rt / "observability").mkdir()
         (rt / "observability/install.sh").write_text(FAKE_INSTALL)
 
-    def run(self, **env: str) -> subprocess.CompletedProcess:
+    def run(self, entry: str = "on_init_complete.sh", **env: str) -> subprocess.CompletedProcess:
         full = dict(os.environ, PATH=f"{self.bin}:{os.environ['PATH']}", FAKE_LOG=str(self.logs),
                     FMCLUSTER_LIFECYCLE_ROOT=str(self.root), FMCLUSTER_NODE_IP=self.ip, FMCLUSTER_NVME_WAIT="0",
                     FMCLUSTER_RETRY_DELAY="0", FMCLUSTER_APT_LOCK_TIMEOUT="5")
         full.update(env)
         full.pop("PYTHONPATH", None)
         full.pop("SAGEMAKER_RESOURCE_CONFIG_PATH", None)
-        return subprocess.run(["bash", str(self.prefix / "on_init_complete.sh")], cwd=self.prefix, env=full,
+        return subprocess.run(["bash", str(self.prefix / entry)], cwd=self.prefix, env=full,
                               capture_output=True, text=True, timeout=120)
 
     def log(self, name: str) -> str:
@@ -260,6 +264,35 @@ def test_unknown_node_fails_at_the_role_step(tmp_path):
     r = n.run()
     assert r.returncode == 1
     assert "FAILED at step role: this node (192.168.77.7" in r.stdout and "not in resource_config.json" in r.stdout
+
+
+def test_without_resource_config_the_group_entry_script_is_enough(tmp_path):
+    """AWS documents no resource_config.json for OnInitComplete and its samples treat a missing one as normal: the
+    per-group entry script names the group, and the node proceeds from it."""
+    n = Node(tmp_path, ip=GPU_IP)
+    (n.root / "opt/ml/config/resource_config.json").unlink()
+    out = ok(n.run("on_init_complete.gpu-a.sh"))
+    assert "no HyperPod resource config" in out and "instance group gpu-a from the entry script" in out
+    assert f"role=compute group=gpu-a partition=gpu-a gpu=1 ip={GPU_IP}" in out
+    assert f"--profile {n.root}/opt/fmcluster/profiles/gpu-a.json" in n.log("validate.log")
+    c = Node(tmp_path / "controller", ip=CONTROLLER_IP)
+    (c.root / "opt/ml/config/resource_config.json").unlink()
+    assert "role=controller group=controller" in ok(c.run("on_init_complete.controller.sh"))
+
+
+def test_a_resource_config_that_disagrees_with_the_entry_script_fails_at_the_role_step(tmp_path):
+    n = Node(tmp_path, ip=GPU_IP)
+    r = n.run("on_init_complete.cpu-b.sh")
+    assert r.returncode == 1
+    assert "FAILED at step role: resource_config.json puts this node in instance group 'gpu-a'" in r.stdout
+
+
+def test_with_neither_resource_config_nor_a_group_the_role_step_says_so(tmp_path):
+    n = Node(tmp_path, ip=GPU_IP)
+    (n.root / "opt/ml/config/resource_config.json").unlink()
+    r = n.run()
+    assert r.returncode == 1
+    assert "FAILED at step role: no HyperPod resource config at" in r.stdout and "no --group" in r.stdout
 
 
 def test_held_apt_lock_past_the_deadline_fails_with_the_lock_named(tmp_path):
