@@ -35,3 +35,9 @@ def synth_example() -> Callable[[str], Templates]:
 @pytest.fixture(scope="session")
 def example_names() -> list:
     return sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    """Tests marked ``long`` (a whole-repository mypy or ruff run, the CDK CLI's own synth) go first: pytest-xdist hands
+    out tests in collection order, so a long one collected last would run alone at the end while the other cores idle."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)

@@ -85,6 +85,7 @@ def test_templates_dir_is_current(every_example):
     assert not diff, f"templates/ is stale, run `make templates`: {diff}"
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     "tool, args",
     [
@@ -99,6 +100,7 @@ def test_code_is_lint_and_type_clean(tool, args):
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
 
 
+@pytest.mark.long
 def test_cdk_cli_synth_matches_fmcluster_synth(tmp_path, synth_example):
     """`make synth` (the CDK CLI running app.py) and `fmcluster synth` write the same templates."""
     import os
