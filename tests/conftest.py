@@ -38,6 +38,6 @@ def example_names() -> list:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
-    """Tests marked ``long`` (a whole-repository mypy or ruff run, the CDK CLI's own synth) go first: pytest-xdist hands
-    out tests in collection order, so a long one collected last would run alone at the end while the other cores idle."""
+    """Tests marked ``long`` (the CDK CLI's own synth) go first: pytest-xdist hands out tests in collection order, so a
+    long one collected last would run alone at the end while the other cores idle."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)

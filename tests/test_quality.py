@@ -85,7 +85,6 @@ def test_templates_dir_is_current(every_example):
     assert not diff, f"templates/ is stale, run `make templates`: {diff}"
 
 
-@pytest.mark.long
 @pytest.mark.parametrize(
     "tool, args",
     [
