@@ -149,8 +149,8 @@ def test_every_shell_script_parses_and_is_shellcheck_clean(script):
 
 
 def test_comments_and_docs_cite_no_internal_issue_numbers():
-    """A reader outside the project cannot open "issue 18" or "review of #15": code, tests and docs cite public sources
-    (an upstream tracker issue names its repository, owner/name) or say why."""
+    """A reader outside the project cannot open the project's own issue numbers or reviews: code, tests and docs cite
+    public sources (an upstream tracker issue names its repository, owner/name) or say why."""
     pattern = re.compile(r"\b(?:[Ii]ssue|[Rr]eview of) #?\d+")
     found = []
     for path in [*(ROOT / "fmcluster").rglob("*"), *(ROOT / "tests").rglob("*"), *(ROOT / "docs").rglob("*"),

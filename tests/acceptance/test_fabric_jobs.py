@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
+from helpers.jobs import objects
 
 from fmcluster.acceptance import nccl_output
 
@@ -90,15 +90,6 @@ def test_missing_binaries_are_a_clear_error(tmp_path):
     r = subprocess.run(["bash", str(SCRIPT)], env={"PATH": os.environ["PATH"], "NCCL_TESTS_DIR": str(tmp_path),
                                                     "HOSTFILE": "/dev/null"}, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "set NCCL_TESTS_DIR" in r.stderr
-
-
-def objects(name):
-    return {o["kind"]: o for o in yaml.safe_load_all((JOBS / name).read_text())}
-
-
-def pods(job):
-    for role, replica in job["spec"]["mpiReplicaSpecs"].items():
-        yield role, replica["replicas"], {**replica["template"]["spec"], "restartPolicy": replica["restartPolicy"]}
 
 
 @pytest.mark.parametrize("name", ["nccl-tests-eks.yaml", "nccl-tests-hyperpod.yaml"])

@@ -3,27 +3,14 @@ cluster's Kueue queue with every GPU and EFA interface of the group."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import yaml
+from helpers import ROOT
+from helpers.jobs import objects, pods
 from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
 from fmcluster.orchestrators.eks import kueue
 from fmcluster.platforms.kubernetes import allocatable, labels
 from fmcluster.registry import load_spec
-
-ROOT = Path(__file__).resolve().parents[3]
-JOBS = ROOT / "examples" / "jobs"
-
-
-def objects(name):
-    return {o["kind"]: o for o in yaml.safe_load_all((JOBS / name).read_text())}
-
-
-def pods(job):
-    for role, replica in job["spec"]["mpiReplicaSpecs"].items():
-        yield role, replica["replicas"], {**replica["template"]["spec"], "restartPolicy": replica["restartPolicy"]}
 
 
 def test_the_eks_job_is_valid_and_admitted_whole_through_the_queue():

@@ -3,27 +3,14 @@ priority class, within the team's quota, on nodes HyperPod reports healthy."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import yaml
+from helpers import ROOT
+from helpers.jobs import objects, pods
 from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
 from fmcluster.orchestrators.hyperpod_eks.settings import LOCAL_QUEUE_SUFFIX, PRIORITY_CLASS_SUFFIX
 from fmcluster.platforms.kubernetes import allocatable, labels
 from fmcluster.registry import load_spec
-
-ROOT = Path(__file__).resolve().parents[3]
-JOBS = ROOT / "examples" / "jobs"
-
-
-def objects(name):
-    return {o["kind"]: o for o in yaml.safe_load_all((JOBS / name).read_text())}
-
-
-def pods(job):
-    for role, replica in job["spec"]["mpiReplicaSpecs"].items():
-        yield role, replica["replicas"], {**replica["template"]["spec"], "restartPolicy": replica["restartPolicy"]}
 
 
 def test_the_hyperpod_job_goes_through_a_teams_queue_onto_healthy_nodes():
