@@ -6,7 +6,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from .probes import run_command
+from .node import run_command
 
 TAINT_KEY = "fmcluster.io/node-validation"
 

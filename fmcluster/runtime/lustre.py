@@ -19,7 +19,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from fmcluster.runtime import mounts
-from fmcluster.runtime.probes import CmdResult, run_command
+from fmcluster.runtime.node import CmdResult, run_command
 from fmcluster.runtime.report import write_atomic
 from fmcluster.runtime.rooted import read_text, under
 

@@ -281,3 +281,21 @@ class NodeProfile:
         if name == "allreduce_busbw_gbps":
             return round(0.7 * float(self.fact("nvlink_gbs_per_gpu", 0)) / 2, 1)
         raise KeyError(name)
+
+
+# Predicates on the profile that decide whether a check or probe applies.
+def has_gpus(p: NodeProfile) -> bool:
+    return int(p.fact("gpus", 0)) > 0
+
+
+def has_nvswitch(p: NodeProfile) -> bool:
+    return int(p.fact("gpus", 0)) > 1 and int(p.fact("nvlink_links_per_gpu", 0)) > 0
+
+
+def has_efa(p: NodeProfile) -> bool:
+    return int(p.fact("efa_interfaces", 0)) > 0
+
+
+def has_instance_store(p: NodeProfile) -> bool:
+    """The type has instance NVMe and the profile says where it is mounted (storage.instance_store applies)."""
+    return bool(p.instance_store) and int(p.fact("nvme_disks", 0)) > 0

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from . import actions, report
 from .checks import LEVELS, Check, Ctx, Result, all_checks
-from .probes import Node, ProbeError
+from .node import Node, ProbeError
 from .profile import POLICIES, NodeProfile, ProfileError
 
 # Overall time budget per level (seconds): fast = files only, standard = + one call of each tool,

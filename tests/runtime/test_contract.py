@@ -14,7 +14,7 @@ import pytest
 
 from fmcluster.runtime import actions, versions
 from fmcluster.runtime.checks import Check, Result, all_checks
-from fmcluster.runtime.probes import Node, run_command
+from fmcluster.runtime.node import Node, run_command
 from fmcluster.runtime.profile import KNOWN_GOOD_BUNDLE, NodeProfile, ProfileError
 from fmcluster.runtime.validate import run_checks
 

@@ -16,8 +16,8 @@ from typing import Any, List
 
 import pytest
 
-from fmcluster.runtime import probes
-from fmcluster.runtime.probes import CmdResult, Node
+from fmcluster.runtime import node as node_access
+from fmcluster.runtime.node import CmdResult, Node
 
 REPO = Path(__file__).resolve().parents[2]
 MEMORY_LIMIT = 1 << 30  # address space of the validator process in the flooding test
@@ -43,11 +43,11 @@ def test_a_flooding_tool_is_killed_at_the_output_cap_under_a_memory_limit(p5: An
 
 
 def test_captured_output_is_capped_and_the_tool_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(probes, "MAX_OUTPUT_BYTES", 1 << 16)
-    r = probes.run_command(["yes", "flood"], timeout=60)
+    monkeypatch.setattr(node_access, "MAX_OUTPUT_BYTES", 1 << 16)
+    r = node_access.run_command(["yes", "flood"], timeout=60)
     assert r.error is not None and "printed more than" in r.error and "(killed)" in r.error
     assert len(r.stdout) <= 1 << 16
-    ok = probes.run_command(["printf", "%s", "x" * 1000], timeout=60)
+    ok = node_access.run_command(["printf", "%s", "x" * 1000], timeout=60)
     assert ok.ok and ok.stdout == "x" * 1000
 
 
@@ -59,7 +59,7 @@ def test_waiters_are_released_when_the_shared_command_raises(monkeypatch: pytest
         release.wait(10)
         raise MemoryError("tool output")
 
-    monkeypatch.setattr(probes, "run_command", exploding)
+    monkeypatch.setattr(node_access, "run_command", exploding)
     node = Node(deadline=time.monotonic() + 3600)  # a waiter left waiting would wait an hour
     results: List[CmdResult] = []
     owner = threading.Thread(target=lambda: results.append(node.run(["nvidia-smi", "-q"])))

@@ -2,7 +2,7 @@
 
 Each layer has its module, named as the layer (checks/hardware.py ... checks/exporters.py); a deep check lives in its
 layer's module with level "deep". Checks judge what the probes (fmcluster.runtime.probes) read from the node; they
-import probes and the registry (checks/registry.py), never another check module.
+import probes and the registry (checks/registry.py), never another check module; the probes never import the checks.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import os
 import re
 
 from .. import versions
-from ..probes import ProbeError
+from ..node import ProbeError
 from ..probes.installed import file_versions
 from .registry import Ctx, Result, bad, check, has_gpus, ok, skip, version_verdict, warn
 

@@ -11,7 +11,7 @@ import time
 from typing import List, Tuple
 
 from .. import versions
-from ..probes import ProbeError, _kill_group
+from ..node import ProbeError, kill_group
 from ..probes.efa import efa_devices
 from ..probes.installed import file_versions, libfabric_version, ofi_libraries
 from .registry import Ctx, Result, bad, check, has_efa, has_gpus, ok, skip, version_verdict, warn
@@ -275,7 +275,7 @@ def efa_loopback(ctx: Ctx) -> Result:
         time.sleep(1.0)
         res = ctx.node.run((*argv, "127.0.0.1"), timeout=180, cache=False)
     finally:
-        _kill_group(server)
+        kill_group(server)
         try:
             server.wait(timeout=2)
         except subprocess.TimeoutExpired:

@@ -7,7 +7,7 @@ import json
 import re
 from typing import Dict, List, Optional, Tuple
 
-from ..probes import ProbeError
+from ..node import ProbeError
 from ..probes.mounts import mount_of, mounts, resolve
 from .registry import Ctx, Result, bad, check, has_instance_store, ok, skip, warn
 

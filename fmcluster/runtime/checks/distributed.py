@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from .. import versions
-from ..probes import ProbeError
+from ..node import ProbeError
 from ..probes.installed import file_versions, libfabric_version
 from .registry import Ctx, Result, bad, check, has_gpus, ok, skip, version_verdict, warn
 

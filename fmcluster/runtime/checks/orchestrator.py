@@ -7,7 +7,7 @@ import socket
 from typing import Optional
 
 from ..contract import AGENT_UNITS, agent_unit
-from ..probes import ProbeError
+from ..node import ProbeError
 from ..probes.systemd import unit_states
 from .registry import Ctx, Result, bad, check, ok, skip
 

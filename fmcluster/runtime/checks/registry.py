@@ -1,15 +1,19 @@
-"""The check registry: what a check is (Check, Result, Ctx), the layers, and the @check decorator.
+"""The check registry: what a check is (Check, Result), the layers, and the @check decorator.
 
-Layer modules (checks/<layer>.py) and probes import this module; it imports neither, so nothing here is
-circular."""
+Layer modules (checks/<layer>.py) import this module; it imports none of them. The context a check sees (Ctx) and
+the profile predicates live below the checks (fmcluster.runtime.context, fmcluster.runtime.profile), so the probes
+never import the checks."""
 
 from __future__ import annotations
 
-import threading
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, List, Optional
 
-from ..probes import Node
+from ..context import Ctx as Ctx  # re-exported: the layer modules take their whole toolkit from here
 from ..profile import LEVELS, NodeProfile
+from ..profile import has_efa as has_efa
+from ..profile import has_gpus as has_gpus
+from ..profile import has_instance_store as has_instance_store
+from ..profile import has_nvswitch as has_nvswitch
 
 LAYERS = (
     "hardware",       # 1 hardware and drivers
@@ -55,32 +59,6 @@ def skip(reason: str, expected: Any = None) -> Result:
     return Result("skip", reason, expected)
 
 
-class Ctx:
-    """What a check sees: the node, the profile, the level, and facts shared between checks."""
-
-    def __init__(self, node: Node, profile: NodeProfile, level: str, node_name: Optional[str] = None) -> None:
-        self.node = node
-        self.profile = profile
-        self.level = level
-        # the orchestrator's name for this node (--node-name); None = the hostname, as actions.act uses
-        self.node_name = node_name
-        self._lock = threading.Lock()
-        self._memo: Dict[str, Any] = {}
-        self._memo_locks: Dict[str, threading.Lock] = {}
-
-    def at(self, level: str) -> bool:
-        return LEVELS.index(self.level) >= LEVELS.index(level)
-
-    def memo(self, key: str, fn: Callable[[], Any]) -> Any:
-        """Compute a shared fact once (other checks asking for it wait for the first)."""
-        with self._lock:
-            lock = self._memo_locks.setdefault(key, threading.Lock())
-        with lock:
-            if key not in self._memo:
-                self._memo[key] = fn()
-            return self._memo[key]
-
-
 CheckFn = Callable[[Ctx], Result]
 
 
@@ -111,23 +89,6 @@ def check(cid: str, layer: str, level: str = "fast", required: bool = True,
                               remedy))
         return fn
     return deco
-
-
-def has_gpus(p: NodeProfile) -> bool:
-    return int(p.fact("gpus", 0)) > 0
-
-
-def has_nvswitch(p: NodeProfile) -> bool:
-    return int(p.fact("gpus", 0)) > 1 and int(p.fact("nvlink_links_per_gpu", 0)) > 0
-
-
-def has_efa(p: NodeProfile) -> bool:
-    return int(p.fact("efa_interfaces", 0)) > 0
-
-
-def has_instance_store(p: NodeProfile) -> bool:
-    """The type has instance NVMe and the profile says where it is mounted (storage.instance_store applies)."""
-    return bool(p.instance_store) and int(p.fact("nvme_disks", 0)) > 0
 
 
 def version_verdict(ctx: Ctx, component: str, got: str, observed: Any, remedy: str,

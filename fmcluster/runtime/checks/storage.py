@@ -7,7 +7,7 @@ import re
 import threading
 from typing import Dict, List, Tuple
 
-from ..probes import ProbeError
+from ..node import ProbeError
 from ..probes.lustre import HEALTHY_IMPORT, LCTL_IMPORTS, LNET_SHOW, parse_imports, parse_lnet_nets
 from ..probes.mounts import mounts
 from .registry import Ctx, Result, bad, check, has_instance_store, ok, skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ..checks.registry import Ctx
+from ..context import Ctx
 
 
 def efa_devices(ctx: Ctx) -> List[str]:

@@ -8,7 +8,7 @@ import re
 from typing import Dict, List, Optional
 
 from .. import versions
-from ..checks.registry import Ctx
+from ..context import Ctx
 
 OFI_LIB_GLOBS = (
     "/opt/amazon/ofi-nccl/lib*/libnccl-net*.so*",

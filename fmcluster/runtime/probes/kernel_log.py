@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Tuple
 
-from ..checks.registry import Ctx
-from . import capture, unwrap
+from ..context import Ctx
+from ..node import capture, unwrap
 
 XID_RE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+),\s*(.*)")
 SXID_RE = re.compile(r"SXid \(PCI:([0-9a-fA-F:.]+)\): (\d+), (Non-fatal|Fatal)", re.I)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
-from . import ProbeError
+from ..node import ProbeError
 
 # `lctl get_param -n osc.*.import mdc.*.import`: one YAML-like block per client import, as printed by
 # lprocfs_import_seq_show() (lustre/obdclass/lprocfs_status.c): "import:" then "    name: <fs>-OST0000-osc-<id>",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Dict, Tuple
 
-from ..checks.registry import Ctx
+from ..context import Ctx
 from ..mounts import parse
 
 # never readlink or stat these: on a hung server the call sleeps uninterruptibly (D state) and no timeout frees it

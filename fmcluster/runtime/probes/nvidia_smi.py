@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Tuple
 
-from ..checks.registry import Ctx
-from . import ProbeError, capture, unwrap
+from ..context import Ctx
+from ..node import ProbeError, capture, unwrap
 
 QUERY_FIELDS = (
     "index", "name", "pci.bus_id", "driver_version", "persistence_mode", "ecc.mode.current",

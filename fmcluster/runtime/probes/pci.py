@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, NamedTuple, Tuple
 
-from ..checks.registry import Ctx, has_efa, has_gpus
+from ..context import Ctx
+from ..profile import has_efa, has_gpus
 from .efa import efa_devices
 
 NVIDIA = "0x10de"

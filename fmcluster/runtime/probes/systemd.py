@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Dict
 
-from ..checks.registry import Ctx, has_nvswitch
+from ..context import Ctx
 from ..contract import agent_unit
-from . import ProbeError
+from ..node import ProbeError
+from ..profile import has_nvswitch
 
 KNOWN_STATES = {"active", "inactive", "failed", "activating", "deactivating", "reloading", "unknown", "maintenance"}
 
