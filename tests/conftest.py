@@ -1,15 +1,37 @@
-"""Shared fixtures. Each example is synthesized once per test session (once per pytest-xdist worker): a CDK app
-start costs seconds of jsii/node start-up."""
+"""Shared fixtures. Each example is synthesized once per test run, shared between pytest-xdist workers: a CDK app
+costs seconds of jsii/node start-up and synthesis."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Dict
 
 import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+
+def _python3_without_shims() -> None:
+    """Node scripts under test call `python3` from PATH, many times per run. Where that name is a version manager's
+    shim (pyenv's is a chain of about fifteen bash processes per call), the shim costs more CPU than the scripts.
+    Put the interpreter the shim would pick first on PATH: the same python3, without the chain. It is the base
+    interpreter behind this virtual environment, so node scripts still see no project dependencies."""
+    found = shutil.which("python3")
+    if not found or "shims" not in Path(found).parts:
+        return
+    base = Path(os.path.realpath(sys.executable))
+    direct = Path(tempfile.mkdtemp(prefix="fmcluster-python3-"))
+    (direct / "python3").symlink_to(base)
+    atexit.register(shutil.rmtree, direct, True)
+    os.environ["PATH"] = f"{direct}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+_python3_without_shims()
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -18,15 +40,34 @@ Templates = Dict[str, Dict[str, Any]]
 
 
 @pytest.fixture(scope="session")
-def synth_example() -> Callable[[str], Templates]:
-    """`synth_example("default")` → {stack name: template}, cached for the session."""
+def synth_example(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Templates]:
+    """`synth_example("default")` → {stack name: template}, synthesized once per test run.
+
+    pytest-xdist workers share the result through a file in the run's common temporary directory: the first worker
+    to ask synthesizes under a file lock, the others wait for it and read the JSON (a template is plain JSON, so
+    nothing is lost on the way)."""
+    import fcntl
+    import json
+
     from fmcluster.app import synthesize
 
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "synthesized-examples"
+    shared.mkdir(exist_ok=True)
     cache: Dict[str, Templates] = {}
 
     def get(name: str) -> Templates:
         if name not in cache:
-            cache[name] = synthesize(EXAMPLES / f"{name}.yaml")
+            target = shared / f"{name}.json"
+            with open(shared / f"{name}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if target.exists():
+                    cache[name] = json.loads(target.read_text())
+                else:
+                    cache[name] = synthesize(EXAMPLES / f"{name}.yaml")
+                    partial = target.with_suffix(".partial")
+                    partial.write_text(json.dumps(cache[name]))
+                    partial.rename(target)
         return cache[name]
 
     return get
