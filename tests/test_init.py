@@ -3,6 +3,8 @@ refusal exit 2 with the flag and what it takes, and nothing written."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fmcluster import registry
@@ -55,3 +57,14 @@ def test_a_bad_answer_is_exit_2_with_what_is_allowed_and_nothing_written(tmp_pat
 def test_a_missing_directory_is_said_not_created(tmp_path, capsys):
     assert main(["init", str(tmp_path / "no" / "cluster.yaml"), *BASE]) == 2
     assert "no directory" in capsys.readouterr().err and not (tmp_path / "no").exists()
+
+
+def test_the_readmes_first_screen_is_the_first_page_path():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    first = readme[readme.index("```bash"):]
+    first = first[:first.index("```", 7)]
+    steps = ["fmcluster init", "fmcluster validate", "fmcluster plan", "fmcluster synth", "npx cdk deploy",
+             "docs/access.md", "fmcluster job nccl", "docs/teardown.md"]
+    at = [first.index(step) for step in steps]
+    assert at == sorted(at), "the steps in the order a new user takes them"
+    assert readme.index("```bash") < 1500, "on the first screen"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from fmcluster.orchestrators.hyperpod_eks import settings
-from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind, Scaffold
+from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
 from fmcluster.platforms.kubernetes.settings import control_plane_zone
 
@@ -30,6 +30,9 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
+
+    def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
+        return [BilledService("eks-cluster", "1 cluster")]
 
     def extra_availability_zones(self, spec: ClusterSpec) -> List[str]:
         return [control_plane_zone(spec)]

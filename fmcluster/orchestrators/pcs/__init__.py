@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping
 
-from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind, Scaffold
+from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
 from fmcluster.orchestrators.pcs import settings
 
 if TYPE_CHECKING:
@@ -23,6 +23,10 @@ class Pcs(OrchestratorKind[settings.PcsOrchestrator]):
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
+
+    def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
+        size = self.settings_of(spec).size_for(settings.instances(spec))
+        return [BilledService("pcs-controller", f"1 cluster, size {size}")]
 
     def scaffold(self, request: Scaffold) -> Dict[str, Any]:
         if not request.ami_id:

@@ -11,7 +11,7 @@ from helpers.first_run import flattened, output, walk
 def test_the_first_page_walks_from_init_to_the_first_job(tmp_path, capsys):
     w = walk(tmp_path, capsys, ["--orchestrator", "none", "--instance-type", "p5.48xlarge", "--count", "2",
                                 "--region", "us-west-2"])
-    assert "cost:" in w.plan
+    assert "cost:" in w.plan and "not included" in w.plan
     assert w.summary["deploy_order"][-1] == "none-h100-cluster"
     session = flattened(output(w.outputs, "SessionCommand")["Value"])
     assert session == w.summary["way_in"][-1]
