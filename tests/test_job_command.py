@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fmcluster.cli import main
 from fmcluster.cli.job_command import fabric_group
@@ -76,10 +77,28 @@ def test_under_slurm_the_generated_job_runs_one_rank_per_gpu_of_every_node(tmp_p
 
 
 @pytest.mark.parametrize("example", KUBERNETES)
-def test_kubernetes_clusters_are_pointed_at_the_manifests_not_given_a_script(capsys, example):
-    assert main(["job", "nccl", str(EXAMPLES / example)]) == 2
-    err = capsys.readouterr().err
-    assert "examples/jobs/nccl-tests-*.yaml" in err and "Traceback" not in err
+def test_kubernetes_clusters_get_the_script_inside_an_mpijob_over_every_gpu_and_efa_interface(tmp_path, capsys, example):
+    spec = load_spec(EXAMPLES / example)
+    group = fabric_group(spec, None)
+    out = tmp_path / "nccl.yaml"
+    assert main(["job", "nccl", str(EXAMPLES / example), "--out", str(out)]) == 0
+    config_map, job = yaml.safe_load_all(out.read_text())
+    assert config_map["data"]["nccl-tests.sh"] == (EXAMPLES / "jobs" / "nccl-tests.sbatch").read_text()
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]
+    assert 2 <= worker["replicas"] <= group.count and job["spec"]["slotsPerWorker"] == group.instance.gpus
+    (container,) = worker["template"]["spec"]["containers"]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == group.instance.gpus
+
+
+def test_an_image_in_the_clusters_region_replaces_the_public_one_and_is_refused_where_nodes_use_their_own(
+        tmp_path, capsys):
+    image = "123456789012.dkr.ecr.us-west-2.amazonaws.com/nccl-tests:mine"
+    assert main(["job", "nccl", str(EXAMPLES / KUBERNETES[0]), "--image", image]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    images = {c["image"] for r in docs[1]["spec"]["mpiReplicaSpecs"].values() for c in r["template"]["spec"]["containers"]}
+    assert images == {image}
+    assert main(["job", "nccl", str(EXAMPLES / SHELL_KINDS[0]), "--image", image]) == 2
+    assert "--image" in capsys.readouterr().err
 
 
 def test_a_missing_group_or_a_single_node_is_refused_with_the_option(tmp_path, capsys):

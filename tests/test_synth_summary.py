@@ -82,7 +82,8 @@ def test_synth_json_and_text_summary_of_the_default_example(tmp_path, capsys):
     assert storage["termination_protection"] and s["termination_protected"] == ["fm-dev-storage"]
     assert {"AWS::FSx::FileSystem", "AWS::S3::Bucket"} <= {k["type"] for k in storage["retained"]}
     assert s["next_commands"] == [f"fmcluster preflight {DEFAULT}", f"npx cdk deploy --app {out} --all",
-                                  f"fmcluster status {DEFAULT}"]
+                                  f"fmcluster status {DEFAULT}", f"fmcluster job nccl {DEFAULT} --out nccl-tests.sbatch"]
+    assert s["way_in"][-1].startswith("aws ssm start-session --region us-east-1 --target $(aws ec2 describe-instances")
     assert [a["node_path"] for a in s["file_system"]["associations"]] == ["/fsx/datasets", "/fsx/checkpoints"]
 
     text = render(summary(load_spec(DEFAULT), out, str(DEFAULT)))
@@ -91,6 +92,7 @@ def test_synth_json_and_text_summary_of_the_default_example(tmp_path, capsys):
     assert "1 AWS::FSx::FileSystem" in text and "/fsx/datasets <- s3://<fm-dev data bucket>/datasets/" in text
     assert f"npx cdk deploy --app {out} --all" in text
     assert "bills until you delete it" in text and "docs/teardown.md" in text
+    assert "way in, after deploy (also the cluster stack's outputs):" in text
 
 
 

@@ -1,5 +1,5 @@
-"""`fmcluster` command line: validate | plan | diagram | schema | catalog | synth | diff | job | accept | plan-rules |
-preflight | status.
+"""`fmcluster` command line: init | validate | plan | diagram | schema | catalog | synth | diff | job | accept |
+plan-rules | preflight | status.
 
 Exit codes: 0 fine, 1 a check or synthesis failed, 2 bad input (one line per problem,
 ``field.path: what is wrong and what is allowed``; never a traceback), 3 preflight could not run some check
@@ -12,7 +12,15 @@ import argparse
 import sys
 from typing import Any, List, Optional
 
-from fmcluster.cli import accept_command, aws_commands, diff_command, job_command, plan_rules_command, spec_commands
+from fmcluster.cli import (
+    accept_command,
+    aws_commands,
+    diff_command,
+    init_command,
+    job_command,
+    plan_rules_command,
+    spec_commands,
+)
 from fmcluster.cli.errors import EXIT_OK, EXIT_USAGE, UsageError
 
 
@@ -25,6 +33,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fmcluster", description="A GPU training cluster on AWS from one YAML spec.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    init_command.register(sub)
     spec_commands.register(sub)
     diff_command.register(sub)
     accept_command.register(sub)

@@ -2,7 +2,8 @@
 
 The script is the packaged copy of examples/jobs/nccl-tests.sbatch (a test keeps them equal) with its node count,
 GPUs per node and (Slurm) partition taken from the spec: every Slurm kind names a node group's partition after the
-group. Kubernetes kinds keep their MPIJob manifests under examples/jobs/ for now.
+group. A kind that runs jobs otherwise writes its own (`OrchestratorKind.fabric_job`: the Kubernetes kinds' MPIJob
+manifests, carrying the same script).
 """
 
 from __future__ import annotations
@@ -64,13 +65,19 @@ def render(spec: Any, group: Any, spec_file: str) -> str:
 
 
 def cmd_job_nccl(args: argparse.Namespace) -> int:
-    from fmcluster.registry import load_spec
+    from fmcluster.registry import kind_of, load_spec
 
     spec = load_spec(args.file)
-    if spec.orchestrator_kind.node_agent == "kubernetes":
-        raise UsageError(f"orchestrator {spec.orchestrator.type}: the job is an MPIJob manifest, not generated yet; "
-                         "start from examples/jobs/nccl-tests-*.yaml (set replicas, GPU and EFA requests, the image)")
-    text = render(spec, fabric_group(spec, args.group), args.file)
+    group = fabric_group(spec, args.group)
+    try:
+        text = kind_of(spec).fabric_job(spec, group, image=args.image, spec_file=args.file)
+    except ValueError as e:  # the kind cannot write it for this spec; it says why
+        raise UsageError(str(e)) from None
+    if text is None:
+        if args.image:
+            raise UsageError(f"--image: orchestrator {spec.orchestrator.type} runs the job on the nodes' own image "
+                             "(the Deep Learning AMI's nccl-tests); --image applies to the Kubernetes kinds")
+        text = render(spec, group, args.file)
     if args.out is None:
         sys.stdout.write(text)
         return EXIT_OK
@@ -93,7 +100,8 @@ def cmd_job_nccl(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    help_ = "Write the first job for the spec's cluster: nccl, the fabric acceptance run (sbatch, or a hostfile run)."
+    help_ = ("Write the first job for the spec's cluster: nccl, the fabric acceptance run (sbatch, a hostfile run, or "
+             "Kubernetes manifests).")
     job = sub.add_parser("job", help=help_, description=help_)
     kinds = job.add_subparsers(dest="job", required=True)
     sp = kinds.add_parser("nccl", help="nccl-tests all_reduce_perf and alltoall_perf across a GPU node group.")
@@ -101,3 +109,5 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sp.add_argument("file")
     sp.add_argument("--group", help="Node group to run on (default: the first GPU group with EFA and 2+ nodes).")
     sp.add_argument("--out", help="Write the script here (default: standard output).")
+    sp.add_argument("--image", help="Kubernetes kinds: the nccl-tests container image, e.g. a copy in the cluster's "
+                                    "region (default: AWS's build on Amazon ECR Public).")

@@ -69,6 +69,8 @@ def stacks_of(out: Path) -> List[Dict[str, Any]]:
 
 def summary(spec: Any, out: Path, spec_file: str) -> Dict[str, Any]:
     """The summary as data: what `--json` prints and the text is rendered from."""
+    from fmcluster.registry import kind_of
+
     stacks = stacks_of(out)
     protected = [s["stack"] for s in stacks if s["termination_protection"]]
     result: Dict[str, Any] = {
@@ -79,7 +81,9 @@ def summary(spec: Any, out: Path, spec_file: str) -> Dict[str, Any]:
             f"fmcluster preflight {spec_file}",
             f"npx cdk deploy --app {out} --all",
             f"fmcluster status {spec_file}",
+            f"fmcluster job nccl {spec_file} --out {_job_file(spec)}",
         ],
+        "way_in": kind_of(spec).way_in(spec),
         "teardown": "docs/teardown.md",
         "termination_protected": protected,
         "file_system": None,
@@ -95,6 +99,10 @@ def summary(spec: Any, out: Path, spec_file: str) -> Dict[str, Any]:
                              for d in fsx.data_repository_associations],
         }
     return result
+
+
+def _job_file(spec: Any) -> str:
+    return "nccl-tests.yaml" if spec.orchestrator_kind.node_agent == "kubernetes" else "nccl-tests.sbatch"
 
 
 def _kept_line(kept: List[Dict[str, Any]]) -> str:
@@ -118,6 +126,9 @@ def render(s: Dict[str, Any]) -> str:
                   for a in fs["associations"]]
     lines.append("next:")
     lines += [f"  {c}" for c in s["next_commands"]]
+    if s["way_in"]:
+        lines.append("way in, after deploy (also the cluster stack's outputs):")
+        lines += [f"  {c}" for c in s["way_in"]]
     kept_fsx = any(k["type"] == "AWS::FSx::FileSystem" for st in s["stacks"] for k in st["retained"])
     if s["termination_protected"] or kept_fsx:
         protected = f"{', '.join(s['termination_protected'])} has termination protection; " \

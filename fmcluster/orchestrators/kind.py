@@ -17,10 +17,10 @@ CDK or boto3 code. Shared machinery comes from ``fmcluster/platforms/``, never f
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, List, Mapping, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Dict, Generic, List, Mapping, Optional, Tuple, TypeVar, cast
 
 from fmcluster.spec.cluster import OrchestratorTraits
-from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings, orchestrator_settings
+from fmcluster.spec.orchestrator import BilledService, ExtraInstance, OrchestratorSettings, orchestrator_settings
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -31,9 +31,27 @@ if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
 
-__all__ = ["ExtraInstance", "OrchestratorKind", "OrchestratorSettings"]
+__all__ = ["BilledService", "ExtraInstance", "OrchestratorKind", "OrchestratorSettings", "Scaffold"]
 
 S = TypeVar("S", bound=OrchestratorSettings)
+
+
+@dataclass(frozen=True)
+class Scaffold:
+    """What `fmcluster init` was told about a new cluster; a kind turns it into its ``orchestrator`` section.
+
+    :param admins: IAM role or user ARNs that administer the cluster (``--admin``), where a kind has admins.
+    :param ami_id: an AMI for every node (``--ami-id``), where a kind needs one built for it.
+    """
+
+    name: str
+    region: str
+    availability_zone: str
+    group: str
+    instance_type: str
+    count: int
+    admins: Tuple[str, ...] = ()
+    ami_id: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +73,19 @@ class OrchestratorKind(OrchestratorTraits, Generic[S]):
         from fmcluster.profiles import node_profile_json
 
         return node_profile_json(spec, group)
+
+    def scaffold(self, request: Scaffold) -> Dict[str, Any]:
+        """The ``orchestrator`` section `fmcluster init` writes. A ValueError names the ``--flag`` a kind lacks."""
+        return {"type": self.name}
+
+    def way_in(self, spec: ClusterSpec) -> List[str]:
+        """How a user reaches the deployed cluster, as commands (reading the cluster stack's outputs), a line each."""
+        return []
+
+    def fabric_job(self, spec: ClusterSpec, group: NodeGroup, *, image: Optional[str], spec_file: str) -> Optional[str]:
+        """The fabric acceptance job as this kind runs it (Kubernetes manifests); None: the Slurm or hostfile script
+        `fmcluster job nccl` writes from the packaged nccl-tests.sbatch."""
+        return None
 
     def preflight_checks(self, spec: ClusterSpec) -> List[PreflightCheck]:
         """Its read-only AWS checks for `spec`, run after fmcluster's own."""

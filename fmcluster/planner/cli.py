@@ -54,6 +54,9 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     t.add_argument("--bytes-per-token", default="4", help="bytes per token the data path reads (default 4: uint32 ids)")
     t.add_argument("--group", help="plan the job on this GPU node group only (default: each GPU group)")
     t.add_argument("--top", default="5", help="fastest fitting layouts to show (default 5)")
+    parser.add_argument("--price", action="append", metavar="GROUP=USD",
+                        help="what one instance-hour of GROUP's reservation costs you (a Capacity Block's or training "
+                             "plan's effective hourly rate; repeatable); without it such a group is left unpriced")
     parser.add_argument("--gradient-gb", default="14", help="gradient size for the cluster all-reduce figures (GB)")
     parser.add_argument("--json", action="store_true", help="every figure with its formula and inputs")
     parser.add_argument("--html", metavar="OUT", help="write one self-contained HTML page (tables, diagram, step chart)")
@@ -133,6 +136,24 @@ def resolve_model(args: Any) -> Any:
     return models.build(raw, option)
 
 
+def reservation_prices(given: List[str], spec: Any) -> Dict[str, float]:
+    """--price GROUP=USD, each for a node group of the spec, a positive number of dollars per instance-hour."""
+    groups = [g.name for g in spec.node_groups]
+    out: Dict[str, float] = {}
+    for item in given:
+        name, sep, raw = item.partition("=")
+        if not sep or name not in groups:
+            raise PlanUsageError(f"--price: {item!r}: give GROUP=USD with GROUP one of {', '.join(groups)}")
+        try:
+            value = float(raw)
+        except ValueError:
+            value = float("nan")
+        if not 0 < value < float("inf"):
+            raise PlanUsageError(f"--price: {item!r}: USD per instance-hour, a number greater than 0")
+        out[name] = value
+    return out
+
+
 def run_plan(args: Any) -> int:
     from fmcluster.planner.frameworks import framework
     from fmcluster.planner.report import PlanOptions, build
@@ -152,6 +173,7 @@ def run_plan(args: Any) -> int:
     if html_out is not None and not html_out.parent.is_dir():
         raise PlanUsageError(f"--html: {html_out.parent} is not a directory")
     spec = load_spec(args.file)
+    opts.reservation_prices = reservation_prices(getattr(args, "price", None) or [], spec)
     report = build(spec, model, opts)
     if html_out is not None:
         from fmcluster.planner.html import page

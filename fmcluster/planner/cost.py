@@ -1,9 +1,10 @@
-"""What an hour costs, and what N tokens cost at the step bound.
+"""What an hour of the whole cluster costs, and what N tokens cost at the step bound.
 
-Prices are data (data/prices.json: EC2 On-Demand, with their source and date), never
-fetched. A region the data lacks falls back to us-east-1, marked as an estimate. Capacity
-Blocks and training plans are priced when reserved: the On-Demand rate is shown beside a
-note that their price varies.
+Prices are data (data/prices.json: EC2 On-Demand from the AWS Price List, and the services the stacks create, each
+with its source and date), never fetched. A region the data lacks falls back to us-east-1, marked as an estimate on
+its line. Capacity Blocks and training plans are priced when reserved: their lines stay unpriced (the On-Demand rate
+in a note, for reference) unless the user gives the reservation's price (``plan --price GROUP=USD``). What is billed
+by usage, per user or per key is listed as not included.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from fmcluster.planner.figures import fig
+from fmcluster.planner.service_cost import service_lines
 from fmcluster.runtime.contract import ec2_type
 
 FALLBACK_REGION = "us-east-1"
@@ -39,48 +41,70 @@ def hourly(instance_type: str, region: str) -> Tuple[Optional[float], str]:
     return None, f"no price for {name} in the data"
 
 
+RESERVED = ("capacity-block", "training-plan")  # priced per reservation, not at an hourly list price
+
+
 def _line(item: str, instance_type: str, count: int, region: str, capacity: str, service: bool,
-          gpu_group: Optional[str] = None) -> Dict[str, Any]:
-    price, how = hourly(instance_type, region)
+          gpu_group: Optional[str] = None, yours: Optional[float] = None) -> Dict[str, Any]:
+    listed, how = hourly(instance_type, region)
     notes: List[str] = []
     varies = prices()["varies"]
-    if capacity in varies:
-        notes.append(varies[capacity])
-    if service:  # run by a service (SageMaker HyperPod), which prices its instances itself
+    price: Optional[float] = listed
+    if yours is not None:  # the reservation's own price, as the user gave it
+        price, status = yours, "yours"
+        notes.append("your price for the reservation (plan --price)")
+    elif capacity in RESERVED:
+        price, status = None, "unpriced"
+        reference = f"; On-Demand would be ${listed:,.2f}/h each" if listed is not None else ""
+        notes.append(f"{varies[capacity]}: give its price with plan --price {gpu_group or item.split()[-1]}=USD "
+                     f"(per instance-hour){reference}")
+    else:
+        status = "listed" if how == "listed" else ("estimate" if price is not None else "unknown")
+        if capacity in varies:
+            notes.append(varies[capacity])
+    if service and yours is None:  # run by a service (SageMaker HyperPod), which prices its instances itself
         notes.append(varies["hyperpod"])
-    if how != "listed":
+        if status == "listed":
+            status = "estimate"
+    if how != "listed" and yours is None:
         notes.append(how)
     line: Dict[str, Any] = {"item": item, "instance_type": instance_type, "count": count, "capacity": capacity,
-                            "usd_per_hour_each": price, "price_status": "listed" if how == "listed" else
-                            ("estimate" if price is not None else "unknown"), "notes": notes,
-                            "gpu_group": gpu_group}
+                            "usd_per_hour_each": price, "price_status": status, "notes": notes, "gpu_group": gpu_group}
     if price is not None:
-        line["usd_per_hour"] = fig(price * count, "USD/h", "count x On-Demand USD/h", count=count, usd_per_hour_each=price)
+        line["usd_per_hour"] = fig(price * count, "USD/h", "count x USD/h each", count=count, usd_per_hour_each=price)
     return line
 
 
-def hourly_cost(spec: Any) -> Dict[str, Any]:
+def hourly_cost(spec: Any, reservation_prices: Optional[Dict[str, float]] = None) -> Dict[str, Any]:
+    """Every priced part the stacks create, per hour; `reservation_prices`: node group -> the USD per instance-hour
+    the user pays for its reservation."""
+    yours = reservation_prices or {}
     kind = spec.orchestrator_kind
     service = not kind.instances_in_account
     lines = [_line(f"node group {g.name}", g.instance_type, g.count, spec.region, g.capacity.type, service,
-                   g.name if g.role == "gpu" else None) for g in spec.node_groups]
+                   g.name if g.role == "gpu" else None, yours.get(g.name)) for g in spec.node_groups]
     for extra in kind.extra_instances(spec):
         lines.append(_line(f"{kind.summary}: {extra.role}", extra.instance_type, extra.count, spec.region, "on-demand",
                            service))
+    data = prices()
+    lines += service_lines(spec, data["services"])
     known = [ln for ln in lines if "usd_per_hour" in ln]
     total = sum(ln["usd_per_hour"]["value"] for ln in known)
-    data = prices()
     fallback = spec.region not in data["regions"]
+    unpriced = [ln["item"] for ln in lines if "usd_per_hour" not in ln]
     return {
         "region": spec.region,
         "region_note": f"{spec.region} is not in the price data: {FALLBACK_REGION} prices shown as estimates"
         if fallback else "",
         "lines": lines,
         "total_usd_per_hour": fig(total, "USD/h", "sum of the priced lines", lines=len(known)),
-        "complete": len(known) == len(lines),
-        "estimate": any(ln["price_status"] != "listed" for ln in lines),
-        "source": data["source"], "as_of": data["as_of"], "price_change": data["price_change"]["announcement"],
-        "not_included": data["not_included"],
+        "unpriced": unpriced,
+        # the total covers everything only when every line is priced and nothing is left out, which usage-billed
+        # parts (data transfer, requests, samples) never allow
+        "complete": not unpriced and not data["not_included"],
+        "estimate": any(ln["price_status"] not in ("listed", "yours") for ln in known),
+        "source": data["source"], "as_of": data["as_of"], "services_as_of": data["services"]["as_of"],
+        "price_change": data["price_change"]["announcement"], "not_included": data["not_included"],
     }
 
 
@@ -96,12 +120,17 @@ def token_cost(tokens: float, tokens_per_s: float, lines: List[Dict[str, Any]]) 
     out: Dict[str, Any] = {
         "hours": fig(hours, "h", "tokens / tokens per second at the step bound / 3600", tokens=tokens,
                      tokens_per_s=tokens_per_s),
-        "usd": fig(hours * usd_per_hour, "USD", "hours x USD/h of the job's GPU group and the shared instances (CPU "
-                   "groups, controllers); other GPU groups are left out", hours=hours, usd_per_hour=usd_per_hour,
-                   lines=[ln["item"] for ln in lines]),
+        "usd": fig(hours * usd_per_hour, "USD", "hours x USD/h of the job's GPU group and the shared parts (CPU "
+                   "groups, controllers, file system, services); other GPU groups are left out", hours=hours,
+                   usd_per_hour=usd_per_hour, lines=[ln["item"] for ln in lines]),
     }
-    unpriced = sorted({ln["instance_type"] for ln in lines if "usd_per_hour" not in ln})
-    if unpriced:
+    instances = sorted({ln["instance_type"] + (" (a reservation: plan --price GROUP=USD)" if ln["capacity"] in RESERVED
+                                               else "")
+                        for ln in lines if "usd_per_hour" not in ln and ln["instance_type"]})
+    services = [ln["item"] for ln in lines if "usd_per_hour" not in ln and not ln["instance_type"]]
+    if instances:
         out["usd"] = None
-        out["usd_reason"] = f"no On-Demand price for {', '.join(unpriced)}"
+        out["usd_reason"] = f"no price for {', '.join(instances)}"
+    elif services:  # the instances dominate; an unpriced service is said, not allowed to hide the rest
+        out["usd_excludes"] = services
     return out

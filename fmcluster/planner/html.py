@@ -70,11 +70,11 @@ def cards(report: Dict[str, Any]) -> str:
     t = report["cluster"]["total"]
     cost = report["cost"]
     hourly = money(val(cost["total_usd_per_hour"])) + "/h"
-    if not cost["complete"]:
+    if cost["unpriced"]:
         hourly = f"{hourly} + unpriced" if val(cost["total_usd_per_hour"]) else "unpriced"
     items = [(str(t["gpus"]), "GPUs"), (f"{plain(t['bf16_dense_pflops'], 6)}", "PFLOPS dense BF16"),
              (f"{plain(t['hbm_tib'], 6)} TiB", "HBM"),
-             (hourly, "On-Demand" + (" (estimate)" if cost["estimate"] and cost["complete"] else ""))]
+             (hourly, "per hour, usage not included" + (" (estimate)" if cost["estimate"] else ""))]
     for j in report.get("jobs", []):
         if j["fits"]:
             best = j["best"][0]["step"]
@@ -225,12 +225,14 @@ def all_layouts(j: Dict[str, Any]) -> str:
 
 def cost_section(report: Dict[str, Any]) -> str:
     cost = report["cost"]
-    rows = [(escape(ln["item"]), f"{ln['count']} x {escape(ln['instance_type'])}", escape(ln["capacity"]),
-             money(ln["usd_per_hour_each"]) if ln["usd_per_hour_each"] is not None else "no price",
-             money(val(ln["usd_per_hour"])) if "usd_per_hour" in ln else "-", escape("; ".join(ln["notes"]) or "-"))
+    rows = [(escape(ln["item"]), escape(ln["detail"]) if ln["instance_type"] is None
+             else f"{ln['count']} x {escape(ln['instance_type'])}", escape(ln["capacity"]),
+             money(ln["usd_per_hour_each"]) if ln["usd_per_hour_each"] is not None else "not priced",
+             money(val(ln["usd_per_hour"])) if "usd_per_hour" in ln else "-",
+             escape("; ".join([ln["price_status"], *ln["notes"]])))
             for ln in cost["lines"]]
     rows.append(("<b>total</b>", "", "", "", f"<b>{money(val(cost['total_usd_per_hour']))}</b>",
-                 "priced items only" if not cost["complete"] else ""))
+                 "priced lines only" if cost["unpriced"] else "usage not included"))
     tokens = "".join(f"<p>{human_count(j['tokens']['count'])} tokens on {escape(j['group'])}: about "
                      f"{human_seconds(val(j['tokens']['estimate_hours']) * 3600)} at the estimate "
                      f"({human_count(val(j['tokens']['estimate_gpu_hours']))} GPU-hours), at least "
@@ -239,11 +241,15 @@ def cost_section(report: Dict[str, Any]) -> str:
                         else f"cost unknown: {escape(j['tokens']['usd_reason'])}.") + "</p>"
                      for j in report.get("jobs", []) if j["fits"])
     src = cost["source"]
-    return ("<section><h2>Cost (On-Demand)</h2>" + table(("item", "instances", "capacity", "USD/h each", "USD/h", "notes"),
-                                                         rows, numeric=(3, 4)) + tokens
-            + f'<p class="note">Prices as of {escape(cost["as_of"])}: {escape(src["page"])}; {escape(src["data"])}. '
+    excluded = "".join(f"<li>{escape(x)}</li>" for x in cost["not_included"])
+    return ("<section><h2>Cost per hour</h2>" + table(("item", "what", "capacity", "USD/h each", "USD/h", "price, notes"),
+                                                      rows, numeric=(3, 4)) + tokens
+            + f"<p><b>Not included</b> (billed by usage, per user or per key):</p><ul>{excluded}</ul>"
+            + f'<p class="note">Instance prices as of {escape(cost["as_of"])}: {escape(src["page"])}; '
+            + f'{escape(src["data"])}. Service prices as of {escape(cost["services_as_of"])}, each line\'s source in '
+            + "fmcluster/planner/data/prices.json. "
             + (f'{escape(cost["region_note"])}. ' if cost["region_note"] else "")
-            + f'{escape(cost["price_change"])}. Not included: {escape("; ".join(cost["not_included"]))}.</p></section>')
+            + f'{escape(cost["price_change"])}.</p></section>')
 
 
 def assumptions_section(report: Dict[str, Any]) -> str:

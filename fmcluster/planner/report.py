@@ -3,7 +3,7 @@ memory fit, step-time bounds, checkpoints and data path for the model given."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from fmcluster.planner import collectives as coll
@@ -46,10 +46,12 @@ class PlanOptions:
     top: int = 5
     model_option: str = "--model"
     framework: str = DEFAULT_FRAMEWORK
+    reservation_prices: Dict[str, float] = field(default_factory=dict)  # node group -> USD per instance-hour
 
 
 def build(spec: Any, model: Optional[Model], opts: PlanOptions) -> Dict[str, Any]:
-    report: Dict[str, Any] = {"cluster": cluster_figures(spec, opts.gradient_gb), "cost": hourly_cost(spec)}
+    report: Dict[str, Any] = {"cluster": cluster_figures(spec, opts.gradient_gb),
+                              "cost": hourly_cost(spec, opts.reservation_prices)}
     if model is None:
         return report
     groups = [g for g in spec.gpu_groups if opts.group in (None, g.name)]

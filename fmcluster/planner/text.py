@@ -58,19 +58,30 @@ def cluster_lines(c: Dict[str, Any]) -> List[str]:
 ARROWS = {(True, True): "<->", (True, False): "<-", (False, True): "->", (False, False): "<- (lazy load)"}
 
 
+# how each line's price was found, as the line says it
+PRICE_MARKS = {"listed": "", "quoted": "", "yours": " (your price)", "estimate": " (estimate)", "unpriced": "",
+               "unknown": ""}
+
+
 def cost_lines(cost: Dict[str, Any]) -> List[str]:
     total = val(cost["total_usd_per_hour"])
-    mark = f" ({cost['region_note']})" if cost["region_note"] else (" (estimate)" if cost["estimate"] else "")
-    partial = "" if cost["complete"] else " for the priced items"
+    mark = f" ({cost['region_note']})" if cost["region_note"] else (" (some lines are estimates)" if cost["estimate"]
+                                                                     else "")
+    partial = " for the priced lines" if cost["unpriced"] else ""
+    dates = f"prices as of {cost['as_of']} (instances), {cost['services_as_of']} (services)"
     if not any(ln["usd_per_hour_each"] is not None for ln in cost["lines"]):
-        lines = [f"cost: no On-Demand price for any item{mark}, prices as of {cost['as_of']}"]
+        lines = [f"cost: no price for any line{mark}, {dates}"]
     else:
-        lines = [f"cost: {money(total)}/h On-Demand{partial}{mark}, prices as of {cost['as_of']}"]
+        lines = [f"cost: {money(total)}/h{partial}{mark}, {dates}"]
     for ln in cost["lines"]:
         each = ln["usd_per_hour_each"]
-        price = f"{money(val(ln['usd_per_hour']))}/h" if each is not None else "no price"
-        lines.append(f"  {ln['item']}: {ln['count']} x {ln['instance_type']} {price}"
-                     + "".join(f"; {n}" for n in ln["notes"]))
+        price = (f"{money(val(ln['usd_per_hour']))}/h{PRICE_MARKS[ln['price_status']]}" if each is not None
+                 else "not priced")
+        what = ln["detail"] if ln["instance_type"] is None else f"{ln['count']} x {ln['instance_type']}"
+        lines.append(f"  {ln['item']}: {what} {price}" + "".join(f"; {n}" for n in ln["notes"]))
+    if cost["unpriced"]:
+        lines.append(f"  not in the total: {', '.join(cost['unpriced'])}")
+    lines.append(f"  not included: {'; '.join(cost['not_included'])}")
     return lines
 
 
@@ -140,8 +151,9 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
         verdict = "FSx delivers it" if d["delivers"] else "MORE than FSx delivers"
         lines.append(data + f" = {percent(d['share_of_fsx'])} of FSx {human_bytes(val(d['fsx']))}/s: {verdict}")
     t = j["tokens"]
+    excludes = f"; without {', '.join(t['usd_excludes'])}" if t.get("usd_excludes") else ""
     usd = (f">= {money(val(t['usd']))} at {money(t['usd']['inputs']['usd_per_hour'])}/h (this group and the shared "
-           "instances)" if t["usd"] is not None
+           f"parts{excludes})" if t["usd"] is not None
            else f"cost unknown ({t['usd_reason']})")
     lines.append(f"  {human_count(t['count'])} tokens: ~ {human_seconds(val(t['estimate_hours']) * 3600)} estimated "
                  f"({human_count(val(t['estimate_gpu_hours']))} GPU-hours), >= {human_seconds(val(t['hours']) * 3600)}, "

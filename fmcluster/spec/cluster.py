@@ -22,7 +22,7 @@ from fmcluster.spec.network import (
 )
 from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY, NodeGroup
 from fmcluster.spec.observability import Observability
-from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings
+from fmcluster.spec.orchestrator import BilledService, ExtraInstance, OrchestratorSettings
 from fmcluster.spec.storage import Storage
 from fmcluster.spec.tags import MAX_USER_TAGS, tag_problems
 from fmcluster.spec.validation import Validation
@@ -91,6 +91,10 @@ class OrchestratorTraits:
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         """Instances it runs beside the node groups (quotas, ``plan``, inventory alerts)."""
+        return []
+
+    def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
+        """Services it runs that bill by the hour beside the instances (``plan``'s cost)."""
         return []
 
     def extra_availability_zones(self, spec: ClusterSpec) -> List[str]:

@@ -27,6 +27,16 @@ def orchestrator_settings(orchestrator: OrchestratorSettings, model: Type[S]) ->
 
 
 @dataclass(frozen=True)
+class BilledService:
+    """A service the orchestrator runs that bills by the hour beside the instances (EKS control plane, PCS controller):
+    the key of its price in the planner's price data, and what the plan line says about it."""
+
+    key: str
+    detail: str
+    count: int = 1
+
+
+@dataclass(frozen=True)
 class ExtraInstance:
     """An instance the orchestrator runs beside the node groups (login node, controller)."""
 

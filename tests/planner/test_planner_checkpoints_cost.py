@@ -81,10 +81,12 @@ def test_hourly_cost_per_group_and_total_with_notes():
     assert items["node group gpu"]["usd_per_hour"]["value"] == pytest.approx(4 * 55.04)
     assert "SageMaker HyperPod with Slurm: controller" in items and "SageMaker HyperPod with Slurm: login" in items
     assert any("SageMaker" in n for n in items["node group gpu"]["notes"])
-    assert c["total_usd_per_hour"]["value"] == pytest.approx(4 * 55.04 + 2.304 + 0.768)
+    nat = items["NAT gateway"]["usd_per_hour"]["value"]
+    assert c["total_usd_per_hour"]["value"] == pytest.approx(4 * 55.04 + 2.304 + 0.768 + nat)
     block = spec("p5.48xlarge", 2, node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": {
         "type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}}])
-    assert any("Capacity Blocks" in n for n in cost.hourly_cost(block)["lines"][0]["notes"])
+    (reserved, *_) = cost.hourly_cost(block)["lines"]
+    assert any("Capacity Blocks" in n for n in reserved["notes"]) and "usd_per_hour" not in reserved
 
 
 def test_cost_of_tokens_at_the_bound():
@@ -92,7 +94,8 @@ def test_cost_of_tokens_at_the_bound():
     tps = j["best"][0]["step"]["tokens_per_s"]["value"]
     hours = 1e12 / tps / 3600
     assert j["tokens"]["hours"]["value"] == pytest.approx(hours, rel=1e-4)
-    assert j["tokens"]["usd"]["value"] == pytest.approx(hours * 2 * 55.04, rel=1e-4)
+    nat = 0.05  # the new VPC's NAT gateway, shared by every job
+    assert j["tokens"]["usd"]["value"] == pytest.approx(hours * (2 * 55.04 + nat), rel=1e-4)
     gb = job(spec("p6e-gb200.36xlarge", 2))
     assert gb["tokens"]["usd"] is None and "p6e-gb200" in gb["tokens"]["usd_reason"]
 

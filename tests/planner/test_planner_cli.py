@@ -42,7 +42,7 @@ def run(argv, capsys):
 def test_plan_without_a_model_prints_the_cluster_and_cost(capsys):
     rc, out = run(["plan", DEFAULT], capsys)
     assert rc == 0 and out.startswith("cluster fm-dev: 2 nodes, 16 GPUs")
-    assert "ring all-reduce of 14 GB" in out and "cost: $110.08/h" in out
+    assert "ring all-reduce of 14 GB" in out and "cost: $111.51/h" in out and "  not included: " in out
 
 
 def test_text_shows_per_layout_tokens_estimate_bound_and_the_framework(capsys):

@@ -27,7 +27,7 @@ def test_page_is_self_contained_with_tables_diagram_and_chart(tmp_path, capsys):
     html = write_page(tmp_path, str(ROOT / "examples" / "default.yaml"), "--model", "llama3-8b").read_text()
     assert "<script" not in html.lower()
     assert not re.search(r"""(src|href)\s*=\s*["']?https?:""", html) and "@import" not in html and "url(" not in html
-    for part in ("Memory fit per GPU", "Where one step's time goes", "Checkpoints:", "Data path", "Cost (On-Demand)",
+    for part in ("Memory fit per GPU", "Where one step's time goes", "Checkpoints:", "Data path", "Cost per hour",
                  'class="chart"', "Assumptions", "Efficiency model: the estimate beside the bound", "tokens per step",
                  "framework megatron: Megatron-LM / NeMo", "6 + 12/d bytes per parameter", "step estimate"):
         assert part in html, part
@@ -38,7 +38,7 @@ def test_page_is_self_contained_with_tables_diagram_and_chart(tmp_path, capsys):
 
 def test_page_without_a_model_has_cluster_and_cost(tmp_path, capsys):
     html = write_page(tmp_path, str(ROOT / "examples" / "hyperpod-slurm-p5.yaml")).read_text()
-    assert "Cost (On-Demand)" in html and "SageMaker HyperPod with Slurm: controller" in html and "Training job" not in html
+    assert "Cost per hour" in html and "SageMaker HyperPod with Slurm: controller" in html and "Training job" not in html
 
 
 def png_size(data: bytes) -> tuple:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Fn, Stack
 from aws_cdk import aws_eks as eks_l1
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -16,7 +16,9 @@ from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.eks import gangs, kueue
 from fmcluster.orchestrators.eks.node_groups import EksNodeGroups
 from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
+from fmcluster.platforms.ec2.access import find_instance_command
 from fmcluster.platforms.kubernetes import devices, gate, labels, metrics, volumes
+from fmcluster.platforms.kubernetes.access import tunnel_command
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.control_plane import add_standard_addons, build_control_plane
 from fmcluster.platforms.kubernetes.scraper import ManagedScraper
@@ -56,6 +58,14 @@ class EksOrchestration(Construct):
         CfnOutput(self, "ClusterName", value=self.cluster.cluster_name)
         CfnOutput(self, "KubeconfigCommand", value=f"aws eks update-kubeconfig --region {stack.region} "
                   f"--name {spec.name}")
+        host = Fn.select(2, Fn.split("/", self.cluster.cluster_endpoint))  # https://<host>
+        CfnOutput(self, "ApiEndpointHost", value=host)
+        if not settings.endpoint.public:
+            node = f"$({find_instance_command(region=spec.region, cluster=spec.name, group=SYSTEM_GROUP)})"
+            CfnOutput(self, "ApiTunnelCommand", value=tunnel_command(region=spec.region, target=node, endpoint_host=host),
+                      description="Forwards localhost:8443 to the private API endpoint through a system node; then "
+                      "KubeconfigCommand and: kubectl config set-cluster <cluster ARN> --server=https://127.0.0.1:8443 "
+                      "--tls-server-name=<ApiEndpointHost>")
 
     def _install(self, context: OrchestrationContext) -> None:
         """Device plugins, the training namespace (and the file system's claim in it), the scheduler and its queue."""

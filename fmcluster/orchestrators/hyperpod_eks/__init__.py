@@ -6,10 +6,10 @@ docs/hyperpod-eks.md says how and why."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Mapping
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from fmcluster.orchestrators.hyperpod_eks import settings
-from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
+from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
 from fmcluster.platforms.kubernetes.settings import control_plane_zone
 
@@ -31,11 +31,39 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
 
+    def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
+        return [BilledService("eks-cluster", "1 cluster")]
+
     def extra_availability_zones(self, spec: ClusterSpec) -> List[str]:
         return [control_plane_zone(spec)]
 
     def plan_notes(self, spec: ClusterSpec) -> List[str]:
         return settings.plan_notes(spec)
+
+    def scaffold(self, request: Scaffold) -> Dict[str, Any]:
+        from fmcluster import catalog
+        from fmcluster.runtime.contract import ec2_type
+
+        if not request.admins:
+            raise ValueError("--admin: an EKS cluster needs the IAM role or user ARN that administers it "
+                             "(arn:aws:iam::ACCOUNT:role/NAME; the role you deploy and run kubectl as)")
+        gpus = catalog.get(ec2_type(request.instance_type)).gpus * request.count
+        # one team owning every GPU of the group: jobs go through its queue; add teams as they come
+        return {"type": self.name, "eks": {"admins": list(request.admins)},
+                "task_governance": {"teams": [{"name": "ml", "gpus": {request.group: gpus}}]}}
+
+    def way_in(self, spec: ClusterSpec) -> List[str]:
+        from fmcluster.platforms.hyperpod.access import ssm_target
+        from fmcluster.platforms.kubernetes.access import way_in
+
+        node = ssm_target(region=spec.region, cluster=spec.name, group=settings.SYSTEM_GROUP)
+        return way_in(region=spec.region, cluster=spec.name, public=self.settings_of(spec).eks.endpoint.public,
+                      target=node)
+
+    def fabric_job(self, spec: ClusterSpec, group: NodeGroup, *, image: Optional[str], spec_file: str) -> Optional[str]:
+        from fmcluster.orchestrators.hyperpod_eks.first_job import manifests
+
+        return manifests(spec, group, image=image, spec_file=spec_file)
 
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from fmcluster.orchestrators.context import Orchestration

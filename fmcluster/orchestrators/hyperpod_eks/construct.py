@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, cast
 
-from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import CfnOutput, Duration, Fn, Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -38,9 +38,11 @@ from fmcluster.orchestrators.hyperpod_eks.versions import (
     TRAINING_OPERATOR_SERVICE_ACCOUNT,
 )
 from fmcluster.platforms.ec2.node_builder import construct_id
+from fmcluster.platforms.hyperpod.access import ssm_target
 from fmcluster.platforms.hyperpod.instance_role import HyperPodInstanceRole, security_group_id, subnet_id
 from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
 from fmcluster.platforms.kubernetes import gate, labels, metrics, volumes
+from fmcluster.platforms.kubernetes.access import tunnel_command
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.control_plane import add_standard_addons, build_control_plane
 from fmcluster.platforms.kubernetes.scraper import ManagedScraper
@@ -143,6 +145,15 @@ class HyperPodEksOrchestration(Construct):
         CfnOutput(self, "HyperPodClusterArn", value=self.hyperpod.cluster_arn)
         CfnOutput(self, "KubeconfigCommand", value=f"aws eks update-kubeconfig --region {stack.region} "
                   f"--name {spec.name}")
+        host = Fn.select(2, Fn.split("/", self.cluster.cluster_endpoint))  # https://<host>
+        CfnOutput(self, "ApiEndpointHost", value=host)
+        if not s.eks.endpoint.public:
+            cluster_id = Fn.select(1, Fn.split("/", self.hyperpod.cluster_arn))  # arn:...:cluster/<id>
+            node = ssm_target(region=spec.region, cluster=spec.name, group=SYSTEM_GROUP, cluster_id=cluster_id)
+            CfnOutput(self, "ApiTunnelCommand", value=tunnel_command(region=spec.region, target=node, endpoint_host=host),
+                      description="Forwards localhost:8443 to the private API endpoint through a HyperPod system node; "
+                      "then KubeconfigCommand and: kubectl config set-cluster <cluster ARN> "
+                      "--server=https://127.0.0.1:8443 --tls-server-name=<ApiEndpointHost>")
 
     @property
     def grantee(self) -> iam.IGrantable:

@@ -25,6 +25,13 @@ class HyperPodSlurm(OrchestratorKind[settings.HyperPodSlurmOrchestrator]):
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
 
+    def way_in(self, spec: ClusterSpec) -> List[str]:
+        from fmcluster.platforms.hyperpod.access import session_command
+
+        group = settings.LOGIN_GROUP if self.settings_of(spec).hyperpod.login_instance_type else settings.CONTROLLER_GROUP
+        return [f"# a shell on the {group} node (sbatch, squeue, sinfo), through Session Manager:",
+                session_command(region=spec.region, cluster=spec.name, group=group)]
+
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from fmcluster.orchestrators.context import Orchestration
         from fmcluster.orchestrators.hyperpod_slurm.construct import HyperPodSlurmOrchestration

@@ -11,6 +11,7 @@ from constructs import Construct
 
 from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.hyperpod_slurm.settings import CONTROLLER_GROUP, LOGIN_GROUP, settings_of
+from fmcluster.platforms.hyperpod.access import session_command
 from fmcluster.platforms.hyperpod.cluster import FsxLustreMount, HyperPodInstanceGroup, HyperPodSlurmCluster
 from fmcluster.platforms.hyperpod.instance_role import HyperPodInstanceRole
 from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
@@ -66,6 +67,12 @@ class HyperPodSlurmOrchestration(Construct):
             f"{spec.name} --instance-group-name-contains {CONTROLLER_GROUP}), then: aws ssm start-session --target ...",
             value=self.cluster.ssm_target(CONTROLLER_GROUP, ""),
         )
+        # where users work: the login group when there is one, else the controller
+        user_group = LOGIN_GROUP if settings.login_instance_type else CONTROLLER_GROUP
+        CfnOutput(scope, "SessionCommand", description=f"A shell on the {user_group} node (Session Manager; the "
+                  "Session Manager plugin for the AWS CLI)",
+                  value=session_command(region=spec.region, cluster=spec.name, group=user_group,
+                                        cluster_id=self.cluster.cluster_id))
 
     @property
     def grantee(self) -> iam.IGrantable:

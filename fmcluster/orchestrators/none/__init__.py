@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, List
 
 from fmcluster.orchestrators.kind import OrchestratorKind
 from fmcluster.orchestrators.none.settings import NoOrchestrator
@@ -11,15 +11,27 @@ if TYPE_CHECKING:
     from constructs import Construct
 
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
+    from fmcluster.spec.cluster import ClusterSpec
 
 
 class NoOrchestratorKind(OrchestratorKind[NoOrchestrator]):
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
+        from aws_cdk import CfnOutput
+
         from fmcluster.orchestrators.context import Orchestration
         from fmcluster.platforms.ec2.nodes import Ec2Nodes
 
         nodes = Ec2Nodes(scope, "Default", context=context)
+        CfnOutput(scope, "SessionCommand", value=self.way_in(context.spec)[-1],
+                  description="A shell on a running instance launched from the first group's launch template")
         return Orchestration(nodes, nodes.grantee, nodes.node_groups)
+
+    def way_in(self, spec: ClusterSpec) -> List[str]:
+        from fmcluster.platforms.ec2.access import session_command
+
+        group = spec.node_groups[0].name
+        return [f"# launch instances from node group {group}'s LaunchTemplateId output (EC2 or your scheduler), then:",
+                session_command(region=spec.region, cluster=spec.name, group=group)]
 
 
 KIND = NoOrchestratorKind(

@@ -21,6 +21,12 @@ if TYPE_CHECKING:
 
 
 class ParallelCluster(OrchestratorKind[settings.ParallelClusterOrchestrator]):
+    def way_in(self, spec: ClusterSpec) -> List[str]:
+        head = (f"aws cloudformation describe-stacks --region {spec.region} --stack-name {spec.stack_name('cluster')} --query "
+                "\"Stacks[0].Outputs[?OutputKey=='HeadNodeInstanceId'].OutputValue\" --output text")
+        return ["# the head node (sbatch, squeue, sinfo; pcluster commands from your machine), through Session Manager:",
+                f"aws ssm start-session --region {spec.region} --target $({head})"]
+
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
         return settings.spec_rules(spec)
 

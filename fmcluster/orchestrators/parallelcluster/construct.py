@@ -132,8 +132,10 @@ class ParallelClusterOrchestration(Construct):
                   description="ParallelCluster cluster (and its CloudFormation stack): pcluster describe-cluster -n NAME")
         CfnOutput(scope, VALIDATION_MESSAGES_OUTPUT, value=self.cluster.validation_messages,
                   description="ParallelCluster's validation messages of the last create or update (JSON)")
-        CfnOutput(scope, "HeadNodeInstanceId", value=self.cluster.attribute("headNode.instanceId"),
-                  description="aws ssm start-session --target <this id>")
+        head_node = self.cluster.attribute("headNode.instanceId")
+        CfnOutput(scope, "HeadNodeInstanceId", value=head_node, description="aws ssm start-session --target <this id>")
+        CfnOutput(scope, "SessionCommand", value=f"aws ssm start-session --region {spec.region} --target {head_node}",
+                  description="A shell on the head node (Session Manager; the Session Manager plugin for the AWS CLI)")
 
     @property
     def grantee(self) -> iam.IGrantable:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Mapping
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping
 
-from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
+from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
 from fmcluster.orchestrators.pcs import settings
 
 if TYPE_CHECKING:
@@ -23,6 +23,23 @@ class Pcs(OrchestratorKind[settings.PcsOrchestrator]):
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
+
+    def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
+        size = self.settings_of(spec).size_for(settings.instances(spec))
+        return [BilledService("pcs-controller", f"1 cluster, size {size}")]
+
+    def scaffold(self, request: Scaffold) -> Dict[str, Any]:
+        if not request.ami_id:
+            raise ValueError("--ami-id: PCS nodes boot an AMI with the PCS agent and PCS's Slurm, which you build "
+                             "(README, 'PCS AMI'); name it with --ami-id ami-...")
+        return {"type": self.name}
+
+    def way_in(self, spec: ClusterSpec) -> List[str]:
+        from fmcluster.platforms.ec2.access import session_command
+        from fmcluster.platforms.ec2.node_builder import LOGIN_NODE_GROUP
+
+        return ["# the login node (sbatch, squeue, sinfo), through Session Manager:",
+                session_command(region=spec.region, cluster=spec.name, group=LOGIN_NODE_GROUP)]
 
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from fmcluster.orchestrators.context import Orchestration

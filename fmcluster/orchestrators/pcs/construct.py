@@ -13,7 +13,8 @@ from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.pcs.cluster import PcsCluster
 from fmcluster.orchestrators.pcs.settings import instances, login_ami_id, login_image, settings_of
-from fmcluster.platforms.ec2.node_builder import construct_id
+from fmcluster.platforms.ec2.access import session_command
+from fmcluster.platforms.ec2.node_builder import LOGIN_NODE_GROUP, construct_id
 from fmcluster.platforms.ec2.nodes import Ec2Nodes
 
 # PCS requires its instance roles under this path (or named AWSPCS...) (PCS user guide, "IAM instance profiles").
@@ -47,6 +48,9 @@ class PcsOrchestration(Ec2Nodes):
             "so it uses Resource *, beside the SSM agent actions NodeRole acknowledges.",
         )
         CfnOutput(self, "PcsClusterId", value=self.pcs.cluster_id)
+        CfnOutput(self, "LoginSessionCommand", value=session_command(region=spec.region, cluster=spec.name,
+                                                                      group=LOGIN_NODE_GROUP),
+                  description="A shell on the login node (Session Manager; the Session Manager plugin for the AWS CLI)")
         for group in spec.node_groups:
             if not group.ami_id:
                 raise ValueError(f"context: node group {group.name} has no ami_id, which PCS requires")

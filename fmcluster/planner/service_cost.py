@@ -1,0 +1,75 @@
+"""What the stacks create besides instances, per hour: the NAT gateway, the FSx for Lustre file system by deployment
+type and throughput, and the services a kind bills by the hour (`OrchestratorTraits.billed_services`: the EKS
+control plane, the PCS controller). Prices are data (data/prices.json, ``services``), each with its source and how far
+it is checked; a region the data lacks gets the us-east-1 figure, marked as an estimate on its line."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from fmcluster.planner.figures import fig
+
+FALLBACK_REGION = "us-east-1"
+
+
+def _regional(table: Any, region: str) -> Tuple[Any, Optional[str]]:
+    """(the figure for `region`, or us-east-1's with why) from a region -> figure mapping."""
+    if region in table:
+        return table[region], None
+    return table[FALLBACK_REGION], f"estimate: {region} not in the data, {FALLBACK_REGION} price"
+
+
+def service_line(item: str, detail: str, usd_per_hour: Optional[float], entry: Dict[str, Any],
+                 notes: List[str], formula: str, **inputs: Any) -> Dict[str, Any]:
+    status = entry["status"]
+    if usd_per_hour is None:
+        price_status = "unknown"
+    elif any(n.startswith("estimate") for n in notes) or status == "unverified":
+        price_status = "estimate"
+    else:
+        price_status = "listed" if status == "listed" else "quoted"
+    if status == "unverified":
+        notes = [*notes, "figure not checked against the AWS Price List (docs/planning.md, Cost)"]
+    if entry.get("usage"):
+        notes = [*notes, f"plus usage: {entry['usage']}"]
+    line: Dict[str, Any] = {"item": item, "detail": detail, "instance_type": None, "count": inputs.get("count", 1),
+                            "capacity": "service", "usd_per_hour_each": usd_per_hour, "price_status": price_status,
+                            "notes": [*notes, entry["source"]] if usd_per_hour is None else notes,
+                            "gpu_group": None, "source": entry["source"]}
+    if usd_per_hour is not None:
+        line["usd_per_hour"] = fig(usd_per_hour * inputs.get("count", 1), "USD/h", formula, **inputs)
+    return line
+
+
+def service_lines(spec: Any, services: Dict[str, Any]) -> List[Dict[str, Any]]:
+    hours = services["hours_per_month"]
+    lines: List[Dict[str, Any]] = []
+    new_vpc = spec.network.new_vpc
+    if new_vpc is not None and new_vpc.nat_gateway:
+        entry = services["nat-gateway"]
+        price, why = _regional(entry["usd_per_hour"], spec.region)
+        lines.append(service_line("NAT gateway", "1 gateway and its public IPv4 address", price, entry,
+                                  [why] if why else [], "count x USD per gateway-hour", count=1,
+                                  usd_per_hour_each=price))
+    fsx = spec.storage.fsx
+    if fsx is not None:
+        entry = services["fsx-lustre"]
+        table, why = _regional(entry["usd_per_gib_month"], spec.region)
+        by_type = table.get(fsx.deployment_type)
+        per_gib = (by_type.get(str(fsx.throughput_per_tib)) if isinstance(by_type, dict) else by_type)
+        detail = f"{fsx.deployment_type} {fsx.storage_capacity_gib} GiB" + (
+            f", {fsx.throughput_per_tib} MB/s per TiB" if isinstance(by_type, dict) else "")
+        notes = [why] if why else []
+        if per_gib is None:
+            notes.append(f"no figure for {detail} in the data")
+        usd = None if per_gib is None else fsx.storage_capacity_gib * per_gib / hours
+        lines.append(service_line("FSx for Lustre", detail, usd, entry, notes,
+                                  "GiB x USD per GiB-month / hours per month", gib=fsx.storage_capacity_gib,
+                                  usd_per_gib_month=per_gib, hours_per_month=hours))
+    for billed in spec.orchestrator_kind.billed_services(spec):
+        entry = services[billed.key]
+        rate = entry.get("usd_per_hour")
+        price, why = (rate, None) if not isinstance(rate, dict) else _regional(rate, spec.region)
+        lines.append(service_line(entry["item"], billed.detail, price, entry, [why] if why else [],
+                                  f"count x USD per {entry['per']}-hour", count=billed.count, usd_per_hour_each=price))
+    return lines

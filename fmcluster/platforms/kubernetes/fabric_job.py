@@ -1,0 +1,106 @@
+"""The fabric acceptance job on a Kubernetes kind: an MPIJob (Kubeflow MPI operator, v2beta1) whose launcher runs the
+packaged nccl-tests script over one worker pod per node of a GPU group, each pod taking every GPU and EFA interface
+of its node. The kinds say where it goes (namespace, queue labels) and which nodes it may use; this module writes
+the rest from the spec, so the job needs no hand edits (examples/jobs/nccl-tests-*.yaml are its written-out form).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any, Dict, List, Mapping, Optional
+
+import yaml
+
+from fmcluster.platforms.kubernetes import allocatable, devices, labels
+from fmcluster.spec.node_group import NodeGroup
+
+# AWS's nccl-tests build (EFA installer, aws-ofi-nccl, NCCL, nccl-tests under /opt/nccl-tests/build) on Amazon ECR
+# Public (https://gallery.ecr.aws/hpc-cloud/nccl-tests), which every region pulls from; `--image` names a copy in
+# the cluster's own region (a private ECR repository) instead. Unverified: that this tag stays published.
+NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda13.0.2-efa1.48.0-ofiv1.19.0-ncclv2.30.4-1-testsv2.18.3"
+NCCL_TESTS_DIR = "/opt/nccl-tests/build"
+SCRIPT = "nccl-tests.sbatch"
+JOB_NAME = "nccl-tests"
+# the launcher only runs mpirun
+LAUNCHER_RESOURCES = {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"memory": "2Gi"}}
+
+
+def script() -> str:
+    return resources.files("fmcluster.acceptance").joinpath(SCRIPT).read_text(encoding="utf-8")
+
+
+def worker_resources(group: NodeGroup, *, threads_per_core: int, efa_claim: bool) -> Dict[str, Any]:
+    """Every GPU and EFA interface of the node (without the EFA request a pod gets no EFA device and NCCL falls back
+    to TCP), the node's CPU less what the DaemonSets keep, and a quarter of its memory."""
+    t = group.instance
+    memory = f"{t.memory_mib // 1024 // 4}Gi"
+    requests: Dict[str, Any] = {labels.GPU_RESOURCE: t.gpus}
+    limits: Dict[str, Any] = {labels.GPU_RESOURCE: t.gpus}
+    if not efa_claim:
+        requests[labels.EFA_RESOURCE] = limits[labels.EFA_RESOURCE] = t.efa_interfaces
+    requests["cpu"] = str(allocatable.whole_node_cpu_request(t, threads_per_core))
+    requests["memory"] = limits["memory"] = memory
+    out: Dict[str, Any] = {"requests": requests, "limits": limits}
+    if efa_claim:
+        out["claims"] = [{"name": "efa"}]
+    return out
+
+
+def manifests(group: NodeGroup, *, namespace: str, job_labels: Mapping[str, str], header: List[str],
+              image: Optional[str] = None, threads_per_core: int = 2, efa_claim: bool = False,
+              worker_annotations: Optional[Mapping[str, str]] = None,
+              node_selector: Optional[Mapping[str, str]] = None, workers: Optional[int] = None) -> str:
+    """The ConfigMap holding the script and the MPIJob, as one multi-document YAML file led by `header` comments;
+    one worker per node of the group unless `workers` says fewer."""
+    t = group.instance
+    image = image or NCCL_TESTS_IMAGE
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": JOB_NAME, "namespace": namespace},
+                  "data": {"nccl-tests.sh": script()}}
+    launcher = {"name": "launcher", "image": image, "command": ["/bin/bash", "/scripts/nccl-tests.sh"],
+                "env": [{"name": "HOSTFILE", "value": "/etc/mpi/hostfile"},  # the MPI operator writes it
+                        {"name": "NCCL_TESTS_DIR", "value": NCCL_TESTS_DIR},
+                        {"name": "GPUS_PER_NODE", "value": str(t.gpus)},
+                        {"name": "MPI_EXTRA_ARGS", "value": "--allow-run-as-root"}],
+                "resources": LAUNCHER_RESOURCES, "volumeMounts": [{"name": "scripts", "mountPath": "/scripts"}]}
+    worker = {"name": "worker", "image": image, "command": ["/usr/sbin/sshd", "-De"],  # mpirun reaches it over SSH
+              "resources": worker_resources(group, threads_per_core=threads_per_core, efa_claim=efa_claim),
+              "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}  # noqa: S108 - NCCL's shared memory, in RAM
+    worker_pod: Dict[str, Any] = {"containers": [worker],
+                                  "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}}]}
+    if node_selector:
+        worker_pod["nodeSelector"] = dict(node_selector)
+    if efa_claim:
+        worker_pod["resourceClaims"] = [{"name": "efa",
+                                         "resourceClaimTemplateName": devices.efa_claim_template_name(group)}]
+    worker_template: Dict[str, Any] = {"spec": worker_pod}
+    if worker_annotations:
+        worker_template = {"metadata": {"annotations": dict(worker_annotations)}, **worker_template}
+    job = {
+        "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+        "metadata": {"name": JOB_NAME, "namespace": namespace, "labels": dict(job_labels)},
+        "spec": {
+            "slotsPerWorker": t.gpus,
+            # suspended: the queue starts it when the launcher and every worker can be admitted at once
+            "runPolicy": {"suspend": True, "backoffLimit": 0, "cleanPodPolicy": "Running"},
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {
+                    "containers": [launcher],
+                    "volumes": [{"name": "scripts", "configMap": {"name": JOB_NAME}}]}}},
+                "Worker": {"replicas": workers or group.count, "restartPolicy": "Never", "template": worker_template},
+            },
+        },
+    }
+    body = yaml.dump_all([config_map, job], Dumper=_Dumper, sort_keys=False, width=120)
+    return "".join(f"# {line}\n" if line else "#\n" for line in header) + body
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # the script as a literal block, readable and diffable against nccl-tests.sbatch
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_Dumper.add_representer(str, _text)

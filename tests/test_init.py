@@ -1,0 +1,70 @@
+"""`fmcluster init FILE`: a new spec from flags, validated before it is written, never over an existing file; every
+refusal exit 2 with the flag and what it takes, and nothing written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fmcluster import registry
+from fmcluster.cli import main
+from fmcluster.registry import load_spec
+
+DEFAULT_KIND = registry.BUILT_IN[0].name
+BASE = ["--orchestrator", DEFAULT_KIND, "--instance-type", "p5.48xlarge", "--count", "2", "--region", "us-west-2"]
+
+
+def init(tmp_path, capsys, *flags):
+    spec = tmp_path / "cluster.yaml"
+    code = main(["init", str(spec), *flags])
+    return code, spec, capsys.readouterr()
+
+
+def test_the_spec_written_is_valid_and_says_what_was_asked(tmp_path, capsys):
+    code, spec, out = init(tmp_path, capsys, *BASE, "--alert-email", "ops@example.com")
+    assert code == 0 and out.out.splitlines()[0] == f"fmcluster validate {spec}"
+    s = load_spec(spec)
+    (group,) = s.node_groups
+    assert (s.region, s.availability_zone, group.instance_type, group.count) == ("us-west-2", "us-west-2a",
+                                                                                 "p5.48xlarge", 2)
+    assert group.name == "h100" and s.storage.fsx is not None and s.observability.alert_emails == ["ops@example.com"]
+
+
+def test_an_existing_file_is_never_replaced(tmp_path, capsys):
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text("mine\n")
+    assert main(["init", str(spec), *BASE]) == 2
+    assert f"{spec}: already exists" in capsys.readouterr().err and spec.read_text() == "mine\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["cluster.yaml"]
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--orchestrator", "slurm"], "invalid choice: 'slurm' (choose from"),
+    (["--capacity", "spot"], "invalid choice: 'spot' (choose from 'on-demand', 'odcr', 'capacity-block', 'training-plan')"),
+    (["--count", "two"], "--count: 'two': a whole number of instances, 1-2048"),
+    (["--capacity", "capacity-block"], "--reservation-id: --capacity capacity-block needs the reservation's id"),
+    (["--capacity", "training-plan", "--training-plan-arn", "arn:aws:sagemaker:us-west-2:123456789012:training-plan/x"],
+     "--capacity: orchestrator"),
+    (["--instance-type", "p9.48xlarge"], "node_groups[0].instance_type: unknown instance type 'p9.48xlarge'; allowed:"),
+])
+def test_a_bad_answer_is_exit_2_with_what_is_allowed_and_nothing_written(tmp_path, capsys, flags, says):
+    code, spec, out = init(tmp_path, capsys, *BASE, *flags)
+    assert code == 2 and says in out.err and "Traceback" not in out.err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_directory_is_said_not_created(tmp_path, capsys):
+    assert main(["init", str(tmp_path / "no" / "cluster.yaml"), *BASE]) == 2
+    assert "no directory" in capsys.readouterr().err and not (tmp_path / "no").exists()
+
+
+def test_the_readmes_first_screen_is_the_first_page_path():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    first = readme[readme.index("```bash"):]
+    first = first[:first.index("```", 7)]
+    steps = ["fmcluster init", "fmcluster validate", "fmcluster plan", "fmcluster synth", "npx cdk deploy",
+             "docs/access.md", "fmcluster job nccl", "docs/teardown.md"]
+    at = [first.index(step) for step in steps]
+    assert at == sorted(at), "the steps in the order a new user takes them"
+    assert readme.index("```bash") < 1500, "on the first screen"
