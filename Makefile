@@ -10,7 +10,9 @@ export CDK_HOME := $(CURDIR)/.cdk
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
-export PYTHONDONTWRITEBYTECODE := 1
+# bytecode (and pytest's rewritten test modules) in one tree outside the sources: nothing lands beside the runtime
+# files, and the test workers and the node scripts they start compile each module once instead of every time
+export PYTHONPYCACHEPREFIX := $(CURDIR)/.pycache
 
 .PHONY: setup synth test lint templates bench clean lock
 
@@ -57,4 +59,4 @@ lock:
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^fmcluster' > requirements.lock.new && mv requirements.lock.new requirements.lock
 
 clean:
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache .pycache
