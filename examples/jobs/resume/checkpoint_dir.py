@@ -7,8 +7,8 @@ Layout under a checkpoint root (the tier's directory, docs/checkpoints.md):
     <root>/.partial-step-00001300/        being written (or left by a crash): never read, pruned later
 
 A writer fills ``.partial-step-N``, then `commit` writes and fsyncs the ``COMPLETE`` marker and renames the directory
-to ``step-N`` (rename within one file system is atomic, POSIX rename(2); Lustre keeps it atomic across clients), so
-a directory named ``step-N`` always holds a whole checkpoint and a crash at any point leaves only a partial one.
+to ``step-N`` (rename within one file system is atomic, POSIX rename(); FSx for Lustre is POSIX-compliant), so a
+directory named ``step-N`` always holds a whole checkpoint and a crash at any point leaves only a partial one.
 
     python3 checkpoint_dir.py latest ROOT            # prints the newest complete checkpoint's path, or nothing
     python3 checkpoint_dir.py commit STAGING         # STAGING is ROOT/.partial-step-N

@@ -130,6 +130,12 @@ def main() -> None:
     saver = Saver(args.tier, args.durable, args.local, args.keep, dist.new_group(backend="gloo"))
 
     step = restore(model, optim, args.durable)
+    if args.tier == "nvme" and saver.node_leader:
+        # a node that survived may hold local steps newer than the durable one (its copy to FSx was cut short):
+        # training repeats those steps, and their checkpoints are written again
+        for stale in ckd.complete(args.local):
+            if (ckd.step_of(stale) or 0) > step:
+                shutil.rmtree(stale)
     if dist.get_rank() == 0:
         print(f"resuming after step {step}" if step else "no complete checkpoint: starting at step 0", flush=True)
     last = time.monotonic()
