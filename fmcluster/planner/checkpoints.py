@@ -11,7 +11,8 @@ data to and from S3 through the file servers: the export reads what the write pu
 both against the same throughput, so S3 holds a checkpoint no sooner than
 max(size / rate, 2 x size / FSx throughput) after the write starts; a restore from S3
 imports then reads, the same bound. Rates from data/storage.json; unverified ones are
-generous, so every time stays a lower bound.
+generous, so every time stays a lower bound. With a `checkpoints` section, ``tier`` holds the figures of the tier the
+spec deploys (checkpoint_tier.py): its blocking write, restore after a replaced node, overhead and cost.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from fmcluster.planner.checkpoint_tier import chosen_tier, managed_target
 from fmcluster.planner.figures import GB, fig, val
 from fmcluster.planner.models import Model
 from fmcluster.planner.steptime import Step
@@ -44,14 +46,21 @@ def fsx_bytes_per_s(spec: Any) -> Optional[float]:
 
 
 def checkpoint(model: Model, group: Any, spec: Any, step: Step, weight_bytes: int = 2,
-               optimizer_bytes: int = CHECKPOINT_BYTES_PER_PARAM - 2) -> Dict[str, Any]:
+               optimizer_bytes: int = CHECKPOINT_BYTES_PER_PARAM - 2,
+               usd_per_hour: Optional[float] = None) -> Dict[str, Any]:
     per_param = weight_bytes + optimizer_bytes
     size = per_param * model.params
+    targets = [nvme(size, group, step), *fsx_and_s3(size, group, spec, step)]
+    if spec.checkpoints is not None and spec.checkpoints.tier == "managed":
+        memory = managed_target(size, group, storage_facts()["managed_memory_tier"])
+        memory["write_steps"] = _steps(val(memory["write"]), step)
+        targets.insert(0, memory)
     out: Dict[str, Any] = {
         "size": fig(size, "bytes", f"{per_param} bytes x params ({weight_bytes} of weights + {optimizer_bytes} of "
                     "optimizer state, as the framework keeps them)", params=model.params),
         "bytes_per_param": per_param,
-        "targets": [nvme(size, group, step), *fsx_and_s3(size, group, spec, step)],
+        "targets": targets,
+        "tier": chosen_tier(size, group, spec, targets, storage_facts(), usd_per_hour),
     }
     return out
 
@@ -102,6 +111,10 @@ def fsx_and_s3(size: float, group: Any, spec: Any, step: Step) -> List[Dict[str,
                   else "SCRATCH_2 does not replicate: a failed server loses data"}
     dras = fsx.data_repository_associations
     exporting = [d.file_system_path for d in dras if d.auto_export]
+    ck = spec.checkpoints
+    if ck is not None and ck.tier != "managed":  # the deployed choice: the checkpoint directory's association, or none
+        exporting = [d.file_system_path for d in dras if ck.export_to_s3 and "NEW" in d.auto_export
+                     and (ck.directory + "/").startswith(d.file_system_path.rstrip("/") + "/")]
     s3: Dict[str, Any] = {"target": "S3 (data repository association)", "available": bool(dras)}
     if not dras:
         s3["reason"] = "no data repository association links FSx to S3"

@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, List, Sequence
 from fmcluster.planner.chart import legend, step_chart
 from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, plain, val
 from fmcluster.planner.text import framework_line as text_framework_line
-from fmcluster.planner.text import hbm_fit, percent
+from fmcluster.planner.text import hbm_fit, percent, tier_lines
 
 CSS = """
 body{font-family:"DejaVu Sans",Arial,sans-serif;margin:0;background:#f4f6f8;color:#1f2933;font-size:14px}
@@ -198,9 +198,13 @@ def checkpoint_table(j: Dict[str, Any]) -> str:
             else escape(t.get("write_reason", "-"))
         note = escape(t.get("note", "")) + (" <b>unverified rates</b>" if t.get("unverified") else "")
         rows.append((escape(t["target"]), write, human_seconds(val(t["restore"])), escape(t.get("limited_by", "")), note))
+    tier = ck.get("tier")
+    chosen = ""
+    if tier is not None:
+        chosen = "<p>" + "<br>".join(escape(line.strip()) for line in tier_lines(tier)) + "</p>"
     return (f"<h3>Checkpoints: {human_bytes(val(ck['size']))} ({ck['bytes_per_param']} bytes per parameter), "
             "lower bounds</h3>"
-            + table(("target", "write", "restore", "limited by", "note"), rows))
+            + table(("target", "write", "restore", "limited by", "note"), rows) + chosen)
 
 
 def data_paragraph(j: Dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from fmcluster.planner.cluster import cluster_figures
 from fmcluster.planner.cost import hourly_cost, priced_for_job, token_cost
 from fmcluster.planner.efficiency import ASSUMPTIONS as ESTIMATE_ASSUMPTIONS
 from fmcluster.planner.errors import PlanUsageError
-from fmcluster.planner.figures import fig
+from fmcluster.planner.figures import fig, val
 from fmcluster.planner.frameworks import DEFAULT_FRAMEWORK, framework
 from fmcluster.planner.hardware import HBM_USABLE_FRACTION, Hardware, of_group
 from fmcluster.planner.layouts import stage_params
@@ -95,8 +95,11 @@ def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, 
     out["best"] = [detail(c, model, hw, opts) for c in fitting[: opts.top]]
     out["warnings"] = [f"{b['layout']['description']}: {b['layout']['batch_warning']}" for b in out["best"]
                        if b["layout"]["batch_warning"]]
+    lines = priced_for_job(cost, group.name)
+    priced = all("usd_per_hour" in ln for ln in lines)
     out["checkpoint"] = checkpoint(model, group, spec, best.step, best.memory.scheme.weight_bytes,
-                                   best.memory.scheme.optimizer_bytes)
+                                   best.memory.scheme.optimizer_bytes,
+                                   sum(val(ln["usd_per_hour"]) for ln in lines) if priced else None)
     out["data_path"] = data_path(best.step, spec, opts.bytes_per_token)
     out["tokens"] = dict(token_cost(opts.tokens, best.step.tokens_per_s, priced_for_job(cost, group.name)),
                          count=opts.tokens)

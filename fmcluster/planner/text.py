@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, plain, val
 
@@ -199,4 +199,27 @@ def checkpoint_lines(ck: Dict[str, Any]) -> List[str]:
         if t.get("limited_by"):
             parts.append(f"limited by {t['limited_by']}")
         lines.append(f"    {t['target']}: {', '.join(parts)}" + (" [unverified rates]" if t.get("unverified") else ""))
+    return lines + tier_lines(ck.get("tier"))
+
+
+def tier_lines(tier: Optional[Dict[str, Any]]) -> List[str]:
+    """The spec's checkpoint tier (its `checkpoints` section) as deployed: blocking time, restore, cost, room."""
+    if tier is None:
+        return []
+    if not tier["available"]:
+        return [f"  spec's tier {tier['tier']}: n/a ({tier['reason']})"]
+    head = (f"  spec's tier {tier['tier']}, every {tier['interval_minutes']} min: blocks >= "
+            f"{human_seconds(val(tier['blocking']))} ({percent(val(tier['overhead']))} of the run), durable after >= "
+            f"{human_seconds(val(tier['durable_after']))}, restore on a replaced node >= "
+            f"{human_seconds(val(tier['restore']))} from {tier['restore_reads']}")
+    lines = [head + (" [unverified rates]" if tier["unverified"] else "")]
+    lost = f"    a failure loses >= {plain(val(tier['lost_per_failure']), 2)} h of training"
+    if "usd_per_failure" in tier:
+        lost += (f" (${plain(val(tier['usd_per_failure']), 3)}); checkpointing costs "
+                 f"${plain(val(tier['usd_per_hour']), 3)}/h")
+    lines.append(lost)
+    for f in tier["fits"]:
+        verdict = "fits" if f["fits"] else "DOES NOT FIT"
+        lines.append(f"    {f['where']}: {human_bytes(f['need_bytes'])} needed, {human_bytes(f['have_bytes'])} there: "
+                     f"{verdict}")
     return lines

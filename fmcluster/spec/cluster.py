@@ -12,7 +12,9 @@ from pydantic import Field, model_validator
 
 from fmcluster.runtime.contract import NODE_AGENTS
 from fmcluster.runtime.profile import POLICIES as VALIDATION_POLICIES
+from fmcluster.spec import checkpoints as checkpoint_rules
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
+from fmcluster.spec.checkpoints import Checkpoints
 from fmcluster.spec.network import (
     IP_HEADROOM_FACTOR,
     IP_HEADROOM_FIXED,
@@ -143,6 +145,9 @@ class ClusterSpec(SpecModel):
     orchestrator: OrchestratorSettings = Field(description="the orchestrator kind's section, by type")
     observability: Observability = Field(default_factory=Observability)
     validation: Validation = Field(default_factory=Validation)
+    checkpoints: Optional[Checkpoints] = Field(
+        None, description="Where training jobs write checkpoints (docs/checkpoints.md); absent: the example jobs' "
+                          "defaults, and `plan` shows every tier.")
 
     @model_validator(mode="before")
     @classmethod
@@ -171,6 +176,7 @@ class ClusterSpec(SpecModel):
         found += self._address_problems()
         found += self._orchestrator_problems()
         found += self._storage_problems()
+        found += checkpoint_rules.problems(self)
         raise_problems(found)
         return self
 

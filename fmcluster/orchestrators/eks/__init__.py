@@ -10,6 +10,7 @@ from fmcluster.orchestrators.eks import settings
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
 from fmcluster.platforms.kubernetes.settings import control_plane_zone
+from fmcluster.spec import checkpoints
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -28,7 +29,7 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
         return f"Amazon EKS with GPU managed node groups, {scheduler} and a boot-validation node gate"
 
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
-        return settings.spec_rules(spec)
+        return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", checkpoints.MANAGED_NEEDS_HYPERPOD_EKS)
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)

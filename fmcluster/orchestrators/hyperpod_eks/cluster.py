@@ -29,6 +29,7 @@ from fmcluster.platforms.hyperpod.instance_role import (
     SubnetRef,
 )
 from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
+from fmcluster.spec.checkpoints import MANAGED_MEMORY_PERCENT
 
 
 class HyperPodEksCluster(Construct):
@@ -42,6 +43,8 @@ class HyperPodEksCluster(Construct):
     :param node_recovery: Automatic (default) | None.
     :param continuous_provisioning: NodeProvisioningMode Continuous (default on).
     :param tags: cluster tags.
+    :param checkpoint_memory_percent: managed tiered checkpointing on, with this share (20-100) of every node's memory
+        for checkpoints (TieredStorageConfig); None: off.
     """
 
     def __init__(
@@ -59,6 +62,7 @@ class HyperPodEksCluster(Construct):
         node_recovery: str = "Automatic",
         continuous_provisioning: bool = True,
         tags: Optional[Dict[str, str]] = None,
+        checkpoint_memory_percent: Optional[int] = None,
     ) -> None:
         super().__init__(scope, id)
         if not instance_groups:
@@ -77,6 +81,14 @@ class HyperPodEksCluster(Construct):
             node_recovery=node_recovery, subnets=subnets, security_groups=security_groups,
             node_provisioning_mode="Continuous" if continuous_provisioning else None, tags=tags,
         )
+        if checkpoint_memory_percent is not None:
+            low, high = MANAGED_MEMORY_PERCENT
+            if not low <= checkpoint_memory_percent <= high:
+                raise ValueError(f"checkpoint_memory_percent: {checkpoint_memory_percent} is not {low}-{high}")
+            # HyperPod installs its memory management daemon on every node (SageMaker API reference,
+            # ClusterTieredStorageConfig); an update needs no interruption (CloudFormation TieredStorageConfig).
+            self.cluster.tiered_storage_config = sagemaker.CfnCluster.TieredStorageConfigProperty(
+                mode="Enable", instance_memory_allocation_percentage=checkpoint_memory_percent)
 
     @property
     def cluster_arn(self) -> str:

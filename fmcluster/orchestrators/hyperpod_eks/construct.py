@@ -109,6 +109,8 @@ class HyperPodEksOrchestration(Construct):
             node_recovery=s.hyperpod.node_recovery,
             # the training operator's managed policy acts on HyperPod clusters tagged so (unverified: docs/hyperpod-eks.md)
             tags={"SageMaker": "true"} if s.hyperpod.training_operator else None,
+            checkpoint_memory_percent=spec.checkpoints.memory_percent
+            if spec.checkpoints is not None and spec.checkpoints.tier == "managed" else None,
         )
         # HyperPod's prerequisites: the dependency chart, the VPC CNI and the other standard add-ons are in place
         # before the HyperPod cluster exists. Task governance comes after it (below): its Kueue's Pod and Deployment

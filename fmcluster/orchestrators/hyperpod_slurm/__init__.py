@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, List, Mapping
 
 from fmcluster.orchestrators.hyperpod_slurm import settings
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
+from fmcluster.spec import checkpoints
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -18,9 +19,17 @@ if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
 
 
+# AWS announced managed tiered checkpointing "for SageMaker HyperPod clusters using the EKS orchestrator"
+# (What's New, 2025-09-08) and its setup guide requires an EKS HyperPod cluster.
+HYPERPOD_SLURM_NO_MANAGED_TIER = (
+    "SageMaker HyperPod offers managed tiered checkpointing on clusters orchestrated by Amazon EKS only, not with "
+    "Slurm (https://aws.amazon.com/about-aws/whats-new/2025/09/managed-tiered-checkpointing-amazon-sagemaker-hyperpod"
+    f"; {checkpoints.MANAGED_SETUP_URL})")
+
+
 class HyperPodSlurm(OrchestratorKind[settings.HyperPodSlurmOrchestrator]):
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
-        return settings.spec_rules(spec)
+        return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", HYPERPOD_SLURM_NO_MANAGED_TIER)
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)

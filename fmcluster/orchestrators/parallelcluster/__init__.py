@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Dict, List, Mapping
 
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
 from fmcluster.orchestrators.parallelcluster import settings
+from fmcluster.spec import checkpoints
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -28,7 +29,7 @@ class ParallelCluster(OrchestratorKind[settings.ParallelClusterOrchestrator]):
                 f"aws ssm start-session --region {spec.region} --target $({head})"]
 
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
-        return settings.spec_rules(spec)
+        return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", checkpoints.MANAGED_NEEDS_HYPERPOD_EKS)
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)

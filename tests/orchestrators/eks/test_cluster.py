@@ -241,6 +241,7 @@ def test_existing_vpc_uses_its_extra_subnets_and_every_node_subnet():
         "vpc_id": "vpc-0123456789abcdef0", "subnet_ids": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
         "extra_subnet_ids": ["subnet-0123456789abcdef2"]}}
     data.pop("storage")
+    data.pop("checkpoints")  # its tier lives on the FSx this variant drops
     data["observability"] = {"enabled": False}
     template = synthesize(parse_spec(data))["eks-p5-cluster"]
     vpc = one(template, "AWS::EKS::Cluster")["ResourcesVpcConfig"]
@@ -286,6 +287,7 @@ def test_the_system_node_groups_ami_type_follows_its_architecture(system_type, a
     data = yaml.safe_load((Path(__file__).resolve().parents[3] / "examples" / "eks-p5.yaml").read_text())
     data["orchestrator"]["eks"]["system_nodes"] = {"instance_type": system_type}
     data.pop("storage")
+    data.pop("checkpoints")  # its tier lives on the FSx this variant drops
     data["observability"] = {"enabled": False}
     template = synthesize(parse_spec(data))["eks-p5-cluster"]
     system = node_groups(template)["system"]

@@ -1,0 +1,120 @@
+"""The spec's checkpoint tier as deployed (its `checkpoints` section): what one checkpoint blocks training for, when it
+is durable, what a restart on a replaced node reads back, whether `keep` checkpoints fit where they go, and what
+checkpointing costs per hour and per failure.
+
+- fsx: the ranks write to FSx; durable once written; a restart reads FSx.
+- nvme: the ranks write to their node's NVMe (training goes on), then the copy to FSx runs; durable after both; a
+  replaced node's NVMe is empty, so a restart reads FSx, never the NVMe.
+- managed: HyperPod copies each GPU's shard to host memory over its PCIe link and replicates it to a neighbouring
+  node; a replaced node reads its shard back from that neighbour over the network. Persisting to S3 runs on the
+  library's own schedule and is not modelled. Rates in data/storage.json, unverified: times are lower bounds.
+
+Failures come at random, so on average half an interval of work is lost, plus the time a checkpoint takes to become
+durable, plus the restore: ``lost per failure = interval / 2 + (durable - blocking) + restore``. The time blocked
+writing is ``blocking / (interval + blocking)`` of the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from fmcluster.planner.figures import GB, fig, val
+
+MIB = 2**20
+GIB = 2**30
+# Checkpoint copies a node keeps in its memory under the managed tier: its own shard and a neighbour's replica
+# (AWS: "automatically replicates data across adjacent compute nodes"; how many replicas is unverified).
+MANAGED_COPIES_PER_NODE = 2
+
+
+def managed_target(size: float, group: Any, facts: Dict[str, Any]) -> Dict[str, Any]:
+    """Writing to and restoring from HyperPod's memory tier, as a target like the others."""
+    t = group.instance
+    link = facts["host_link_gbytes_per_s_per_gpu"] * GB
+    gpus = group.count * t.gpus
+    per_node = size / group.count
+    network = (t.efa_gbps if group.efa_enabled else t.network_gbps) / 8 * GB
+    write = fig(size / (gpus * link), "s", "size / (GPUs x GPU-to-host link)", size=size, gpus=gpus,
+                link_bytes_per_s=link)
+    replicate = fig(per_node / network, "s", "shard per node / node network", shard_per_node=per_node,
+                    network_bytes_per_s=network)
+    restore = fig(per_node / network + per_node / (t.gpus * link), "s",
+                  "shard per node / node network (from the neighbour's replica) + shard per node / (GPUs x link)",
+                  shard_per_node=per_node, network_bytes_per_s=network, gpus_per_node=t.gpus, link_bytes_per_s=link)
+    return {"target": "HyperPod memory tier", "available": True, "write": write, "replicate": replicate,
+            "restore": restore, "durable": False, "unverified": True,
+            "note": "in host memory, replicated to a neighbouring node; persisted to S3 on the library's schedule"}
+
+
+def chosen_tier(size: float, group: Any, spec: Any, targets: List[Dict[str, Any]], facts: Dict[str, Any],
+                usd_per_hour: Optional[float]) -> Optional[Dict[str, Any]]:
+    """The figures of the spec's tier, or None when the spec has no `checkpoints` section."""
+    ck = spec.checkpoints
+    if ck is None:
+        return None
+    by = {t["target"]: t for t in targets}
+    interval = ck.interval_minutes * 60.0
+    fsx, nvme = by.get("FSx for Lustre", {}), by.get("instance NVMe", {})
+    if ck.tier == "managed":
+        mem = managed_target(size, group, facts["managed_memory_tier"])
+        blocking, durable = val(mem["write"]), val(mem["write"]) + val(mem["replicate"])
+        restore, reads = val(mem["restore"]), "a neighbour's replica in host memory"
+    elif ck.tier == "nvme":
+        if not nvme.get("available") or not fsx.get("available"):
+            return {"tier": ck.tier, "available": False,
+                    "reason": nvme.get("reason") or fsx.get("reason") or "no instance NVMe or FSx"}
+        blocking, durable = val(nvme["write"]), val(nvme["write"]) + val(fsx["write"])
+        restore, reads = val(fsx["restore"]), "FSx (a replaced node's NVMe is empty)"
+    else:
+        blocking = durable = val(fsx["write"])
+        restore, reads = val(fsx["restore"]), "FSx"
+    lost = interval / 2 + (durable - blocking) + restore
+    out: Dict[str, Any] = {
+        "tier": ck.tier, "available": True, "interval_minutes": ck.interval_minutes, "keep": ck.keep,
+        "restore_reads": reads,
+        "blocking": fig(blocking, "s", "the tier's write time (training waits for it)", tier=ck.tier),
+        "durable_after": fig(durable, "s", "blocking + the copy to the durable tier", blocking=blocking),
+        "restore": fig(restore, "s", f"read back from {reads}", tier=ck.tier),
+        "overhead": fig(blocking / (interval + blocking), "fraction", "blocking / (interval + blocking)",
+                        blocking=blocking, interval_s=interval),
+        "lost_per_failure": fig(lost / 3600, "h", "(interval / 2 + (durable - blocking) + restore) / 3600",
+                                interval_s=interval, durable_s=durable, blocking_s=blocking, restore_s=restore),
+        "fits": fits(size, group, spec),
+        "unverified": ck.tier != "fsx",
+    }
+    s3 = by.get("S3 (data repository association)", {})
+    if ck.tier != "managed" and ck.export_to_s3 and "write" in s3:
+        start = val(nvme["write"]) if ck.tier == "nvme" else 0.0
+        out["in_s3_after"] = fig(start + val(s3["write"]), "s", "the NVMe write (nvme) + the FSx write and its "
+                                 "export through the data repository association", start_s=start)
+    if usd_per_hour is not None:
+        out["usd_per_hour"] = fig(val(out["overhead"]) * usd_per_hour, "USD/h", "overhead x USD/h of the job",
+                                  usd_per_hour=usd_per_hour)
+        out["usd_per_failure"] = fig(val(out["lost_per_failure"]) * usd_per_hour, "USD",
+                                     "lost hours per failure x USD/h of the job", usd_per_hour=usd_per_hour)
+    return out
+
+
+def fits(size: float, group: Any, spec: Any) -> List[Dict[str, Any]]:
+    """Whether `keep` checkpoints fit each place the tier puts them."""
+    ck, t = spec.checkpoints, group.instance
+    found: List[Dict[str, Any]] = []
+    per_node = size / group.count
+    if ck.tier == "managed":
+        have = ck.memory_percent / 100 * t.memory_mib * MIB
+        need = MANAGED_COPIES_PER_NODE * per_node
+        found.append({"where": "host memory per node", "need_bytes": need, "have_bytes": have, "fits": need <= have,
+                      "formula": f"{MANAGED_COPIES_PER_NODE} copies x size / nodes vs memory_percent x node memory "
+                                 "(replicas per node unverified)"})
+        return found
+    if spec.storage.fsx is not None:
+        have = spec.storage.fsx.storage_capacity_gib * GIB
+        need = ck.keep * size
+        found.append({"where": "FSx", "need_bytes": need, "have_bytes": have, "fits": need <= have,
+                      "formula": "keep x size vs FSx capacity (shared with everything else on it)"})
+    if ck.tier == "nvme" and t.nvme_gb:
+        have = t.nvme_gb * 1e9
+        need = ck.keep * per_node
+        found.append({"where": "instance NVMe per node", "need_bytes": need, "have_bytes": have, "fits": need <= have,
+                      "formula": "keep x size / nodes vs the node's instance store (shared with container images)"})
+    return found

@@ -1,0 +1,147 @@
+"""The spec's `checkpoints` section: where training jobs write checkpoints and how often, so the example jobs, the
+deployed cluster and `fmcluster plan` agree on one choice (docs/checkpoints.md).
+
+Tiers:
+
+- ``fsx``: every rank writes its shard to the shared FSx for Lustre file system, below ``storage.fsx.mount_point``;
+  a data repository association with automatic export copies each new checkpoint to S3.
+- ``nvme``: every node writes its shards to its instance-store NVMe (the RAID0 the image or the orchestrator mounts),
+  then copies the finished checkpoint to FSx. The local copy is lost with the node, so a replaced node restores from
+  FSx: the tier needs FSx.
+- ``managed``: SageMaker HyperPod managed tiered checkpointing keeps checkpoints in a share of every node's CPU memory
+  (``TieredStorageConfig`` of ``AWS::SageMaker::Cluster``), replicated to neighbouring nodes, and persists them to S3
+  (a prefix of the cluster's data bucket). Only the orchestrator kinds that build a HyperPod cluster on EKS honour it;
+  the others refuse it in their spec rules with `refused` below.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any, List, Literal, Optional
+
+from pydantic import Field, field_validator
+
+from fmcluster.spec.base import Problem, SpecModel
+
+TIERS = ("fsx", "nvme", "managed")
+Tier = Literal["fsx", "nvme", "managed"]
+# InstanceMemoryAllocationPercentage: the API takes 0-100 (SageMaker API reference, ClusterTieredStorageConfig), the
+# setup guide says "The range is 20-100" ("Set up managed tier checkpointing", Step 1); the spec takes the narrower.
+MANAGED_MEMORY_PERCENT = (20, 100)
+MANAGED_SETUP_URL = "https://docs.aws.amazon.com/sagemaker/latest/dg/managed-tier-checkpointing-setup.html"
+# Why a kind that builds no HyperPod cluster on EKS cannot honour tier managed, for its spec rules.
+MANAGED_NEEDS_HYPERPOD_EKS = (
+    "managed tiered checkpointing is a feature of SageMaker HyperPod clusters orchestrated by Amazon EKS "
+    f"(TieredStorageConfig on AWS::SageMaker::Cluster; prerequisites in {MANAGED_SETUP_URL}: an Amazon EKS "
+    "HyperPod cluster)")
+EVENTS_THAT_EXPORT_A_NEW_CHECKPOINT = "NEW"
+
+
+class Checkpoints(SpecModel):
+    """Where training jobs write checkpoints, how often, and how many complete ones the resume helper keeps."""
+
+    tier: Tier = Field(description="fsx (shared Lustre, exported to S3), nvme (instance-store NVMe, copied to FSx) "
+                                   "or managed (HyperPod on EKS managed tiered checkpointing: CPU memory, then S3).")
+    directory: str = Field(
+        "/checkpoints",
+        description="fsx and nvme: the directory below the FSx mount point (and below the instance NVMe for nvme); "
+                    "managed: the prefix in the cluster's data bucket the checkpoints persist to.")
+    interval_minutes: int = Field(30, ge=1, le=10080,
+                                  description="Minutes of training between checkpoints (what `plan` prices).")
+    keep: int = Field(3, ge=1, le=1000, description="Complete checkpoints the resume helper keeps on each tier.")
+    export_to_s3: bool = Field(
+        True, description="fsx and nvme: a data repository association with auto_export NEW must cover directory, "
+                          "so every checkpoint reaches S3 as well.")
+    memory_percent: Optional[int] = Field(
+        None, ge=MANAGED_MEMORY_PERCENT[0], le=MANAGED_MEMORY_PERCENT[1],
+        description="managed only (required there): the share of each node's memory HyperPod sets aside for "
+                    "checkpoints (InstanceMemoryAllocationPercentage, 20-100).")
+
+    @field_validator("directory")
+    @classmethod
+    def _directory(cls, v: str) -> str:
+        v = v.rstrip("/")
+        if not re.fullmatch(r"(/[A-Za-z0-9._-]+)+", v) or posixpath.normpath(v) != v or "/." in v:
+            raise ValueError(f"{v!r} is not an absolute, normalized directory of letters, digits, '.', '_' and '-' "
+                             "such as /checkpoints")
+        return v
+
+
+@dataclass(frozen=True)
+class CheckpointPaths:
+    """Where a spec's checkpoints live, as the nodes see them.
+
+    :param tier: the spec's tier.
+    :param durable: the shared directory every node restores from (fsx, nvme), or the S3 prefix ``s3://<data
+        bucket>/<prefix>`` as a template (managed: the bucket name is known at deploy only).
+    :param local: nvme only: the directory below the instance NVMe root (the kind's nodes decide the root).
+    """
+
+    tier: str
+    durable: str
+    local: Optional[str] = None
+
+
+def paths(spec: Any) -> Optional[CheckpointPaths]:
+    """The checkpoint locations of `spec` (a ClusterSpec; typed Any because spec.cluster imports this module), or
+    None when it has no `checkpoints` section."""
+    ck = spec.checkpoints
+    if ck is None:
+        return None
+    if ck.tier == "managed":
+        return CheckpointPaths("managed", f"s3://<data bucket>{ck.directory}/")
+    assert spec.storage.fsx is not None, "the section's rules require storage.fsx"
+    durable = spec.storage.fsx.mount_point.rstrip("/") + ck.directory
+    return CheckpointPaths(ck.tier, durable, ck.directory if ck.tier == "nvme" else None)
+
+
+def problems(spec: Any) -> List[Problem]:
+    """What the section needs of the rest of the spec, whatever the orchestrator (field paths from the top)."""
+    ck = spec.checkpoints
+    if ck is None:
+        return []
+    found: List[Problem] = []
+    if ck.tier == "managed":
+        if ck.memory_percent is None:
+            found.append(("checkpoints.memory_percent", "tier managed needs the share of each node's memory HyperPod "
+                          f"sets aside for checkpoints: {MANAGED_MEMORY_PERCENT[0]}-{MANAGED_MEMORY_PERCENT[1]} "
+                          f"({MANAGED_SETUP_URL})"))
+        return found
+    if ck.memory_percent is not None:
+        found.append(("checkpoints.memory_percent", f"applies to tier managed only, not {ck.tier}; leave it out"))
+    fsx = spec.storage.fsx
+    if fsx is None:
+        why = ("the checkpoints live on it" if ck.tier == "fsx" else
+               "the instance NVMe is lost with its node, so a replaced node restores from the copy on FSx")
+        found.append(("checkpoints.tier", f"{ck.tier} needs storage.fsx: {why}"))
+        return found
+    if ck.tier == "nvme":
+        for i, g in enumerate(spec.node_groups):
+            if g.role == "gpu" and not g.instance.nvme_disks:
+                found.append((f"node_groups[{i}].instance_type", f"checkpoints.tier nvme needs instance-store NVMe; "
+                              f"{g.instance_type} has none (EC2 instance types reference): use tier fsx"))
+    if ck.export_to_s3 and not any(_exports(d.file_system_path, d.auto_export, ck.directory)
+                                   for d in fsx.data_repository_associations):
+        found.append(("checkpoints.export_to_s3", f"no data repository association exports {ck.directory} to S3: add "
+                      f"storage.fsx.data_repository_associations entry {{file_system_path: {ck.directory}, "
+                      "data_bucket_prefix: checkpoints/, auto_import: [], auto_export: [NEW, CHANGED]}, or set "
+                      "export_to_s3: false"))
+    return found
+
+
+def _exports(file_system_path: str, events: List[str], directory: str) -> bool:
+    """The association covers `directory` (it is the association's directory or below it) and exports new files."""
+    root = file_system_path.rstrip("/") + "/"
+    return EVENTS_THAT_EXPORT_A_NEW_CHECKPOINT in events and (directory + "/").startswith(root)
+
+
+def refused(spec: Any, tier: str, why: str) -> List[Problem]:
+    """For a kind's spec rules: the problem of a spec whose checkpoints ask for a tier the kind cannot honour."""
+    ck = spec.checkpoints
+    if ck is None or ck.tier != tier:
+        return []
+    allowed = ", ".join(t for t in TIERS if t != tier)
+    return [("checkpoints.tier", f"orchestrator {spec.orchestrator.type} cannot honour tier {tier}: {why}; "
+             f"use {allowed}")]
