@@ -14,7 +14,8 @@ RDZV_PORT="${RDZV_PORT:-29500}"
 
 if [ -n "${SLURM_JOB_ID:-}" ]; then
   NODES="${SLURM_JOB_NUM_NODES:?srun sets SLURM_JOB_NUM_NODES}"
-  HEAD="$(scontrol show hostnames "${SLURM_JOB_NODELIST:?srun sets SLURM_JOB_NODELIST}" | head -n 1)"
+  # awk reads to the end: `| head -n 1` would close the pipe early and, under pipefail, fail on scontrol's SIGPIPE
+  HEAD="$(scontrol show hostnames "${SLURM_JOB_NODELIST:?srun sets SLURM_JOB_NODELIST}" | awk 'NR == 1')"
   RDZV_ID="$SLURM_JOB_ID"
 else
   : "${HOSTFILE:?without Slurm, HOSTFILE must name the nodes (one per line, the rendezvous host first)}"
