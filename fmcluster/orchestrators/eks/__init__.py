@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, List, Mapping
 from fmcluster.orchestrators.eks import settings
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
-from fmcluster.platforms.kubernetes.settings import control_plane_zone
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -32,9 +31,6 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
-
-    def extra_availability_zones(self, spec: ClusterSpec) -> List[str]:
-        return [control_plane_zone(spec)]
 
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from fmcluster.orchestrators.context import Orchestration

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, List, Mapping
 from fmcluster.orchestrators.hyperpod_eks import settings
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
-from fmcluster.platforms.kubernetes.settings import control_plane_zone
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -30,9 +29,6 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
-
-    def extra_availability_zones(self, spec: ClusterSpec) -> List[str]:
-        return [control_plane_zone(spec)]
 
     def plan_notes(self, spec: ClusterSpec) -> List[str]:
         return settings.plan_notes(spec)
