@@ -99,11 +99,12 @@ def test_scaling_up_keeps_every_subnet(synthesized):
     assert synthesized["scaled"]["network"] == synthesized[HUNGRIEST]["network"]
 
 
-def test_the_examples_network_stacks_export_and_tag_alike_whatever_their_orchestrator():
+def test_the_examples_long_lived_stacks_export_and_tag_alike_whatever_their_orchestrator():
     """The committed templates (held current by test_quality), synthesized with their cluster stacks: each new-VPC
-    network stack exports its VPC, every private subnet and the EFA group, and each storage stack with FSx its file
-    system's id, DNS name and mount name, whether the example's cluster stack imports them or not; and no cluster
-    stack adds tags to the network stack's resources that another kind would not."""
+    network stack exports its VPC, every private subnet and the EFA group, each storage stack with FSx its file
+    system's id, DNS name and mount name, and each observability stack its workspace's ARN and endpoint, whether the
+    example's cluster stack imports them or not; and no cluster stack adds tags to the network stack's resources that
+    another kind would not."""
     checked, kubernetes_tags = 0, {}
     for network_path in sorted((ROOT / "templates").glob("*/*-network.template.json")):
         network = json.loads(network_path.read_text())
@@ -126,6 +127,12 @@ def test_the_examples_network_stacks_export_and_tag_alike_whatever_their_orchest
             values = {json.dumps(o["Value"]) for o in storage["Outputs"].values() if "Export" in o}
             assert {json.dumps({"Fn::GetAtt": ["FileSystem", "DNSName"]}), json.dumps({"Ref": "FileSystem"}),
                     json.dumps({"Fn::GetAtt": ["FileSystem", "LustreMountName"]})} <= values, network_path.parent.name
+        observability = next(network_path.parent.glob("*-observability.template.json"), None)
+        if observability is not None:
+            values = {json.dumps(o["Value"]) for o in json.loads(observability.read_text())["Outputs"].values()
+                      if "Export" in o}
+            assert values == {json.dumps({"Fn::GetAtt": ["PrometheusWorkspaceF3098DB6", attribute]})
+                              for attribute in ("Arn", "PrometheusEndpoint")}, network_path.parent.name
         checked += 1
     assert checked >= 10
     first = next(iter(kubernetes_tags.values()))
