@@ -24,7 +24,7 @@ STORAGE_SUBNET_PREFIX = 26
 # Balancer Controller discovers subnets by these). aws-eks-v2's Cluster adds them to every private and public subnet
 # of the VPC it is given, with no option to opt out, which changed this stack's subnets with the orchestrator: the
 # stack carries them under every kind instead, so an EKS control plane adds nothing here.
-LOAD_BALANCER_TAGS = (("private", "kubernetes.io/role/internal-elb"), ("public", "kubernetes.io/role/elb"))
+PRIVATE_LOAD_BALANCER_TAG, PUBLIC_LOAD_BALANCER_TAG = "kubernetes.io/role/internal-elb", "kubernetes.io/role/elb"
 
 # The second-AZ subnet every orchestrator gets (an EKS control plane and the AMP managed scraper need two AZs; EKS
 # places 2-4 control-plane ENIs in its subnets and recommends small dedicated ones, /28 being enough): a /27 from
@@ -43,8 +43,8 @@ class NetworkStack(Stack):
     Exposes ``vpc``, ``node_subnets``, ``storage_subnet``, ``extra_subnets`` (the second-AZ subnet;
     ``existing_vpc.extra_subnet_ids`` with an existing VPC) and ``node_security_group`` (the `EfaSecurityGroup` on
     every node interface) for the other stacks. Each of them is exported whether or not this spec's orchestrator
-    imports it (``exported``), so the exports never depend on the orchestrator kind: CloudFormation refuses to remove
-    an export another stack imports, which made a switch fail half-way.
+    imports it, so the exports never depend on the orchestrator kind: CloudFormation refuses to remove an export
+    another stack imports, which made a switch fail half-way.
     """
 
     def __init__(self, scope: Construct, id: str, *, spec: ClusterSpec, **kwargs: object) -> None:
@@ -111,8 +111,8 @@ class NetworkStack(Stack):
                 "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
             },
         )
-        for kind, tag in LOAD_BALANCER_TAGS:
-            for subnet in vpc.private_subnets if kind == "private" else vpc.public_subnets:
+        for subnets, tag in ((vpc.private_subnets, PRIVATE_LOAD_BALANCER_TAG), (vpc.public_subnets, PUBLIC_LOAD_BALANCER_TAG)):
+            for subnet in subnets:
                 Tags.of(subnet).add(tag, "1")
         for subnet in vpc.public_subnets + vpc.private_subnets + vpc.isolated_subnets:
             cfn_lint_ignore(
