@@ -70,15 +70,17 @@ def check_cdk_bootstrap(ctx: Context) -> Outcome:
     return Outcome(PASS, f"bootstrap version {version}", expected)
 
 
-def check_availability_zone(ctx: Context) -> Outcome:
-    az = ctx.spec.availability_zone
+def check_availability_zone(ctx: Context, *, second: bool = False) -> Outcome:
+    """The GPU AZ, or (``second``) the new VPC's second-AZ subnet's, exists and is available to this account."""
+    az = ctx.spec.second_availability_zone if second else ctx.spec.availability_zone
+    field = "network.new_vpc.second_availability_zone" if second else "availability_zone"
     zones = ctx.client("ec2").describe_availability_zones(AllAvailabilityZones=True)["AvailabilityZones"]
     zone = next((z for z in zones if z.get("ZoneName") == az), None)
     expected = f"{az} available in {ctx.region}"
     if zone is None:
         names = sorted(z["ZoneName"] for z in zones if z.get("ZoneType", "availability-zone") == "availability-zone")
         return Outcome(FAIL, f"{az} does not exist in {ctx.region}", expected,
-                       f"set availability_zone to one of {', '.join(names)}")
+                       f"set {field} to one of {', '.join(names)}")
     observed = f"{az} ({zone.get('ZoneId', '?')}) {zone.get('State')}"
     if zone.get("State") != "available" or zone.get("OptInStatus") == "not-opted-in":
         return Outcome(FAIL, observed, expected, "pick an available zone (AZ names differ per account; IDs do not)")
@@ -174,6 +176,9 @@ def checks_for(spec: ClusterSpec, kind_checks: Sequence[PreflightCheck] = ()) ->
         PreflightCheck("credentials", "credentials and account", "sts", check_credentials),
         PreflightCheck("availability-zone", f"availability zone {spec.availability_zone}", "ec2", check_availability_zone),
     ]
+    if spec.network.new_vpc is not None:  # every kind gets the second-AZ subnet (docs/network.md)
+        p.append(PreflightCheck("second-availability-zone", f"second availability zone {spec.second_availability_zone}",
+                                "ec2", partial(check_availability_zone, second=True)))
     kind = spec.orchestrator_kind
     extra = [e.instance_type for e in kind.extra_instances(spec)] if kind.instances_in_account else []
     for t in sorted({g.instance_type for g in spec.node_groups} | set(extra)):

@@ -17,6 +17,10 @@ IN_CLUSTER = ("Custom::AWSCDK-EKS-HelmChart", "Custom::AWSCDK-EKS-KubernetesReso
 _GROUP_PATHS = {"AWS::SageMaker::Cluster": ("InstanceGroups",),
                 "Custom::PclusterCluster": ("ClusterConfiguration", "Scheduling", "SlurmQueues")}
 CFN_EXPORTS = "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-stack-exports.html"
+# What in a spec changes a subnet's CIDR or AZ (docs/network.md): neither the orchestrator nor the node counts do.
+SUBNET_CAUSES = ("A new CIDR or AZ comes from network.new_vpc.cidr, node_subnet_prefix, second_availability_zone or "
+                 "availability_zone, or from a cluster deployed by a release that sized the node subnet per "
+                 "orchestrator and count: pin node_subnet_prefix to the deployed size (docs/network.md)")
 
 
 @dataclass
@@ -91,6 +95,9 @@ def _one(c: ResourceChange, consumed_templates: set, scratch_buckets: set) -> Li
         if c.action == MODIFIED and group and all(p[:len(group)] == group for p in c.paths):
             return []  # only its groups changed: nodes.findings
         return [_control(c)]
+    if c.type == "AWS::EC2::Subnet" and c.action == REPLACED:
+        return [Finding(CONTROL_PLANE, c.where, f"{c.type} replaced ({_paths(c)}): every instance and interface in it "
+                        f"moves to the new subnet. {SUBNET_CAUSES}")]
     if c.type in SHARED_NETWORK and c.action in (REMOVED, REPLACED):
         return [Finding(CONTROL_PLANE, c.where, f"{c.type} {c.action}: what runs in or behind it follows")]
     if c.type == "AWS::EC2::LaunchTemplate":

@@ -30,7 +30,7 @@ class OrchestrationContext:
     :param instance_tags: tags for the instances the kind launches (launch templates do not pass stack tags on).
     :param grant_remote_write: grants AMP remote write to a principal the kind builds beside its ``grantee`` (a
         head node or controller that runs collectors); None without observability.
-    :param extra_subnets: private subnets in the other AZs the kind asked for (`extra_availability_zones`).
+    :param extra_subnets: the second-AZ private subnet(s): the network stack's, or `existing_vpc.extra_subnet_ids`.
     :param vpc: the VPC (for constructs that take one, such as an EKS cluster).
     :param metrics_workspace_arn: the AMP workspace's ARN, or None without observability (for a managed scraper).
     """

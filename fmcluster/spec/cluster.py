@@ -20,7 +20,9 @@ from fmcluster.spec.network import (
     IP_HEADROOM_FIXED,
     SUBNET_RESERVED_IPS,
     Network,
+    default_node_subnet_prefix,
     private_subnet_prefix,
+    usable_addresses,
 )
 from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY, NodeGroup
 from fmcluster.spec.observability import Observability
@@ -54,7 +56,7 @@ class OrchestratorTraits:
     :param places_instances: fmcluster creates the groups' placement groups (``NodeGroup.placement_strategy``);
         False where the service places its instances itself and no placement group is created (HyperPod).
     :param addresses_per_node: VPC addresses each node takes beyond its IP-consuming interfaces (pod addresses
-        under the VPC CNI); the spec sizes the node subnet with them.
+        under the VPC CNI); the spec checks the node subnet holds them (the subnet's size never depends on them).
     :param validation_policies: what a failed boot validation may do on its nodes (``validation.policy``), its
         default first; the spec refuses the others.
     :param validation_policy_note: why the policies it does not take do not apply (said when the spec asks for one).
@@ -97,11 +99,6 @@ class OrchestratorTraits:
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
         """Services it runs that bill by the hour beside the instances (``plan``'s cost)."""
-        return []
-
-    def extra_availability_zones(self, spec: ClusterSpec) -> List[str]:
-        """Availability zones besides the GPU AZ where the network stack gives the kind a small private subnet each
-        (an EKS control plane and the AMP managed scraper need subnets in two AZs)."""
         return []
 
     def expected_nodes(self, spec: ClusterSpec) -> Dict[str, int]:
@@ -233,20 +230,60 @@ class ClusterSpec(SpecModel):
         return found
 
     def _address_problems(self) -> List[Problem]:
+        """The node subnet holds what this orchestrator's nodes take; the second AZ is another AZ of the Region."""
         need = self.required_ips
         new, existing = self.network.new_vpc, self.network.existing_vpc
+        found: List[Problem] = []
         if new is not None:
             vpc = ipaddress.IPv4Network(new.cidr)
-            # the private node subnet takes at most half of the VPC; the rest is public/NAT and spare
-            if private_subnet_prefix(need) <= vpc.prefixlen or 2 ** (32 - vpc.prefixlen - 1) - SUBNET_RESERVED_IPS < need:
-                return [("network.new_vpc.cidr", f"the nodes need {need} addresses (count x IP-consuming "
-                         f"interfaces plus headroom), more than half of {new.cidr} holds; use a larger CIDR")]
+            prefix = self.node_subnet_prefix or 0
+            at = "network.new_vpc.node_subnet_prefix" if new.node_subnet_prefix is not None else "network.new_vpc.cidr"
+            if prefix <= vpc.prefixlen:
+                found.append((at, f"a /{prefix} node subnet does not fit in {new.cidr} beside the VPC's first /24 "
+                              f"(public, storage and second-AZ subnets): use /{vpc.prefixlen + 1} or longer"))
+            elif usable_addresses(prefix) < need:
+                fit = private_subnet_prefix(need)
+                if usable_addresses(fit) < need or fit <= vpc.prefixlen:
+                    found.append(("network.new_vpc.cidr", f"the nodes need {need} addresses ({self._need_words()}), "
+                                  f"more than half of {new.cidr} holds; use a larger CIDR"))
+                else:
+                    found.append(("network.new_vpc.node_subnet_prefix", f"the nodes need {need} addresses "
+                                  f"({self._need_words()}), a /{prefix} node subnet holds {usable_addresses(prefix)}: "
+                                  f"set node_subnet_prefix: {fit} or shorter (a new size replaces the node subnet "
+                                  "and every node in it: set it before the nodes exist)"))
+            zone = self.second_availability_zone
+            if not re.fullmatch(re.escape(self.region) + r"[a-z]", zone) or zone == self.availability_zone:
+                found.append(("network.new_vpc.second_availability_zone", f"{zone!r} must be another AZ of "
+                              f"{self.region} than the GPU AZ {self.availability_zone}"))
         elif existing is not None and existing.subnet_cidrs:
             usable = sum(ipaddress.IPv4Network(c).num_addresses - SUBNET_RESERVED_IPS for c in existing.subnet_cidrs)
             if usable < need:
-                return [("network.existing_vpc.subnet_cidrs", f"{usable} usable addresses, but the nodes need "
-                         f"{need} (count x IP-consuming interfaces, plus headroom); use larger subnets")]
-        return []
+                found.append(("network.existing_vpc.subnet_cidrs", f"{usable} usable addresses, but the nodes need "
+                              f"{need} ({self._need_words()}); use larger subnets"))
+        return found
+
+    def _need_words(self) -> str:
+        per_node = self.orchestrator_kind.addresses_per_node
+        pods = f", {per_node} pod addresses per node under {self.orchestrator.type}" if per_node else ""
+        return f"count x IP-consuming interfaces{pods}, plus headroom"
+
+    @property
+    def node_subnet_prefix(self) -> Optional[int]:
+        """The new VPC's node subnet prefix: the spec's, else the VPC's default; None with an existing VPC. Never
+        a function of the orchestrator or the node counts, so neither a switch nor a scale-up replaces the subnet."""
+        new = self.network.new_vpc
+        if new is None:
+            return None
+        return new.node_subnet_prefix or default_node_subnet_prefix(new.cidr)
+
+    @property
+    def second_availability_zone(self) -> str:
+        """The AZ of the new VPC's second-AZ subnet: the spec's, else ``<region>a`` (``<region>b`` when the GPUs are
+        in a)."""
+        new = self.network.new_vpc
+        if new is not None and new.second_availability_zone:
+            return new.second_availability_zone
+        return self.region + ("b" if self.availability_zone.endswith("a") else "a")
 
     @property
     def node_ip_addresses(self) -> int:

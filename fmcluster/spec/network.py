@@ -1,4 +1,7 @@
-"""The spec's `network` section, and the subnet arithmetic that sizes the node subnet."""
+"""The spec's `network` section, and the subnet arithmetic that checks the node subnet holds the nodes.
+
+The network stack is long-lived: nothing in it depends on the orchestrator kind or on node counts, so switching
+``orchestrator.type`` or scaling a group never replaces a subnet (docs/network.md)."""
 
 from __future__ import annotations
 
@@ -23,13 +26,36 @@ SUBNET_RESERVED_IPS = 5
 IP_HEADROOM_FACTOR = 1.25
 IP_HEADROOM_FIXED = 64
 
+# The node subnet's default size, whatever the orchestrator and node counts: /20 (4,091 usable addresses) in a VPC of
+# /19 or larger, else half the VPC. Sizes derived from counts or from the orchestrator's pod addresses changed the
+# subnet's CIDR, which CloudFormation can only do by replacing the subnet and every node in it.
+DEFAULT_NODE_SUBNET_PREFIX = 20
+# The first /24 of a new VPC holds the public and storage /26s and the second-AZ /27s; the node subnet follows it.
+NODE_SUBNET_MIN_PREFIX, NODE_SUBNET_MAX_PREFIX = 16, 24
+
 
 class NewVpc(SpecModel):
-    """A VPC fmcluster creates: one public subnet (NAT egress) and one private subnet for
-    the nodes, both in the GPU availability zone, the private one sized for the nodes."""
+    """A VPC fmcluster creates: in the GPU availability zone a public subnet (NAT egress), a storage subnet and the
+    node subnet; a small private subnet in a second AZ (an EKS control plane and the AMP managed scraper need two
+    AZs). The same subnets whatever the orchestrator, so switching it keeps them."""
 
-    cidr: str = Field("10.0.0.0/16", description="IPv4 CIDR of the new VPC, /16 to /24.")
+    cidr: str = Field("10.0.0.0/16", description="IPv4 CIDR of the new VPC, /16 to /23.")
     nat_gateway: bool = Field(True, description="NAT gateway for node egress (packages, containers, AWS APIs).")
+    node_subnet_prefix: Optional[int] = Field(
+        None, description=f"Prefix length of the node subnet, /{NODE_SUBNET_MIN_PREFIX} to /{NODE_SUBNET_MAX_PREFIX} "
+        f"(default /{DEFAULT_NODE_SUBNET_PREFIX}, or half a VPC smaller than /19). Independent of the orchestrator and "
+        "the node counts; changing it replaces the node subnet and every node in it.")
+    second_availability_zone: Optional[str] = Field(
+        None, description="The AZ of the small private subnet beside the GPU AZ (an EKS control plane and the AMP "
+        "scraper need two AZs; every orchestrator gets it, so a switch keeps it). Default: <region>a, or <region>b "
+        "when the GPU AZ is a. Changing it replaces that subnet.")
+
+    @field_validator("node_subnet_prefix")
+    @classmethod
+    def _node_prefix(cls, v: Optional[int]) -> Optional[int]:
+        if v is not None and not NODE_SUBNET_MIN_PREFIX <= v <= NODE_SUBNET_MAX_PREFIX:
+            raise ValueError(f"/{v} is outside /{NODE_SUBNET_MIN_PREFIX} to /{NODE_SUBNET_MAX_PREFIX}")
+        return v
 
     @field_validator("cidr")
     @classmethod
@@ -38,8 +64,9 @@ class NewVpc(SpecModel):
             net = ipaddress.IPv4Network(v, strict=True)
         except ValueError as e:
             raise ValueError(f"not an IPv4 network CIDR ({e}); e.g. 10.0.0.0/16") from None
-        if not 16 <= net.prefixlen <= 24:
-            raise ValueError("the VPC prefix must be /16 to /24 (the range AWS allows)")
+        if not 16 <= net.prefixlen <= 23:
+            raise ValueError("the VPC prefix must be /16 to /23 (AWS allows /16 to /28; the first /24 holds the "
+                             "public, storage and second-AZ subnets and the node subnet follows it)")
         if not net.is_private:
             raise ValueError("use a private (RFC 1918) range, e.g. 10.0.0.0/16")
         return str(net)
@@ -125,7 +152,18 @@ class Network(SpecModel):
 
 def private_subnet_prefix(required_ips: int) -> int:
     """Smallest subnet (largest prefix, at most /24, at least /16) holding `required_ips`."""
-    prefix = 24
-    while prefix > 16 and (2 ** (32 - prefix) - SUBNET_RESERVED_IPS) < required_ips:
+    prefix = NODE_SUBNET_MAX_PREFIX
+    while prefix > NODE_SUBNET_MIN_PREFIX and usable_addresses(prefix) < required_ips:
         prefix -= 1
     return prefix
+
+
+def usable_addresses(prefix: int) -> int:
+    """Addresses a subnet of `prefix` offers its interfaces (AWS reserves five in every subnet)."""
+    return 2 ** (32 - prefix) - SUBNET_RESERVED_IPS
+
+
+def default_node_subnet_prefix(vpc_cidr: str) -> int:
+    """The node subnet's size when the spec names none: a function of the VPC alone, never of the orchestrator or
+    the node counts."""
+    return max(DEFAULT_NODE_SUBNET_PREFIX, ipaddress.IPv4Network(vpc_cidr).prefixlen + 1)

@@ -1,11 +1,12 @@
-"""`<name>-network`: the VPC the nodes live in and the EFA security group."""
+"""`<name>-network`: the VPC the nodes live in and the EFA security group. Long-lived: its resources and exports
+are the same under every orchestrator kind and node count (docs/network.md), so a switch or a scale-up keeps them."""
 
 from __future__ import annotations
 
 import ipaddress
 from typing import List, Optional
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Stack, Tags, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -13,16 +14,22 @@ from constructs import Construct
 from fmcluster.constructs.efa_security_group import EfaSecurityGroup
 from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
 from fmcluster.nag import cfn_lint_ignore
-from fmcluster.spec import ClusterSpec, ExistingVpc, NewVpc, private_subnet_prefix
+from fmcluster.spec import ClusterSpec, ExistingVpc, NewVpc
 
 PUBLIC_SUBNET_PREFIX = 26  # NAT gateway only; nothing else is public
 # FSx and other stateful endpoints live in their own subnet, allocated before the node subnet, so
 # resizing the node subnet for more nodes never moves (replaces) it.
 STORAGE_SUBNET_PREFIX = 26
-# Subnets in other AZs an orchestrator asks for (an EKS control plane and the AMP managed scraper need two AZs):
-# /27 each (EKS asks for at least 6 free addresses per control-plane subnet and recommends 16), from the second
-# quarter of the VPC's first /24: the public and storage /26s take the first half, and the node subnet (/24 or
-# larger) starts at the next /24 boundary at the earliest, so this range stays free whatever the node count.
+# Load-balancer subnet discovery tags (EKS user guide, "network-reqs": subnets need no tags for nodes; the AWS Load
+# Balancer Controller discovers subnets by these). aws-eks-v2's Cluster adds them to every private and public subnet
+# of the VPC it is given, with no option to opt out, which changed this stack's subnets with the orchestrator: the
+# stack carries them under every kind instead, so an EKS control plane adds nothing here.
+PRIVATE_LOAD_BALANCER_TAG, PUBLIC_LOAD_BALANCER_TAG = "kubernetes.io/role/internal-elb", "kubernetes.io/role/elb"
+
+# The second-AZ subnet every orchestrator gets (an EKS control plane and the AMP managed scraper need two AZs; EKS
+# places 2-4 control-plane ENIs in its subnets and recommends small dedicated ones, /28 being enough): a /27 from
+# the second half of the VPC's first /24. The public and storage /26s take the first half, and the node subnet
+# (/24 or larger) starts at the next /24 boundary at the earliest, so this range stays free whatever its size.
 EXTRA_SUBNET_PREFIX = 27
 EXTRA_SUBNET_OFFSET = 128
 
@@ -33,9 +40,11 @@ class NetworkStack(Stack):
     logs) or an existing VPC imported by ids with no lookups. Either way it owns the EFA
     security group.
 
-    Exposes ``vpc``, ``node_subnets``, ``storage_subnet``, ``extra_subnets`` (one per AZ the orchestrator kind asks
-    for; ``existing_vpc.extra_subnet_ids`` with an existing VPC) and ``node_security_group`` (the
-    `EfaSecurityGroup` on every node interface) for the other stacks.
+    Exposes ``vpc``, ``node_subnets``, ``storage_subnet``, ``extra_subnets`` (the second-AZ subnet;
+    ``existing_vpc.extra_subnet_ids`` with an existing VPC) and ``node_security_group`` (the `EfaSecurityGroup` on
+    every node interface) for the other stacks. Each of them is exported whether or not this spec's orchestrator
+    imports it, so the exports never depend on the orchestrator kind: CloudFormation refuses to remove an export
+    another stack imports, which made a switch fail half-way.
     """
 
     def __init__(self, scope: Construct, id: str, *, spec: ClusterSpec, **kwargs: object) -> None:
@@ -50,8 +59,7 @@ class NetworkStack(Stack):
         if existing is None:
             self.node_subnets: List[ec2.ISubnet] = list(self.vpc.select_subnets(subnet_group_name="Nodes").subnets)
             self.storage_subnet = self.vpc.select_subnets(subnet_group_name="Storage").subnets[0]
-            self.extra_subnets: List[ec2.ISubnet] = self._extra_subnets(
-                spec.orchestrator_kind.extra_availability_zones(spec))
+            self.extra_subnets: List[ec2.ISubnet] = self._extra_subnets([spec.second_availability_zone])
         else:
             self.node_subnets = list(self.vpc.private_subnets)
             self.storage_subnet = self.node_subnets[0]
@@ -65,6 +73,15 @@ class NetworkStack(Stack):
         CfnOutput(self, "StorageSubnetId", value=self.storage_subnet.subnet_id)
         if self.extra_subnets:
             CfnOutput(self, "ExtraSubnetIds", value=",".join(s.subnet_id for s in self.extra_subnets))
+        for value in dict.fromkeys(self._shared_values()):
+            if Token.is_unresolved(value):  # ids of an existing VPC are plain strings: nothing to export
+                # the name CDK gives the automatic reference, so a deployed importer keeps its export
+                self.export_value(value)
+
+    def _shared_values(self) -> List[str]:
+        """Every value of this stack another stack may reference, under any orchestrator kind."""
+        return [self.vpc.vpc_id, *(s.subnet_id for s in self.node_subnets), self.storage_subnet.subnet_id,
+                *(s.subnet_id for s in self.extra_subnets), self.node_security_group.security_group_id]
 
     def _new_vpc(self, new: NewVpc) -> ec2.Vpc:
         self._nat = ec2.NatProvider.gateway() if new.nat_gateway else None
@@ -87,13 +104,16 @@ class NetworkStack(Stack):
                 ec2.SubnetConfiguration(
                     name="Nodes",
                     subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS if new.nat_gateway else ec2.SubnetType.PRIVATE_ISOLATED,
-                    cidr_mask=private_subnet_prefix(self.spec.required_ips),
+                    cidr_mask=self.spec.node_subnet_prefix,
                 ),
             ],
             gateway_endpoints={
                 "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
             },
         )
+        for subnets, tag in ((vpc.private_subnets, PRIVATE_LOAD_BALANCER_TAG), (vpc.public_subnets, PUBLIC_LOAD_BALANCER_TAG)):
+            for subnet in subnets:
+                Tags.of(subnet).add(tag, "1")
         for subnet in vpc.public_subnets + vpc.private_subnets + vpc.isolated_subnets:
             cfn_lint_ignore(
                 subnet, ["W3010"], "the spec names the one AZ the GPU capacity and placement group live in"

@@ -123,6 +123,11 @@ class ObservabilityStack(Stack):
             self.grafana = GrafanaWorkspace(self, "Grafana", name=f"fmcluster-{spec.name}", prometheus=self.prometheus)
             CfnOutput(self, "GrafanaUrl", value=f"https://{self.grafana.endpoint}")
 
+        # Exported whatever the cluster stack imports (EKS's managed scraper takes the ARN, node collectors the
+        # endpoint), so switching orchestrator never removes an export in use (docs/network.md, "Exports"); the names
+        # are those of CDK's automatic references.
+        for value in (self.prometheus.workspace_arn, self.prometheus.endpoint):
+            self.export_value(value)
         CfnOutput(self, "WorkspaceId", value=self.workspace_id)
         CfnOutput(self, "RemoteWriteUrl", value=self.remote_write_url)
         CfnOutput(self, "QueryUrl", value=self.query_url)

@@ -157,6 +157,11 @@ class StorageStack(Stack):
             pin_logical_id(resource, association_logical_id(dra.file_system_path))
         self.file_system = fs
         self.mount_point = fsx_spec.mount_point
+        # Exported whether or not this spec's orchestrator imports them (each kind mounts differently), so the exports
+        # never depend on the orchestrator: CloudFormation refuses to remove an export another stack imports. The
+        # names are those of CDK's automatic references, so a deployed importer keeps its export.
+        for value in (fs.file_system_id, fs.dns_name, fs.mount_name):
+            self.export_value(value)
         CfnOutput(self, "FileSystemId", value=fs.file_system_id)
         CfnOutput(self, "FileSystemDnsName", value=fs.dns_name)
         CfnOutput(self, "FileSystemMountName", value=fs.mount_name)

@@ -63,7 +63,8 @@ def test_default_spec_all_pass() -> None:
                    bootstrap_version)
     report = run_preflight(ctx.spec, ctx.aws, ctx=ctx)
     checks = by_id(report)
-    assert list(checks) == ["credentials", "availability-zone", "offering:p5.48xlarge", "image:dlami-ubuntu-22.04:x86_64",
+    assert list(checks) == ["credentials", "availability-zone", "second-availability-zone", "offering:p5.48xlarge",
+                            "image:dlami-ubuntu-22.04:x86_64",
                             "quota:ec2-p-vcpus", "quota:vpcs", "quota:elastic-ips", "quota:amp-workspaces", "cdk-bootstrap",
                             "stacks"]
     assert {c.status for c in report.checks} == {"pass"}, report.render_text()
@@ -97,6 +98,13 @@ def test_unknown_az_fails() -> None:
     ctx = make_ctx(make_spec(availability_zone="us-east-1z"))
     [r] = run_checks(ctx, [p for p in preflight_checks(ctx.spec) if p.id == "availability-zone"])
     assert r.status == "fail" and "does not exist" in r.observed and "us-east-1a" in r.remedy
+
+
+def test_unknown_second_az_fails_naming_the_network_field() -> None:
+    ctx = make_ctx(make_spec(network={"new_vpc": {"second_availability_zone": "us-east-1z"}}))
+    [r] = run_checks(ctx, [p for p in preflight_checks(ctx.spec) if p.id == "second-availability-zone"])
+    assert r.status == "fail" and "us-east-1z does not exist" in r.observed
+    assert r.remedy.startswith("set network.new_vpc.second_availability_zone to one of") and "us-east-1b" in r.remedy
 
 
 def test_p_quota_too_small_and_in_use() -> None:

@@ -262,6 +262,9 @@ def test_a_changed_subnet_names_the_order_of_operations_for_the_export_in_use():
     assert export.importers == ["pcs-p5-cluster"]
     text = next(f.text for f in report.findings if f.where == f"pcs-p5-network export {export.name}")
     assert "1. update or destroy pcs-p5-cluster" in text and "2. deploy pcs-p5-network" in text
+    (subnet,) = [f for f in report.findings if f.where.startswith("pcs-p5-network/VpcNodes") and "Subnet replaced" in f.text]
+    assert subnet.cls == CONTROL_PLANE and "replaced (CidrBlock)" in subnet.text
+    assert "node_subnet_prefix" in subnet.text and "docs/network.md" in subnet.text
 
 
 def test_switching_orchestrator_removes_the_old_control_plane_and_nodes():

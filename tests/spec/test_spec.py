@@ -80,10 +80,18 @@ def test_hyperpod_prefix_is_normalized():
         (spec_with(node_groups=[]), "node_groups", "at least 1"),
         (spec_with(node_groups=[BASE["node_groups"][0], BASE["node_groups"][0]]), "node_groups[1].name",
          "used by another node group"),
-        (spec_with(network={"new_vpc": {"cidr": "10.0.0.0/8"}}), "network.new_vpc.cidr", "/16 to /24"),
+        (spec_with(network={"new_vpc": {"cidr": "10.0.0.0/8"}}), "network.new_vpc.cidr", "/16 to /23"),
         (spec_with(network={"new_vpc": {"cidr": "8.8.0.0/16"}}), "network.new_vpc.cidr", "private"),
-        (spec_with(network={"new_vpc": {"cidr": "10.0.0.0/24"}}, node_groups=[
+        (spec_with(network={"new_vpc": {"cidr": "10.0.0.0/23"}}, node_groups=[
             {"name": "gpu", "instance_type": "p5.48xlarge", "count": 200}]), "network.new_vpc.cidr", "larger CIDR"),
+        (spec_with(node_groups=[{"name": f"gpu{i}", "instance_type": "p5.48xlarge", "count": 1700} for i in (1, 2)]),
+         "network.new_vpc.node_subnet_prefix", "set node_subnet_prefix: 19 or shorter (a new size replaces"),
+        (spec_with(network={"new_vpc": {"node_subnet_prefix": 16}}), "network.new_vpc.node_subnet_prefix",
+         "does not fit in 10.0.0.0/16"),
+        (spec_with(network={"new_vpc": {"node_subnet_prefix": 26}}), "network.new_vpc.node_subnet_prefix",
+         "outside /16 to /24"),
+        (spec_with(network={"new_vpc": {"second_availability_zone": "us-east-1a"}}),
+         "network.new_vpc.second_availability_zone", "another AZ of us-east-1 than the GPU AZ"),
         (spec_with(network={"new_vpc": {}, "existing_vpc": {"vpc_id": "vpc-0123456789abcdef0",
                                                            "subnet_ids": ["subnet-0123456789abcdef0"]}}),
          "network.existing_vpc", "not both"),
@@ -158,12 +166,30 @@ def test_capacity_block_defaults_to_no_placement_group():
     assert spec.node_groups[0].placement_strategy == "none"
 
 
-def test_node_subnet_is_sized_for_ip_consuming_interfaces():
+def test_the_node_subnet_holds_the_ip_consuming_interfaces_plus_headroom():
     assert private_subnet_prefix(100) == 24
     assert private_subnet_prefix(300) == 23
     big = parse_spec(group_with(count=1000))
     assert big.node_ip_addresses == 1000  # efa-only interfaces take no IP: one per node
-    assert 2 ** (32 - private_subnet_prefix(big.required_ips)) - 5 >= big.required_ips
+    assert 2 ** (32 - big.node_subnet_prefix) - 5 >= big.required_ips
+
+
+@pytest.mark.parametrize("count", [1, 2, 4, 64, 1000])
+def test_the_node_subnet_size_never_follows_the_node_count(count):
+    """A new CIDR replaces the subnet and every node in it: the default is a function of the VPC alone."""
+    assert parse_spec(group_with(count=count)).node_subnet_prefix == 20
+
+
+@pytest.mark.parametrize("cidr, prefix", [("10.0.0.0/16", 20), ("10.0.0.0/19", 20), ("10.0.0.0/21", 22),
+                                          ("10.0.0.0/23", 24)])
+def test_the_default_node_subnet_is_a_20_or_half_a_smaller_vpc(cidr, prefix):
+    assert parse_spec(spec_with(network={"new_vpc": {"cidr": cidr}})).node_subnet_prefix == prefix
+
+
+def test_the_second_az_is_a_or_b_unless_named():
+    assert parse_spec(spec_with()).second_availability_zone == "us-east-1b"
+    named = spec_with(network={"new_vpc": {"second_availability_zone": "us-east-1d"}})
+    assert parse_spec(named).second_availability_zone == "us-east-1d"
 
 
 def test_every_example_is_valid(example_names):

@@ -9,7 +9,6 @@ import pytest
 from helpers import resources_of
 
 from fmcluster.registry import load_spec
-from fmcluster.spec import private_subnet_prefix
 
 
 @pytest.fixture(scope="module")
@@ -22,15 +21,18 @@ def existing_net(synth_example):
     return synth_example("existing-vpc")["fm-prod-network"]
 
 
-def test_new_vpc_subnets_live_in_the_gpu_az_and_are_private(default_net):
+def test_new_vpc_subnets_live_in_the_gpu_az_but_one_and_are_private(default_net):
     subnets = resources_of(default_net, "AWS::EC2::Subnet").values()
-    assert {s["Properties"]["AvailabilityZone"] for s in subnets} == {"us-east-1a"}
+    assert sorted(s["Properties"]["AvailabilityZone"] for s in subnets) == ["us-east-1a"] * 3 + ["us-east-1b"]
     assert all(s["Properties"]["MapPublicIpOnLaunch"] is False for s in subnets)
     nodes = [s for s in subnets if {"Key": "aws-cdk:subnet-name", "Value": "Nodes"} in s["Properties"]["Tags"]]
     assert len(nodes) == 1
     spec = load_spec("examples/default.yaml")
-    prefix = ipaddress.IPv4Network(nodes[0]["Properties"]["CidrBlock"]).prefixlen
-    assert prefix == private_subnet_prefix(spec.required_ips)
+    node_subnet = ipaddress.IPv4Network(nodes[0]["Properties"]["CidrBlock"])
+    assert node_subnet.prefixlen == spec.node_subnet_prefix == 20
+    assert node_subnet.num_addresses - 5 >= spec.required_ips
+    (second,) = [s for s in subnets if s["Properties"]["AvailabilityZone"] == "us-east-1b"]
+    assert second["Properties"]["CidrBlock"] == "10.0.0.128/27"  # first /24: public /26, storage /26, this /27
 
 
 def test_egress_through_one_nat_and_s3_gateway_endpoint(default_net):

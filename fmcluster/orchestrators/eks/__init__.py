@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 from fmcluster.orchestrators.eks import settings
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
-from fmcluster.platforms.kubernetes.settings import control_plane_zone
 from fmcluster.spec import checkpoints
 
 if TYPE_CHECKING:
@@ -36,9 +35,6 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
         return [BilledService("eks-cluster", "1 cluster")]
-
-    def extra_availability_zones(self, spec: ClusterSpec) -> List[str]:
-        return [control_plane_zone(spec)]
 
     def scaffold(self, request: Scaffold) -> Dict[str, Any]:
         if not request.admins:

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 from fmcluster.orchestrators.hyperpod_eks import settings
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
-from fmcluster.platforms.kubernetes.settings import control_plane_zone
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -33,9 +32,6 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
         return [BilledService("eks-cluster", "1 cluster")]
-
-    def extra_availability_zones(self, spec: ClusterSpec) -> List[str]:
-        return [control_plane_zone(spec)]
 
     def plan_notes(self, spec: ClusterSpec) -> List[str]:
         return settings.plan_notes(spec)

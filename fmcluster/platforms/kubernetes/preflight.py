@@ -4,7 +4,7 @@ EKS-optimized AMI's public SSM parameter, the control plane's second AZ, and the
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping
+from typing import TYPE_CHECKING, Dict, List, Mapping
 
 from botocore.exceptions import ClientError
 
@@ -13,6 +13,9 @@ from fmcluster.aws.quotas import find_quota, judge
 from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
 from fmcluster.platforms.kubernetes.settings import control_plane_of, control_plane_zone
 from fmcluster.platforms.kubernetes.versions import ADDONS, AddonPin
+
+if TYPE_CHECKING:
+    from fmcluster.spec.cluster import ClusterSpec
 
 # EKS user guide, "Retrieve recommended Amazon Linux AMI IDs": /aws/service/eks/optimized-ami/<k8s>/<ami type>/
 # recommended/image_id. https://docs.aws.amazon.com/eks/latest/userguide/retrieve-ami-id.html
@@ -91,16 +94,22 @@ def check_ami_parameter(ctx: Context, name: str) -> Outcome:
     return Outcome(PASS, f"{value}", "an AMI id")
 
 
+def _second_az_field(spec: ClusterSpec) -> str:
+    if spec.network.new_vpc is not None:
+        return "network.new_vpc.second_availability_zone"
+    return "orchestrator.eks.control_plane_availability_zone (and existing_vpc.extra_subnet_ids)"
+
+
 def check_second_az(ctx: Context) -> Outcome:
     zone = control_plane_zone(ctx.spec)
     zones = ctx.client("ec2").describe_availability_zones(
         Filters=[{"Name": "zone-name", "Values": [zone]}]).get("AvailabilityZones", [])
     if not zones:
         return Outcome(FAIL, f"{zone} not in {ctx.region} for this account", "an available AZ",
-                       "set orchestrator.eks.control_plane_availability_zone to an AZ of the Region")
+                       f"set {_second_az_field(ctx.spec)} to an AZ of the Region")
     state = zones[0].get("State", "?")
     if state != "available":
-        return Outcome(FAIL, f"{zone} {state}", "available", "pick another control_plane_availability_zone")
+        return Outcome(FAIL, f"{zone} {state}", "available", f"pick another AZ in {_second_az_field(ctx.spec)}")
     return Outcome(PASS, f"{zone} ({zones[0].get('ZoneId', '?')}) available", "available")
 
 

@@ -56,8 +56,9 @@ class EksControlPlaneSettings(SpecModel):
         description="IAM role or user ARNs given cluster-admin access entries; nobody else gets one.")
     endpoint: Endpoint = Field(default_factory=Endpoint)
     control_plane_availability_zone: Optional[str] = Field(
-        None, description="A second AZ for the control plane's subnet (EKS needs two); default: a, or b when the GPU "
-                          "AZ is a. Must offer EKS (preflight checks).")
+        None, description="With an existing VPC: the AZ of extra_subnet_ids, for preflight to check it offers EKS. "
+                          "With a new VPC the control plane uses the network's second-AZ subnet "
+                          "(network.new_vpc.second_availability_zone); if given here it must name that AZ.")
 
     @field_validator("admins")
     @classmethod
@@ -79,15 +80,9 @@ def control_plane_of(spec: ClusterSpec) -> EksControlPlaneSettings:
 
 
 def control_plane_zone(spec: ClusterSpec) -> str:
-    """The control plane's second AZ: the spec's, else ``<region>a`` (``<region>b`` when the GPUs are in a)."""
-    chosen = control_plane_of(spec).control_plane_availability_zone
-    if chosen:
-        return chosen
-    return spec.region + ("b" if spec.availability_zone.endswith("a") else "a")
-
-
-def extra_availability_zones(spec: ClusterSpec) -> List[str]:
-    return [control_plane_zone(spec)]
+    """The control plane's second AZ: the network's second-AZ subnet's (``spec.second_availability_zone``); with an
+    existing VPC, ``control_plane_availability_zone`` when given."""
+    return control_plane_of(spec).control_plane_availability_zone or spec.second_availability_zone
 
 
 def control_plane_rules(spec: ClusterSpec) -> List[Problem]:
@@ -98,10 +93,16 @@ def control_plane_rules(spec: ClusterSpec) -> List[Problem]:
         found.append((f"{at}.endpoint.public_access_cidrs", "a public endpoint needs the CIDRs allowed to reach it"))
     if s.endpoint.public_access_cidrs and not s.endpoint.public:
         found.append((f"{at}.endpoint.public_access_cidrs", "apply with public: true; the endpoint is private"))
-    zone = control_plane_zone(spec)
-    if not re.fullmatch(re.escape(spec.region) + r"[a-z]", zone) or zone == spec.availability_zone:
-        found.append((f"{at}.control_plane_availability_zone", f"{zone!r} must be another AZ of {spec.region} than "
+    chosen = control_plane_of(spec).control_plane_availability_zone
+    if chosen is None:
+        return found  # the network's second AZ, which the spec checks
+    if not re.fullmatch(re.escape(spec.region) + r"[a-z]", chosen) or chosen == spec.availability_zone:
+        found.append((f"{at}.control_plane_availability_zone", f"{chosen!r} must be another AZ of {spec.region} than "
                       f"the GPU AZ {spec.availability_zone} (EKS needs control-plane subnets in two AZs)"))
+    elif spec.network.new_vpc is not None and chosen != spec.second_availability_zone:
+        found.append((f"{at}.control_plane_availability_zone", f"the control plane uses the network's second-AZ "
+                      f"subnet, in {spec.second_availability_zone}: set network.new_vpc.second_availability_zone: "
+                      f"{chosen} and leave this out (the network keeps that subnet when the orchestrator changes)"))
     return found
 
 

@@ -218,11 +218,12 @@ def test_training_pods_get_the_data_bucket_through_pod_identity(p5):
     assert "ServiceAccount" in manifests and "fmcluster-training" in manifests
 
 
-def test_pod_addresses_size_the_node_subnet(p5):
+def test_the_node_subnet_must_hold_the_pod_addresses(p5):
     from fmcluster.registry import load_spec
 
     spec = load_spec("examples/eks-p5.yaml")
     assert spec.node_ip_addresses == 4 * (1 + 24)
+    assert 2 ** (32 - (spec.node_subnet_prefix or 0)) - 5 >= spec.required_ips
 
 
 def test_existing_vpc_uses_its_extra_subnets_and_every_node_subnet():

@@ -106,7 +106,8 @@ def test_cluster_quota_counts_other_clusters() -> None:
 
 
 def test_node_group_quotas() -> None:
-    ctx = make_ctx(eks_spec(node_groups=[group(count=500)]))
+    # 500 nodes with their pod addresses need a /18 node subnet
+    ctx = make_ctx(eks_spec(node_groups=[group(count=500)], network={"new_vpc": {"node_subnet_prefix": 18}}))
     sq = stubbed(ctx, "service-quotas")
     quotas = [{"ServiceCode": "eks", "QuotaCode": "L-6D54EA21", "QuotaName": "Managed node groups per cluster",
                "Value": 30.0},
@@ -122,9 +123,9 @@ def test_node_group_quotas() -> None:
 def test_second_az_must_exist() -> None:
     ctx = make_ctx(eks_spec())
     assert preflight.check_second_az(ctx).status == "pass"  # moto knows us-east-1b
-    ctx = make_ctx(eks_spec(orchestrator={"type": "eks", "eks": {**EKS["eks"],
-                                                                  "control_plane_availability_zone": "us-east-1z"}}))
-    assert preflight.check_second_az(ctx).status == "fail"
+    ctx = make_ctx(eks_spec(network={"new_vpc": {"second_availability_zone": "us-east-1z"}}))
+    out = preflight.check_second_az(ctx)
+    assert out.status == "fail" and "network.new_vpc.second_availability_zone" in out.remedy
 
 
 def test_status_shows_cluster_node_groups_and_addons() -> None:

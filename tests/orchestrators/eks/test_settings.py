@@ -40,7 +40,7 @@ def test_the_kind_is_registered_with_its_facts(base):
     kind = registry.kind_named("eks")
     assert kind.node_agent == "kubernetes" and kind.capacity_types == {"on-demand", "odcr", "capacity-block"}
     spec = parse_spec(base)
-    assert kind.extra_availability_zones(spec) == ["us-east-1b"]
+    assert control_plane_zone(spec) == spec.second_availability_zone == "us-east-1b"
     assert [(e.role, e.instance_type, e.count) for e in kind.extra_instances(spec)] == [("system", "m6i.2xlarge", 2)]
 
 
@@ -62,6 +62,8 @@ def test_the_kind_is_registered_with_its_facts(base):
      "another AZ"),
     ({"control_plane_availability_zone": "us-west-2b"}, "orchestrator.eks.control_plane_availability_zone",
      "another AZ of us-east-1"),
+    ({"control_plane_availability_zone": "us-east-1c"}, "orchestrator.eks.control_plane_availability_zone",
+     "set network.new_vpc.second_availability_zone: us-east-1c and leave this out"),
     ({"efa_device": "both"}, "orchestrator.eks.efa_device", "plugin"),
     ({"system_nodes": {"instance_type": "p5.48xlarge"}}, "orchestrator.eks.system_nodes.instance_type", "CPU"),
 ])
@@ -127,12 +129,26 @@ def test_the_default_version_is_the_platforms_default(base):
     assert parse_spec(data).orchestrator.eks.kubernetes_version == DEFAULT_KUBERNETES_VERSION == "1.34"
 
 
-def test_default_second_az(base):
+def test_the_control_plane_takes_the_networks_second_az(base):
     data = edit(base)
-    data["orchestrator"]["eks"].pop("control_plane_availability_zone")
+    data["network"]["new_vpc"].pop("second_availability_zone")
     assert control_plane_zone(parse_spec(data)) == "us-east-1b"
     data["availability_zone"] = "us-east-1c"
     assert control_plane_zone(parse_spec(data)) == "us-east-1a"
+    data["network"]["new_vpc"]["second_availability_zone"] = "us-east-1d"
+    assert control_plane_zone(parse_spec(data)) == "us-east-1d"
+    assert control_plane_zone(parse_spec(edit(data, control_plane_availability_zone="us-east-1d"))) == "us-east-1d"
+
+
+def test_the_node_subnet_must_hold_every_nodes_pod_addresses(base):
+    """200 x p5 under the VPC CNI: (1 + 24) x 200 addresses plus headroom outgrow the default /20."""
+    data = copy.deepcopy(base)
+    data["node_groups"][0]["count"] = 200
+    text = problems(data)
+    assert "network.new_vpc.node_subnet_prefix: the nodes need 6314 addresses" in text, text
+    assert "24 pod addresses per node under eks" in text and "set node_subnet_prefix: 19" in text, text
+    data["network"]["new_vpc"]["node_subnet_prefix"] = 19
+    assert parse_spec(data).node_subnet_prefix == 19
 
 
 def test_cli_validate_exits_2_naming_the_field(tmp_path, capsys, base):

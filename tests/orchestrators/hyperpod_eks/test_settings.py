@@ -13,6 +13,7 @@ import yaml
 from fmcluster import registry
 from fmcluster.cli import main
 from fmcluster.orchestrators.hyperpod_eks.versions import HYPERPOD_KUBERNETES_VERSIONS, KUBERNETES_VERSIONS
+from fmcluster.platforms.kubernetes.settings import control_plane_zone
 from fmcluster.registry import parse_spec
 from fmcluster.spec import SpecError
 
@@ -41,7 +42,7 @@ def test_the_kind_is_registered_with_its_facts(base):
     assert kind.node_agent == "kubernetes" and kind.capacity_types == {"on-demand", "training-plan"}
     assert not kind.instances_in_account and not kind.uses_image_family and kind.rule_groups == ("hyperpod",)
     spec = parse_spec(base)
-    assert kind.extra_availability_zones(spec) == ["us-east-1b"]
+    assert control_plane_zone(spec) == spec.second_availability_zone == "us-east-1b"
     assert [(e.role, e.instance_type, e.count) for e in kind.extra_instances(spec)] == [("system", "ml.m5.4xlarge", 2)]
 
 
