@@ -135,3 +135,21 @@ def test_pcs_size_too_small_for_the_fleet():
     with pytest.raises(SpecError) as e:
         parse_spec(data)
     assert any(line.startswith("orchestrator.pcs.size: SMALL manages up to 32") for line in e.value.problems)
+
+
+def test_slurm_runs_the_gpu_job_map_hooks_the_collectors_install(p5):
+    from types import SimpleNamespace
+
+    from fmcluster.orchestrators.pcs.construct import job_map_hooks
+    from fmcluster.runtime.observability.slurm_job_map import hook_path
+
+    (cluster,) = resources_of(p5, "AWS::PCS::Cluster").values()
+    settings = cluster["Properties"]["SlurmConfiguration"]["SlurmCustomSettings"]
+    assert settings == [{"ParameterName": "Prolog", "ParameterValue": hook_path("prolog")},
+                        {"ParameterName": "Epilog", "ParameterValue": hook_path("epilog")}]
+    # the hooks come with the collectors (observability.enabled): without them no node has one, and a Prolog
+    # that is missing on a node drains it
+    assert job_map_hooks(SimpleNamespace(remote_write_url=None)) == {}
+    launch_templates = resources_of(p5, "AWS::EC2::LaunchTemplate").values()
+    assert all("observability/install.sh" in json.dumps(t["Properties"]["LaunchTemplateData"]["UserData"])
+               for t in launch_templates)
