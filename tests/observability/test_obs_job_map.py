@@ -88,6 +88,16 @@ def test_a_shim_runs_the_nodes_hook_and_succeeds_on_a_node_without_one(tmp_path)
     assert not (mapped / "1").exists()
 
 
+def test_registering_in_slurm_conf_adds_only_what_is_missing_once():
+    conf = "ClusterName=c\nPrologFlags=Alloc,Contain\nPrologSlurmctld=/x\n  epilog = /site/epilog\n"
+    text, kept = slurm_job_map.registered(conf)
+    assert kept == ["Epilog"]
+    assert text == conf + slurm_job_map.REGISTERED + "\nProlog=/opt/fmcluster/slurm/prolog.sh\n"
+    assert slurm_job_map.registered(text) == (text, [])
+    both = "Prolog=/a\nEpilog=/b"
+    assert slurm_job_map.registered(both) == (both, ["Epilog", "Prolog"])
+
+
 def test_install_writes_the_hooks_before_anything_is_downloaded():
     text = (OBS / "install.sh").read_text()
     main = text[text.index("main() {"):]

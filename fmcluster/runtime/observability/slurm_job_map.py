@@ -2,6 +2,7 @@
 
     python3 -m fmcluster.runtime.observability.slurm_job_map prolog|epilog [--dir DIR]
     python3 -m fmcluster.runtime.observability.slurm_job_map hooks [--hook-dir DIR] [--shim PROLOG EPILOG]
+    python3 -m fmcluster.runtime.observability.slurm_job_map register --conf SLURM_CONF [--hook-dir DIR]
 
 Run as Slurm's node ``Prolog`` and ``Epilog`` (slurm.conf; both run as root on each node of the job). dcgm-exporter,
 started with ``--hpc-job-mapping-dir DIR``, reads one file per GPU named after the GPU's index whose lines are the
@@ -18,6 +19,9 @@ drains the node when its program is missing or fails (Slurm's prep/script plugin
 nothing is an error), so each names this interpreter and the package by absolute path, bounds the run and exits 0.
 ``--shim`` also writes scripts that run those hooks when the node has them and succeed when it has not: for a
 directory Slurm runs from every node, such as ParallelCluster's shared prolog.d.
+
+``register`` names the hooks as Prolog and Epilog in a slurm.conf that sets neither (a service's own Prolog is kept):
+prints ``changed`` or ``unchanged``; the caller reconfigures Slurm.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import re
 import shlex
 import sys
 import tempfile
-from typing import List, Mapping, Optional
+from typing import List, Mapping, Optional, Tuple
 
 JOB_MAP_DIR = "/run/fmcluster/dcgm-job-map"
 HOOK_DIR = "/opt/fmcluster/slurm"
@@ -135,14 +139,64 @@ def write_hooks(hook_dir: str = HOOK_DIR, *, python: str = sys.executable, direc
     return written
 
 
+REGISTERED = "# fmcluster: dcgm-exporter's GPU -> Slurm job map (fmcluster.runtime.observability.slurm_job_map)"
+_SETTING = re.compile(r"^[ \t]*(prolog|epilog)[ \t]*=", re.I | re.M)  # not PrologFlags, PrologSlurmctld
+
+
+def registered(conf: str, hook_dir: str = HOOK_DIR) -> Tuple[str, List[str]]:
+    """`conf` (slurm.conf text) with Prolog and Epilog naming the hooks, and the settings it already had and keeps."""
+    if REGISTERED in conf:
+        return conf, []
+    kept = sorted({m.group(1).capitalize() for m in _SETTING.finditer(conf)})
+    lines = [f"{a}={hook_path(a.lower(), hook_dir)}" for a in ("Prolog", "Epilog") if a not in kept]
+    if not lines:
+        return conf, kept
+    sep = "\n" if conf and not conf.endswith("\n") else ""
+    return conf + sep + "\n".join([REGISTERED, *lines]) + "\n", kept
+
+
+def register(conf_path: str, hook_dir: str = HOOK_DIR) -> bool:
+    """Register the hooks in slurm.conf at `conf_path` (rewritten whole, owner and mode kept); True when changed."""
+    with open(conf_path) as f:
+        conf = f.read()
+    text, kept = registered(conf, hook_dir)
+    for setting in kept:
+        print(f"slurm_job_map: {conf_path} sets {setting} already; left as it is", file=sys.stderr)
+    if text == conf:
+        return False
+    st = os.stat(conf_path)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(conf_path), prefix=".slurm.conf.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, st.st_mode & 0o7777)
+        if os.geteuid() == 0:
+            os.chown(tmp, st.st_uid, st.st_gid)
+        os.replace(tmp, conf_path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return True
+
+
 def main(argv: Optional[List[str]] = None, env: Optional[Mapping[str, str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="slurm_job_map", description=__doc__.split("\n\n")[0])
-    ap.add_argument("action", choices=("prolog", "epilog", "hooks"))
+    ap.add_argument("action", choices=("prolog", "epilog", "hooks", "register"))
     ap.add_argument("--dir", default=JOB_MAP_DIR)
     ap.add_argument("--dev", default="/dev", help=argparse.SUPPRESS)
     ap.add_argument("--hook-dir", default=HOOK_DIR)
     ap.add_argument("--shim", nargs=2, metavar=("PROLOG", "EPILOG"))
+    ap.add_argument("--conf", help="slurm.conf (register)")
     args = ap.parse_args(argv)
+    if args.action == "register":
+        if not args.conf:
+            ap.error("register needs --conf")
+        try:
+            print("changed" if register(args.conf, args.hook_dir) else "unchanged")
+        except OSError as e:
+            print(f"slurm_job_map: register in {args.conf}: {e}", file=sys.stderr)
+            return 1
+        return 0
     if args.action == "hooks":
         try:
             for path in write_hooks(args.hook_dir, directory=args.dir, shims=args.shim):
