@@ -2,7 +2,7 @@
 
 The script is the packaged copy of examples/jobs/nccl-tests.sbatch (a test keeps them equal) with its node count,
 GPUs per node and (Slurm) partition taken from the spec: every Slurm kind names a node group's partition after the
-group. Kubernetes kinds keep their MPIJob manifests under examples/jobs/ for now.
+group. Kubernetes kinds keep their MPIJob manifests under examples/jobs/ for now, and the refusal says what they need.
 """
 
 from __future__ import annotations
@@ -19,6 +19,10 @@ from typing import Any, List
 from fmcluster.cli.errors import EXIT_OK, UsageError
 
 SCRIPT = "nccl-tests.sbatch"
+# The Kubeflow MPI operator's single-file install (CRD, RBAC, controller) at a release tag. Not installed by fmcluster:
+# 580 KB of CRD (its MPIJob schema embeds the whole PodTemplate) would take half of CloudFormation's 1 MB template
+# limit, and the project publishes no Helm chart to pin.
+MPI_OPERATOR_MANIFEST = "https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.6.0/deploy/v2beta1/mpi-operator.yaml"
 
 
 def fabric_group(spec: Any, name: str | None) -> Any:
@@ -68,8 +72,11 @@ def cmd_job_nccl(args: argparse.Namespace) -> int:
 
     spec = load_spec(args.file)
     if spec.orchestrator_kind.node_agent == "kubernetes":
-        raise UsageError(f"orchestrator {spec.orchestrator.type}: the job is an MPIJob manifest, not generated yet; "
-                         "start from examples/jobs/nccl-tests-*.yaml (set replicas, GPU and EFA requests, the image)")
+        raise UsageError(f"orchestrator {spec.orchestrator.type}: the fabric job is an MPIJob, not generated yet; start "
+                         "from examples/jobs/nccl-tests-*.yaml (set replicas, GPU and EFA requests, the image). It needs "
+                         "the Kubeflow MPI operator, which HyperPod's chart installs and fmcluster does not install on "
+                         f"EKS: first `kubectl apply --server-side -f {MPI_OPERATOR_MANIFEST}` "
+                         "(docs/observability.md, 'Fabric acceptance')")
     text = render(spec, fabric_group(spec, args.group), args.file)
     if args.out is None:
         sys.stdout.write(text)

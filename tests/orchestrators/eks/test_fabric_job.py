@@ -31,3 +31,18 @@ def test_the_eks_job_is_valid_and_admitted_whole_through_the_queue():
             assert count == group.count
             assert charged[labels.GPU_RESOURCE] == group.count * group.instance.gpus
             assert charged[labels.EFA_RESOURCE] == group.count * group.instance.efa_interfaces
+
+
+def test_the_job_command_refuses_and_says_the_mpi_operator_comes_first(capsys):
+    import argparse
+
+    import pytest
+
+    from fmcluster.cli.errors import UsageError
+    from fmcluster.cli.job_command import MPI_OPERATOR_MANIFEST, cmd_job_nccl
+
+    with pytest.raises(UsageError) as refused:
+        cmd_job_nccl(argparse.Namespace(file=str(ROOT / "examples" / "eks-p5.yaml"), group=None, out=None))
+    assert "MPI operator" in str(refused.value) and MPI_OPERATOR_MANIFEST in str(refused.value)
+    # the manifest's own instructions install the same release
+    assert MPI_OPERATOR_MANIFEST in (ROOT / "examples" / "jobs" / "nccl-tests-eks.yaml").read_text()
