@@ -80,6 +80,13 @@ def test_cluster_settings_vpc_and_ordering(p5):
     assert any("InstanceRoleDefaultPolicy" in d for d in depends)
 
 
+def test_slurm_clusters_are_provisioned_all_or_nothing(p5, b200):
+    # NodeProvisioningMode Continuous "is only supported for EKS orchestrated clusters" (CreateCluster API
+    # reference): a Slurm cluster leaves it out and HyperPod provisions every instance or rolls the creation back
+    for template in (p5, b200):
+        assert "NodeProvisioningMode" not in cluster_of(template)["Properties"]
+
+
 def test_training_plan_group_uses_the_plan(b200):
     g = groups_of(b200)["b200"]
     assert g["TrainingPlanArn"] == "arn:aws:sagemaker:us-west-2:123456789012:training-plan/b200-march"
