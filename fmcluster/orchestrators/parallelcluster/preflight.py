@@ -17,6 +17,7 @@ from fmcluster.aws.results import CANNOT_CHECK, FAIL, PASS, WARN, Outcome
 from fmcluster.orchestrators.parallelcluster.settings import (
     PCLUSTER_VERSION,
     cluster_name,
+    min_count,
     provider_template,
     settings_of,
 )
@@ -61,6 +62,13 @@ def checks(spec: Any) -> List[PreflightCheck]:
                                     partial(check_route_out, route_table_ids=list(existing.route_table_ids))))
         found.append(PreflightCheck("network:vpc-dns", "VPC DNS resolution and host names", "ec2",
                                     partial(check_vpc_dns, vpc_id=existing.vpc_id)))
+    for g in spec.node_groups:
+        static = min_count(spec, g)
+        if g.instance.is_gpu and g.capacity.type == "on-demand" and static > 0:
+            found.append(PreflightCheck(f"capacity:static-on-demand:{g.name}", f"queue {g.name}: {static} static "
+                                        f"on-demand {g.instance_type}", "ec2",
+                                        partial(check_static_on_demand, group=g.name, static=static,
+                                                instance_type=g.instance_type)))
     settings = settings_of(spec)
     for ami in dict.fromkeys([*([settings.custom_ami] if settings.custom_ami else []),
                               *(g.ami_id for g in spec.node_groups if g.ami_id)]):
@@ -246,3 +254,14 @@ def check_custom_ami(ctx: Context, ami: str) -> Outcome:
         return Outcome(FAIL, f"{ami} built by ParallelCluster {built}", want,
                        f"rebuild it with pcluster build-image {PCLUSTER_VERSION}")
     return Outcome(PASS, f"{ami} built by ParallelCluster {built}", want)
+
+
+def check_static_on_demand(ctx: Context, group: str, static: int, instance_type: str) -> Outcome:
+    """Creating the cluster waits for every static node of a queue without a Capacity Block, within the head node's
+    wait (docs/parallelcluster.md, "Deadlines"): on-demand GPU capacity that is not there for all of them at once
+    rolls the creation back. Nothing here can see EC2's spare capacity, so this is a warning, with the choices."""
+    return Outcome(WARN, f"queue {group}: creation waits for {static} on-demand {instance_type} at once",
+                   "static nodes backed by a reservation, or dynamic ones",
+                   f"for a first deploy without a reservation set orchestrator.parallelcluster.queues.{group}."
+                   "min_count: 0 (nodes start for jobs; raise it in an update once capacity is known), or use an "
+                   "odcr or capacity-block reservation")

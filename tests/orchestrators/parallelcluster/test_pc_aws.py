@@ -337,3 +337,14 @@ def test_a_custom_ami_that_does_not_exist_fails():
     stubbed(ctx, "ec2").add_client_error("describe_images", "InvalidAMIID.NotFound", "not found")
     assert preflight.check_custom_ami(ctx, "ami-0123456789abcdef0").status == FAIL
     assert not [c for c in preflight.checks(make_spec()) if c.id.startswith("ami:parallelcluster:")]
+
+
+def test_static_on_demand_gpu_queues_are_warned_about_before_a_first_deploy():
+    gpu = {"name": "gpu", "instance_type": "p5.48xlarge", "count": 4}
+    cpu = {"name": "cpu", "role": "cpu", "instance_type": "c5.18xlarge", "count": 2}
+    ids = [c.id for c in preflight.checks(make_spec(node_groups=[gpu, cpu]))]
+    assert "capacity:static-on-demand:gpu" in ids and "capacity:static-on-demand:cpu" not in ids
+    dynamic = make_spec({"queues": {"gpu": {"min_count": 0}}}, node_groups=[gpu])
+    assert not [i for i in (c.id for c in preflight.checks(dynamic)) if i.startswith("capacity:static-on-demand:")]
+    out = preflight.check_static_on_demand(ctx_for(), group="gpu", static=4, instance_type="p5.48xlarge")
+    assert out.status == WARN_STATUS and "queues.gpu.min_count: 0" in out.remedy
