@@ -25,10 +25,11 @@ PCS_ROLE_PATH = "/aws-pcs/"
 
 def job_map_hooks(context: OrchestrationContext) -> Dict[str, str]:
     """Slurm's Prolog and Epilog: the hooks that tell dcgm-exporter which job holds each GPU (its hpc_job label).
-    Only with observability: the collectors' install writes the hooks on every node, in user data, which PCS runs
-    before slurmd starts (PCS user guide, "Working with Amazon EC2 user data"); a Prolog missing on a node would
-    drain it."""
-    if context.remote_write_url is None:
+    Only when the spec asks (orchestrator.pcs.gpu_job_map) and with observability: the collectors' install writes
+    the hooks on every node, in user data, which PCS runs before slurmd starts (PCS user guide, "Working with Amazon
+    EC2 user data"). A node launched before its runtime wrote them has none, and Slurm drains a node whose Prolog is
+    missing: hence opt-in, never switched on under running nodes by an upgrade."""
+    if not settings_of(context.spec).pcs.gpu_job_map or context.remote_write_url is None:
         return {}
     return {"Prolog": hook_path("prolog"), "Epilog": hook_path("epilog")}
 

@@ -17,7 +17,8 @@
 #   role        controller | login | compute, group, partition: the group from --group (resource_config.json, when
 #               HyperPod wrote one, must agree and adds the addresses); without --group, found in resource_config.json
 #   job-map     with observability: the Slurm Prolog/Epilog hooks of dcgm-exporter's GPU -> job map on every node;
-#               the controller names them in slurm.conf (Prolog/Epilog only, never a partition) and reconfigures
+#               with gpu_job_map the controller names them in slurm.conf (Prolog/Epilog only, never a partition)
+#               and reconfigures
 #   fsx         only for an EFA-enabled FSx for Lustre (HyperPod mounts the others itself, over TCP): mount it with
 #               the lustre helper (LNet over EFA), hold the Lustre client packages. A failed mount is judged by
 #               validation.policy (the boot validator on GPU workers, this step elsewhere)
@@ -128,6 +129,10 @@ step_job_map() {
     return 0
   fi
   [[ "${NODE[role]}" == controller ]] || return 0
+  if [[ "${NODE[gpu_job_map]}" != 1 ]]; then
+    log "gpu_job_map off: hooks written, not registered in slurm.conf"
+    return 0
+  fi
   local conf="$ROOT/opt/slurm/etc/slurm.conf"
   if [[ ! -w "$conf" ]]; then
     log "WARNING: $conf not writable or not there: Slurm jobs are not mapped to GPUs (rerun to retry)"

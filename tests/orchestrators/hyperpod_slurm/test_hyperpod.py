@@ -137,6 +137,7 @@ def test_lifecycle_parameters_carry_groups_fsx_validation_and_collectors():
     assert params["fsx"] == fsx
     assert params["validation"] == {"level": "standard", "policy": "drain"}
     assert params["observability"]["scrape_interval_seconds"] == 30
+    assert params["observability"]["gpu_job_map"] is True  # the example is a new cluster: every node gets the hooks
     assert params["users"] == [{"name": "ml", "uid": 2001, "groups": ["docker"], "ssh_public_keys": []}]
     # the lifecycle scripts accept exactly this document
     from fmcluster.runtime.lifecycle import node
@@ -296,3 +297,17 @@ def test_exactly_one_side_mounts_the_file_system(synth_example, example, lifecyc
                        for g in hp["Properties"]["InstanceGroups"]]
     assert set(hyperpod_mounts) == {not lifecycle_mounts}
     assert ("FileSystemDNSName" in lifecycle_markers(cluster)) is lifecycle_mounts
+
+
+def test_the_gpu_job_map_needs_the_collectors_that_write_its_hooks():
+    import yaml
+    from helpers import ROOT
+
+    data = yaml.safe_load((ROOT / "examples" / "hyperpod-slurm-p5.yaml").read_text())
+    assert data["orchestrator"]["hyperpod"]["gpu_job_map"] is True
+    data["observability"] = {"enabled": False}
+    with pytest.raises(SpecError) as refused:
+        parse_spec(data)
+    assert "orchestrator.hyperpod.gpu_job_map" in str(refused.value)
+    del data["orchestrator"]["hyperpod"]["gpu_job_map"]
+    assert parse_spec(data).orchestrator.hyperpod.gpu_job_map is False

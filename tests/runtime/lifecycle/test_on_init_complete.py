@@ -337,8 +337,14 @@ def slurm_conf(n: Node, text: str) -> Path:
     return conf
 
 
+def with_job_map() -> Dict[str, Any]:
+    p = params()
+    p["observability"]["gpu_job_map"] = True
+    return p
+
+
 def test_the_controller_registers_the_gpu_job_map_hooks_and_reconfigures_slurm(tmp_path):
-    n = Node(tmp_path, ip=CONTROLLER_IP)
+    n = Node(tmp_path, ip=CONTROLLER_IP, parameters=with_job_map())
     conf = slurm_conf(n, "ClusterName=demo\nPrologFlags=Alloc\nPartitionName=gpu-a Nodes=ip-10-1-1-11\n")
     ok(n.run())
     text = conf.read_text()
@@ -349,7 +355,7 @@ def test_the_controller_registers_the_gpu_job_map_hooks_and_reconfigures_slurm(t
 
 
 def test_a_prolog_hyperpod_sets_itself_is_kept(tmp_path):
-    n = Node(tmp_path, ip=CONTROLLER_IP)
+    n = Node(tmp_path, ip=CONTROLLER_IP, parameters=with_job_map())
     conf = slurm_conf(n, "Prolog=/opt/slurm/etc/prolog.sh\n")
     out = ok(n.run())
     assert "sets Prolog already; left as it is" in out
@@ -357,8 +363,17 @@ def test_a_prolog_hyperpod_sets_itself_is_kept(tmp_path):
     assert conf.read_text().splitlines()[-1] == "Epilog=/opt/fmcluster/slurm/epilog.sh"
 
 
+def test_without_gpu_job_map_the_controller_writes_the_hooks_but_registers_nothing(tmp_path):
+    """Off by default: a node that booted before its runtime wrote the hooks would drain on its next job."""
+    n = Node(tmp_path, ip=CONTROLLER_IP)
+    conf = slurm_conf(n, "ClusterName=demo\n")
+    out = ok(n.run())
+    assert "not registered in slurm.conf" in out and conf.read_text() == "ClusterName=demo\n"
+    assert os.access(n.root / "opt/fmcluster/slurm/prolog.sh", os.X_OK) and n.log("scontrol.log") == ""
+
+
 def test_workers_write_the_hooks_first_and_leave_slurm_conf_alone(tmp_path):
-    n = Node(tmp_path, ip=GPU_IP)
+    n = Node(tmp_path, ip=GPU_IP, parameters=with_job_map())
     conf = slurm_conf(n, "ClusterName=demo\n")
     out = ok(n.run())
     assert out.index("[job-map] end") < out.index("[fsx] start")
