@@ -11,9 +11,14 @@ without its CDK v1 dependencies, which the schema never imports). Two steps:
 2. Unless --schema-only: ParallelCluster's validators whose logic needs no AWS call, called with the arguments
    ParallelCluster registers them with (cluster and queue names, Capacity Block sizes, EFA placement groups,
    placement group with Capacity Blocks, root volume encryption, mixed security groups, Slurm settings deny
-   lists, shared storage names and mount directories, instance type vs OS), plus two rules of AWS-bound
-   validators re-stated here and marked "(re-stated)". ``config.validate()`` itself cannot run offline: merely
-   registering its validators resolves subnets, AMIs and instance types through EC2.
+   lists, shared storage names and mount directories against each other and against the nodes' ephemeral-volume
+   mount directories, instance type vs OS), plus rules of AWS-bound validators re-stated here and marked
+   "(re-stated)": placement group naming, Capacity Block reservations, EFA GDR, and the custom actions' script URLs
+   (UrlValidator: s3:// or https:// only; it then reads the object, which offline it cannot). ParallelCluster
+   counts a node's ephemeral mount directory only where its instance type has instance storage (it asks EC2);
+   offline every node counts, so the gate refuses at least what ParallelCluster refuses. ``config.validate()``
+   itself cannot run offline: merely registering its validators resolves subnets, AMIs and instance types through
+   EC2.
 
 Offline: every botocore API call fails with a BotoCoreError before credentials or a socket are touched;
 ParallelCluster turns that into the AWSClientError it already tolerates (the only call the schema makes warms a
@@ -29,8 +34,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from typing import Any, Dict, List
+from urllib.parse import urlparse
 
 import yaml
 from marshmallow import ValidationError
@@ -41,6 +48,7 @@ def offline_findings(cluster: Any) -> List[Dict[str, str]]:
     """ParallelCluster's AWS-free validators over a loaded configuration (see the module docstring)."""
     from pcluster.config.common import CapacityType
     from pcluster.constants import (
+        DEFAULT_EPHEMERAL_DIR,
         MAX_COMPUTE_RESOURCES_PER_QUEUE,
         MAX_NUMBER_OF_COMPUTE_RESOURCES_PER_CLUSTER,
         MAX_NUMBER_OF_QUEUES,
@@ -113,12 +121,44 @@ def offline_findings(cluster: Any) -> List[Dict[str, str]]:
     for s in storages:
         run(cv.SharedStorageNameValidator, name=s.name)
         run(cv.SharedStorageMountDirValidator, mount_dir=s.mount_dir)
+    local: Dict[str, set] = {}  # ephemeral mount dir -> instance types (every node counts offline)
+
+    def ephemeral_dir(settings: Any) -> str:
+        volume = settings.local_storage.ephemeral_volume if settings.local_storage else None
+        return volume.mount_dir if volume and volume.mount_dir else DEFAULT_EPHEMERAL_DIR
+
+    local.setdefault(ephemeral_dir(cluster.head_node), set()).add(cluster.head_node.instance_type)
+    for q in queues:
+        local.setdefault(ephemeral_dir(q.compute_settings), set()).update(
+            t for c in q.compute_resources for t in c.instance_types)
     if storages:
         run(cv.DuplicateNameValidator, name_list=[s.name for s in storages], resource_name="Shared Storage")
         run(cv.DuplicateMountDirValidator, shared_storage_name_mount_dir_tuple_list=[(s.name, s.mount_dir) for s in storages],
-            local_mount_dir_instance_types_dict={})
-        run(cv.OverlappingMountDirValidator, shared_mount_dir_list=[s.mount_dir for s in storages], local_mount_dir_list=[])
+            local_mount_dir_instance_types_dict=local)
+        run(cv.OverlappingMountDirValidator, shared_mount_dir_list=[s.mount_dir for s in storages],
+            local_mount_dir_list=list(local))
+    for where, actions in [("HeadNode", cluster.head_node.custom_actions),
+                           *((f"SlurmQueues/{q.name}", q.custom_actions) for q in queues)]:
+        for url in custom_action_scripts(actions):
+            scheme = urlparse(url).scheme
+            if scheme not in ("s3", "https"):
+                restated("UrlValidator", f"{where}: The value '{url}' is not a valid URL, choose URL with 'https' or "
+                         "'s3' prefix.")
+            elif scheme == "s3" and not re.match(r"s3://(.*?)/(.*)", url):
+                restated("UrlValidator", f"{where}: s3 url '{url}' is invalid.")
     return found
+
+
+def custom_action_scripts(actions: Any) -> List[str]:
+    """The script URLs of a CustomActions section: each event's action, or the actions of its sequence."""
+    urls: List[str] = []
+    for event in ("on_node_start", "on_node_configured", "on_node_updated"):
+        action = getattr(actions, event, None) if actions is not None else None
+        for one in (action if isinstance(action, list) else getattr(action, "sequence", None) or [action]):
+            script = getattr(one, "script", None)
+            if script:
+                urls.append(script)
+    return urls
 
 
 def validate(config: Dict[str, Any], cluster_name: str, schema_only: bool) -> Dict[str, Any]:

@@ -55,6 +55,55 @@ def test_it_never_fails_the_job(tmp_path, capsys):
     assert "prolog for job 5" in capsys.readouterr().err
 
 
+def run_hook(path, env):
+    # Slurm runs a prolog with its own environment and no PATH
+    return subprocess.run([str(path)], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_the_hooks_slurm_runs_write_and_clear_the_map_without_a_path(tmp_path):
+    hooks, mapped = tmp_path / "hooks", tmp_path / "map"
+    assert slurm_job_map.main(["hooks", "--hook-dir", str(hooks), "--dir", str(mapped)]) == 0
+    assert all(os.access(hooks / f"{a}.sh", os.X_OK) for a in ("prolog", "epilog"))
+    assert run_hook(hooks / "prolog.sh", {"SLURM_JOB_ID": "812", "SLURM_JOB_GPUS": "2,3"}).returncode == 0
+    assert {p.name: p.read_text() for p in mapped.iterdir()} == {"2": "812\n", "3": "812\n"}
+    assert run_hook(hooks / "epilog.sh", {"SLURM_JOB_ID": "812"}).returncode == 0
+    assert list(mapped.iterdir()) == []
+
+
+def test_a_hook_whose_interpreter_is_gone_still_lets_the_job_run(tmp_path):
+    hooks = tmp_path / "hooks"
+    slurm_job_map.write_hooks(str(hooks), python=str(tmp_path / "no-python"), directory=str(tmp_path / "map"))
+    assert run_hook(hooks / "prolog.sh", {"SLURM_JOB_ID": "9"}).returncode == 0
+    assert not (tmp_path / "map").exists()
+
+
+def test_a_shim_runs_the_nodes_hook_and_succeeds_on_a_node_without_one(tmp_path):
+    hooks, shared, mapped = tmp_path / "hooks", tmp_path / "prolog.d", tmp_path / "map"
+    shim = shared / "80_fmcluster_dcgm_job_map"
+    slurm_job_map.write_hooks(str(hooks), directory=str(mapped), shims=[str(shim), str(tmp_path / "epilog-shim")])
+    assert run_hook(shim, {"SLURM_JOB_ID": "7", "SLURM_JOB_GPUS": "0"}).returncode == 0
+    assert (mapped / "0").read_text() == "7\n"
+    (hooks / "prolog.sh").unlink()
+    assert run_hook(shim, {"SLURM_JOB_ID": "8", "SLURM_JOB_GPUS": "1"}).returncode == 0
+    assert not (mapped / "1").exists()
+
+
+def test_registering_in_slurm_conf_adds_only_what_is_missing_once():
+    conf = "ClusterName=c\nPrologFlags=Alloc,Contain\nPrologSlurmctld=/x\n  epilog = /site/epilog\n"
+    text, kept = slurm_job_map.registered(conf)
+    assert kept == ["Epilog"]
+    assert text == conf + slurm_job_map.REGISTERED + "\nProlog=/opt/fmcluster/slurm/prolog.sh\n"
+    assert slurm_job_map.registered(text) == (text, [])
+    both = "Prolog=/a\nEpilog=/b"
+    assert slurm_job_map.registered(both) == (both, ["Epilog", "Prolog"])
+
+
+def test_install_writes_the_hooks_before_anything_is_downloaded():
+    text = (OBS / "install.sh").read_text()
+    main = text[text.index("main() {"):]
+    assert main.index("slurm_job_map hooks") < main.index("install_release node_exporter")
+
+
 def test_install_runs_the_exporter_on_the_job_map(tmp_path):
     text = (OBS / "install.sh").read_text()
     assert f"JOB_MAP_DIR={slurm_job_map.JOB_MAP_DIR}" in text

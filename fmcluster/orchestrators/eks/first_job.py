@@ -11,6 +11,9 @@ from fmcluster.platforms.kubernetes import fabric_job, labels
 from fmcluster.spec.cluster import ClusterSpec
 from fmcluster.spec.node_group import NodeGroup
 
+# The Kubeflow MPI operator's single-file install (CRD, RBAC, controller) at a release tag. Not installed by fmcluster:
+# 580 KB of CRD (its MPIJob schema embeds the whole PodTemplate) would take half of CloudFormation's 1 MB template
+# limit, and the project publishes no Helm chart to pin.
 MPI_OPERATOR_MANIFEST = ("https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.6.0/deploy/v2beta1/"
                          "mpi-operator.yaml")
 

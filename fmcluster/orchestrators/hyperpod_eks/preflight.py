@@ -13,7 +13,12 @@ from typing import Any, Dict, List, Optional, Tuple
 from fmcluster.aws.context import Context, PreflightCheck
 from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
 from fmcluster.orchestrators.hyperpod_eks.settings import settings_of
-from fmcluster.orchestrators.hyperpod_eks.versions import ADDONS, TRAINING_OPERATOR, VPC_CNI_MIN_VERSION
+from fmcluster.orchestrators.hyperpod_eks.versions import (
+    ADDONS,
+    TRAINING_OPERATOR,
+    TRAINING_OPERATOR_KUBERNETES_VERSIONS,
+    VPC_CNI_MIN_VERSION,
+)
 from fmcluster.platforms.hyperpod import preflight as hyperpod_preflight
 from fmcluster.platforms.kubernetes import preflight as eks_preflight
 from fmcluster.platforms.kubernetes.settings import control_plane_of, control_plane_zone
@@ -34,6 +39,8 @@ def checks(spec: Any) -> List[PreflightCheck]:
         PreflightCheck("eks:addons", f"add-on versions for Kubernetes {version}", "eks",
                        partial(eks_preflight.check_addons, addons=addons(spec))),
         PreflightCheck("eks:vpc-cni", f"VPC CNI >= {VPC_CNI_MIN_VERSION} (HyperPod)", "eks", check_vpc_cni),
+        *([PreflightCheck("eks:training-operator", f"HyperPod training operator for Kubernetes {version}", "eks",
+                          check_training_operator)] if settings_of(spec).hyperpod.training_operator else []),
         PreflightCheck("eks:control-plane-az", f"second AZ {control_plane_zone(spec)}", "ec2",
                        eks_preflight.check_second_az),
     ]
@@ -62,3 +69,19 @@ def check_vpc_cni(ctx: Context) -> Outcome:
         return Outcome(FAIL, f"vpc-cni {chosen}{' (default)' if not pinned else ''}", want,
                        "pin a newer vpc-cni version (HyperPod refuses older ones)")
     return Outcome(PASS, f"vpc-cni {chosen}{' (default)' if not pinned else ''}", want)
+
+
+def check_training_operator(ctx: Context) -> Outcome:
+    """EKS offers the training operator add-on for the cluster's Kubernetes version. Its page documents fewer versions
+    than HyperPod supports; what EKS offers decides, the page says what to choose when it offers none."""
+    version = control_plane_of(ctx.spec).kubernetes_version
+    documented = f"{TRAINING_OPERATOR_KUBERNETES_VERSIONS[0]}-{TRAINING_OPERATOR_KUBERNETES_VERSIONS[-1]}"
+    want = f"the add-on offered for Kubernetes {version} (documented: {documented})"
+    offered = eks_preflight.addon_versions(ctx, TRAINING_OPERATOR, version)
+    if not offered:
+        return Outcome(FAIL, f"{TRAINING_OPERATOR} not offered for Kubernetes {version}", want,
+                       f"set orchestrator.eks.kubernetes_version to {TRAINING_OPERATOR_KUBERNETES_VERSIONS[-1]}, or "
+                       "orchestrator.hyperpod.training_operator to false")
+    default = next((v for v, d in offered.items() if d), sorted(offered)[-1])
+    note = "" if version in TRAINING_OPERATOR_KUBERNETES_VERSIONS else f"; newer than the page lists ({documented})"
+    return Outcome(PASS, f"{TRAINING_OPERATOR} {default}{note}", want)

@@ -90,6 +90,10 @@ ADDONS: Dict[str, AddonPin] = {
     TRAINING_OPERATOR: AddonPin(
         TRAINING_OPERATOR, {}, "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-install.html"),
 }
+# The Kubernetes versions the training operator's page lists ("Using the HyperPod training operator", Supported
+# versions: 1.28-1.33), narrower than HyperPod's own; preflight asks EKS which versions it offers the add-on for.
+# https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html
+TRAINING_OPERATOR_KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
 # The training operator's controller and the policy its Pod Identity role holds (SageMaker guide, "Installing the
 # training operator": a Pod Identity association in aws-hyperpod for this service account).
 TRAINING_OPERATOR_SERVICE_ACCOUNT = "hp-training-operator-controller-manager"

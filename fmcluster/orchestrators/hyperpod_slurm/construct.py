@@ -136,7 +136,8 @@ def lifecycle_parameters(
         "fsx": fsx.parameters() if fsx is not None else None,
         "validation": {"level": spec.validation.level, "policy": spec.validation_policy},
         "observability": (
-            {"remote_write_url": remote_write_url, "scrape_interval_seconds": spec.observability.scrape_interval_seconds}
+            {"remote_write_url": remote_write_url, "scrape_interval_seconds": spec.observability.scrape_interval_seconds,
+             "gpu_job_map": settings.gpu_job_map}
             if remote_write_url else None
         ),
         "users": [u.model_dump() for u in settings.users],

@@ -72,6 +72,11 @@ class HyperPodSettings(SpecModel):
     )
     volume_gib: int = Field(500, ge=1, le=16384, description="EBS volume at /opt/sagemaker on every node.")
     users: List[ClusterUser] = Field(default_factory=list, description="Users created on every node.")
+    gpu_job_map: bool = Field(
+        False, description="The controller's lifecycle sets Slurm's Prolog/Epilog to the hooks that tell dcgm-exporter "
+        "which job holds each GPU (its hpc_job label; needs observability). Off by default because a node without the "
+        "hooks drains on its next job: turn it on for a new cluster (docs/observability.md).",
+    )
 
     @model_validator(mode="after")
     def _users(self) -> HyperPodSettings:
@@ -118,4 +123,7 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
             found.append((f"{at}.ami_id", "HyperPod runs its own DLAMI-based image; remove ami_id"))
         if g.placement is not None:
             found.append((f"{at}.placement", "HyperPod places instances itself; remove placement"))
+    if settings_of(spec).gpu_job_map and not spec.observability.enabled:
+        found.append(("orchestrator.hyperpod.gpu_job_map", "needs observability.enabled: the collectors' install writes "
+                      "the hooks on the nodes, and without dcgm-exporter there is no job label to set"))
     return found

@@ -21,6 +21,15 @@ from fmcluster.runtime.contract import INSTANCE_NVME_ROOT
 from fmcluster.spec import ClusterSpec, NodeGroup
 
 SHARED_STORAGE_NAME = "fsx"
+# How long creation waits for the head node's bootstrap, which holds the static compute nodes' launch and bootstrap
+# (ParallelCluster's HeadNodeWaitCondition; its default is NODE_BOOTSTRAP_TIMEOUT, 2,100 s, pcluster/constants.py).
+# DevSettings/Timeouts/HeadNodeBootstrapTimeout sets it (added in aws/aws-parallelcluster pull request 3753; the
+# schema takes any integer from 1; the user guide does not list DevSettings). 3,000 s holds a compute node's whole
+# 2,100 s ResumeTimeout after about 15 minutes of the head node's own bootstrap, and ends inside the provider
+# custom resource's one-hour wait, so a fleet that never comes up fails with ParallelCluster's reason rather than
+# CloudFormation's timeout. Never change it on a live cluster: the setting's update policy is UNSUPPORTED (adding
+# the DevSettings section to an existing cluster is an update ParallelCluster accepts; changing it is not).
+HEAD_NODE_BOOTSTRAP_TIMEOUT_S = 3000
 
 
 @dataclass(frozen=True)
@@ -79,8 +88,9 @@ def cluster_configuration(spec: ClusterSpec, inputs: ClusterInputs) -> Dict[str,
         }]
     if inputs.tags:
         config["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(inputs.tags.items())]
-    # no DevSettings.Timeouts: validation.level deep is refused (settings.spec_rules), so every custom action fits
-    # ParallelCluster's default bootstrap timeouts, and creation fits CloudFormation's one-hour custom-resource wait
+    # the compute nodes keep ParallelCluster's default ComputeNodeBootstrapTimeout (Slurm's ResumeTimeout), which the
+    # OnNodeConfigured action budgets against; validation.level deep is refused (settings.spec_rules) so it fits
+    config["DevSettings"] = {"Timeouts": {"HeadNodeBootstrapTimeout": HEAD_NODE_BOOTSTRAP_TIMEOUT_S}}
     return config
 
 

@@ -1,7 +1,7 @@
 """Preflight checks of AWS ParallelCluster: the provider template for the region, the quotas a cluster draws on
 beyond EC2 (CloudFormation stacks, IAM roles and policies, a Route 53 private hosted zone), the head node's route
-out and VPC DNS for an existing VPC, and the SSH key pair when one is named. EC2 vCPUs (node groups and the head
-node) are the shared quota checks'."""
+out and VPC DNS for an existing VPC, the SSH key pair when one is named, and that every custom AMI was built by this
+ParallelCluster version. EC2 vCPUs (node groups and the head node) are the shared quota checks'."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from fmcluster.aws.results import CANNOT_CHECK, FAIL, PASS, WARN, Outcome
 from fmcluster.orchestrators.parallelcluster.settings import (
     PCLUSTER_VERSION,
     cluster_name,
+    min_count,
     provider_template,
     settings_of,
 )
@@ -61,7 +62,19 @@ def checks(spec: Any) -> List[PreflightCheck]:
                                     partial(check_route_out, route_table_ids=list(existing.route_table_ids))))
         found.append(PreflightCheck("network:vpc-dns", "VPC DNS resolution and host names", "ec2",
                                     partial(check_vpc_dns, vpc_id=existing.vpc_id)))
-    key = settings_of(spec).ssh_key_name
+    for g in spec.node_groups:
+        static = min_count(spec, g)
+        if g.instance.is_gpu and g.capacity.type == "on-demand" and static > 0:
+            found.append(PreflightCheck(f"capacity:static-on-demand:{g.name}", f"queue {g.name}: {static} static "
+                                        f"on-demand {g.instance_type}", "ec2",
+                                        partial(check_static_on_demand, group=g.name, static=static,
+                                                instance_type=g.instance_type)))
+    settings = settings_of(spec)
+    for ami in dict.fromkeys([*([settings.custom_ami] if settings.custom_ami else []),
+                              *(g.ami_id for g in spec.node_groups if g.ami_id)]):
+        found.append(PreflightCheck(f"ami:parallelcluster:{ami}", f"{ami} built by ParallelCluster {PCLUSTER_VERSION}",
+                                    "ec2", partial(check_custom_ami, ami=ami)))
+    key = settings.ssh_key_name
     if key:
         found.append(PreflightCheck("keypair:head-node", f"EC2 key pair {key}", "ec2", partial(check_key_pair, name=key)))
     return found
@@ -206,3 +219,49 @@ def check_key_pair(ctx: Context, name: str) -> Outcome:
         return Outcome(FAIL, f"{name} is an RSA key; {os_name} refuses RSA keys", "an ed25519 key pair",
                        "create an ed25519 key pair (aws ec2 create-key-pair --key-type ed25519)")
     return Outcome(PASS, f"{name} ({kind})", "the key pair exists")
+
+
+# The tag `pcluster build-image` puts on the AMIs it builds. ParallelCluster's CustomAmiTagValidator only warns when
+# it is missing ("If the AMI is indeed not created by pcluster, cluster creation will fail"): the nodes then fail
+# their bootstrap, after the head node's wait. A different version is its ERROR.
+PCLUSTER_VERSION_TAG = "parallelcluster:version"
+
+
+def check_custom_ami(ctx: Context, ami: str) -> Outcome:
+    want = f"tag {PCLUSTER_VERSION_TAG}={PCLUSTER_VERSION} (an AMI from pcluster build-image)"
+    try:
+        images = ctx.client("ec2").describe_images(ImageIds=[ami]).get("Images", [])
+    except ClientError as e:
+        if not has_code(e, "InvalidAMIID.NotFound", "InvalidAMIID.Malformed", "InvalidAMIID.Unavailable"):
+            raise
+        images = []
+    if not images:
+        return Outcome(FAIL, f"{ami} not found in {ctx.region}", want, "use an AMI of this Region and account")
+    tags = {t.get("Key"): t.get("Value") for t in images[0].get("Tags") or []}
+    built = tags.get(PCLUSTER_VERSION_TAG)
+    owner = images[0].get("OwnerId")
+    if built is None and ctx.account is not None and owner != ctx.account:
+        # the tags of an AMI shared from another account are not visible here, as ParallelCluster's own validator
+        # allows ("You can ignore this warning if the AMI is shared or copied from another pcluster AMI")
+        return Outcome(WARN, f"{ami} belongs to account {owner}: its tags are not visible here", want,
+                       "make sure it was built with pcluster build-image " + PCLUSTER_VERSION)
+    if built is None:
+        return Outcome(FAIL, f"{ami} has no {PCLUSTER_VERSION_TAG} tag: not built by ParallelCluster", want,
+                       f"build it with pcluster build-image {PCLUSTER_VERSION}; a copy of such an AMI loses its tags "
+                       f"(aws ec2 create-tags --resources {ami} --tags Key={PCLUSTER_VERSION_TAG},"
+                       f"Value={PCLUSTER_VERSION})")
+    if built != PCLUSTER_VERSION:
+        return Outcome(FAIL, f"{ami} built by ParallelCluster {built}", want,
+                       f"rebuild it with pcluster build-image {PCLUSTER_VERSION}")
+    return Outcome(PASS, f"{ami} built by ParallelCluster {built}", want)
+
+
+def check_static_on_demand(ctx: Context, group: str, static: int, instance_type: str) -> Outcome:
+    """Creating the cluster waits for every static node of a queue without a Capacity Block, within the head node's
+    wait (docs/parallelcluster.md, "Deadlines"): on-demand GPU capacity that is not there for all of them at once
+    rolls the creation back. Nothing here can see EC2's spare capacity, so this is a warning, with the choices."""
+    return Outcome(WARN, f"queue {group}: creation waits for {static} on-demand {instance_type} at once",
+                   "static nodes backed by a reservation, or dynamic ones",
+                   f"for a first deploy without a reservation set orchestrator.parallelcluster.queues.{group}."
+                   "min_count: 0 (nodes start for jobs; raise it in an update once capacity is known), or use an "
+                   "odcr or capacity-block reservation")

@@ -4,7 +4,7 @@ compute node group per node group (launched from our EFA launch template) and a 
 
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import List, Mapping, Optional, Sequence
 
 from aws_cdk import aws_pcs as pcs
 from constructs import Construct
@@ -20,6 +20,8 @@ class PcsCluster(Construct):
     (the EFA group: all traffic within the group, so nodes and controller talk freely).
 
     :param size: SMALL | MEDIUM | LARGE (instances the controller manages: 32 / 512 / 2048).
+    :param slurm_settings: cluster-level slurm.conf parameters PCS accepts as custom settings (Prolog, Epilog,
+        SelectTypeParameters, ...; PCS user guide, "Custom Slurm settings for AWS PCS clusters").
     """
 
     def __init__(
@@ -32,6 +34,7 @@ class PcsCluster(Construct):
         slurm_version: str,
         size: str,
         scale_down_idle_seconds: int = 600,
+        slurm_settings: Optional[Mapping[str, str]] = None,
     ) -> None:
         super().__init__(scope, id)
         if size not in SIZES:
@@ -45,7 +48,11 @@ class PcsCluster(Construct):
                 subnet_ids=list(subnet_ids), security_group_ids=list(security_group_ids)
             ),
             slurm_configuration=pcs.CfnCluster.SlurmConfigurationProperty(
-                scale_down_idle_time_in_seconds=scale_down_idle_seconds
+                scale_down_idle_time_in_seconds=scale_down_idle_seconds,
+                slurm_custom_settings=[
+                    pcs.CfnCluster.SlurmCustomSettingProperty(parameter_name=k, parameter_value=v)
+                    for k, v in (slurm_settings or {}).items()
+                ] or None,
             ),
         )
         self.node_groups: List[pcs.CfnComputeNodeGroup] = []

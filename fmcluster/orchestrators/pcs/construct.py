@@ -4,6 +4,8 @@ node."""
 
 from __future__ import annotations
 
+from typing import Dict
+
 from aws_cdk import CfnOutput
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -16,9 +18,21 @@ from fmcluster.orchestrators.pcs.settings import instances, login_ami_id, login_
 from fmcluster.platforms.ec2.access import session_command
 from fmcluster.platforms.ec2.node_builder import LOGIN_NODE_GROUP, construct_id
 from fmcluster.platforms.ec2.nodes import Ec2Nodes
+from fmcluster.runtime.observability.slurm_job_map import hook_path
 
 # PCS requires its instance roles under this path (or named AWSPCS...) (PCS user guide, "IAM instance profiles").
 PCS_ROLE_PATH = "/aws-pcs/"
+
+
+def job_map_hooks(context: OrchestrationContext) -> Dict[str, str]:
+    """Slurm's Prolog and Epilog: the hooks that tell dcgm-exporter which job holds each GPU (its hpc_job label).
+    Only when the spec asks (orchestrator.pcs.gpu_job_map) and with observability: the collectors' install writes
+    the hooks on every node, in user data, which PCS runs before slurmd starts (PCS user guide, "Working with Amazon
+    EC2 user data"). A node launched before its runtime wrote them has none, and Slurm drains a node whose Prolog is
+    missing: hence opt-in, never switched on under running nodes by an upgrade."""
+    if not settings_of(context.spec).pcs.gpu_job_map or context.remote_write_url is None:
+        return {}
+    return {"Prolog": hook_path("prolog"), "Epilog": hook_path("epilog")}
 
 
 class PcsOrchestration(Ec2Nodes):
@@ -36,6 +50,7 @@ class PcsOrchestration(Ec2Nodes):
             slurm_version=settings.pcs.slurm_version,
             size=settings.size_for(instances(spec)),
             scale_down_idle_seconds=settings.pcs.scale_down_idle_seconds,
+            slurm_settings=job_map_hooks(context),
         )
         self.node_role.add_to_policy(
             iam.PolicyStatement(sid="PcsRegistersNodes", actions=["pcs:RegisterComputeNodeGroupInstance"],

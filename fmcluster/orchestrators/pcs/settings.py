@@ -33,6 +33,12 @@ class PcsSettings(SpecModel):
     login_image_family: Optional[str] = Field(
         None, description="Family of login_ami_id (fmcluster.images); default: that of the group whose AMI it is."
     )
+    gpu_job_map: bool = Field(
+        False, description="Set the cluster's Prolog/Epilog to the hooks that tell dcgm-exporter which Slurm job holds "
+        "each GPU (its hpc_job label; needs observability). Off by default because a node without the hooks drains "
+        "on its next job: turn it on for a new cluster, or once every compute node runs an fmcluster runtime that "
+        "writes them (docs/observability.md).",
+    )
 
     @field_validator("login_instance_type")
     @classmethod
@@ -103,4 +109,7 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
                       f"one of {', '.join(images.FAMILIES)}"))
     if settings.pcs.login_image_family and settings.pcs.login_image_family not in images.FAMILIES:
         found.append(("orchestrator.pcs.login_image_family", f"one of {', '.join(images.FAMILIES)}"))
+    if settings.pcs.gpu_job_map and not spec.observability.enabled:
+        found.append(("orchestrator.pcs.gpu_job_map", "needs observability.enabled: the collectors' install writes the "
+                      "hooks on the nodes, and without dcgm-exporter there is no job label to set"))
     return found

@@ -157,6 +157,8 @@ def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
         interval = obs.get("scrape_interval_seconds", 30)
         if not isinstance(interval, int) or isinstance(interval, bool) or not 1 <= interval <= 3600:
             raise LifecycleError("observability.scrape_interval_seconds must be an integer from 1 to 3600")
+        if not isinstance(obs.get("gpu_job_map", False), bool):
+            raise LifecycleError("observability.gpu_job_map must be true or false")
     users_of(out)
     return out
 
@@ -445,6 +447,7 @@ def whoami(resource_config: Optional[Dict[str, Any]], params: Dict[str, Any], ad
         "observability": "1" if obs else "0",
         "remote_write_url": obs.get("remote_write_url", ""),
         "scrape_interval": str(obs.get("scrape_interval_seconds", 30)) if obs else "",
+        "gpu_job_map": "1" if obs.get("gpu_job_map") else "0",
         "users": str(len(users_of(params))),
     }
 

@@ -16,13 +16,16 @@
 #   apt-locks   wait for apt/dpkg locks (boot-time unattended upgrades) up to a deadline
 #   role        controller | login | compute, group, partition: the group from --group (resource_config.json, when
 #               HyperPod wrote one, must agree and adds the addresses); without --group, found in resource_config.json
+#   job-map     with observability: the Slurm Prolog/Epilog hooks of dcgm-exporter's GPU -> job map on every node;
+#               with gpu_job_map the controller names them in slurm.conf (Prolog/Epilog only, never a partition)
+#               and reconfigures
 #   fsx         only for an EFA-enabled FSx for Lustre (HyperPod mounts the others itself, over TCP): mount it with
 #               the lustre helper (LNet over EFA), hold the Lustre client packages. A failed mount is judged by
 #               validation.policy (the boot validator on GPU workers, this step elsewhere)
 #   containers  docker data-root and enroot paths on the instance NVMe (fallback: /opt/sagemaker; never /)
 #   users       create the users from the parameters with fixed uids (idempotent)
 #   collectors  node_exporter / dcgm-exporter / Prometheus agent via observability/install.sh (never fatal)
-#   slurm       check only: HyperPod's API-driven configuration owns slurm.conf and the daemons
+#   slurm       check only: HyperPod's API-driven configuration owns the partitions and the daemons
 #   validate    GPU workers: boot validator through node_bootstrap.sh with the group's profile
 #
 # Environment (tests; all optional): FMCLUSTER_LIFECYCLE_ROOT prefixes every node path written or read
@@ -106,6 +109,48 @@ step_role() {
   read_node "$out"
   printf '%s\n' "$out" >"$ETC_DIR/node.tsv"
   log "role=${NODE[role]} group=${NODE[group]} partition=${NODE[partition]:-none} gpu=${NODE[gpu]} ip=${NODE[node_ip]}"
+}
+
+step_job_map() {
+  # dcgm-exporter labels a GPU's series with the Slurm job on it from files the Prolog/Epilog write
+  # (docs/observability.md, "Profiling fields and job attribution"). Slurm drains a node whose Prolog is missing, so
+  # the hooks are written as soon as the role is known, on every node; the controller then adds Prolog= and Epilog=
+  # to slurm.conf (unless it sets them already) and has Slurm read it again. Never fatal: without them jobs are
+  # attributed per node.
+  if [[ "${NODE[observability]}" != 1 ]]; then
+    log "no observability: no GPU job map"
+    return 0
+  fi
+  local job_map=(env PYTHONPATH="$FMCLUSTER_HOME/pkg" timeout --kill-after=5 60 python3 -m
+    fmcluster.runtime.observability.slurm_job_map) out
+  if ! "${job_map[@]}" hooks --hook-dir "$FMCLUSTER_HOME/slurm" >/dev/null; then
+    log "WARNING: Slurm job-map hooks not written (rerun to retry)"
+    STEP_MARK=0
+    return 0
+  fi
+  [[ "${NODE[role]}" == controller ]] || return 0
+  if [[ "${NODE[gpu_job_map]}" != 1 ]]; then
+    log "gpu_job_map off: hooks written, not registered in slurm.conf"
+    return 0
+  fi
+  local conf="$ROOT/opt/slurm/etc/slurm.conf"
+  if [[ ! -w "$conf" ]]; then
+    log "WARNING: $conf not writable or not there: Slurm jobs are not mapped to GPUs (rerun to retry)"
+    STEP_MARK=0
+    return 0
+  fi
+  if ! out="$("${job_map[@]}" register --conf "$conf" --hook-dir "${FMCLUSTER_HOME#"$ROOT"}/slurm")"; then
+    log "WARNING: Prolog/Epilog not registered in $conf (rerun to retry)"
+    STEP_MARK=0
+    return 0
+  fi
+  if [[ "$out" != changed ]]; then
+    log "slurm.conf already names the job-map hooks (or its own Prolog/Epilog)"
+  elif timeout --kill-after=5 60 "$ROOT/opt/slurm/bin/scontrol" reconfigure; then
+    log "Prolog/Epilog registered in $conf; slurmctld reconfigured"
+  else
+    log "WARNING: scontrol reconfigure failed: Slurm reads the Prolog/Epilog at slurmctld's next start"
+  fi
 }
 
 step_fsx() {
@@ -246,6 +291,7 @@ STEP=apt-locks
 step_apt_locks
 STEP=role
 step_role
+run_step job-map step_job_map
 run_step fsx step_fsx
 run_step containers step_containers
 run_step users step_users

@@ -136,6 +136,10 @@ main() {
   [[ -n "$cluster" && -n "$region" && -n "$url" ]] || usage
   [[ "$(id -u)" -eq 0 ]] || die "run as root"
   command -v python3 >/dev/null || die "python3 is required"
+  # Slurm's Prolog/Epilog (registered by the orchestrator) run these on every job; a missing one drains the node, so
+  # they are written first, before anything here can fail on a download.
+  PYTHONPATH="$PKG_ROOT" python3 -m fmcluster.runtime.observability.slurm_job_map hooks --dir "$JOB_MAP_DIR" >/dev/null \
+    || log "WARNING: Slurm job-map hooks not written"
 
   id "$SERVICE_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$SERVICE_USER"
   install -d -m 0755 "$PREFIX/bin" "$ETC"

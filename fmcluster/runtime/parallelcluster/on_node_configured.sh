@@ -17,7 +17,8 @@
 #       [--level fast|standard --policy fail|report]             compute nodes: validation.level and .policy
 #       [--event configured|updated --revision R]                head node: OnNodeUpdated (R names the inputs)
 # Environment (tests): FMCLUSTER_HOME, FMCLUSTER_LOG_DIR, FMCLUSTER_TEXTFILE_DIR, FMCLUSTER_SYSTEMD_DIR,
-#   FMCLUSTER_SLURM_BIN (/opt/slurm/bin), FMCLUSTER_PCLUSTER_DIR (/opt/parallelcluster), FMCLUSTER_ETC
+#   FMCLUSTER_SLURM_BIN (/opt/slurm/bin), FMCLUSTER_SLURM_SCRIPTS (/opt/slurm/etc/scripts),
+#   FMCLUSTER_PCLUSTER_DIR (/opt/parallelcluster), FMCLUSTER_ETC
 #   (/etc/fmcluster), FMCLUSTER_NODENAME_FILE, FMCLUSTER_ROOT (prefix of /proc, /dev/nvidia0, /etc/docker and
 #   /etc/enroot), FMCLUSTER_RETRY_DELAY (10: seconds between fetch attempts, times the attempt).
 # Exit: 0 done (a failure under policy report, and anything on the head node, included), 1 unhealthy under
@@ -30,6 +31,7 @@ log_dir=${FMCLUSTER_LOG_DIR:-/var/log/fmcluster}
 textfile_dir=${FMCLUSTER_TEXTFILE_DIR:-/var/lib/node_exporter/textfile_collector}
 unit_dir=${FMCLUSTER_SYSTEMD_DIR:-/etc/systemd/system}
 slurm_bin=${FMCLUSTER_SLURM_BIN:-/opt/slurm/bin}
+slurm_scripts=${FMCLUSTER_SLURM_SCRIPTS:-/opt/slurm/etc/scripts}
 pcluster_dir=${FMCLUSTER_PCLUSTER_DIR:-/opt/parallelcluster}
 nodename_file=${FMCLUSTER_NODENAME_FILE:-/etc/parallelcluster/slurm_plugin/slurm_nodename}
 root=${FMCLUSTER_ROOT:-}
@@ -257,8 +259,24 @@ install_collectors() {
   return 0
 }
 
+# Slurm's Prolog and Epilog on ParallelCluster (3.6+) are every file in prolog.d and epilog.d under $slurm_scripts,
+# run in reverse alphabetical order; the head node shares /opt/slurm with the compute nodes. Ours (80_...) runs after
+# ParallelCluster's 90_pcluster_health_check_manager and only runs the node's own hook, which install.sh writes on
+# each node: a node without it (no collectors) runs nothing and the job starts. docs/observability.md has the sources.
+job_map_scripts=("$slurm_scripts/prolog.d/80_fmcluster_dcgm_job_map" "$slurm_scripts/epilog.d/80_fmcluster_dcgm_job_map")
+register_job_map() {
+  if [[ ! -d "$slurm_scripts/prolog.d" || ! -d "$slurm_scripts/epilog.d" ]]; then
+    log "WARNING: no $slurm_scripts/prolog.d and epilog.d: Slurm jobs are not mapped to GPUs (hpc_job)"
+    return 0
+  fi
+  PYTHONPATH="$home/pkg" timeout --kill-after=5 60 "$python" -m fmcluster.runtime.observability.slurm_job_map hooks \
+    --hook-dir "$home/slurm" --shim "${job_map_scripts[@]}" >/dev/null \
+    || log "WARNING: Slurm job-map scripts not written to $slurm_scripts"
+}
+
 # After an update that turned observability off: the collectors stop (the node policy no longer lets them write).
 stop_collectors() {
+  rm -f "${job_map_scripts[@]}"
   local unit
   for unit in fmcluster-collector.service fmcluster-node-exporter.service fmcluster-efa-textfile.timer \
     fmcluster-slurm-textfile.timer fmcluster-imds-allow.service; do
@@ -301,6 +319,7 @@ fi
 
 if [[ -n "$remote_write_url" ]]; then
   install_collectors
+  [[ "$role" == head ]] && register_job_map
 elif [[ "$event" == updated ]]; then
   stop_collectors
 fi

@@ -66,3 +66,13 @@ def test_with_volcano_the_job_is_refused_with_where_to_start():
         "eks": spec.orchestrator.eks.model_copy(update={"scheduler": "volcano"})})})
     with pytest.raises(ValueError, match="nccl-tests-eks.yaml"):
         spec.orchestrator_kind.fabric_job(volcano, spec.gpu_groups[0], image=None, spec_file="x.yaml")
+
+
+def test_the_generated_job_says_the_mpi_operator_comes_first():
+    """fmcluster does not install the MPI operator on EKS: the job's own instructions install the pinned release."""
+    from fmcluster.orchestrators.eks.first_job import MPI_OPERATOR_MANIFEST
+
+    spec = load_spec(ROOT / "examples" / "eks-p5.yaml")
+    text = spec.orchestrator_kind.fabric_job(spec, spec.gpu_groups[0], image=None, spec_file="examples/eks-p5.yaml")
+    assert f"kubectl apply --server-side -f {MPI_OPERATOR_MANIFEST}" in text
+    assert MPI_OPERATOR_MANIFEST in (ROOT / "examples" / "jobs" / "nccl-tests-eks.yaml").read_text()

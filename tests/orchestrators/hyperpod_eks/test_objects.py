@@ -21,7 +21,7 @@ from fmcluster.platforms.kubernetes import allocatable, labels, volumes
 from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
-VERSION = "1.34"  # the example's
+VERSION = "1.33"  # the example's
 
 
 @pytest.fixture(scope="module")

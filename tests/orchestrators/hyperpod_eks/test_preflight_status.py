@@ -21,9 +21,10 @@ pytestmark = pytest.mark.usefixtures("moto")
 PLAN = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:training-plan/h100-april"
 
 
-def hp_spec(training_operator: bool = False, **kw: Any) -> Any:
+def hp_spec(training_operator: bool = False, kubernetes: str = "1.34", **kw: Any) -> Any:
     kw.setdefault("orchestrator", {
-        "type": "hyperpod-eks", "eks": {"admins": ["arn:aws:iam::123456789012:role/admin"]},
+        "type": "hyperpod-eks",
+        "eks": {"admins": ["arn:aws:iam::123456789012:role/admin"], "kubernetes_version": kubernetes},
         "hyperpod": {"training_operator": training_operator},
         "task_governance": {"teams": [{"name": "research", "gpus": {"gpu": 8}}]}})
     return make_spec(**kw)
@@ -120,3 +121,27 @@ def test_status_of_the_hyperpod_cluster_shows_instance_group_states() -> None:
     gpu, system = item.children
     assert item.state == "InService" and gpu.health == "bad" and "1/2 ml.p5.48xlarge" in gpu.state
     assert "group Degraded" in gpu.detail and system.health == "ok"
+
+
+def operator_versions(versions: Dict[str, bool]) -> Dict[str, Any]:
+    return {"addons": [{"addonName": TRAINING_OPERATOR, "addonVersions": [
+        {"addonVersion": v, "compatibilities": [{"clusterVersion": "1.33", "defaultVersion": d}]}
+        for v, d in versions.items()]}]} if versions else {"addons": []}
+
+
+@pytest.mark.parametrize("kubernetes, versions, status, words", [
+    ("1.34", {}, "fail", "not offered for Kubernetes 1.34"),
+    ("1.33", {"v1.2.0-eksbuild.1": True}, "pass", "v1.2.0-eksbuild.1"),
+    ("1.34", {"v1.3.0-eksbuild.1": True}, "pass", "newer than the page lists (1.28-1.33)"),
+])
+def test_the_training_operator_exists_for_the_clusters_kubernetes_version(kubernetes, versions, status, words) -> None:
+    spec = hp_spec(training_operator=True, kubernetes=kubernetes)
+    ctx = make_ctx(spec)
+    stubbed(ctx, "eks").add_response("describe_addon_versions", operator_versions(versions),
+                                     {"addonName": TRAINING_OPERATOR, "kubernetesVersion": kubernetes})
+    out = preflight.check_training_operator(ctx)
+    assert out.status == status and words in out.observed, out
+    if status == "fail":
+        assert "kubernetes_version to 1.33" in out.remedy
+    ids = [c.id for c in preflight.checks(spec)]
+    assert "eks:training-operator" in ids and "eks:training-operator" not in [c.id for c in preflight.checks(hp_spec())]

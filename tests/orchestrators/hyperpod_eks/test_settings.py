@@ -12,7 +12,11 @@ import yaml
 
 from fmcluster import registry
 from fmcluster.cli import main
-from fmcluster.orchestrators.hyperpod_eks.versions import HYPERPOD_KUBERNETES_VERSIONS, KUBERNETES_VERSIONS
+from fmcluster.orchestrators.hyperpod_eks.versions import (
+    HYPERPOD_KUBERNETES_VERSIONS,
+    KUBERNETES_VERSIONS,
+    TRAINING_OPERATOR_KUBERNETES_VERSIONS,
+)
 from fmcluster.platforms.kubernetes.settings import control_plane_zone
 from fmcluster.registry import parse_spec
 from fmcluster.spec import SpecError
@@ -47,12 +51,14 @@ def test_the_kind_is_registered_with_its_facts(base):
 
 
 def test_the_kubernetes_version_defaults_to_the_newest_hyperpod_supports(base):
-    """1.35 is in no public copy of the HyperPod EKS prerequisites (1.28-1.34 in the newest): the default and the
-    examples are the newest version both HyperPod and fmcluster's EKS control plane support."""
+    """1.35 is in no public copy of the HyperPod EKS prerequisites (1.28-1.34 in the newest): the default is the newest
+    version both HyperPod and fmcluster's EKS control plane support. The example asks for the training operator, whose
+    page lists Kubernetes up to 1.33, so it runs 1.33."""
     data = copy.deepcopy(base)
     del data["orchestrator"]["eks"]["kubernetes_version"]
     assert parse_spec(data).orchestrator.eks.kubernetes_version == "1.34"
-    assert parse_spec(base).orchestrator.eks.kubernetes_version == "1.34"
+    assert base["orchestrator"]["hyperpod"]["training_operator"] is True
+    assert parse_spec(base).orchestrator.eks.kubernetes_version == TRAINING_OPERATOR_KUBERNETES_VERSIONS[-1]
     assert "1.35" not in HYPERPOD_KUBERNETES_VERSIONS and KUBERNETES_VERSIONS == ("1.33", "1.34")
 
 

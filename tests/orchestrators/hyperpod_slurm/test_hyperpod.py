@@ -80,6 +80,13 @@ def test_cluster_settings_vpc_and_ordering(p5):
     assert any("InstanceRoleDefaultPolicy" in d for d in depends)
 
 
+def test_slurm_clusters_are_provisioned_all_or_nothing(p5, b200):
+    # NodeProvisioningMode Continuous "is only supported for EKS orchestrated clusters" (CreateCluster API
+    # reference): a Slurm cluster leaves it out and HyperPod provisions every instance or rolls the creation back
+    for template in (p5, b200):
+        assert "NodeProvisioningMode" not in cluster_of(template)["Properties"]
+
+
 def test_training_plan_group_uses_the_plan(b200):
     g = groups_of(b200)["b200"]
     assert g["TrainingPlanArn"] == "arn:aws:sagemaker:us-west-2:123456789012:training-plan/b200-march"
@@ -130,6 +137,7 @@ def test_lifecycle_parameters_carry_groups_fsx_validation_and_collectors():
     assert params["fsx"] == fsx
     assert params["validation"] == {"level": "standard", "policy": "drain"}
     assert params["observability"]["scrape_interval_seconds"] == 30
+    assert params["observability"]["gpu_job_map"] is True  # the example is a new cluster: every node gets the hooks
     assert params["users"] == [{"name": "ml", "uid": 2001, "groups": ["docker"], "ssh_public_keys": []}]
     # the lifecycle scripts accept exactly this document
     from fmcluster.runtime.lifecycle import node
@@ -289,3 +297,17 @@ def test_exactly_one_side_mounts_the_file_system(synth_example, example, lifecyc
                        for g in hp["Properties"]["InstanceGroups"]]
     assert set(hyperpod_mounts) == {not lifecycle_mounts}
     assert ("FileSystemDNSName" in lifecycle_markers(cluster)) is lifecycle_mounts
+
+
+def test_the_gpu_job_map_needs_the_collectors_that_write_its_hooks():
+    import yaml
+    from helpers import ROOT
+
+    data = yaml.safe_load((ROOT / "examples" / "hyperpod-slurm-p5.yaml").read_text())
+    assert data["orchestrator"]["hyperpod"]["gpu_job_map"] is True
+    data["observability"] = {"enabled": False}
+    with pytest.raises(SpecError) as refused:
+        parse_spec(data)
+    assert "orchestrator.hyperpod.gpu_job_map" in str(refused.value)
+    del data["orchestrator"]["hyperpod"]["gpu_job_map"]
+    assert parse_spec(data).orchestrator.hyperpod.gpu_job_map is False

@@ -310,3 +310,41 @@ def test_collect_status_describes_provider_and_cluster_from_the_cluster_stack():
                                                                ("ParallelCluster cluster", PENDING)]
     assert status.overall == "in progress"
     assert "ParallelCluster cluster pc-test: CREATE_IN_PROGRESS" in status.render_text()
+
+
+def _image(ami: str, owner: str = ACCOUNT, tags: Dict[str, str] = {}) -> Dict[str, Any]:  # noqa: B006
+    return {"Images": [{"ImageId": ami, "OwnerId": owner, "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]}
+
+
+@pytest.mark.parametrize("owner, tags, status, words", [
+    (ACCOUNT, {"parallelcluster:version": "3.16.1"}, PASS, "built by ParallelCluster 3.16.1"),
+    (ACCOUNT, {}, FAIL, "no parallelcluster:version tag"),
+    (ACCOUNT, {"parallelcluster:version": "3.13.0"}, FAIL, "built by ParallelCluster 3.13.0"),
+    ("999999999999", {}, WARN_STATUS, "tags are not visible here"),
+])
+def test_a_custom_ami_must_come_from_this_parallelclusters_build_image(owner, tags, status, words):
+    spec = make_spec({"custom_ami": "ami-0123456789abcdef0"})
+    assert "ami:parallelcluster:ami-0123456789abcdef0" in [c.id for c in preflight.checks(spec)]
+    ctx = ctx_for(spec)
+    stubbed(ctx, "ec2").add_response("describe_images", _image("ami-0123456789abcdef0", owner, tags),
+                                     {"ImageIds": ["ami-0123456789abcdef0"]})
+    out = preflight.check_custom_ami(ctx, "ami-0123456789abcdef0")
+    assert out.status == status and words in out.observed, out
+
+
+def test_a_custom_ami_that_does_not_exist_fails():
+    ctx = ctx_for()
+    stubbed(ctx, "ec2").add_client_error("describe_images", "InvalidAMIID.NotFound", "not found")
+    assert preflight.check_custom_ami(ctx, "ami-0123456789abcdef0").status == FAIL
+    assert not [c for c in preflight.checks(make_spec()) if c.id.startswith("ami:parallelcluster:")]
+
+
+def test_static_on_demand_gpu_queues_are_warned_about_before_a_first_deploy():
+    gpu = {"name": "gpu", "instance_type": "p5.48xlarge", "count": 4}
+    cpu = {"name": "cpu", "role": "cpu", "instance_type": "c5.18xlarge", "count": 2}
+    ids = [c.id for c in preflight.checks(make_spec(node_groups=[gpu, cpu]))]
+    assert "capacity:static-on-demand:gpu" in ids and "capacity:static-on-demand:cpu" not in ids
+    dynamic = make_spec({"queues": {"gpu": {"min_count": 0}}}, node_groups=[gpu])
+    assert not [i for i in (c.id for c in preflight.checks(dynamic)) if i.startswith("capacity:static-on-demand:")]
+    out = preflight.check_static_on_demand(ctx_for(), group="gpu", static=4, instance_type="p5.48xlarge")
+    assert out.status == WARN_STATUS and "queues.gpu.min_count: 0" in out.remedy

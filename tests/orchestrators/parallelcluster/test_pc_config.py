@@ -9,7 +9,12 @@ from typing import Any, Dict
 import pytest
 from helpers.parallelcluster import make_spec
 
-from fmcluster.orchestrators.parallelcluster.config import ClusterInputs, cluster_configuration, placement_group
+from fmcluster.orchestrators.parallelcluster.config import (
+    HEAD_NODE_BOOTSTRAP_TIMEOUT_S,
+    ClusterInputs,
+    cluster_configuration,
+    placement_group,
+)
 
 CB = {"type": "capacity-block", "reservation_id": "cr-0a1b2c3d4e5f60718"}
 ODCR = {"type": "odcr", "reservation_id": "cr-0fedcba9876543210"}
@@ -155,10 +160,15 @@ def test_one_queue_per_node_group_named_after_it():
     assert config["Scheduling"]["SlurmSettings"] == {"ScaledownIdletime": 10, "QueueUpdateStrategy": "DRAIN"}
 
 
-def test_no_bootstrap_timeouts_are_changed():
-    """Deep is refused, so ParallelCluster's default bootstrap timeouts hold for every level."""
+def test_the_head_node_waits_for_a_whole_compute_bootstrap_inside_the_providers_hour():
+    """The compute nodes keep ParallelCluster's default bootstrap timeout (Slurm's ResumeTimeout, 2,100 s, which the
+    OnNodeConfigured budget is cut to); the head node's wait, which holds theirs, is raised to fit one whole compute
+    bootstrap after its own, and still ends before CloudFormation's one-hour custom-resource wait."""
+    resume_timeout, head_bootstrap, provider_wait = 2100, 15 * 60, 3600
     for level in ("fast", "standard"):
-        assert "DevSettings" not in render(validation={"level": level})
+        timeouts = render(validation={"level": level})["DevSettings"]["Timeouts"]
+        assert timeouts == {"HeadNodeBootstrapTimeout": HEAD_NODE_BOOTSTRAP_TIMEOUT_S}
+        assert resume_timeout + head_bootstrap <= HEAD_NODE_BOOTSTRAP_TIMEOUT_S < provider_wait - 5 * 60
 
 def test_logs_are_retained_and_tags_are_listed():
     inputs = ClusterInputs(**{**INPUTS.__dict__, "tags": {"team": "ml", "fmcluster:cluster": "pc-test"}})

@@ -57,6 +57,11 @@ class Node:
                   self.root / "etc" / "enroot", tmp / "units", tmp / "pcluster" / "scripts" / "imds", tmp / "slurm",
                   self.bucket / "profiles"):
             d.mkdir(parents=True, exist_ok=True)
+        # ParallelCluster's Prolog/Epilog directories, each with its own script (shared from the head node)
+        self.scripts = tmp / "slurm-etc" / "scripts"
+        for d, own in (("prolog.d", "90_pcluster_health_check_manager"), ("epilog.d", "90_pcluster_noop")):
+            (self.scripts / d).mkdir(parents=True)
+            (self.scripts / d / own).write_text("#!/bin/bash\n")
         shutil.copy(runtime_zip, self.bucket / "runtime.zip")
         (self.bucket / "settings.json").write_text(json.dumps(SETTINGS if settings is None else settings))
         (self.bucket / "profiles" / "gpu.json").write_text(json.dumps(PROFILE))
@@ -98,7 +103,8 @@ class Node:
         env = dict(os.environ, PATH=f"{self.tmp / 'bin'}:/usr/bin:/bin", FMCLUSTER_HOME=str(self.tmp / "home"),
                    FMCLUSTER_ETC=str(self.tmp / "etc"), FMCLUSTER_LOG_DIR=str(self.tmp / "log"),
                    FMCLUSTER_TEXTFILE_DIR=str(self.tmp / "textfile"), FMCLUSTER_SYSTEMD_DIR=str(self.tmp / "units"),
-                   FMCLUSTER_SLURM_BIN=str(self.tmp / "slurm"), FMCLUSTER_PCLUSTER_DIR=str(self.tmp / "pcluster"),
+                   FMCLUSTER_SLURM_BIN=str(self.tmp / "slurm"), FMCLUSTER_SLURM_SCRIPTS=str(self.scripts),
+                   FMCLUSTER_PCLUSTER_DIR=str(self.tmp / "pcluster"),
                    FMCLUSTER_NODENAME_FILE=str(self.nodename), FMCLUSTER_ROOT=str(self.root),
                    FMCLUSTER_RETRY_DELAY="0", FMCLUSTER_TEST_LOG=str(self.log))
         return subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=120)
@@ -380,3 +386,33 @@ def test_without_instance_nvme_container_data_stays(tmp_path, runtime_zip):
     assert node.run(*compute_args()).returncode == 0
     assert not (node.root / "etc" / "docker" / "daemon.json").exists()
     assert "container data left where the AMI puts it" in node.file("log/on-node-configured.log")
+
+
+def test_the_head_node_registers_the_gpu_job_map_beside_parallelclusters_own_prolog(tmp_path, runtime_zip):
+    node = Node(tmp_path, runtime_zip)
+    assert node.run(*HEAD_ARGS).returncode == 0
+    prolog = node.scripts / "prolog.d" / "80_fmcluster_dcgm_job_map"
+    epilog = node.scripts / "epilog.d" / "80_fmcluster_dcgm_job_map"
+    # Slurm runs prolog.d in reverse alphabetical order: ParallelCluster's health check first, then ours
+    assert sorted(p.name for p in prolog.parent.iterdir()) == ["80_fmcluster_dcgm_job_map",
+                                                                "90_pcluster_health_check_manager"]
+    assert os.access(prolog, os.X_OK) and os.access(epilog, os.X_OK)
+    assert f"exec {tmp_path / 'home' / 'slurm' / 'prolog.sh'}" in prolog.read_text()
+    # a compute node without the hook (no collectors there) runs nothing, and its job starts
+    (tmp_path / "home" / "slurm" / "prolog.sh").unlink()
+    assert subprocess.run([str(prolog)], env={"SLURM_JOB_ID": "5"}, timeout=30).returncode == 0
+
+
+def test_compute_nodes_leave_the_shared_prolog_to_the_head_node(tmp_path, runtime_zip):
+    node = Node(tmp_path, runtime_zip)
+    node.run(*compute_args())
+    assert not (node.scripts / "prolog.d" / "80_fmcluster_dcgm_job_map").exists()
+
+
+def test_an_update_that_turns_observability_off_unregisters_the_job_map(tmp_path, runtime_zip):
+    node = Node(tmp_path, runtime_zip)
+    node.run(*HEAD_ARGS)
+    (node.bucket / "settings.json").write_text(json.dumps({**SETTINGS, "remote_write_url": None}))
+    assert node.run(*UPDATE_ARGS).returncode == 0
+    assert sorted(p.name for p in (node.scripts / "prolog.d").iterdir()) == ["90_pcluster_health_check_manager"]
+    assert sorted(p.name for p in (node.scripts / "epilog.d").iterdir()) == ["90_pcluster_noop"]

@@ -166,3 +166,30 @@ def test_an_odcr_cluster_passes_with_only_the_warning_parallelcluster_expects_fo
     (warning,) = [f for f in report["findings"] if f["level"] != "INFO"]
     assert warning["validator"] == "EfaPlacementGroupValidator" and "'open'" in warning["message"]
     assert "expected when using a capacity reservation" in warning["message"]
+
+
+def test_the_gate_fails_a_shared_mount_dir_over_the_nodes_instance_storage(pcluster_python, tmp_path):
+    """ParallelCluster mounts instance storage at /scratch (EphemeralVolume.MountDir): a shared file system inside
+    it overlaps it (an error), one at /scratch itself clashes with it (a warning), online and now offline too."""
+    import dataclasses
+
+    spec = load_spec(ROOT / "examples" / "parallelcluster-p5.yaml")
+    inputs = dataclasses.replace(_placeholder_inputs(), file_system_id="fs-0123456789abcdef0", mount_point="/fsx")
+    assert pcluster_validate(pcluster_python, cluster_configuration(spec, inputs), "pc-p5", tmp_path)[0] == 0
+    inside = dataclasses.replace(inputs, mount_point="/scratch/shared")
+    code, report = pcluster_validate(pcluster_python, cluster_configuration(spec, inside), "pc-p5", tmp_path)
+    assert code == 1
+    assert any("OverlappingMountDirValidator" in e and "/scratch" in e for e in report["errors"]["_validators"])
+    same = dataclasses.replace(inputs, mount_point="/scratch")
+    code, report = pcluster_validate(pcluster_python, cluster_configuration(spec, same), "pc-p5", tmp_path)
+    assert "DuplicateMountDirValidator" in [f["validator"] for f in report["findings"] if f["level"] == "WARNING"]
+
+
+@pytest.mark.parametrize("script", ["/opt/fmcluster/on_node_configured.sh", "file:///opt/x.sh", "s3://bucket-only"])
+def test_the_gate_fails_a_custom_action_script_parallelcluster_cannot_fetch(script, pcluster_python, tmp_path):
+    spec = load_spec(ROOT / "examples" / "parallelcluster-p5.yaml")
+    config = cluster_configuration(spec, _placeholder_inputs())
+    config["Scheduling"]["SlurmQueues"][0]["CustomActions"] = {"OnNodeConfigured": {"Script": script}}
+    code, report = pcluster_validate(pcluster_python, config, "pc-p5", tmp_path)
+    assert code == 1
+    assert any("UrlValidator (re-stated)" in e and script in e for e in report["errors"]["_validators"]), report

@@ -88,3 +88,14 @@ def test_the_gate_refuses_what_parallelcluster_refuses(base, pcluster_python, tm
     code, report = pcluster_update_check(pcluster_python, base, target, "pc-p5", tmp_path)
     assert code == 1 and not report["allowed"]
     assert [(c["parameter"], c["policy"]) for c in report["changes"]] == [("Size", "UNSUPPORTED")]
+
+
+def test_a_cluster_created_before_the_head_node_timeout_takes_it_in_an_update(base, pcluster_python, tmp_path):
+    """Clusters created without DevSettings get the head node's bootstrap timeout at their next deploy: adding the
+    section is an update ParallelCluster accepts; changing the value later is not (its policy is UNSUPPORTED)."""
+    before = {k: v for k, v in base.items() if k != "DevSettings"}
+    code, report = pcluster_update_check(pcluster_python, before, base, "pc-p5", tmp_path)
+    _assert_accepted_without_touching_compute(code, report)
+    changed = {**base, "DevSettings": {"Timeouts": {"HeadNodeBootstrapTimeout": 3300}}}
+    code, report = pcluster_update_check(pcluster_python, base, changed, "pc-p5", tmp_path)
+    assert code == 1 and [c["policy"] for c in report["changes"]] == ["UNSUPPORTED"]

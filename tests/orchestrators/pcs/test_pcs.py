@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import resources_of
+import yaml
+from helpers import ROOT, resources_of
 
 from fmcluster.registry import parse_spec
 from fmcluster.spec import SpecError
@@ -135,3 +136,24 @@ def test_pcs_size_too_small_for_the_fleet():
     with pytest.raises(SpecError) as e:
         parse_spec(data)
     assert any(line.startswith("orchestrator.pcs.size: SMALL manages up to 32") for line in e.value.problems)
+
+
+def test_slurm_runs_the_gpu_job_map_hooks_the_collectors_install_when_asked(p5, b200):
+    from fmcluster.runtime.observability.slurm_job_map import hook_path
+
+    (cluster,) = resources_of(p5, "AWS::PCS::Cluster").values()
+    settings = cluster["Properties"]["SlurmConfiguration"]["SlurmCustomSettings"]
+    assert settings == [{"ParameterName": "Prolog", "ParameterValue": hook_path("prolog")},
+                        {"ParameterName": "Epilog", "ParameterValue": hook_path("epilog")}]
+    # off by default: a node launched before its runtime wrote the hooks would drain on its next job
+    (cluster,) = resources_of(b200, "AWS::PCS::Cluster").values()
+    assert "SlurmCustomSettings" not in cluster["Properties"]["SlurmConfiguration"]
+    # the hooks come with the collectors: the spec refuses the map without observability
+    data = yaml.safe_load((ROOT / "examples" / "pcs-p5.yaml").read_text())
+    data["observability"] = {"enabled": False}
+    with pytest.raises(SpecError) as refused:
+        parse_spec(data)
+    assert "orchestrator.pcs.gpu_job_map" in str(refused.value)
+    launch_templates = resources_of(p5, "AWS::EC2::LaunchTemplate").values()
+    assert all("observability/install.sh" in json.dumps(t["Properties"]["LaunchTemplateData"]["UserData"])
+               for t in launch_templates)

@@ -97,6 +97,8 @@ class Node:
         (rt / "validate.py").write_text(FAKE_VALIDATE)
         (rt / "observability").mkdir()
         (rt / "observability/install.sh").write_text(FAKE_INSTALL)
+        for name in ("__init__.py", "slurm_job_map.py"):
+            shutil.copy(RUNTIME / "observability" / name, rt / "observability" / name)
 
     def run(self, entry: str = "on_init_complete.sh", **env: str) -> subprocess.CompletedProcess:
         full = dict(os.environ, PATH=f"{self.bin}:{os.environ['PATH']}", FAKE_LOG=str(self.logs),
@@ -229,7 +231,7 @@ def test_rerun_is_idempotent(tmp_path):
     n = Node(tmp_path, ip=GPU_IP)
     ok(n.run())
     out = ok(n.run())
-    assert out.count("skipping") == 6
+    assert out.count("skipping") == 7
     for log in ("lustre.log", "install.log", "validate.log", "useradd.log", "apt-mark.log"):
         assert len(n.log(log).splitlines()) == 1, log
 
@@ -322,3 +324,65 @@ def test_slurm_step_only_reads_slurm_conf_and_warns_on_a_missing_partition(tmp_p
     assert "WARNING: partition cpu-b (from the parameters) is not in" in out
     assert conf.read_text() == before
     assert not [line for line in n.log("systemctl.log").splitlines() if "slurm" in line]
+
+
+def slurm_conf(n: Node, text: str) -> Path:
+    conf = n.root / "opt/slurm/etc/slurm.conf"
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text(text)
+    scontrol = n.root / "opt/slurm/bin/scontrol"
+    scontrol.parent.mkdir(parents=True, exist_ok=True)
+    scontrol.write_text('#!/bin/bash\necho "$*" >> "$FAKE_LOG/scontrol.log"\n')
+    scontrol.chmod(0o755)
+    return conf
+
+
+def with_job_map() -> Dict[str, Any]:
+    p = params()
+    p["observability"]["gpu_job_map"] = True
+    return p
+
+
+def test_the_controller_registers_the_gpu_job_map_hooks_and_reconfigures_slurm(tmp_path):
+    n = Node(tmp_path, ip=CONTROLLER_IP, parameters=with_job_map())
+    conf = slurm_conf(n, "ClusterName=demo\nPrologFlags=Alloc\nPartitionName=gpu-a Nodes=ip-10-1-1-11\n")
+    ok(n.run())
+    text = conf.read_text()
+    assert text.startswith("ClusterName=demo\nPrologFlags=Alloc\nPartitionName=gpu-a Nodes=ip-10-1-1-11\n")
+    assert text.endswith("Prolog=/opt/fmcluster/slurm/prolog.sh\nEpilog=/opt/fmcluster/slurm/epilog.sh\n")
+    assert n.log("scontrol.log") == "reconfigure\n"
+    assert os.access(n.root / "opt/fmcluster/slurm/prolog.sh", os.X_OK)
+
+
+def test_a_prolog_hyperpod_sets_itself_is_kept(tmp_path):
+    n = Node(tmp_path, ip=CONTROLLER_IP, parameters=with_job_map())
+    conf = slurm_conf(n, "Prolog=/opt/slurm/etc/prolog.sh\n")
+    out = ok(n.run())
+    assert "sets Prolog already; left as it is" in out
+    assert conf.read_text().splitlines()[0] == "Prolog=/opt/slurm/etc/prolog.sh"
+    assert conf.read_text().splitlines()[-1] == "Epilog=/opt/fmcluster/slurm/epilog.sh"
+
+
+def test_without_gpu_job_map_the_controller_writes_the_hooks_but_registers_nothing(tmp_path):
+    """Off by default: a node that booted before its runtime wrote the hooks would drain on its next job."""
+    n = Node(tmp_path, ip=CONTROLLER_IP)
+    conf = slurm_conf(n, "ClusterName=demo\n")
+    out = ok(n.run())
+    assert "not registered in slurm.conf" in out and conf.read_text() == "ClusterName=demo\n"
+    assert os.access(n.root / "opt/fmcluster/slurm/prolog.sh", os.X_OK) and n.log("scontrol.log") == ""
+
+
+def test_workers_write_the_hooks_first_and_leave_slurm_conf_alone(tmp_path):
+    n = Node(tmp_path, ip=GPU_IP, parameters=with_job_map())
+    conf = slurm_conf(n, "ClusterName=demo\n")
+    out = ok(n.run())
+    assert out.index("[job-map] end") < out.index("[fsx] start")
+    assert os.access(n.root / "opt/fmcluster/slurm/epilog.sh", os.X_OK)
+    assert conf.read_text() == "ClusterName=demo\n" and n.log("scontrol.log") == ""
+
+
+def test_without_observability_there_is_no_job_map(tmp_path):
+    n = Node(tmp_path, ip=CONTROLLER_IP, parameters=params(observability=None))
+    conf = slurm_conf(n, "ClusterName=demo\n")
+    ok(n.run())
+    assert conf.read_text() == "ClusterName=demo\n" and not (n.root / "opt/fmcluster/slurm").exists()
