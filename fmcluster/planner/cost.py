@@ -62,13 +62,17 @@ def _line(item: str, instance_type: str, count: int, region: str, capacity: str,
 def hourly_cost(spec: Any) -> Dict[str, Any]:
     kind = spec.orchestrator_kind
     service = not kind.instances_in_account
-    lines = [_line(f"node group {g.name}", g.instance_type, g.count, spec.region, g.capacity.type, service,
-                   g.name if g.role == "gpu" else None) for g in spec.node_groups]
+    # An elastic group is priced at count, the size it is planned and deployed at; its ceiling (max_count) is shown
+    # beside it, and the quotas preflight checks are for the ceiling.
+    lines = [_elastic(_line(f"node group {g.name}", g.instance_type, g.count, spec.region, g.capacity.type, service,
+                            g.name if g.role == "gpu" else None), g) for g in spec.node_groups]
     for extra in kind.extra_instances(spec):
         lines.append(_line(f"{kind.summary}: {extra.role}", extra.instance_type, extra.count, spec.region, "on-demand",
                            service))
     known = [ln for ln in lines if "usd_per_hour" in ln]
     total = sum(ln["usd_per_hour"]["value"] for ln in known)
+    ceiling = sum(ln["usd_per_hour_at_max"]["value"] if "usd_per_hour_at_max" in ln else ln["usd_per_hour"]["value"]
+                  for ln in known)
     data = prices()
     fallback = spec.region not in data["regions"]
     return {
@@ -77,11 +81,27 @@ def hourly_cost(spec: Any) -> Dict[str, Any]:
         if fallback else "",
         "lines": lines,
         "total_usd_per_hour": fig(total, "USD/h", "sum of the priced lines", lines=len(known)),
+        "max_usd_per_hour": fig(ceiling, "USD/h", "sum of the priced lines with elastic groups at max_count",
+                                lines=len(known)),
+        "elastic": any("max_count" in ln for ln in lines),
         "complete": len(known) == len(lines),
         "estimate": any(ln["price_status"] != "listed" for ln in lines),
         "source": data["source"], "as_of": data["as_of"], "price_change": data["price_change"]["announcement"],
         "not_included": data["not_included"],
     }
+
+
+def _elastic(line: Dict[str, Any], group: Any) -> Dict[str, Any]:
+    """An elastic group's line gains its range and its price at max_count."""
+    if not group.elastic:
+        return line
+    line["min_count"], line["max_count"] = group.min_size, group.max_size
+    line["notes"].append(f"elastic: {group.min_size} to {group.max_size} nodes, priced at count")
+    each = line["usd_per_hour_each"]
+    if each is not None:
+        line["usd_per_hour_at_max"] = fig(each * group.max_size, "USD/h", "max_count x On-Demand USD/h",
+                                          max_count=group.max_size, usd_per_hour_each=each)
+    return line
 
 
 def priced_for_job(cost: Dict[str, Any], group: str) -> List[Dict[str, Any]]:

@@ -66,6 +66,8 @@ def cost_lines(cost: Dict[str, Any]) -> List[str]:
         lines = [f"cost: no On-Demand price for any item{mark}, prices as of {cost['as_of']}"]
     else:
         lines = [f"cost: {money(total)}/h On-Demand{partial}{mark}, prices as of {cost['as_of']}"]
+        if cost.get("elastic"):
+            lines.append(f"  up to {money(val(cost['max_usd_per_hour']))}/h with every elastic group at max_count")
     for ln in cost["lines"]:
         each = ln["usd_per_hour_each"]
         price = f"{money(val(ln['usd_per_hour']))}/h" if each is not None else "no price"

@@ -67,6 +67,7 @@ KIND = HyperPodEks(
     node_agent="kubernetes",
     # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
     capacity_types=frozenset({"on-demand", "training-plan"}),
+    elastic_groups=True,  # HyperPod's managed Karpenter (AutoScaling, with continuous provisioning); spec rules limit it
     instances_in_account=False,
     places_instances=False,  # HyperPod places its instances; the templates create no placement group
     uses_image_family=False,  # HyperPod runs its own EKS AMI

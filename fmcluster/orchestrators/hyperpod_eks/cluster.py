@@ -41,6 +41,8 @@ class HyperPodEksCluster(Construct):
     :param subnets: VpcConfig.Subnets (private); ``security_groups``: VpcConfig.SecurityGroupIds.
     :param node_recovery: Automatic (default) | None.
     :param continuous_provisioning: NodeProvisioningMode Continuous (default on).
+    :param autoscaling_role_arn: turns on HyperPod's autoscaling (``AutoScaling`` Karpenter, with this role as
+        ``ClusterRole``), which is built on continuous provisioning.
     :param tags: cluster tags.
     """
 
@@ -58,6 +60,7 @@ class HyperPodEksCluster(Construct):
         security_groups: Sequence[SecurityGroupRef],
         node_recovery: str = "Automatic",
         continuous_provisioning: bool = True,
+        autoscaling_role_arn: Optional[str] = None,
         tags: Optional[Dict[str, str]] = None,
     ) -> None:
         super().__init__(scope, id)
@@ -65,6 +68,8 @@ class HyperPodEksCluster(Construct):
             raise ValueError("instance_groups: at least one")
         check_cluster_props(cluster_name=cluster_name, instance_groups=instance_groups, node_recovery=node_recovery,
                             subnets=subnets, security_groups=security_groups)
+        if autoscaling_role_arn is not None and not continuous_provisioning:
+            raise ValueError("autoscaling_role_arn: HyperPod's autoscaling requires continuous provisioning")
         for group in instance_groups:
             if group.node_type is not None or group.partitions:
                 raise ValueError(f"instance_groups[{group.name!r}].node_type: EKS instance groups have no Slurm role")
@@ -77,6 +82,10 @@ class HyperPodEksCluster(Construct):
             node_recovery=node_recovery, subnets=subnets, security_groups=security_groups,
             node_provisioning_mode="Continuous" if continuous_provisioning else None, tags=tags,
         )
+        if autoscaling_role_arn is not None:
+            self.cluster.auto_scaling = sagemaker.CfnCluster.ClusterAutoScalingConfigProperty(
+                mode="Enable", auto_scaler_type="Karpenter")
+            self.cluster.cluster_role = autoscaling_role_arn
 
     @property
     def cluster_arn(self) -> str:

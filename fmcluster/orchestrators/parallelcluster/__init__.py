@@ -60,6 +60,7 @@ KIND = ParallelCluster(
     node_agent="slurm",
     # CAPACITY_BLOCK queues take Capacity Blocks; ODCRs are an ONDEMAND queue's CapacityReservationTarget
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
+    elastic_groups=True,  # MinCount static nodes, up to MaxCount dynamic nodes Slurm starts for jobs
     uses_image_family=False,  # ParallelCluster picks the image from its Image.Os (or the group's ami_id)
     validation_policies=settings.POLICIES,
     validation_policy_note="taint is Kubernetes'; drain would loop: clustermgtd terminates a drained static node and "

@@ -154,7 +154,8 @@ def test_node_group_rules(base):
     data["node_groups"].append({"name": "system", "instance_type": "c5.18xlarge", "count": 1, "role": "cpu",
                                 "ami_id": "ami-0123456789abcdef0", "placement": {"strategy": "cluster"}})
     text = problems(data)
-    for path in ("node_groups[1].name", "node_groups[1].ami_id", "node_groups[1].placement"):
+    last = len(data["node_groups"]) - 1
+    for path in (f"node_groups[{last}].name", f"node_groups[{last}].ami_id", f"node_groups[{last}].placement"):
         assert path in text, path
 
 
