@@ -74,5 +74,6 @@ KIND = Eks(
     addresses_per_node=POD_ADDRESSES_PER_NODE,
     validation_policies=settings.POLICIES,
     validation_policy_note="drain is Slurm's, and fail cannot stop provisioning: EKS joins a node whatever its user "
-    "data returns. taint: the node gate keeps a failed node tainted, with the reason",
+    "data returns. taint: the node gate keeps a failed node tainted, with the reason. replace is HyperPod's: EKS node "
+    "auto-repair acts on the node monitoring agent's conditions, not on a taint or label of ours",
 )

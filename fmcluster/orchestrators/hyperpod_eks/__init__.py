@@ -76,5 +76,6 @@ KIND = HyperPodEks(
     rule_groups=("hyperpod",),
     validation_policies=settings.POLICIES,
     validation_policy_note="drain is Slurm's. taint: the node gate keeps a failed node out of work, with the reason; "
-    "fail: the lifecycle script fails and HyperPod provisions another instance",
+    "fail: the lifecycle script fails and HyperPod provisions another instance; replace: as taint, and a hardware "
+    "fault labels the node for HyperPod's replacement",
 )

@@ -51,7 +51,7 @@ def group_names(spec: ClusterSpec) -> List[str]:
 
 def gated(spec: ClusterSpec) -> bool:
     """Whether the node gate runs: under taint and report (under fail a failed node never joins)."""
-    return spec.validation_policy in ("taint", "report")
+    return spec.validation_policy in ("taint", "replace", "report")
 
 
 def node_labels(group: NodeGroup) -> Dict[str, str]:

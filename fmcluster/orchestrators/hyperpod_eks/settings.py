@@ -49,7 +49,7 @@ MAX_PRIORITY_CLASSES = 10  # ClusterSchedulerConfig: PriorityClasses maxItems
 MAX_QUOTA_NAME = 63  # ComputeQuota Name (CloudFormation schema); fmcluster names a quota <cluster>-<team>
 # The validation policies a HyperPod on EKS node can honour: fail (the lifecycle script fails, HyperPod provisions
 # another instance), taint (the node gate keeps it out of work with the reason) or report. drain is Slurm's.
-POLICIES = ("taint", "fail", "report")
+POLICIES = ("taint", "replace", "fail", "report")
 # What hyperpod-slurm takes under `hyperpod:` and a HyperPod on EKS cluster has no use for: no Slurm controller, no
 # login nodes, no partitions, no POSIX users (pods bring their own).
 SLURM_ONLY = {

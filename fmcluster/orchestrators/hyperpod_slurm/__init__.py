@@ -56,5 +56,8 @@ KIND = HyperPodSlurm(
     instances_in_account=False,
     places_instances=False,  # HyperPod places its instances; the templates create no placement group
     uses_image_family=False,
-    validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason",
+    validation_policies=("drain", "replace", "fail", "report"),
+    validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason; replace "
+    "asks HyperPod for a new instance when a hardware check failed (state fail, reason Action:Replace) and drains "
+    "otherwise",
 )

@@ -66,5 +66,6 @@ KIND = ParallelCluster(
     validation_policy_note="taint is Kubernetes'; drain would loop: clustermgtd terminates a drained static node and "
     "launches a replacement, which fails and drains again, and the bootstrap succeeded, so protected mode never "
     "stops it. fail: the bootstrap fails and ParallelCluster replaces the node until protected mode stops the queue; "
-    "report: the node joins Slurm, its report and metrics say why it failed",
+    "report: the node joins Slurm, its report and metrics say why it failed. replace is HyperPod's; fail is "
+    "ParallelCluster's replacement",
 )
