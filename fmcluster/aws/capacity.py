@@ -39,7 +39,7 @@ def check_reservation(ctx: Context, reservation_id: str) -> Outcome:
     groups = _groups_for(ctx, "reservation_id", reservation_id)
     kind = groups[0].capacity.type
     types = sorted({g.instance_type for g in groups})
-    need = sum(g.count for g in groups)
+    need = sum(g.max_size for g in groups)  # an elastic group on an ODCR may grow to max_count
     az = ctx.spec.availability_zone
     expected = f"{kind} for {need} x {'/'.join(types)} ({LINUX_PLATFORM}) in {az}, usable now"
     try:

@@ -143,7 +143,7 @@ def ec2_vcpu_demand(spec: Any) -> Dict[str, int]:
     for g in spec.node_groups:
         bucket = ec2_quota_bucket(g.instance_type)
         if bucket and g.capacity.type in ON_DEMAND_CAPACITY:
-            demand[bucket] += g.count * g.instance.vcpus
+            demand[bucket] += g.max_size * g.instance.vcpus  # an elastic group may grow to max_count
     for extra in kind.extra_instances(spec):
         bucket = ec2_quota_bucket(extra.instance_type)
         known = catalog.all_types().get(extra.instance_type)

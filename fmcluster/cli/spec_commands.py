@@ -22,7 +22,9 @@ def _load(path: str) -> Any:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     spec = _load(args.file)
-    print(f"{args.file}: valid ({len(spec.node_groups)} node group(s), {sum(g.count for g in spec.node_groups)} nodes)")
+    elastic = "".join(f", {g.name} {g.min_size}-{g.max_size}" for g in spec.node_groups if g.elastic)
+    print(f"{args.file}: valid ({len(spec.node_groups)} node group(s), {sum(g.count for g in spec.node_groups)} nodes"
+          f"{elastic})")
     return EXIT_OK
 
 

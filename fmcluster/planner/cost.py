@@ -81,8 +81,10 @@ def hourly_cost(spec: Any, reservation_prices: Optional[Dict[str, float]] = None
     yours = reservation_prices or {}
     kind = spec.orchestrator_kind
     service = not kind.instances_in_account
-    lines = [_line(f"node group {g.name}", g.instance_type, g.count, spec.region, g.capacity.type, service,
-                   g.name if g.role == "gpu" else None, yours.get(g.name)) for g in spec.node_groups]
+    # An elastic group is priced at count, the size it is planned and deployed at; its ceiling (max_count) is shown
+    # beside it, and the quotas preflight checks are for the ceiling.
+    lines = [_elastic(_line(f"node group {g.name}", g.instance_type, g.count, spec.region, g.capacity.type, service,
+                            g.name if g.role == "gpu" else None, yours.get(g.name)), g) for g in spec.node_groups]
     for extra in kind.extra_instances(spec):
         lines.append(_line(f"{kind.summary}: {extra.role}", extra.instance_type, extra.count, spec.region, "on-demand",
                            service))
@@ -90,6 +92,8 @@ def hourly_cost(spec: Any, reservation_prices: Optional[Dict[str, float]] = None
     lines += service_lines(spec, data["services"])
     known = [ln for ln in lines if "usd_per_hour" in ln]
     total = sum(ln["usd_per_hour"]["value"] for ln in known)
+    ceiling = sum(ln["usd_per_hour_at_max"]["value"] if "usd_per_hour_at_max" in ln else ln["usd_per_hour"]["value"]
+                  for ln in known)
     fallback = spec.region not in data["regions"]
     unpriced = [ln["item"] for ln in lines if "usd_per_hour" not in ln]
     return {
@@ -98,6 +102,9 @@ def hourly_cost(spec: Any, reservation_prices: Optional[Dict[str, float]] = None
         if fallback else "",
         "lines": lines,
         "total_usd_per_hour": fig(total, "USD/h", "sum of the priced lines", lines=len(known)),
+        "max_usd_per_hour": fig(ceiling, "USD/h", "sum of the priced lines with elastic groups at max_count",
+                                lines=len(known)),
+        "elastic": any("max_count" in ln for ln in lines),
         "unpriced": unpriced,
         # the total covers everything only when every line is priced and nothing is left out, which usage-billed
         # parts (data transfer, requests, samples) never allow
@@ -106,6 +113,19 @@ def hourly_cost(spec: Any, reservation_prices: Optional[Dict[str, float]] = None
         "source": data["source"], "as_of": data["as_of"], "services_as_of": data["services"]["as_of"],
         "price_change": data["price_change"]["announcement"], "not_included": data["not_included"],
     }
+
+
+def _elastic(line: Dict[str, Any], group: Any) -> Dict[str, Any]:
+    """An elastic group's line gains its range and its price at max_count."""
+    if not group.elastic:
+        return line
+    line["min_count"], line["max_count"] = group.min_size, group.max_size
+    line["notes"].append(f"elastic: {group.min_size} to {group.max_size} nodes, priced at count")
+    each = line["usd_per_hour_each"]
+    if each is not None:
+        line["usd_per_hour_at_max"] = fig(each * group.max_size, "USD/h", "max_count x On-Demand USD/h",
+                                          max_count=group.max_size, usd_per_hour_each=each)
+    return line
 
 
 def priced_for_job(cost: Dict[str, Any], group: str) -> List[Dict[str, Any]]:

@@ -73,6 +73,8 @@ def cost_lines(cost: Dict[str, Any]) -> List[str]:
         lines = [f"cost: no price for any line{mark}, {dates}"]
     else:
         lines = [f"cost: {money(total)}/h{partial}{mark}, {dates}"]
+        if cost.get("elastic"):
+            lines.append(f"  up to {money(val(cost['max_usd_per_hour']))}/h with every elastic group at max_count")
     for ln in cost["lines"]:
         each = ln["usd_per_hour_each"]
         price = (f"{money(val(ln['usd_per_hour']))}/h{PRICE_MARKS[ln['price_status']]}" if each is not None

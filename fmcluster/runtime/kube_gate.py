@@ -22,7 +22,11 @@ instance groups with deep health checks; HyperPod's own taint keeps them out of 
 sets the condition; a failure under policy taint adds the taint with the value ``failed``. Once the condition is set
 the node is decided, so a taint an operator removed stays removed.
 
-    python3 kube_gate.py --node NAME --result /host/var/lib/fmcluster/validation.json [--policy taint|report]
+- fail, policy replace (SageMaker HyperPod): as taint, and when a hardware check failed (actions.HARDWARE_FAULTS) the
+  label HyperPod replaces a node for, ``sagemaker.amazonaws.com/node-health-status=UnschedulablePendingReplacement``
+  (SageMaker guide, "Manually quarantine, replace, or reboot a node").
+
+    python3 kube_gate.py --node NAME --result /host/var/lib/fmcluster/validation.json [--policy taint|replace|report]
         [--timeout 2700] [--interval 10] [--adopt] [--api URL] [--once]
 """
 
@@ -45,15 +49,21 @@ CONDITION = "FmclusterValidated"
 COMPONENT = "fmcluster-node-gate"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 MESSAGE_MAX = 1000
+# actions.HARDWARE_FAULTS and HyperPod's replacement label, kept literal for the same reason as TAINT_KEY
+HARDWARE_FAULTS = frozenset({"hw.gpu.pci", "hw.smi.gpus", "hw.xid", "hw.ecc", "hw.pcie_link", "hw.nvlink"})
+HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+PENDING_REPLACEMENT = "UnschedulablePendingReplacement"
 
 
 class Decision:
     """What the gate does with a node: the taint value to keep (None removes it), the node condition, the event."""
 
-    __slots__ = ("taint", "status", "reason", "message", "event_type")
+    __slots__ = ("taint", "status", "reason", "message", "event_type", "labels")
 
-    def __init__(self, taint: Optional[str], status: str, reason: str, message: str, event_type: str) -> None:
+    def __init__(self, taint: Optional[str], status: str, reason: str, message: str, event_type: str,
+                 labels: Optional[Dict[str, str]] = None) -> None:
         self.taint, self.status, self.reason, self.message, self.event_type = taint, status, reason, message, event_type
+        self.labels = dict(labels or {})
 
     def __repr__(self) -> str:
         return f"Decision(taint={self.taint!r}, status={self.status}, reason={self.reason})"
@@ -82,11 +92,13 @@ def decide(result: Optional[Dict[str, Any]], policy: str, timed_out: bool = Fals
         message += f" ({result['error']})"
     if details:
         message += "; " + "; ".join(details)
-    return _failed(policy, "ValidationFailed", message)
+    replace = policy == "replace" and any(f in HARDWARE_FAULTS for f in failing)
+    return _failed(policy, "ValidationFailed", message, replace=replace)
 
 
-def _failed(policy: str, reason: str, message: str) -> Decision:
-    return Decision(FAILED if policy == "taint" else None, "False", reason, message[:MESSAGE_MAX], "Warning")
+def _failed(policy: str, reason: str, message: str, replace: bool = False) -> Decision:
+    return Decision(FAILED if policy in ("taint", "replace") else None, "False", reason, message[:MESSAGE_MAX],
+                    "Warning", labels={HEALTH_LABEL: PENDING_REPLACEMENT} if replace else None)
 
 
 def new_taints(current: List[Dict[str, Any]], decision: Decision) -> List[Dict[str, Any]]:
@@ -158,10 +170,14 @@ def apply(api: Api, node_name: str, decision: Decision, attempts: int = 5) -> Di
         node = api.call("GET", path)
         taints = node.get("spec", {}).get("taints") or []
         wanted = new_taints(taints, decision)
-        if wanted == taints:
+        labels = node.get("metadata", {}).get("labels") or {}
+        relabel = {k: v for k, v in decision.labels.items() if labels.get(k) != v}
+        if wanted == taints and not relabel:
             break
         patch = [{"op": "test", "path": "/metadata/resourceVersion", "value": node["metadata"]["resourceVersion"]},
                  {"op": "add", "path": "/spec/taints", "value": wanted}]
+        if relabel:
+            patch.append({"op": "add", "path": "/metadata/labels", "value": {**labels, **relabel}})
         try:
             api.call("PATCH", path, patch, "application/json-patch+json")
             break
@@ -227,7 +243,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="kube_gate.py")
     ap.add_argument("--node", default=os.environ.get("NODE_NAME"), help="this pod's node (downward API)")
     ap.add_argument("--result", required=True, help="the validator's result file, as mounted from the host")
-    ap.add_argument("--policy", choices=("taint", "report"), default="taint")
+    ap.add_argument("--policy", choices=("taint", "replace", "report"), default="taint")
     ap.add_argument("--timeout", type=float, default=2700.0, help="seconds after the node's creation to give up")
     ap.add_argument("--interval", type=float, default=10.0)
     ap.add_argument("--adopt", action="store_true",

@@ -28,7 +28,8 @@ JSON fields (``schema`` 1; unknown keys are ignored on load, missing keys take t
 - ``pinned_versions`` (object name -> version): exact versions required (same keys), default empty.
 - ``optional`` (list of component names): components whose absence is a ``skip``, not a failure
   (default ``["torch", "gdrcopy", "dcgm"]``).
-- ``policy`` (str): ``fail`` | ``drain`` | ``taint`` | ``report`` — what to do when a required check fails.
+- ``policy`` (str): ``fail`` | ``drain`` | ``taint`` | ``replace`` | ``report`` — what to do when a required check
+  fails (``replace``: SageMaker HyperPod's replacement for a hardware fault, drain otherwise; actions.py).
 - ``level`` (str): default level ``fast`` | ``standard`` | ``deep``.
 - ``errors_fail`` (bool): a required check ending in ``error`` (tool missing, hung, garbled) counts as failed
   (default true: a node must prove its stack); false = fail open.
@@ -52,7 +53,7 @@ from .contract import INSTANCE_NVME_ROOT, NODE_AGENTS, ec2_type
 SCHEMA = 1
 VERSION_COMPONENTS = ("driver", "cuda", "efa_installer", "libfabric", "aws_ofi_nccl", "nccl", "dcgm", "gdrcopy", "torch")
 LEVELS = ("fast", "standard", "deep")
-POLICIES = ("fail", "drain", "taint", "report")
+POLICIES = ("fail", "drain", "taint", "replace", "report")
 
 # The newest known-good bundle: the Deep Learning Base OSS NVIDIA Driver GPU AMI of 2026-09-15 (DLAMI release notes,
 # https://docs.aws.amazon.com/dlami/latest/devguide/appendix-ami-release-notes.html). Being behind it is a warning.

@@ -2,7 +2,7 @@
 
     python3 -m fmcluster.runtime.validate --instance-type T | --profile FILE [--root DIR]
         [--level fast|standard|deep] [--format text|json] [--prom FILE]
-        [--policy fail|drain|taint|report] [--node-name NAME] [--tool-timeout S] [--deadline S]
+        [--policy fail|drain|taint|replace|report] [--node-name NAME] [--tool-timeout S] [--deadline S]
 
 Exit 0: every required check passed; 1: a required check failed (or errored, unless the profile sets
 errors_fail false); 2: usage error (bad option, unknown type, unreadable profile). Standard library only.
@@ -218,14 +218,14 @@ def _validate(args: argparse.Namespace, profile: NodeProfile, tool_timeout: floa
     level = args.level or profile.level
     policy = args.policy or profile.policy
     budget = args.deadline if args.deadline is not None else BUDGETS[level]
-    reserve = min(ACTION_TIMEOUT, budget / 4) if policy in ("drain", "taint") else 0.0
+    reserve = min(ACTION_TIMEOUT, budget / 4) if policy in ("drain", "taint", "replace") else 0.0
     checks_budget = budget - reserve
     node = Node(root=args.root, tool_timeout=tool_timeout, deadline=t0 + max(0.1, checks_budget - 0.5))
     outcomes = run_checks(profile, level, node, checks_budget, skip=args.skip, node_name=args.node_name)
     hostname = socket.gethostname()
     rep = build_report(profile, level, outcomes, started, time.monotonic() - t0, hostname)
     slurm = next((c for c in rep["checks"] if c["id"] == "orch.slurm_node"), None)
-    if policy == "drain" and slurm is not None and slurm["status"] == "fail":
+    if policy in ("drain", "replace") and slurm is not None and slurm["status"] == "fail":
         # someone (an operator, the controller) already took the node out: keep their state and reason
         rep["action"] = {"policy": policy, "result": f"none (already out of service: {slurm['observed']})"}
     else:

@@ -60,6 +60,9 @@ class OrchestratorTraits:
     :param validation_policies: what a failed boot validation may do on its nodes (``validation.policy``), its
         default first; the spec refuses the others.
     :param validation_policy_note: why the policies it does not take do not apply (said when the spec asks for one).
+    :param elastic_groups: it honours node groups' ``min_count``/``max_count`` (a scaler or the scheduler starts and
+        stops nodes within the range); kinds that do may refuse some ranges in ``spec_rules``.
+    :param elastic_note: why it takes no elastic groups, with a public source (said when a spec asks for one).
     :param rule_groups: extra alert rule files the observability stack adds for this kind, by name:
         ``fmcluster/observability/rules.<name>.yaml`` (rules on metrics only this kind produces).
 
@@ -77,6 +80,8 @@ class OrchestratorTraits:
     addresses_per_node: int = 0
     validation_policies: Tuple[str, ...] = ("drain", "fail", "report")
     validation_policy_note: str = ""
+    elastic_groups: bool = False
+    elastic_note: str = ""
     rule_groups: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -103,9 +108,9 @@ class OrchestratorTraits:
 
     def expected_nodes(self, spec: ClusterSpec) -> Dict[str, int]:
         """Node group name -> how many of its nodes are expected up and reporting (the inventory alerts compare the
-        nodes that report with it). Default: every node of every group. A kind whose nodes start only for jobs
-        expects only those that always run."""
-        return {g.name: g.count for g in spec.node_groups}
+        nodes that report with it). Default: every node of a static group, the floor (min_count) of an elastic one. A
+        kind whose nodes start only for jobs expects only those that always run."""
+        return {g.name: g.min_size for g in spec.node_groups}
 
     def describe(self, spec: ClusterSpec) -> str:
         """One line on what this spec's orchestrator runs, naming its choices (the diagram's box); default: summary."""
@@ -193,6 +198,11 @@ class ClusterSpec(SpecModel):
                             "(docs/capacity.md), or keep the block with an orchestrator that takes capacity-block")
                 found.append((f"node_groups[{i}].capacity.type", f"orchestrator {kind.name} takes "
                               f"{', '.join(sorted(kind.capacity_types))}, not {g.capacity.type}{hint}"))
+            if g.elastic and not kind.elastic_groups:
+                at = "max_count" if g.max_count is not None else "min_count"
+                note = f": {kind.elastic_note}" if kind.elastic_note else ""
+                found.append((f"node_groups[{i}].{at}", f"orchestrator {kind.name} takes no elastic node groups"
+                              f"{note}; leave min_count and max_count out (docs/resilience.md)"))
         policy = self.validation.policy
         if policy is not None and policy not in kind.validation_policies:
             note = f" ({kind.validation_policy_note})" if kind.validation_policy_note else ""
@@ -288,7 +298,7 @@ class ClusterSpec(SpecModel):
     @property
     def node_ip_addresses(self) -> int:
         per_node = self.orchestrator_kind.addresses_per_node  # e.g. pod addresses under the VPC CNI
-        return sum(g.ip_addresses + g.count * per_node for g in self.node_groups)
+        return sum(g.ip_addresses + g.max_size * per_node for g in self.node_groups)
 
     @property
     def required_ips(self) -> int:

@@ -24,6 +24,8 @@ AMI_PATTERN = r"^ami-[0-9a-f]{8,17}$"
 # largest template near 780 KB, three quarters of the size quota, which binds first (about 45 groups reach 1 MB).
 MAX_NODE_GROUPS = 32
 NODE_GROUPS_WHY = "one cluster stack must stay within CloudFormation's 1 MB, 500-resource and 200-output quotas"
+# The largest group the spec takes (count, min_count, max_count).
+MAX_GROUP_SIZE = 2048
 CapacityType = Literal["on-demand", "odcr", "capacity-block", "training-plan"]
 CAPACITY_TYPES = get_args(CapacityType)
 
@@ -90,7 +92,17 @@ class NodeGroup(SpecModel):
         pattern=GROUP_NAME_PATTERN, description="2-32 lower-case letters, digits and hyphens, starting with a letter"
     )
     instance_type: str = Field(description="EC2 instance type (p5.48xlarge); HyperPod's ml. prefix is added for you.")
-    count: int = Field(ge=1, le=2048, description="Instances in the group.")
+    count: int = Field(ge=1, le=MAX_GROUP_SIZE, description="Instances in the group: its fixed size, or with "
+                       "min_count/max_count its desired size (the size deployed where the service keeps one).")
+    min_count: Optional[int] = Field(
+        None, ge=0, le=MAX_GROUP_SIZE,
+        description="Elastic groups: the fewest instances the group may shrink to (default count). docs/resilience.md",
+    )
+    max_count: Optional[int] = Field(
+        None, ge=1, le=MAX_GROUP_SIZE,
+        description="Elastic groups: the most instances the group may grow to (default count); quotas are checked "
+        "for it. docs/resilience.md",
+    )
     role: Literal["gpu", "cpu"] = Field("gpu", description="gpu groups must use a GPU instance type.")
     capacity: Capacity = Field(default_factory=Capacity)
     efa: Optional[bool] = Field(None, description="Attach EFA; default on when the instance type supports it.")
@@ -163,8 +175,23 @@ class NodeGroup(SpecModel):
         return self.placement.existing_group if self.placement is not None else None
 
     @property
+    def min_size(self) -> int:
+        """The fewest instances the group runs: min_count, or count for a static group."""
+        return self.count if self.min_count is None else self.min_count
+
+    @property
+    def max_size(self) -> int:
+        """The most instances the group runs (what quotas, addresses and reservations must hold): max_count or count."""
+        return self.count if self.max_count is None else self.max_count
+
+    @property
+    def elastic(self) -> bool:
+        """The group may change size by itself (a scaler or the scheduler starts and stops its nodes)."""
+        return self.min_size != self.max_size
+
+    @property
     def ip_addresses(self) -> int:
-        return self.count * self.instance.ip_interfaces
+        return self.max_size * self.instance.ip_interfaces
 
     @model_validator(mode="after")
     def _consistent(self) -> NodeGroup:
@@ -184,7 +211,25 @@ class NodeGroup(SpecModel):
             found.append(("placement.strategy", "an On-Demand Capacity Reservation is either open (a new placement "
                           "group can only hurt the fit) or made in a placement group of its own: name that one with "
                           "placement.existing_group, or leave placement out"))
-        if self.capacity.size is not None and self.count > self.capacity.size:
-            found.append(("count", f"{self.count} exceeds capacity.size {self.capacity.size} of the reservation"))
+        if self.capacity.size is not None and self.max_size > self.capacity.size:
+            at = "count" if self.max_count is None else "max_count"
+            found.append((at, f"{self.max_size} exceeds capacity.size {self.capacity.size} of the reservation"))
+        found += self._range_problems()
         raise_problems(found)
         return self
+
+    def _range_problems(self) -> List[Tuple[str, str]]:
+        found: List[Tuple[str, str]] = []
+        if self.min_size > self.count:
+            found.append(("min_count", f"{self.min_size} exceeds count {self.count}; the range is "
+                          "min_count <= count <= max_count"))
+        if self.max_size < self.count:
+            found.append(("max_count", f"{self.max_size} is below count {self.count}; the range is "
+                          "min_count <= count <= max_count"))
+        if self.elastic and self.capacity.type == "capacity-block":
+            # A Capacity Block is bought, and billed, for a fixed number of instances over its window; the group is
+            # that block (EC2 user guide, "Capacity Blocks for ML").
+            found.append(("max_count", "a Capacity Block group is sized to its block, which is paid for whole for "
+                          "its window: leave min_count and max_count out and set count to the block's instance count "
+                          "(https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html)"))
+        return found

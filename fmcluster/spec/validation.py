@@ -40,9 +40,10 @@ class Validation(SpecModel):
     level: Literal["fast", "standard", "deep"] = Field(
         "standard", description="fast: sysfs/procfs; standard: + one call of each tool; deep: + DCGM, GEMM, NCCL."
     )
-    policy: Optional[Literal["fail", "drain", "taint", "report"]] = Field(
+    policy: Optional[Literal["fail", "drain", "taint", "replace", "report"]] = Field(
         None, description="fail stops provisioning; drain (Slurm) / taint (Kubernetes) keep the node out of work; "
-        "report only reports. Default: the orchestrator's (drain on Slurm, taint on Kubernetes, fail on "
+        "replace (SageMaker HyperPod) asks HyperPod for a new instance when a hardware check failed, and drains or "
+        "taints otherwise; report only reports. Default: the orchestrator's (drain on Slurm, taint on Kubernetes, fail on "
         "ParallelCluster, report without an orchestrator)."
     )
     skip_checks: List[str] = Field(

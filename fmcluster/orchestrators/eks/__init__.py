@@ -84,9 +84,15 @@ KIND = Eks(
     settings=settings.EksOrchestrator,
     node_agent="kubernetes",
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
+    # Cluster Autoscaler is the scaler that fits (it scales these managed node groups with their launch templates,
+    # EFA interfaces and placement groups; docs/resilience.md says why not Karpenter); fmcluster does not deploy it yet.
+    elastic_note="fmcluster deploys no node autoscaler on EKS yet, and a managed node group's min and max sizes "
+    "change nothing without one (Cluster Autoscaler scales managed node groups: "
+    "https://docs.aws.amazon.com/eks/latest/best-practices/cas.html)",
     uses_image_family=False,  # EKS picks the AL2023 NVIDIA AMI from the node group's AMI type
     addresses_per_node=POD_ADDRESSES_PER_NODE,
     validation_policies=settings.POLICIES,
     validation_policy_note="drain is Slurm's, and fail cannot stop provisioning: EKS joins a node whatever its user "
-    "data returns. taint: the node gate keeps a failed node tainted, with the reason",
+    "data returns. taint: the node gate keeps a failed node tainted, with the reason. replace is HyperPod's: EKS node "
+    "auto-repair acts on the node monitoring agent's conditions, not on a taint or label of ours",
 )

@@ -48,7 +48,7 @@ def check_node_group_quotas(ctx: Context) -> Outcome:
     """'Managed node groups per cluster' (the spec's groups and the system group) and 'Nodes per managed node group'
     (the largest group); both by name, as Service Quotas lists them for EKS."""
     groups = len(ctx.spec.node_groups) + 1
-    largest = max(max(g.count for g in ctx.spec.node_groups), settings_of(ctx.spec).system_nodes.count)
+    largest = max(max(g.max_size for g in ctx.spec.node_groups), settings_of(ctx.spec).system_nodes.count)
     per_cluster = find_quota(ctx, "eks", lambda n: n.strip().lower() == "managed node groups per cluster")
     per_group = find_quota(ctx, "eks", lambda n: n.strip().lower() == "nodes per managed node group")
     parts, worst = [], PASS

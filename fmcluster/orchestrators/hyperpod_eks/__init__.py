@@ -91,6 +91,7 @@ KIND = HyperPodEks(
     node_agent="kubernetes",
     # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
     capacity_types=frozenset({"on-demand", "training-plan"}),
+    elastic_groups=True,  # HyperPod's managed Karpenter (AutoScaling, with continuous provisioning); spec rules limit it
     instances_in_account=False,
     places_instances=False,  # HyperPod places its instances; the templates create no placement group
     uses_image_family=False,  # HyperPod runs its own EKS AMI
@@ -99,5 +100,6 @@ KIND = HyperPodEks(
     rule_groups=("hyperpod",),
     validation_policies=settings.POLICIES,
     validation_policy_note="drain is Slurm's. taint: the node gate keeps a failed node out of work, with the reason; "
-    "fail: the lifecycle script fails and HyperPod provisions another instance",
+    "fail: the lifecycle script fails and HyperPod provisions another instance; replace: as taint, and a hardware "
+    "fault labels the node for HyperPod's replacement",
 )

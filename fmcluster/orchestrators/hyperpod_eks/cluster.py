@@ -42,6 +42,8 @@ class HyperPodEksCluster(Construct):
     :param subnets: VpcConfig.Subnets (private); ``security_groups``: VpcConfig.SecurityGroupIds.
     :param node_recovery: Automatic (default) | None.
     :param continuous_provisioning: NodeProvisioningMode Continuous (default on).
+    :param autoscaling_role_arn: turns on HyperPod's autoscaling (``AutoScaling`` Karpenter, with this role as
+        ``ClusterRole``), which is built on continuous provisioning.
     :param tags: cluster tags.
     :param checkpoint_memory_percent: managed tiered checkpointing on, with this share (20-100) of every node's memory
         for checkpoints (TieredStorageConfig); None: off.
@@ -61,6 +63,7 @@ class HyperPodEksCluster(Construct):
         security_groups: Sequence[SecurityGroupRef],
         node_recovery: str = "Automatic",
         continuous_provisioning: bool = True,
+        autoscaling_role_arn: Optional[str] = None,
         tags: Optional[Dict[str, str]] = None,
         checkpoint_memory_percent: Optional[int] = None,
     ) -> None:
@@ -69,6 +72,8 @@ class HyperPodEksCluster(Construct):
             raise ValueError("instance_groups: at least one")
         check_cluster_props(cluster_name=cluster_name, instance_groups=instance_groups, node_recovery=node_recovery,
                             subnets=subnets, security_groups=security_groups)
+        if autoscaling_role_arn is not None and not continuous_provisioning:
+            raise ValueError("autoscaling_role_arn: HyperPod's autoscaling requires continuous provisioning")
         for group in instance_groups:
             if group.node_type is not None or group.partitions:
                 raise ValueError(f"instance_groups[{group.name!r}].node_type: EKS instance groups have no Slurm role")
@@ -89,6 +94,10 @@ class HyperPodEksCluster(Construct):
             # ClusterTieredStorageConfig); an update needs no interruption (CloudFormation TieredStorageConfig).
             self.cluster.tiered_storage_config = sagemaker.CfnCluster.TieredStorageConfigProperty(
                 mode="Enable", instance_memory_allocation_percentage=checkpoint_memory_percent)
+        if autoscaling_role_arn is not None:
+            self.cluster.auto_scaling = sagemaker.CfnCluster.ClusterAutoScalingConfigProperty(
+                mode="Enable", auto_scaler_type="Karpenter")
+            self.cluster.cluster_role = autoscaling_role_arn
 
     @property
     def cluster_arn(self) -> str:

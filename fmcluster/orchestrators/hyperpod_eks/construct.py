@@ -24,7 +24,7 @@ from constructs import Construct, IConstruct
 
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.hyperpod_eks import governance, nodes
+from fmcluster.orchestrators.hyperpod_eks import autoscaling, governance, nodes
 from fmcluster.orchestrators.hyperpod_eks.cluster import HyperPodEksCluster
 from fmcluster.orchestrators.hyperpod_eks.dependencies import GitHelmChart
 from fmcluster.orchestrators.hyperpod_eks.settings import SYSTEM_GROUP, settings_of
@@ -86,6 +86,9 @@ class HyperPodEksOrchestration(Construct):
             security_groups=context.security_groups[:1],
         )
         self.role = self._instance_role(context)
+        elastic = autoscaling.elastic_groups(spec)
+        self.autoscaling_role = autoscaling.AutoscalingRole(self, "Autoscaling", cluster_name=spec.name) \
+            if elastic else None
         self.lifecycle = LifecycleScripts(
             self,
             "Lifecycle",
@@ -107,6 +110,7 @@ class HyperPodEksOrchestration(Construct):
             subnets=context.subnets[:1],
             security_groups=context.security_groups,
             node_recovery=s.hyperpod.node_recovery,
+            autoscaling_role_arn=self.autoscaling_role.role_arn if self.autoscaling_role else None,
             # the training operator's managed policy acts on HyperPod clusters tagged so (unverified: docs/hyperpod-eks.md)
             tags={"SageMaker": "true"} if s.hyperpod.training_operator else None,
             checkpoint_memory_percent=spec.checkpoints.memory_percent
@@ -139,6 +143,9 @@ class HyperPodEksOrchestration(Construct):
                 after=["eks-pod-identity-agent", TASK_GOVERNANCE])
             operator.node.add_dependency(self.hyperpod.cluster, self.dependencies.resource)
         self.objects = ClusterObjects(self, "Objects", cluster=self.control_plane.icluster)
+        if elastic:
+            # Karpenter's kinds exist once HyperPod runs it for the cluster (unverified how soon: docs/resilience.md)
+            self.objects.manifest("Karpenter", autoscaling.karpenter_objects(spec), after=[self.hyperpod.cluster])
         # our Deployments and DaemonSets outside the teams' namespaces go in before Kueue's webhooks exist
         for workload in self._install(context):
             task_governance.node.add_dependency(workload)

@@ -51,7 +51,7 @@ def group_names(spec: ClusterSpec) -> List[str]:
 
 def gated(spec: ClusterSpec) -> bool:
     """Whether the node gate runs: under taint and report (under fail a failed node never joins)."""
-    return spec.validation_policy in ("taint", "report")
+    return spec.validation_policy in ("taint", "replace", "report")
 
 
 def node_labels(group: NodeGroup) -> Dict[str, str]:
@@ -76,7 +76,8 @@ def instance_groups(spec: ClusterSpec) -> List[HyperPodInstanceGroup]:
         HyperPodInstanceGroup(
             name=g.name,
             instance_type=ml_type(g.instance_type),
-            count=g.count,
+            # HyperPod's Karpenter owns an elastic group's size, from 0 (SageMaker guide, "Create a NodeClass")
+            count=0 if g.elastic else g.count,
             node_type=None,
             threads_per_core=hp.threads_per_core,
             ebs_volume_gib=hp.volume_gib,

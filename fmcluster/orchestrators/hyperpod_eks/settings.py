@@ -49,7 +49,7 @@ MAX_PRIORITY_CLASSES = 10  # ClusterSchedulerConfig: PriorityClasses maxItems
 MAX_QUOTA_NAME = 63  # ComputeQuota Name (CloudFormation schema); fmcluster names a quota <cluster>-<team>
 # The validation policies a HyperPod on EKS node can honour: fail (the lifecycle script fails, HyperPod provisions
 # another instance), taint (the node gate keeps it out of work with the reason) or report. drain is Slurm's.
-POLICIES = ("taint", "fail", "report")
+POLICIES = ("taint", "replace", "fail", "report")
 # What hyperpod-slurm takes under `hyperpod:` and a HyperPod on EKS cluster has no use for: no Slurm controller, no
 # login nodes, no partitions, no POSIX users (pods bring their own).
 SLURM_ONLY = {
@@ -201,8 +201,10 @@ def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
 
 
 def deep_health_checked(spec: ClusterSpec, group: NodeGroup) -> bool:
-    """Whether HyperPod runs its deep health checks on the group's instances (GPU groups, when the spec says so)."""
-    return settings_of(spec).hyperpod.deep_health_checks and group.role == "gpu"
+    """Whether HyperPod runs its deep health checks on the group's instances (GPU groups, when the spec says so; never
+    on an elastic group: HyperPod's autoscaling takes no instance group with deep health checks, whose 60-90 minutes
+    would leave pods pending and over-provision, SageMaker guide "Create a NodeClass")."""
+    return settings_of(spec).hyperpod.deep_health_checks and group.role == "gpu" and not group.elastic
 
 
 def gpus_by_type(spec: ClusterSpec) -> Dict[str, int]:
@@ -237,12 +239,35 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
             found.append((f"{at}.ami_id", "HyperPod runs its own EKS AMI; remove ami_id"))
         if g.placement is not None:
             found.append((f"{at}.placement", "HyperPod places instances itself; remove placement"))
+        found += _elastic_rules(at, g)
     found += control_plane_rules(spec)
     if spec.validation.level == "deep":
         found.append(("validation.level", "HyperPod's own deep health checks (DCGM diagnostics, NCCL, EFA) cover what "
                       "the deep level would run: keep orchestrator.hyperpod.deep_health_checks on and use standard"))
     found += network_rules(spec, capacity_blocks=False)
     found += _team_rules(spec, s.task_governance)
+    return found
+
+
+# HyperPod's autoscaling on EKS (managed Karpenter), SageMaker guide "Create a NodeClass":
+# https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-autoscaling-nodeclass.html
+AUTOSCALING_GUIDE = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-autoscaling-nodeclass.html"
+
+
+def _elastic_rules(at: str, g: NodeGroup) -> List[Problem]:
+    """An elastic group is an instance group HyperPod's Karpenter scales: it starts empty and may shrink to none
+    (Karpenter scales a group that starts with nodes down to 0), on On-Demand capacity only."""
+    if not g.elastic:
+        return []
+    found: List[Problem] = []
+    if g.min_size != 0:
+        found.append((f"{at}.min_count", f"HyperPod's autoscaling starts an instance group at 0 nodes and scales it "
+                      f"down to 0 when idle, so an elastic group's floor is 0, not {g.min_size}: set min_count: 0, or "
+                      f"leave min_count and max_count out for a static group ({AUTOSCALING_GUIDE})"))
+    if g.capacity.type != "on-demand":
+        found.append((f"{at}.capacity.type", f"HyperPod's autoscaling takes On-Demand instance groups only, not "
+                      f"{g.capacity.type} (training plans and reserved capacity are not supported): make the group "
+                      f"static ({AUTOSCALING_GUIDE})"))
     return found
 
 
@@ -280,11 +305,17 @@ def plan_notes(spec: ClusterSpec) -> List[str]:
     """What `fmcluster plan` says about the orchestrator: the nodes it runs (no controller) and what task governance
     builds, including what CloudFormation cannot."""
     s = settings_of(spec)
-    group_nodes = sum(g.count for g in spec.node_groups)
+    group_nodes = sum(g.count for g in spec.node_groups if not g.elastic)
     hp = s.hyperpod
     lines = [f"SageMaker HyperPod on EKS: no controller (the EKS control plane schedules); {group_nodes} node(s) in "
              f"{len(spec.node_groups)} instance group(s) + {hp.system_count} x {hp.system_instance_type} system = "
              f"{group_nodes + hp.system_count} HyperPod instances (SageMaker quotas apply)"]
+    for g in spec.node_groups:
+        if g.elastic:
+            lines.append(f"elastic group {g.name}: HyperPod's Karpenter (AutoScaling, ClusterRole) starts 0 to "
+                         f"{g.max_size} x {ml_type(g.instance_type)} for pending pods and removes empty ones; no "
+                         "HyperPod deep health checks on it (autoscaling does not take them); quotas are checked for "
+                         f"{g.max_size}")
     tg = s.task_governance
     classes = ", ".join(f"{p.name} {p.weight}" for p in tg.priority_classes) or "none"
     lines.append(f"task governance ({TASK_GOVERNANCE} add-on): cluster policy (AWS::SageMaker::ClusterSchedulerConfig, "

@@ -66,8 +66,14 @@ KIND = HyperPodSlurm(
     node_agent="slurm",
     # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
     capacity_types=frozenset({"on-demand", "training-plan"}),
+    elastic_note="HyperPod's autoscaling (managed Karpenter) serves EKS-orchestrated clusters only; a Slurm cluster's "
+    "instance groups change size through UpdateCluster "
+    "(https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-autoscaling.html)",
     instances_in_account=False,
     places_instances=False,  # HyperPod places its instances; the templates create no placement group
     uses_image_family=False,
-    validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason",
+    validation_policies=("drain", "replace", "fail", "report"),
+    validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason; replace "
+    "asks HyperPod for a new instance when a hardware check failed (state fail, reason Action:Replace) and drains "
+    "otherwise",
 )

@@ -46,5 +46,7 @@ KIND = NoOrchestratorKind(
     node_agent=None,
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
     validation_policies=("report", "fail"),
-    validation_policy_note="no scheduler runs here to drain or taint the node from",
+    validation_policy_note="no scheduler runs here to drain, taint or replace the node from",
+    elastic_note="no scheduler or scaler runs here to start and stop nodes (fmcluster creates launch templates only): "
+    "size the group with count and scale with your own scheduler",
 )

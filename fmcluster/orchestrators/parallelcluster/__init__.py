@@ -67,10 +67,12 @@ KIND = ParallelCluster(
     node_agent="slurm",
     # CAPACITY_BLOCK queues take Capacity Blocks; ODCRs are an ONDEMAND queue's CapacityReservationTarget
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
+    elastic_groups=True,  # MinCount static nodes, up to MaxCount dynamic nodes Slurm starts for jobs
     uses_image_family=False,  # ParallelCluster picks the image from its Image.Os (or the group's ami_id)
     validation_policies=settings.POLICIES,
     validation_policy_note="taint is Kubernetes'; drain would loop: clustermgtd terminates a drained static node and "
     "launches a replacement, which fails and drains again, and the bootstrap succeeded, so protected mode never "
     "stops it. fail: the bootstrap fails and ParallelCluster replaces the node until protected mode stops the queue; "
-    "report: the node joins Slurm, its report and metrics say why it failed",
+    "report: the node joins Slurm, its report and metrics say why it failed. replace is HyperPod's; fail is "
+    "ParallelCluster's replacement",
 )

@@ -162,7 +162,7 @@ def compute_resource(spec: ClusterSpec, group: NodeGroup) -> Dict[str, Any]:
         "Name": compute_resource_name(group),
         "InstanceType": group.instance_type,
         "MinCount": min_count(spec, group),
-        "MaxCount": group.count,
+        "MaxCount": group.max_size,
     }
     if group.efa_enabled:
         # GPUDirect RDMA is on wherever the type and OS have it; GdrSupport records the intent

@@ -169,8 +169,9 @@ def compute_resource_name(group: NodeGroup) -> str:
 
 
 def min_count(spec: ClusterSpec, group: NodeGroup) -> int:
+    """MinCount: the queue's min_count where given, else the group's floor (count for a static group)."""
     queue = settings_of(spec).queues.get(group.name)
-    return group.count if queue is None or queue.min_count is None else queue.min_count
+    return group.min_size if queue is None or queue.min_count is None else queue.min_count
 
 
 def static_nodes(spec: ClusterSpec) -> Dict[str, int]:
@@ -202,7 +203,10 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
             found.append((f"{at}.queues.{key}", f"no node group named {key!r}; node groups: {', '.join(groups)}"))
             continue
         i, g = groups[key]
-        if queue.min_count is not None and queue.min_count > g.count:
+        if queue.min_count is not None and (g.min_count is not None or g.max_count is not None):
+            found.append((f"{at}.queues.{key}.min_count", f"node_groups[{i}] gives its own range (min_count/max_count), "
+                          "which every orchestrator reads: set the static nodes there and leave this out"))
+        elif queue.min_count is not None and queue.min_count > g.count:
             found.append((f"{at}.queues.{key}.min_count", f"{queue.min_count} exceeds the group's count {g.count}"))
         if queue.min_count is not None and g.capacity.type == "capacity-block" and queue.min_count != g.count:
             found.append((f"{at}.queues.{key}.min_count", "a Capacity Block queue is all static nodes (ParallelCluster "

@@ -66,5 +66,8 @@ KIND = Pcs(
     settings=settings.PcsOrchestrator,
     node_agent="slurm",
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
-    validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason",
+    elastic_groups=True,  # compute node group scaling: min static instances, up to max started for jobs
+    validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason. replace is "
+    "HyperPod's: PCS documents no Slurm reason or state that replaces an instance (its own health monitoring replaces "
+    "faulty instances: docs/resilience.md)",
 )

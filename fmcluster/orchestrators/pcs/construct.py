@@ -1,5 +1,6 @@
 """AWS PCS on the cluster's EFA node groups: a PCS cluster in the node subnet, one compute node group and
-queue per node group (static: min = max = count) launched from the group's launch template, and one login
+queue per node group (static: min = max = count; elastic: min_count static instances, up to max_count started for
+jobs and stopped after scale_down_idle_seconds) launched from the group's launch template, and one login
 node."""
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ class PcsOrchestration(Ec2Nodes):
                 f"{construct_id(group.name)}NodeGroup",
                 name=group.name,
                 instance_type=group.instance_type,
-                min_count=group.count,
-                max_count=group.count,
+                min_count=group.min_size,
+                max_count=group.max_size,
                 launch_template=self.node_groups[group.name].launch_template,
                 instance_profile_arn=self.node_role.instance_profile_arn,
                 subnet_ids=context.subnet_ids[:1],

@@ -63,8 +63,8 @@ def settings_of(spec: ClusterSpec) -> PcsOrchestrator:
 
 
 def instances(spec: ClusterSpec) -> int:
-    """Instances the controller manages: every node and the login node."""
-    return sum(g.count for g in spec.node_groups) + 1
+    """Instances the controller manages: every node an elastic group may grow to, and the login node."""
+    return sum(g.max_size for g in spec.node_groups) + 1
 
 
 def login_ami_id(spec: ClusterSpec) -> Optional[str]:

@@ -69,7 +69,7 @@ class HyperPodInstanceGroup:
 
     :param name: instance group name (1-63 chars, alphanumerics and inner hyphens).
     :param instance_type: a HyperPod type, ``ml.`` prefixed (e.g. ``ml.p5.48xlarge``).
-    :param count: instances in the group.
+    :param count: instances in the group (0 for a group HyperPod's autoscaling sizes).
     :param node_type: Slurm role of the group: Controller | Login | Compute; None on EKS (no SlurmConfig).
     :param partitions: Slurm partition of a Compute group (HyperPod allows at most one).
     :param threads_per_core: 1 (SMT off, the usual choice for GPU training) or 2.
@@ -108,8 +108,8 @@ class HyperPodInstanceGroup:
             raise ValueError(f"{where}.name: 1-63 chars of letters, digits and inner hyphens")
         if not self.instance_type.startswith(ML_PREFIX):
             raise ValueError(f"{where}.instance_type: {self.instance_type!r} must start with {ML_PREFIX!r}")
-        if self.count < 1:
-            raise ValueError(f"{where}.count: must be at least 1")
+        if self.count < 0:
+            raise ValueError(f"{where}.count: must be at least 0 (0: an autoscaled group, which starts empty)")
         if self.node_type is not None and self.node_type not in NODE_TYPES:
             raise ValueError(f"{where}.node_type: must be one of {', '.join(NODE_TYPES)} (or None on EKS)")
         if self.threads_per_core not in (1, 2):

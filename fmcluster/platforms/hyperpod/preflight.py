@@ -45,7 +45,7 @@ def hyperpod_demand(spec: Any, *, training_plans: Optional[bool] = None) -> Dict
     for g in spec.node_groups:
         on_plan = g.capacity.type == "training-plan"
         if training_plans is None or training_plans == on_plan:
-            out[contract_ml_type(g.instance_type)] += g.count
+            out[contract_ml_type(g.instance_type)] += g.max_size  # an elastic group may grow to max_count
     if not training_plans:
         for extra in spec.orchestrator_kind.extra_instances(spec):  # controller, login or system groups count too
             out[extra.instance_type] += extra.count

@@ -27,8 +27,8 @@ def objects(*, groups: Sequence[str], policy: str, tolerations: Sequence[Dict[st
     """Namespace, RBAC, ConfigMap and DaemonSet, in the order they must be applied. `tolerations`: taints of the
     orchestrator's own the gate must also run under (HyperPod's deep health checks); `adopt`: also decide for nodes
     that registered without the pending taint (kube_gate.py --adopt)."""
-    if policy not in ("taint", "report"):
-        raise ValueError(f"policy: {policy!r} is not taint or report")
+    if policy not in ("taint", "replace", "report"):
+        raise ValueError(f"policy: {policy!r} is not taint, replace or report")
     if not groups:
         raise ValueError("groups: the gate needs the node groups it serves")
     meta = {"name": NAME, "namespace": NAMESPACE, "labels": {"app.kubernetes.io/name": NAME}}

@@ -62,8 +62,9 @@ from fmcluster.runtime.rooted import read_text, under
 
 ROLES = ("controller", "login", "compute")
 # validation.policy on HyperPod on EKS nodes: fail (the lifecycle script fails; HyperPod provisions another instance),
-# taint (the node reports; the node gate in the cluster keeps a failed node tainted), report. drain is Slurm's.
-EKS_POLICIES = ("taint", "fail", "report")
+# taint (the node reports; the node gate in the cluster keeps a failed node tainted), replace (as taint; the gate
+# labels a node with a hardware fault for replacement), report. drain is Slurm's.
+EKS_POLICIES = ("taint", "replace", "fail", "report")
 DEFAULT_RESOURCE_CONFIG = "/opt/ml/config/resource_config.json"
 NVME_ROOT = INSTANCE_NVME_ROOT
 EBS_ROOT = HYPERPOD_EBS_ROOT

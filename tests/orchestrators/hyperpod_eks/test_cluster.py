@@ -55,7 +55,7 @@ def test_hyperpod_cluster_on_the_eks_control_plane(p5):
 
 def test_one_instance_group_per_node_group_and_a_system_group(p5):
     g = groups(p5)
-    assert list(g) == ["h100", "system"]
+    assert list(g) == ["h100", "prep", "system"]  # prep is elastic: test_hyperpod_eks_elastic.py
     h100, system = g["h100"], g["system"]
     assert h100["InstanceType"] == "ml.p5.48xlarge" and h100["InstanceCount"] == 4
     assert h100["OnStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]

@@ -22,6 +22,10 @@ from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
 VERSION = "1.33"  # the example's
+# HyperPod runs its own managed Karpenter and installs these kinds itself; which Karpenter release (so which NodePool
+# schema) it runs is not published, and no HyperpodNodeClass CRD is public, so no schema is vendored for them: their
+# shape is checked in test_hyperpod_eks_elastic.py against the SageMaker guide's examples.
+UNVENDORED = {("karpenter.sh/v1", "NodePool"), ("karpenter.sagemaker.amazonaws.com/v1", "HyperpodNodeClass")}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +48,8 @@ def named(objects: List[Dict[str, Any]], kind: str, name: str) -> Dict[str, Any]
 def test_every_object_is_valid_for_the_clusters_kubernetes_version(applied):
     assert applied
     for obj in applied:
-        validate(obj, VERSION)
+        if (obj["apiVersion"], obj["kind"]) not in UNVENDORED:
+            validate(obj, VERSION)
 
 
 def test_the_gate_adopts_untainted_nodes_and_runs_through_hyperpods_health_checks(applied):
@@ -54,7 +59,7 @@ def test_the_gate_adopts_untainted_nodes_and_runs_through_hyperpods_health_check
     assert nodes.HEALTH_TOLERATION in ds["spec"]["template"]["spec"]["tolerations"]
     terms = ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms["nodeSelectorTerms"][0]["matchExpressions"][0] == {"key": labels.GROUP, "operator": "In",
-                                                                    "values": ["h100"]}
+                                                                    "values": ["h100", "prep"]}
 
 
 def test_the_exporters_export_hyperpods_health_labels_and_run_on_every_node(applied):

@@ -161,7 +161,8 @@ def test_node_group_rules(base):
     data["node_groups"].append({"name": "system", "instance_type": "c5.18xlarge", "count": 1, "role": "cpu",
                                 "ami_id": "ami-0123456789abcdef0", "placement": {"strategy": "cluster"}})
     text = problems(data)
-    for path in ("node_groups[1].name", "node_groups[1].ami_id", "node_groups[1].placement"):
+    last = len(data["node_groups"]) - 1
+    for path in (f"node_groups[{last}].name", f"node_groups[{last}].ami_id", f"node_groups[{last}].placement"):
         assert path in text, path
 
 
@@ -184,8 +185,9 @@ def test_cli_validate_exits_2_naming_the_field(tmp_path, capsys, base):
 def test_plan_shows_the_nodes_without_a_controller_and_the_governance_objects(capsys):
     assert main(["plan", str(ROOT / "examples" / "hyperpod-eks-p5.yaml")]) == 0
     out = capsys.readouterr().out
-    assert ("SageMaker HyperPod on EKS: no controller (the EKS control plane schedules); 4 node(s) in 1 instance "
+    assert ("SageMaker HyperPod on EKS: no controller (the EKS control plane schedules); 4 node(s) in 2 instance "
             "group(s) + 2 x ml.m5.4xlarge system = 6 HyperPod instances") in out
+    assert "elastic group prep: HyperPod's Karpenter (AutoScaling, ClusterRole) starts 0 to 4 x ml.c5.18xlarge" in out
     assert "AWS::SageMaker::ClusterSchedulerConfig" in out and "2 team quota(s) (AWS::SageMaker::ComputeQuota)" in out
     assert "team research: 16 of 32 GPUs of ml.p5.48xlarge, lend-and-borrow up to 100%; namespace hyperpod-ns-research, " \
            "queue hyperpod-ns-research-localqueue" in out

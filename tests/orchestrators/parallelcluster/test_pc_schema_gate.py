@@ -146,7 +146,7 @@ def test_an_odcr_cluster_passes_with_only_the_warning_parallelcluster_expects_fo
     from fmcluster.registry import parse_spec
 
     data = yaml.safe_load((ROOT / "examples" / "parallelcluster-p5.yaml").read_text())
-    data["orchestrator"]["parallelcluster"].pop("queues")
+    data["orchestrator"]["parallelcluster"].pop("queues", None)
     data["node_groups"] = [
         {"name": "pinned", "instance_type": "p5.48xlarge", "count": 2, "placement": {"existing_group": "odcr-pg"},
          "capacity": {"type": "odcr", "reservation_id": "cr-0a1b2c3d4e5f60718"}},

@@ -46,7 +46,7 @@ def test_compute_node_group_uses_the_efa_launch_template(p5):
     groups = node_groups(p5)
     h100 = groups["h100"]
     assert h100["InstanceConfigs"] == [{"InstanceType": "p5.48xlarge"}]
-    assert h100["ScalingConfiguration"] == {"MinInstanceCount": 4, "MaxInstanceCount": 4}
+    assert h100["ScalingConfiguration"] == {"MinInstanceCount": 4, "MaxInstanceCount": 8}  # 4 static, up to 8
     assert h100["PurchaseOption"] == "ONDEMAND" and h100["AmiId"] == "ami-0123456789abcdef0"
     lt_ref = h100["CustomLaunchTemplate"]
     lt_id = lt_ref["TemplateId"]["Ref"]

@@ -60,10 +60,13 @@ class FakeApi:
                     if api.race:  # someone else changed the node since the gate read it
                         api.race = False
                         api.node["metadata"]["resourceVersion"] = "8"
-                    test, op = body
+                    test, *ops = body
                     if test["value"] != api.node["metadata"]["resourceVersion"]:
                         return self._send(422, {"reason": "Invalid"})
-                    api.node["spec"]["taints"] = op["value"]
+                    for op in ops:
+                        assert op["op"] == "add" and op["path"] in ("/spec/taints", "/metadata/labels"), op
+                        where, key = op["path"].split("/")[1:]
+                        api.node[where][key] = op["value"]
                     api.node["metadata"]["resourceVersion"] = str(int(api.node["metadata"]["resourceVersion"]) + 1)
                     return self._send(200, api.node)
                 assert self.path == f"/api/v1/nodes/{NODE}/status"
@@ -249,3 +252,22 @@ def test_the_script_shipped_is_the_runtime_gate(gate_objects):
 def test_gate_policy_must_be_one_the_gate_knows():
     with pytest.raises(ValueError, match="policy"):
         gate.objects(groups=["a"], policy="drain")
+
+
+def test_replace_labels_a_node_with_a_hardware_fault_for_hyperpods_replacement(api, tmp_path):
+    api.node["metadata"]["labels"] = {"fmcluster.io/node-group": "h100"}
+    assert api.gate(write_result(tmp_path, "fail", ["hw.ecc", "versions.nccl"]), policy="replace") == 0
+    assert api.node["spec"]["taints"] == [GPU, {**PENDING, "value": "failed"}]
+    assert api.node["metadata"]["labels"] == {"fmcluster.io/node-group": "h100",
+                                              "sagemaker.amazonaws.com/node-health-status":
+                                                  "UnschedulablePendingReplacement"}
+
+
+def test_replace_keeps_a_node_with_a_software_fault_tainted_only(api, tmp_path):
+    assert api.gate(write_result(tmp_path, "fail", ["versions.nccl"]), policy="replace") == 0
+    assert api.node["spec"]["taints"] == [GPU, {**PENDING, "value": "failed"}]
+    assert "labels" not in api.node["metadata"], "a new instance would fail the same way: no replacement asked"
+
+
+def test_the_gate_and_the_validator_agree_on_what_a_hardware_fault_is():
+    assert kube_gate.HARDWARE_FAULTS == actions.HARDWARE_FAULTS

@@ -180,7 +180,7 @@ def test_the_node_side_policy_leaves_taint_to_the_node_gate(policy, node_policy)
 
 @pytest.mark.parametrize("change, words", [
     ({"workload_manager": "slurm"}, "workload_manager must be 'eks'"),
-    ({"validation": {"policy": "drain"}}, "validation.policy must be one of taint, fail, report"),
+    ({"validation": {"policy": "drain"}}, "validation.policy must be one of taint, replace, fail, report"),
     ({"system_group": "h100"}, "is also a worker group"),
     ({"controller_group": "controller"}, "fmcluster_parameters.json: unknown key(s) controller_group"),
     ({"observability": {"remote_write_url": "https://x"}}, "observability must be null or an object of efa_textfile"),
