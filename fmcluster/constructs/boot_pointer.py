@@ -135,4 +135,5 @@ touch "$fm_home/pkg/fmcluster/__init__.py"
 
 def run_bootstrap_shell() -> str:
     """The line that runs the runtime's bootstrap with the level and policy the pointer named."""
-    return f"set -a; . {BOOT_ENV}; set +a\nbash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh\n"
+    return (f"set -a\n# shellcheck disable=SC1091\n. {BOOT_ENV}\nset +a\n"
+            "bash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh\n")
