@@ -63,14 +63,14 @@ _READER = """import json, re, shlex, sys
 path, etc, group = sys.argv[1:4]
 try:
     doc = json.load(open(path))
-    if not isinstance(doc, dict) or doc.get("schema") != %(schema)d:
-        raise ValueError(f"schema {doc.get('schema') if isinstance(doc, dict) else None!r}; this node reads %(schema)d")
+    if not isinstance(doc, dict) or doc.get("schema") != @SCHEMA@:
+        raise ValueError(f"schema {doc.get('schema') if isinstance(doc, dict) else None!r}; this node reads @SCHEMA@")
     if doc.get("group") != group:
         raise ValueError(f"it names group {doc.get('group')!r}, this node is in {group!r}")
     digest, key = doc["runtime"]["sha256"], doc["runtime"]["key"]
     if not (isinstance(digest, str) and re.fullmatch("[0-9a-f]{64}", digest) and key == f"runtime/{digest}.zip"):
         raise ValueError("runtime is not a runtime/<sha256>.zip key with its sha256")
-    if doc.get("level") not in %(levels)r or doc.get("policy") not in %(policies)r:
+    if doc.get("level") not in @LEVELS@ or doc.get("policy") not in @POLICIES@:
         raise ValueError(f"level {doc.get('level')!r} or policy {doc.get('policy')!r} unknown")
     profile = doc.get("profile")
     if profile is not None and not isinstance(profile, dict):
@@ -85,7 +85,7 @@ values = {"FMCLUSTER_RUNTIME_KEY": key, "FMCLUSTER_RUNTIME_SHA256": digest,
           "FMCLUSTER_LEVEL": doc["level"], "FMCLUSTER_POLICY": doc["policy"]}
 with open(f"{etc}/boot.env", "w") as out:
     out.writelines(f"{name}={shlex.quote(value)}\\n" for name, value in values.items())
-""" % {"schema": SCHEMA, "levels": LEVELS, "policies": POLICIES}
+""".replace("@SCHEMA@", str(SCHEMA)).replace("@LEVELS@", repr(LEVELS)).replace("@POLICIES@", repr(POLICIES))
 
 
 def read_pointer_shell(*, bucket: str, region: str, key: str, group: str) -> str:

@@ -17,7 +17,6 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
 from fmcluster.constructs import boot_pointer
-
 from fmcluster.constructs.bucket_deployment import (
     acknowledge_deployment_handler,
     deployment_log_group,

@@ -213,12 +213,24 @@ def test_no_change_reports_nothing():
     assert report.findings == [] and not any(report.stacks.values())
 
 
-def test_a_rolling_update_counts_gpus_and_says_pods_are_evicted_regardless_of_budgets():
+def test_a_rolling_update_counts_gpus_and_says_it_drains_within_budgets_one_node_at_a_time():
     report = edit("eks-p5", launch_template_user_data)
     gpu = [f for f in report.findings if f.cls == NODES and f.gpus]
     assert [f.gpus for f in gpu] == [32]
-    assert "regardless of PodDisruptionBudgets" in gpu[0].jobs
+    assert "regardless of PodDisruptionBudgets" not in gpu[0].jobs  # ForceUpdateEnabled is off
+    assert "1 node(s) at a time" in gpu[0].jobs and "UpdateStrategy MINIMAL" in gpu[0].jobs
     assert any("managed-node-update-behavior" in s for s in gpu[0].sources)
+
+
+def test_a_forced_update_says_pods_are_evicted_regardless_of_budgets():
+    """A cluster deployed by an earlier fmcluster, whose node groups force their updates."""
+    old = copy.deepcopy(templates("eks-p5"))
+    for _, r in resources(old, "AWS::EKS::Nodegroup"):
+        r["Properties"]["ForceUpdateEnabled"] = True
+    new = copy.deepcopy(old)
+    launch_template_user_data(new)
+    (gpu,) = [f for f in compare(old, new).findings if f.cls == NODES and f.gpus]
+    assert "regardless of PodDisruptionBudgets" in gpu.jobs
 
 
 def test_count_down_terminates_only_the_removed_instances():
