@@ -30,7 +30,7 @@ from fmcluster.platforms.ec2.node_builder import NodeImage, construct_id
 from fmcluster.platforms.kubernetes import labels
 from fmcluster.platforms.kubernetes.node_checks import EKS_DISABLED_CHECKS, EKS_OPTIONAL
 from fmcluster.profiles import mounts
-from fmcluster.runtime.observability import efa_textfile_shell
+from fmcluster.runtime.observability import EFA_TEXTFILE_TIMER_UNIT
 from fmcluster.runtime.profile import NodeProfile
 from fmcluster.spec import ClusterSpec, NodeGroup
 
@@ -105,8 +105,13 @@ def node_config(group: NodeGroup) -> str:
 
 # The EFA counters textfile (runtime/observability/efa_textfile.py) on a timer, as install.sh sets it up on the other
 # kinds' nodes; the node-exporter pods read the textfile directory (metrics.py). No host agent: AMP's managed scraper
-# collects. The units are the runtime's (HyperPod on EKS nodes write the same ones).
-EFA_TEXTFILE_UNITS = efa_textfile_shell()
+# collects. The units come from the runtime the node fetched (the HyperPod on EKS lifecycle writes the same ones), so a
+# collector change is a runtime change and leaves the launch template alone.
+EFA_TEXTFILE_UNITS = (
+    "PYTHONPATH=/opt/fmcluster/pkg timeout 60 python3 -m fmcluster.runtime.lifecycle.node efa-units "
+    f"--unit-dir /etc/systemd/system >/dev/null && timeout 60 systemctl daemon-reload && "
+    f"timeout 60 systemctl enable --now {EFA_TEXTFILE_TIMER_UNIT} || echo 'fmcluster: EFA textfile timer not started'\n"
+)
 
 
 def pre_validation_steps(spec: ClusterSpec, group: NodeGroup) -> str:
