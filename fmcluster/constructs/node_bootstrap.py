@@ -1,28 +1,34 @@
-"""What every node runs at boot: the fmcluster runtime in a bucket the cluster stack owns, the node group's
-NodeProfile, and user data (MIME multi-part, as PCS requires) that runs the shared bootstrap in
-fmcluster/runtime/node_bootstrap.sh."""
+"""What every node runs at boot: the fmcluster runtime in a bucket the cluster stack owns, each node group's boot
+pointer (runtime, NodeProfile, validation level and policy; constructs/boot_pointer.py), and user data (MIME
+multi-part, as PCS requires) that reads the pointer and runs the shared bootstrap in
+fmcluster/runtime/node_bootstrap.sh. User data names only stable things, so a new runtime or validation setting
+leaves launch templates unchanged (docs/changes.md, "Routine changes")."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from shlex import quote
-from typing import Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple, cast
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import CfnResource, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
+from fmcluster.constructs import boot_pointer
 from fmcluster.constructs.bucket_deployment import (
     acknowledge_deployment_handler,
     deployment_log_group,
     deployment_role,
     explicit_bucket_policy,
     grant_destination,
+    nag_resource,
     secure_bucket,
     server_access_log_bucket,
 )
+from fmcluster.constructs.runtime_archive import runtime_archive, sha256_of, staged
+from fmcluster.nag import acknowledge
 
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
 BOUNDARY = "==FMCLUSTER=="
@@ -30,72 +36,118 @@ RUNTIME_PREFIX = "runtime/"
 ACCESS_LOGS_PREFIX = "node-runtime/"
 DEPLOYMENT_ROLE_ID = "NodeRuntimeDeploymentRole"
 DEPLOYMENT_LOGS_ID = "NodeRuntimeDeploymentLogs"
+# The pointers' documents, as metadata of the deployment that writes them.
+POINTERS_METADATA = "fmcluster:boot-pointers"
 
 
 class NodeRuntime(Construct):
-    """The node-side package (standard-library Python and scripts) as one zip in a bucket of the cluster stack, keyed
-    by its content hash (``runtime/<hash>.zip``).
+    """The node-side package (standard-library Python and scripts) as one deterministic zip in a bucket of the cluster
+    stack, keyed by its sha256 (``runtime/<sha256>.zip``), and each node group's boot pointer (constructs/boot_pointer.py)
+    under a stable key that names it.
 
     Not the CDK bootstrap bucket: on accounts bootstrapped with a customer managed key the nodes could not decrypt
-    it, and ``cdk gc`` removes assets that nodes launched months later from the launch template still fetch. Here
-    keys are never pruned while the stack lives (a new runtime adds a key; the old one stays for instances launched
-    from older template versions), the bucket is versioned, TLS-only, and goes with the stack, as the launch
-    templates that name it do. Exposes ``bucket``, ``object_key``, ``s3_url``, ``deployment`` (what node launches
-    must wait for: `required_by`), ``access_logs`` (where its server access logs go) and
-    ``grant_read``.
+    it, and ``cdk gc`` removes assets that nodes launched months later still fetch. Runtime objects are never pruned
+    while the stack lives (prune off; a new runtime adds a key): a node that read a pointer just before a deploy
+    rewrote it still finds the runtime it names, and so do instances launched from launch-template versions written
+    before the pointer existed, which name ``runtime/<asset hash>.zip`` directly. They go with the stack (a few
+    hundred KB per release). The bucket is versioned and TLS-only. Exposes ``bucket``, ``object_key``, ``sha256``,
+    ``deployment`` and ``pointers`` (what node launches must wait for: `required_by`), ``access_logs``, `publish`
+    (a group's pointer), `pointer_documents` and ``grant_read``.
     """
 
     def __init__(self, scope: Construct, id: str) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
-        self.asset = s3_assets.Asset(
-            self,
-            "Asset",
-            path=str(RUNTIME_DIR),
-            exclude=["__pycache__", "**/__pycache__", "*.pyc"],
-        )
+        archive = runtime_archive(RUNTIME_DIR)
+        self.sha256 = sha256_of(archive)
+        self.object_key = f"{RUNTIME_PREFIX}{self.sha256}.zip"
         # Server access logs like the data and lifecycle buckets: which node (role) read the runtime, when.
         self.access_logs = server_access_log_bucket(self, "AccessLogs", logged="node runtime bucket")
         self.bucket = secure_bucket(self, "Bucket", versioned=True, removal_policy=RemovalPolicy.DESTROY,
                                     auto_delete_objects=True, server_access_logs_bucket=self.access_logs,
                                     server_access_logs_prefix=ACCESS_LOGS_PREFIX)
         explicit_bucket_policy(self.bucket)
-        self.object_key = f"{RUNTIME_PREFIX}{self.asset.s3_object_key}"
         log_group = deployment_log_group(stack, DEPLOYMENT_LOGS_ID,
                                          description=f"{stack.stack_name}: logs of the node runtime deployment")
-        role = deployment_role(
+        self._role = deployment_role(
             stack, DEPLOYMENT_ROLE_ID,
             description="fmcluster: CDK BucketDeployment handler that copies the node runtime into its bucket",
             log_group=log_group,
         )
+        self._log_group = log_group
         self.deployment = s3deploy.BucketDeployment(
             self,
             "Deploy",
-            sources=[s3deploy.Source.bucket(self.asset.bucket, self.asset.s3_object_key)],
+            sources=[s3deploy.Source.asset(str(staged(archive, f"{self.sha256}.zip")))],
             destination_bucket=self.bucket,
             destination_key_prefix=RUNTIME_PREFIX,
-            extract=False,
-            prune=False,  # older runtimes stay for instances launched from older launch-template versions
-            role=role.without_policy_updates(),
+            prune=False,  # older runtimes stay for nodes that read an older pointer or launch-template version
+            role=self._role.without_policy_updates(),
             log_group=log_group,
         )
-        grant_destination(role, self.bucket, RUNTIME_PREFIX)
+        grant_destination(self._role, self.bucket, RUNTIME_PREFIX)
+        grant_destination(self._role, self.bucket, boot_pointer.PREFIX)
         acknowledge_deployment_handler(stack)
+        self._documents: Dict[str, Dict[str, Any]] = {}
+        self.pointers: Optional[s3deploy.BucketDeployment] = None
+
+    def publish(self, *, key: str, group: str, level: str, policy: str, profile_json: Optional[str]) -> str:
+        """Write `group`'s pointer under `key` (boot_pointer.group_key or LOGIN_KEY) at deploy time, after the runtime
+        it names; returns `key`. Publishing the same key twice must say the same thing."""
+        document = boot_pointer.pointer_document(group=group, runtime_key=self.object_key, sha256=self.sha256,
+                                                 level=level, policy=policy, profile_json=profile_json)
+        if self._documents.get(key, document) != document:
+            raise ValueError(f"boot pointer {key}: published twice with different contents")
+        if key in self._documents:
+            return key
+        self._documents[key] = document
+        source = s3deploy.Source.data(key[len(boot_pointer.PREFIX):], json.dumps(document, sort_keys=True))
+        if self.pointers is None:
+            self.pointers = s3deploy.BucketDeployment(
+                self,
+                "Pointers",
+                sources=[source],
+                destination_bucket=self.bucket,
+                destination_key_prefix=boot_pointer.PREFIX,
+                # a group removed from the spec may still have instances booting from its pointer
+                prune=False,
+                role=self._role.without_policy_updates(),
+                log_group=self._log_group,
+            )
+            # a pointer never names a runtime that is not there yet
+            self.pointers.node.add_dependency(self.deployment)
+        else:
+            self.pointers.add_source(source)
+        # what the pointers say, in the template too: reviewers and `fmcluster diff` see it without the assets
+        cast(CfnResource, self.pointers.node.find_child("CustomResource").node.default_child).add_metadata(
+            POINTERS_METADATA, dict(sorted(self._documents.items())))
+        return key
+
+    def pointer_documents(self) -> Dict[str, Dict[str, Any]]:
+        return dict(self._documents)
 
     def required_by(self, *dependents: Construct) -> None:
-        """Make `dependents` (launch templates, clusters) wait for the runtime's copy: a node launched before it
-        would find no runtime to fetch."""
+        """Make `dependents` (launch templates, clusters) wait for the runtime's copy and the pointers: a node
+        launched before them would find nothing to read."""
         for dependent in dependents:
             dependent.node.add_dependency(self.deployment)
+            if self.pointers is not None:
+                dependent.node.add_dependency(self.pointers)
 
-    @property
-    def s3_url(self) -> str:
-        return f"s3://{self.bucket.bucket_name}/{self.object_key}"
-
-    def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
-        """s3:GetObject on this runtime's object only."""
-        return iam.Grant.add_to_principal(
-            grantee=grantee, actions=["s3:GetObject"], resource_arns=[self.bucket.arn_for_objects(self.object_key)])
+    def grant_read(self, grantee: iam.IGrantable, *, groups: Sequence[str] = (), login: bool = False) -> iam.Grant:
+        """s3:GetObject on the runtime objects (``runtime/*``: a node may be handed any runtime a pointer named, and a
+        policy naming only today's would refuse a node that read yesterday's pointer during a deploy) and on exactly
+        the pointers of `groups` (and the login node's with `login`)."""
+        keys = [boot_pointer.group_key(g) for g in groups] + ([boot_pointer.LOGIN_KEY] if login else [])
+        runtime_objects = self.bucket.arn_for_objects(f"{RUNTIME_PREFIX}*")
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee, actions=["s3:GetObject"],
+            resource_arns=[runtime_objects, *(self.bucket.arn_for_objects(k) for k in keys)])
+        if isinstance(grantee, Construct):
+            acknowledge(grantee, f"AwsSolutions-IAM5[Resource::{nag_resource(Stack.of(self), runtime_objects)}]",
+                        "Nodes read any fmcluster runtime object of the cluster's own runtime bucket (s3:GetObject "
+                        "only): which one is named by the group's boot pointer, and checked against its sha256.")
+        return grant
 
 
 def collectors_step(
@@ -112,15 +164,17 @@ def collectors_step(
     )
 
 
-def mount_step(*, dns_name: str, mount_name: str, mount_point: str, efa: bool, fatal: bool = False) -> str:
+def mount_step(*, dns_name: str, mount_name: str, mount_point: str, efa: bool, fatal_under_fail: bool = False) -> str:
     """Shell lines that mount FSx for Lustre (and add it to fstab) with the runtime's mount helper.
 
     A failed mount is judged by validation.policy (docs/node-contract.md): where the boot validator runs, its
-    required storage.mounts check applies the policy, so the step only reports; `fatal` (nodes without the
-    validator, under policy fail) stops the boot here."""
+    required storage.mounts check applies the policy, so the step only reports; with `fatal_under_fail` (nodes
+    without the validator) a failed mount stops the boot when the policy the boot pointer named
+    (``FMCLUSTER_POLICY``) is fail, read at boot so that a policy change leaves the launch template alone."""
     flags = " --efa" if efa else ""
-    on_failure = ("{ echo 'fmcluster: FSx for Lustre mount failed (details above); policy fail'; exit 1; }" if fatal
-                  else "echo 'fmcluster: FSx for Lustre mount failed (details above)'")
+    on_failure = ("{ echo 'fmcluster: FSx for Lustre mount failed (details above)'; "
+                  "if [ \"${FMCLUSTER_POLICY:-fail}\" = fail ]; then echo 'fmcluster: policy fail'; exit 1; fi; }"
+                  if fatal_under_fail else "echo 'fmcluster: FSx for Lustre mount failed (details above)'")
     return (
         "PYTHONPATH=/opt/fmcluster/pkg python3 -m fmcluster.runtime.lustre mount "
         f"--dns-name {quote(dns_name)} --mount-name {quote(mount_name)} --mount-point {quote(mount_point)}{flags} "
@@ -128,46 +182,22 @@ def mount_step(*, dns_name: str, mount_name: str, mount_point: str, efa: bool, f
     )
 
 
-def _fetch_runtime(runtime_s3_url: str, region: str) -> str:
-    """Shell lines that fetch the runtime asset (retrying with backoff) and unpack it as a package."""
-    return f"""install -d -m 0755 /etc/fmcluster /opt/fmcluster/pkg/fmcluster /var/log/fmcluster
-exec >>/var/log/fmcluster/user-data.log 2>&1
-for attempt in 1 2 3 4 5 6; do
-  aws s3 cp --only-show-errors --region {quote(region)} {quote(runtime_s3_url)} /opt/fmcluster/runtime.zip && break
-  [ "$attempt" -eq 6 ] && {{ echo "cannot fetch the fmcluster runtime"; exit 1; }}
-  sleep $((attempt * 10))
-done
-rm -rf /opt/fmcluster/pkg/fmcluster/runtime
-python3 -m zipfile -e /opt/fmcluster/runtime.zip /opt/fmcluster/pkg/fmcluster/runtime
-touch /opt/fmcluster/pkg/fmcluster/__init__.py
-"""
-
-
 def bootstrap_script(
     *,
-    runtime_s3_url: str,
-    region: str,
-    profile_json: str,
-    level: str,
-    policy: str,
+    boot: str,
     collectors: str = "",
     mount: str = "",
     after_units: Sequence[str] = (),
 ) -> str:
-    """The shell part of the user data: fetch and unpack the runtime, write the profile,
-    mount shared storage and install collectors (when given), run the shared bootstrap. Network steps retry with backoff.
+    """The shell part of the user data: `boot` (boot_pointer.read_pointer_shell: the pointer, the runtime it names,
+    the profile, level and policy), then mount shared storage and install collectors (when given), and run the shared
+    bootstrap. Network steps retry with backoff, under timeouts.
 
-    With `after_units` the user data runs none of the steps after the profile itself: it writes them to
+    With `after_units` the user data runs none of the steps after the pointer itself: it writes them to
     `BOOT_VALIDATION_SCRIPT` and starts that as the systemd unit `BOOT_VALIDATION_UNIT`, ordered after those units
     (`deferred_validation`), for images whose node agent and local disks come up only after cloud-init's user data."""
-    head = f"""#!/bin/bash
-set -euo pipefail
-{_fetch_runtime(runtime_s3_url, region)}cat >/etc/fmcluster/profile.json <<'FMCLUSTER_PROFILE'
-{profile_json}
-FMCLUSTER_PROFILE
-"""
-    run = (f"FMCLUSTER_LEVEL={quote(level)} FMCLUSTER_POLICY={quote(policy)} \\\n"
-           "  bash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh\n")
+    head = f"#!/bin/bash\nset -euo pipefail\n{boot}"
+    run = boot_pointer.run_bootstrap_shell()
     if not after_units:
         return head + mount + collectors + run
     return head + deferred_validation(mount + collectors + run, after_units)
@@ -213,12 +243,13 @@ timeout 60 systemctl start --no-block {BOOT_VALIDATION_UNIT}
 """
 
 
-def login_script(*, runtime_s3_url: str, region: str, mount: str, collectors: str = "") -> str:
+def login_script(*, boot: str, mount: str, collectors: str = "") -> str:
     """A login node's user data: no GPU to validate, but the shared file system users expect, and the
-    collectors when given (the login node is where a managed Slurm's node states can be read)."""
+    collectors when given (the login node is where a managed Slurm's node states can be read). `boot`: its pointer's
+    reader (boot_pointer.read_pointer_shell with LOGIN_KEY)."""
     return f"""#!/bin/bash
 set -euo pipefail
-{_fetch_runtime(runtime_s3_url, region)}{mount}{collectors}echo 'fmcluster login node' >/etc/motd.d/fmcluster 2>/dev/null || true
+{boot}{mount}{collectors}echo 'fmcluster login node' >/etc/motd.d/fmcluster 2>/dev/null || true
 """
 
 

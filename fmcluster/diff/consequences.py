@@ -21,6 +21,9 @@ CFN_EXPORTS = "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/us
 SUBNET_CAUSES = ("A new CIDR or AZ comes from network.new_vpc.cidr, node_subnet_prefix, second_availability_zone or "
                  "availability_zone, or from a cluster deployed by a release that sized the node subnet per "
                  "orchestrator and count: pin node_subnet_prefix to the deployed size (docs/network.md)")
+# The metadata under which the runtime bucket's deployment carries the groups' boot pointers (the constructs layer's
+# node_bootstrap.POINTERS_METADATA; a test holds the two equal).
+BOOT_POINTERS = "fmcluster:boot-pointers"
 
 
 @dataclass
@@ -105,11 +108,29 @@ def _one(c: ResourceChange, consumed_templates: set, scratch_buckets: set) -> Li
             return []
         return [Finding(SAFE, c.where, f"launch template {c.action}: instances already launched from it keep running; "
                                        "new launches use the new version")]
+    pointers = _boot_pointers(c)
+    if pointers is not None:
+        return [pointers]
     if c.type in IN_CLUSTER:
         return [Finding(SAFE, c.where, f"{c.type} {c.action}: applied inside the cluster by CDK's kubectl provider; "
                                        "which pods restart is not computed")]
     detail = f": {_paths(c)}" if c.action in (MODIFIED, REPLACED) and c.paths else ""
     return [Finding(SAFE, c.where, f"{c.type} {c.action}{detail}")]
+
+
+def _boot_pointers(c: ResourceChange) -> Optional[Finding]:
+    """The groups' boot pointers rewritten: what nodes launched from now on read; running nodes are untouched."""
+    old, new = (((r or {}).get("Metadata") or {}).get(BOOT_POINTERS) or {} for r in (c.old, c.new))
+    if not old and not new:
+        return None
+    changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    if not changed:
+        return Finding(SAFE, c.where, f"boot pointers' deployment {c.action}; what the pointers say is unchanged")
+    what = sorted({field for k in changed for field in ("runtime", "level", "policy", "profile")
+                   if (old.get(k) or {}).get(field) != (new.get(k) or {}).get(field)})
+    groups = ", ".join(k.rsplit("/", 1)[-1].removesuffix(".json") for k in changed)
+    return Finding(SAFE, c.where, f"boot pointers rewritten for {groups} ({', '.join(what)}): nodes launched from now "
+                                  "on read them; running nodes keep what they booted with (docs/changes.md)")
 
 
 def _export(e: ExportChange) -> Finding:

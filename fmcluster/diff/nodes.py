@@ -16,6 +16,7 @@ from fmcluster.diff.findings import CAPACITY, NODES, SAFE, Finding
 
 EKS_UPDATE = "https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html"
 EKS_CAPACITY_BLOCKS = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
+EKS_UPDATE_CONFIG = "https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html"
 PCS_NODE_GROUP_UPDATE = "https://docs.aws.amazon.com/pcs/latest/userguide/working-with_cng_update.html"
 HYPERPOD_LIFECYCLE_UPDATE = ("https://docs.aws.amazon.com/sagemaker/latest/dg/"
                              "sagemaker-hyperpod-lifecycle-best-practices-slurm-slurm-update-cluster-lifecycle.html")
@@ -54,6 +55,7 @@ class NodeUnit:
     config: Any = None  # what a change of which rolls the group (compared as a whole)
     force_update: bool = False
     capacity_block: bool = False
+    update_config: Any = None  # EKS UpdateConfig (MaxUnavailable, UpdateStrategy)
     queue_update_strategy: str = ""
     lifecycle: Any = None  # HyperPod lifecycle scripts: a change reaches only new instances
 
@@ -104,7 +106,7 @@ def units(stack: str, template: Optional[Template]) -> Dict[str, NodeUnit]:
             out[f"{stack}/{lid}"] = NodeUnit(
                 f"{stack}/{lid}", stack, lid, "eks", itype, int((p.get("ScalingConfig") or {}).get("DesiredSize", 0)),
                 lt, frozenset(_walk_capacity(data)), config, bool(p.get("ForceUpdateEnabled")),
-                p.get("CapacityType") == "CAPACITY_BLOCK")
+                p.get("CapacityType") == "CAPACITY_BLOCK", update_config=p.get("UpdateConfig") or {})
         elif t == "AWS::PCS::ComputeNodeGroup":
             lt = _ref((p.get("CustomLaunchTemplate") or {}).get("TemplateId"))
             itype = ((p.get("InstanceConfigs") or [{}])[0]).get("InstanceType", "")
@@ -142,8 +144,15 @@ def _rolling_jobs(u: NodeUnit) -> tuple:
         if u.force_update:
             return ("die: the managed node group rolling update drains each node and, with ForceUpdateEnabled, "
                     "evicts pods regardless of PodDisruptionBudgets", [EKS_UPDATE])
-        return ("die unless a PodDisruptionBudget holds them: the rolling update drains each node; a pod that cannot "
-                "be evicted within 15 minutes fails the update", [EKS_UPDATE])
+        update = u.update_config or {}
+        pace = (f"{update['MaxUnavailable']} node(s) at a time" if "MaxUnavailable" in update
+                else f"{update['MaxUnavailablePercentage']}% of the nodes at a time"
+                if "MaxUnavailablePercentage" in update else "EKS's default pace")
+        order = ("each old node is terminated before its replacement launches (UpdateStrategy MINIMAL: no surge "
+                 "instances)" if update.get("UpdateStrategy") == "MINIMAL" else "replacements launch first (surge)")
+        return (f"die unless a PodDisruptionBudget holds them: the rolling update drains {pace}, {order}; a pod that "
+                "cannot be evicted within 15 minutes fails the update instead (ForceUpdateEnabled off)",
+                [EKS_UPDATE, EKS_UPDATE_CONFIG])
     if u.service == "pcs":
         return ("not documented: AWS PCS says new instances launch with the updated properties; what happens to "
                 "running static instances is not stated (unverified); plan for the nodes to be replaced",
@@ -221,8 +230,11 @@ def findings(old_units: Dict[str, NodeUnit], new_units: Dict[str, NodeUnit],
                                            f"({what})", min(a.count, b.count) * (a.gpus // a.count if a.count else 0),
                                jobs, sources))
             if a.capacity_block:
-                out.append(Finding(CAPACITY, key, "a rolling update of a Capacity Block node group asks for surge "
-                                                  "instances the block cannot supply: scale the group to 0 first",
+                surge = ("" if (a.update_config or {}).get("UpdateStrategy") == "MINIMAL" else
+                         "; without UpdateStrategy MINIMAL the update also asks for surge instances the block cannot "
+                         "supply")
+                out.append(Finding(CAPACITY, key, "AWS asks that a Capacity Block node group be scaled to 0 before it "
+                                                  f"is updated: scale it to 0 first, deploy, scale it back{surge}",
                                    sources=[EKS_CAPACITY_BLOCKS]))
         if b.count < a.count:
             gone = _terminated(a, a.count - b.count, f"count {a.count} -> {b.count}")

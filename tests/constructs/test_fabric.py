@@ -4,9 +4,10 @@ root volumes, placement and capacity targeting, the DLAMI resolved at deploy tim
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-from helpers import resources_of
+from helpers import boot_pointers, resources_of
 
 # (card, device, type) per type, written out from the EC2 user guide's layouts (docs/instances.md),
 # not computed by the code under test.
@@ -116,39 +117,56 @@ def test_plain_ec2_templates_carry_instance_type_and_profile(matrix):
     assert "Fn::GetAtt" in data["IamInstanceProfile"]["Arn"]
 
 
-def test_user_data_runs_the_node_bootstrap_with_the_group_profile(matrix):
-    data = launch_template_data(matrix, "b200")
+def test_user_data_reads_the_group_pointer_and_runs_the_node_bootstrap(synth_example):
+    fabric = synth_example("fabric-matrix")["fabric-cluster"]
+    data = launch_template_data(fabric, "b200")
     parts = data["UserData"]["Fn::Base64"]
     text = parts if isinstance(parts, str) else "".join(p if isinstance(p, str) else "<token>" for p in parts["Fn::Join"][1])
     assert text.startswith('Content-Type: multipart/mixed; boundary="==FMCLUSTER=="')
     assert "Content-Type: text/x-shellscript" in text
-    profile = json.loads(text.split("<<'FMCLUSTER_PROFILE'\n")[1].split("\nFMCLUSTER_PROFILE")[0])
+    assert "fm_pointer=boot/groups/b200.json fm_group=b200" in text
+    assert "FMCLUSTER_PROFILE" not in text and '"instance_type"' not in text, "the profile travels in the pointer"
+    assert "bash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh" in text
+    pointer = boot_pointers(fabric)["boot/groups/b200.json"]
+    profile = pointer["profile"]
     assert profile["instance_type"] == "p6-b200.48xlarge" and profile["group"] == "b200"
     assert profile["facts"]["efa_interfaces"] == 8 and profile["policy"] == "report" and profile["level"] == "fast"
-    assert "bash /opt/fmcluster/pkg/fmcluster/runtime/node_bootstrap.sh" in text
-    assert profile["orchestrator"] is None  # no agent: drain and taint have nothing to wait for
+    assert (pointer["level"], pointer["policy"]) == ("fast", "report")
+    assert profile.get("orchestrator") is None  # no agent: drain and taint have nothing to wait for
 
 
-def test_nodes_read_only_their_runtime_from_the_clusters_own_bucket(matrix):
-    """Not the CDK bootstrap bucket: `cdk gc` would delete a runtime that launch templates still name, and a
-    bootstrap key the node role cannot use would fail every boot."""
+def test_nodes_read_only_their_runtime_and_pointers_from_the_clusters_own_bucket(matrix):
+    """Not the CDK bootstrap bucket: `cdk gc` would delete a runtime that nodes still name, and a bootstrap key the
+    node role cannot use would fail every boot. Pointers by exact key, runtimes under their prefix (which one: the
+    pointer says, with its sha256)."""
     (policy,) = [p for p in resources_of(matrix, "AWS::IAM::Policy").values()
                  if p["Properties"]["Roles"] == [{"Ref": "NodeRole52753DAC"}]]
     s3 = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Action"] == "s3:GetObject"]
     assert len(s3) == 1
-    bucket, key = s3[0]["Resource"]["Fn::Join"][1]
-    assert resources_of(matrix, "AWS::S3::Bucket")[bucket["Fn::GetAtt"][0]]  # a bucket of this stack
-    assert key.startswith("/runtime/") and key.endswith(".zip") and "*" not in key
+    keys = []
+    for resource in s3[0]["Resource"]:
+        bucket, key = resource["Fn::Join"][1]
+        assert resources_of(matrix, "AWS::S3::Bucket")[bucket["Fn::GetAtt"][0]]  # a bucket of this stack
+        keys.append(key)
+    groups = {lt_group for lt_group in boot_pointers(matrix) if lt_group.startswith("boot/groups/")}
+    assert sorted(keys) == sorted([f"/{g}" for g in groups] + ["/runtime/*"])
+    for pointer in boot_pointers(matrix).values():
+        assert pointer["runtime"]["key"] == f"runtime/{pointer['runtime']['sha256']}.zip"
     for lt in resources_of(matrix, "AWS::EC2::LaunchTemplate").values():
         user_data = json.dumps(lt["Properties"]["LaunchTemplateData"]["UserData"])
-        assert "cdk-hnb659fds" not in user_data and key[1:] in user_data
-        assert "NodeRuntimeDeployCustomResourceB0C19F44" in lt["DependsOn"]  # the copy lands before any node boots
+        assert "cdk-hnb659fds" not in user_data and not re.search(r"runtime/[0-9a-f]{64}", user_data)
+        # the runtime and the pointers land before any node boots
+        assert {"NodeRuntimeDeployCustomResourceB0C19F44", "NodeRuntimePointersCustomResource365AEE11"} <= set(lt["DependsOn"])
 
 
-def test_the_runtime_bucket_keeps_older_runtimes_for_older_launch_template_versions(matrix):
-    (deploy,) = resources_of(matrix, "Custom::CDKBucketDeployment").values()
-    assert deploy["Properties"]["Prune"] is False and deploy["Properties"]["Extract"] is False
-    assert deploy["Properties"]["DestinationBucketKeyPrefix"] == "runtime/"
+def test_the_runtime_bucket_keeps_every_runtime_a_pointer_or_an_older_launch_template_named(matrix):
+    deployments = {k: v["Properties"] for k, v in resources_of(matrix, "Custom::CDKBucketDeployment").items()}
+    runtime, pointers = deployments["NodeRuntimeDeployCustomResourceB0C19F44"], \
+        deployments["NodeRuntimePointersCustomResource365AEE11"]
+    assert runtime["Prune"] is False and runtime["DestinationBucketKeyPrefix"] == "runtime/"
+    assert pointers["Prune"] is False and pointers["DestinationBucketKeyPrefix"] == "boot/"
+    assert "NodeRuntimeDeployCustomResourceB0C19F44" in resources_of(matrix, "Custom::CDKBucketDeployment")[
+        "NodeRuntimePointersCustomResource365AEE11"]["DependsOn"], "a pointer never names a runtime not yet copied"
     (bucket,) = [b for k, b in resources_of(matrix, "AWS::S3::Bucket").items() if k.startswith("NodeRuntimeBucket")]
     assert bucket["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 import pytest
 
 from fmcluster.diff import compare
+from fmcluster.diff.consequences import BOOT_POINTERS
 from fmcluster.diff.findings import CAPACITY, CONTROL_PLANE, DATA, NODES, SAFE
 from fmcluster.diff.replacement import judge
 
@@ -77,6 +78,16 @@ def eks_kubernetes_version(t):
 def launch_template_user_data(t):
     for lid, r in resources(t, "AWS::EC2::LaunchTemplate"):
         r["Properties"]["LaunchTemplateData"]["UserData"] = {"Fn::Base64": "#!/bin/bash\necho next runtime\n"}
+
+
+def runtime_upgrade(t):
+    """A new fmcluster runtime and validation level, as the boot pointers carry them: launch templates unchanged."""
+    for _, r in resources(t, "Custom::CDKBucketDeployment"):
+        for pointer in r.get("Metadata", {}).get(BOOT_POINTERS, {}).values():
+            pointer["runtime"] = {"key": f"runtime/{'b' * 64}.zip", "sha256": "b" * 64}
+            pointer["level"] = "fast"
+        if BOOT_POINTERS in r.get("Metadata", {}):
+            r["Properties"]["SourceObjectKeys"] = [f"{'c' * 64}.zip"]
 
 
 def pcs_instance_type(t):
@@ -193,6 +204,8 @@ CASES = [
     ("default", launch_template_user_data, {SAFE}, {NODES, DATA}),
     ("hyperpod-eks-p5", alert_email, {SAFE}, {DATA, NODES, CONTROL_PLANE}),
     ("pcs-p5", node_subnet_cidr, {CONTROL_PLANE, NODES}, set()),
+    ("pcs-p5", runtime_upgrade, {SAFE}, {NODES, DATA, CONTROL_PLANE}),
+    ("eks-p5", runtime_upgrade, {SAFE}, {NODES, DATA, CONTROL_PLANE}),
 ]
 
 
@@ -213,12 +226,36 @@ def test_no_change_reports_nothing():
     assert report.findings == [] and not any(report.stacks.values())
 
 
-def test_a_rolling_update_counts_gpus_and_says_pods_are_evicted_regardless_of_budgets():
+def test_a_rolling_update_counts_gpus_and_says_it_drains_within_budgets_one_node_at_a_time():
     report = edit("eks-p5", launch_template_user_data)
     gpu = [f for f in report.findings if f.cls == NODES and f.gpus]
     assert [f.gpus for f in gpu] == [32]
-    assert "regardless of PodDisruptionBudgets" in gpu[0].jobs
+    assert "regardless of PodDisruptionBudgets" not in gpu[0].jobs  # ForceUpdateEnabled is off
+    assert "1 node(s) at a time" in gpu[0].jobs and "UpdateStrategy MINIMAL" in gpu[0].jobs
     assert any("managed-node-update-behavior" in s for s in gpu[0].sources)
+
+
+def test_a_forced_update_says_pods_are_evicted_regardless_of_budgets():
+    """A cluster deployed by an earlier fmcluster, whose node groups force their updates."""
+    old = copy.deepcopy(templates("eks-p5"))
+    for _, r in resources(old, "AWS::EKS::Nodegroup"):
+        r["Properties"]["ForceUpdateEnabled"] = True
+    new = copy.deepcopy(old)
+    launch_template_user_data(new)
+    (gpu,) = [f for f in compare(old, new).findings if f.cls == NODES and f.gpus]
+    assert "regardless of PodDisruptionBudgets" in gpu.jobs
+
+
+def test_a_runtime_upgrade_says_new_nodes_read_it_from_their_pointer_and_running_ones_keep_theirs():
+    (finding,) = [f for f in edit("pcs-p5", runtime_upgrade).findings if "boot pointers" in f.text]
+    assert finding.cls == SAFE and "h100" in finding.text and "level, runtime" in finding.text
+    assert "running nodes keep what they booted with" in finding.text
+
+
+def test_the_pointer_metadata_name_is_the_one_the_runtime_construct_writes():
+    from fmcluster.constructs.node_bootstrap import POINTERS_METADATA
+
+    assert BOOT_POINTERS == POINTERS_METADATA
 
 
 def test_count_down_terminates_only_the_removed_instances():

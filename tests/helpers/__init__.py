@@ -33,3 +33,20 @@ def policy_statements(template: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
 def actions_of(statement: Dict[str, Any]) -> List[str]:
     a = statement.get("Action", statement.get("NotAction", []))
     return [a] if isinstance(a, str) else list(a)
+
+
+def boot_pointers(template: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """The boot pointers a cluster template publishes (key -> document), as the metadata of the deployment that writes
+    them (fmcluster/constructs/boot_pointer.py). A null the document holds (the login node's profile) is absent here:
+    CloudFormation templates drop nulls."""
+    from fmcluster.constructs.node_bootstrap import POINTERS_METADATA
+
+    found: Dict[str, Dict[str, Any]] = {}
+    for res in resources_of(template, "Custom::CDKBucketDeployment").values():
+        found.update(res.get("Metadata", {}).get(POINTERS_METADATA, {}))
+    return found
+
+
+def group_profile(template: Dict[str, Any], group: str) -> Dict[str, Any]:
+    """The NodeProfile a group's nodes read at boot, from its pointer."""
+    return boot_pointers(template)[f"boot/groups/{group}.json"]["profile"]

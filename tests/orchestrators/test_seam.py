@@ -12,7 +12,7 @@ import yaml
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
-from helpers import ROOT
+from helpers import ROOT, group_profile
 from pydantic import Field
 
 from fmcluster import registry
@@ -118,11 +118,7 @@ def test_a_registered_kind_synthesizes_with_grants_node_groups_and_its_agent(toy
     assert "AWS::SSM::Parameter" in types
     policy = json.dumps([r for r in cluster["Resources"].values() if r["Type"] == "AWS::IAM::Policy"])
     assert "aps:RemoteWrite" in policy and "toy-storage-DataBucketArn" in policy
-    lt = next(r for r in cluster["Resources"].values() if r["Type"] == "AWS::EC2::LaunchTemplate")
-    parts = lt["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"]["Fn::Join"][1]
-    text = "".join(p for p in parts if isinstance(p, str))
-    profile = json.loads(text.split("<<'FMCLUSTER_PROFILE'\n")[1].split("\nFMCLUSTER_PROFILE")[0])
-    assert profile["orchestrator"] == "slurm"  # the kind's agent reached the node
+    assert group_profile(cluster, "gpu")["orchestrator"] == "slurm"  # the kind's agent reached the node
     assert {"GpuLaunchTemplateId", "GpuPlacementGroup"} <= set(cluster["Outputs"])
 
 

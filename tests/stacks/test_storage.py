@@ -10,7 +10,7 @@ from typing import Any, Dict
 
 import pytest
 import yaml
-from helpers import policy_statements, resources_of
+from helpers import group_profile, policy_statements, resources_of
 
 ROOT = Path(__file__).resolve().parents[2]
 STATEFUL = ("AWS::KMS::Key", "AWS::S3::Bucket", "AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation")
@@ -169,7 +169,9 @@ def test_nodes_mount_the_file_system_and_their_profile_requires_it(default):
     cluster = json.dumps(default["fm-dev-cluster"])
     assert "python3 -m fmcluster.runtime.lustre mount" in cluster
     assert "--mount-point /fsx" in cluster and "--fstab" in cluster
-    assert '"mounts\\": [{\\"efa\\": false, \\"fstype\\": \\"lustre\\", \\"path\\": \\"/fsx\\", \\"required\\": true}]' in cluster
+    for group in ("gpu",):
+        profile = group_profile(default["fm-dev-cluster"], group)
+        assert profile["mounts"] == [{"efa": False, "fstype": "lustre", "path": "/fsx", "required": True}]
     assert "fm-dev-storage-DataBucketArn" in cluster
 
 

@@ -11,7 +11,7 @@ own bootstrap part into our MIME user data. https://docs.aws.amazon.com/eks/late
 from __future__ import annotations
 
 import json
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, cast
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -30,7 +30,7 @@ from fmcluster.platforms.ec2.node_builder import NodeImage, construct_id
 from fmcluster.platforms.kubernetes import labels
 from fmcluster.platforms.kubernetes.node_checks import EKS_DISABLED_CHECKS, EKS_OPTIONAL
 from fmcluster.profiles import mounts
-from fmcluster.runtime.observability import efa_textfile_shell
+from fmcluster.runtime.observability import EFA_TEXTFILE_TIMER_UNIT
 from fmcluster.runtime.profile import NodeProfile
 from fmcluster.spec import ClusterSpec, NodeGroup
 
@@ -58,6 +58,13 @@ EKS_KNOWN_GOOD: Dict[str, str] = {"driver": "580.159.03"}
 # (user data, boot validation) or in the host network (VPC CNI, kube-proxy, Pod Identity agent, FSx CSI node plugin,
 # exporters), and workloads get their credentials from EKS Pod Identity (docs/eks.md, "Credentials on the nodes").
 IMDS_HOP_LIMIT = 1
+
+# How a change that must reach the nodes (a new launch template version, AMI release) rolls through a managed node
+# group: one node at a time, drained within its pods' PodDisruptionBudgets. Without force update, a pod that cannot be
+# evicted within 15 minutes fails the update, which stops instead of killing the job (EKS user guide, "Understand
+# each phase of node updates"; docs/changes.md). Routine changes (a new fmcluster runtime, validation settings) do not
+# reach here: they change the boot pointer, not the launch template.
+ROLLING_UPDATE = {"force_update": False, "max_unavailable": 1}
 
 
 def ami_type(instance: catalog.InstanceType) -> eks.NodegroupAmiType:
@@ -98,8 +105,13 @@ def node_config(group: NodeGroup) -> str:
 
 # The EFA counters textfile (runtime/observability/efa_textfile.py) on a timer, as install.sh sets it up on the other
 # kinds' nodes; the node-exporter pods read the textfile directory (metrics.py). No host agent: AMP's managed scraper
-# collects. The units are the runtime's (HyperPod on EKS nodes write the same ones).
-EFA_TEXTFILE_UNITS = efa_textfile_shell()
+# collects. The units come from the runtime the node fetched (the HyperPod on EKS lifecycle writes the same ones), so a
+# collector change is a runtime change and leaves the launch template alone.
+EFA_TEXTFILE_UNITS = (
+    "PYTHONPATH=/opt/fmcluster/pkg timeout 60 python3 -m fmcluster.runtime.lifecycle.node efa-units "
+    f"--unit-dir /etc/systemd/system >/dev/null && timeout 60 systemctl daemon-reload && "
+    f"timeout 60 systemctl enable --now {EFA_TEXTFILE_TIMER_UNIT} || echo 'fmcluster: EFA textfile timer not started'\n"
+)
 
 
 def pre_validation_steps(spec: ClusterSpec, group: NodeGroup) -> str:
@@ -145,7 +157,7 @@ class EksNodeGroups(Construct):
                     "AmazonEC2ContainerRegistryPullOnly]", "EKS requires image pulls from ECR on a managed node "
                     "group's role (EKS user guide, 'Amazon EKS node IAM role'); pull only, no push.")
         self.runtime = context.node_builder.runtime(self)
-        self.runtime.grant_read(self.node_role.role)
+        self.runtime.grant_read(self.node_role.role, groups=[g.name for g in spec.node_groups])
         subnets = context.subnets
         self.node_groups: Dict[str, Ec2NodeGroup] = {}
         self.managed: Dict[str, eks.Nodegroup] = {}
@@ -198,7 +210,11 @@ class EksNodeGroups(Construct):
             taints=[eks.TaintSpec(key=t["key"], value=t["value"], effect=eks.TaintEffect.NO_SCHEDULE)
                     for t in labels.node_taints(group)],
             enable_node_auto_repair=True,
+            **ROLLING_UPDATE,
         )
+        # GPU capacity is scarce or reserved: replace a node before launching its successor, so an update never asks
+        # for instances the reservation cannot supply (UpdateStrategy MINIMAL, EKS API NodegroupUpdateConfig).
+        cast(eks.CfnNodegroup, ng.node.default_child).add_property_override("UpdateConfig.UpdateStrategy", "MINIMAL")
         return ng
 
     def _system(self, context: OrchestrationContext, cluster: eks.ICluster, subnets: Sequence[ec2.ISubnet]
@@ -235,5 +251,6 @@ class EksNodeGroups(Construct):
             node_role=self.node_role.role,
             labels={labels.GROUP: SYSTEM_GROUP},
             enable_node_auto_repair=True,
+            **ROLLING_UPDATE,  # DEFAULT strategy: new system nodes first, they are plentiful
         )
 

@@ -5,8 +5,9 @@ UNSUPPORTED), and an update of a queue's replaces every compute node of the queu
 configuration names only keys that never change, and a deployment puts the current objects there::
 
     s3://<bucket>/fmcluster/on_node_configured.sh   the custom action ParallelCluster downloads and runs
-    s3://<bucket>/fmcluster/runtime.zip             the fmcluster runtime, one object (a node reads it whole or not)
+    s3://<bucket>/fmcluster/runtime/<sha256>.zip    the fmcluster runtime, one object per release, never pruned
     s3://<bucket>/fmcluster/settings.json           the node collectors' settings (cluster label, AMP URL, interval)
+                                                    and the runtime's key and sha256 (nodes check what they fetched)
     s3://<bucket>/fmcluster/profiles/<group>.json   each node group's NodeProfile
 
 A node reads them when its action runs: at its launch, and on the head node after every cluster update
@@ -20,13 +21,9 @@ cluster (whose replacement nodes still read it)."""
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import os
-import tempfile
-import zipfile
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
@@ -41,13 +38,17 @@ from fmcluster.constructs.bucket_deployment import (
     deployment_role,
     explicit_bucket_policy,
     grant_destination,
+    nag_resource,
     secure_bucket,
     server_access_log_bucket,
 )
+from fmcluster.constructs.runtime_archive import runtime_archive, sha256_of, staged
+from fmcluster.nag import acknowledge
 
 PREFIX = "fmcluster/"
 SCRIPT = "on_node_configured.sh"
-RUNTIME = "runtime.zip"
+RUNTIME_PREFIX = "runtime/"
+LEGACY_RUNTIME = "runtime.zip"  # the key earlier releases wrote; left in place for nodes still booting from it
 SETTINGS = "settings.json"
 PROFILES = "profiles/"
 ACCESS_LOGS_PREFIX = "node-assets/"
@@ -56,39 +57,6 @@ SCRIPT_DIR = "parallelcluster"  # where the script lives in the runtime
 NONCURRENT_DAYS = 30
 DEPLOYMENT_ROLE_ID = "NodeAssetsDeploymentRole"
 DEPLOYMENT_LOGS_ID = "NodeAssetsDeploymentLogs"
-# A ZIP's earliest timestamp: every entry gets it, so the archive depends on the files' contents only.
-ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
-
-
-def runtime_archive(runtime_dir: Path) -> bytes:
-    """The runtime directory as one deterministic ZIP: entries sorted, fixed timestamps and modes, stored (no
-    compression, whose bytes could differ between zlib builds), caches left out. Same files, same bytes."""
-    files = sorted(p for p in runtime_dir.rglob("*")
-                   if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
-        for f in files:
-            info = zipfile.ZipInfo(f.relative_to(runtime_dir).as_posix(), date_time=ZIP_EPOCH)
-            info.create_system = 3  # Unix
-            info.external_attr = 0o644 << 16
-            archive.writestr(info, f.read_bytes())
-    return buffer.getvalue()
-
-
-def _staged(data: bytes, name: str) -> Tuple[Path, str]:
-    """A directory holding `data` as `name`, named after its digest (the asset the deployment extracts)."""
-    digest = hashlib.sha256(data).hexdigest()
-    stage = Path(tempfile.gettempdir()) / f"fmcluster-pc-{digest[:24]}"
-    target = stage / name
-    if not target.exists() or target.read_bytes() != data:
-        stage.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=stage)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
-    return stage, digest
-
-
 class NodeAssets(Construct):
     """The node assets bucket and the deployment that fills it.
 
@@ -136,7 +104,10 @@ class NodeAssets(Construct):
         if not retain:
             explicit_bucket_policy(self.bucket)
         runtime = runtime_dir or node_bootstrap.RUNTIME_DIR
-        stage, runtime_digest = _staged(runtime_archive(runtime), RUNTIME)
+        archive = runtime_archive(runtime)
+        runtime_digest = sha256_of(archive)
+        self.runtime_key = f"{RUNTIME_PREFIX}{runtime_digest}.zip"
+        self.settings["runtime"] = {"key": self.runtime_key, "sha256": runtime_digest}
         script = (runtime / SCRIPT_DIR / SCRIPT).read_text()
         log_group = deployment_log_group(stack, DEPLOYMENT_LOGS_ID,
                                          description=f"{stack.stack_name}: logs of the ParallelCluster node assets "
@@ -144,20 +115,34 @@ class NodeAssets(Construct):
         role = deployment_role(stack, DEPLOYMENT_ROLE_ID,
                                description="fmcluster: CDK BucketDeployment handler that writes the ParallelCluster "
                                "node assets", log_group=log_group)
+        # Runtimes are never pruned: a node that read settings.json just before a deploy rewrote it still finds the
+        # runtime it names. A few hundred KB per release; they go with the bucket.
+        self.runtime_deployment = s3deploy.BucketDeployment(
+            self,
+            "Runtime",
+            sources=[s3deploy.Source.asset(str(staged(archive, f"{runtime_digest}.zip")))],
+            destination_bucket=self.bucket,
+            destination_key_prefix=f"{PREFIX}{RUNTIME_PREFIX}",
+            prune=False,
+            role=role.without_policy_updates(),
+            log_group=log_group,
+        )
         self.deployment = s3deploy.BucketDeployment(
             self,
             "Deployment",
             sources=[
                 s3deploy.Source.data(SCRIPT, script),
-                s3deploy.Source.asset(str(stage)),
                 s3deploy.Source.json_data(SETTINGS, self.settings),
                 *(s3deploy.Source.data(f"{PROFILES}{g}.json", text) for g, text in self.profiles.items()),
             ],
             destination_bucket=self.bucket,
             destination_key_prefix=PREFIX,
+            exclude=[f"{RUNTIME_PREFIX}*", LEGACY_RUNTIME],  # prune stale profiles, never a runtime
             role=role.without_policy_updates(),
             log_group=log_group,
         )
+        # settings.json never names a runtime that is not there yet
+        self.deployment.node.add_dependency(self.runtime_deployment)
         grant_destination(role, self.bucket, PREFIX)
         acknowledge_deployment_handler(stack)
         self.revision = hashlib.sha256(json.dumps({
@@ -179,13 +164,20 @@ class NodeAssets(Construct):
         unknown = sorted(set(profiles) - set(self.profile_groups))
         if unknown:
             raise ValueError(f"profiles: no profile published for {', '.join(unknown)}")
-        keys = [SCRIPT, RUNTIME, SETTINGS] + [f"{PROFILES}{g}.json" for g in profiles]
+        keys = [SCRIPT, f"{RUNTIME_PREFIX}*", SETTINGS] + [f"{PROFILES}{g}.json" for g in profiles]
         return [self.bucket.arn_for_objects(f"{PREFIX}{k}") for k in keys]
 
     def grant_read(self, grantee: iam.IGrantable, *, profiles: Sequence[str] = ()) -> iam.Grant:
-        """s3:GetObject on exactly the script, the runtime, the settings and the given groups' profiles."""
-        return iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"],
-                                          resource_arns=self.object_arns(profiles))
+        """s3:GetObject on exactly the script, the settings and the given groups' profiles, and on the runtime objects
+        (``runtime/*``: whichever settings.json names, checked against its sha256)."""
+        grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"],
+                                           resource_arns=self.object_arns(profiles))
+        if isinstance(grantee, Construct):
+            runtimes = self.bucket.arn_for_objects(f"{PREFIX}{RUNTIME_PREFIX}*")
+            acknowledge(grantee, f"AwsSolutions-IAM5[Resource::{nag_resource(Stack.of(self), runtimes)}]",
+                        "Nodes read any fmcluster runtime object of the cluster's own node assets bucket (s3:GetObject "
+                        "only): which one is named by settings.json, and checked against its sha256.")
+        return grant
 
     def depend_on_contents(self, construct: IConstruct) -> None:
         """`construct` (the cluster) is created and updated after the objects are in place, and deleted before the

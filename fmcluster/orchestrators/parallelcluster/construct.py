@@ -37,7 +37,8 @@ def node_profile_json(spec: ClusterSpec, group: NodeGroup) -> str:
     in the same runtime. Its minimum versions are the instance type's compatibility floors, which the official
     ParallelCluster 3.16.1 AMI meets (docs/validation.md, "Each orchestrator's default AMI"; tested in
     tests/runtime/test_default_amis.py); being behind the newest known-good bundle only warns. Its policy is the one
-    ParallelCluster nodes apply (`ClusterSpec.validation_policy`)."""
+    ParallelCluster nodes apply (`ClusterSpec.validation_policy`), and with its level the node reads both from here,
+    not from the queue's CustomActions."""
     profile = node_profile(spec, group)
     data = {k: v for k, v in profile.to_dict().items() if k != "facts"}
     data["policy"] = spec.validation_policy
@@ -104,11 +105,7 @@ class ParallelClusterOrchestration(Construct):
             file_system_id=fsx.file_system_id if fsx is not None else None,
             mount_point=fsx.mount_point if fsx is not None else None,
             head_node_actions=self.script.head_action(node_group=HEAD_NODE_GROUP),
-            compute_actions={
-                g.name: self.script.compute_action(node_group=g.name, level=spec.validation.level,
-                                                   policy=spec.validation_policy)
-                for g in spec.node_groups
-            },
+            compute_actions={g.name: self.script.compute_action(node_group=g.name) for g in spec.node_groups},
             tags=context.instance_tags,
         ))
         self.provider = ParallelClusterProvider(self, "Provider", version=PCLUSTER_VERSION)

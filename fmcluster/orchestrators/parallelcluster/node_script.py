@@ -1,6 +1,7 @@
 """The custom actions every ParallelCluster node runs: fmcluster/runtime/parallelcluster/on_node_configured.sh,
 published under a stable key by `NodeAssets`, and arguments that never change with fmcluster's runtime or the
-collectors' settings: the node's role and group, where its assets are, and the spec's validation level and policy.
+collectors' settings or the spec's validation settings: the node's role and group and where its assets are. The
+validation level and policy travel in the group's published profile, so changing them replaces no compute node.
 
 ParallelCluster refuses updates of the head node's OnNodeConfigured Script and Args (UNSUPPORTED) and replaces a
 queue's compute nodes when its custom actions change (QUEUE_UPDATE_STRATEGY); the head node's OnNodeUpdated is
@@ -18,12 +19,10 @@ from constructs import Construct
 from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
 from fmcluster.orchestrators.parallelcluster.assets import SCRIPT as SCRIPT_NAME
 from fmcluster.orchestrators.parallelcluster.assets import SCRIPT_DIR, NodeAssets
-from fmcluster.orchestrators.parallelcluster.settings import POLICIES
 
 SCRIPT = RUNTIME_DIR / SCRIPT_DIR / SCRIPT_NAME
 
 ROLES = ("head", "compute")
-LEVELS = ("fast", "standard")  # settings.LEVELS: deep is refused on ParallelCluster
 # ParallelCluster passes Args to the script as words: every literal value must be one word.
 WORD = re.compile(r"^\S+$")
 
@@ -53,16 +52,13 @@ class OnNodeConfiguredScript(Construct):
             raise ValueError(f"node_group: {node_group!r} must be one word")
         return ["--role", role, "--source", self.assets.source_url, "--region", self.region, "--node-group", node_group]
 
-    def compute_action(self, *, node_group: str, level: str = "standard", policy: str = "fail") -> Dict[str, Any]:
-        """A queue's ``CustomActions``: OnNodeConfigured validates the node with the group's published profile."""
+    def compute_action(self, *, node_group: str) -> Dict[str, Any]:
+        """A queue's ``CustomActions``: OnNodeConfigured validates the node with the group's published profile (its
+        level and policy too). Nothing here changes with the runtime or the validation settings: a change of a
+        queue's CustomActions replaces its compute nodes (QUEUE_UPDATE_STRATEGY)."""
         if node_group not in self.assets.profile_groups:
             raise ValueError(f"node_group: no profile published for {node_group!r}")
-        if level not in LEVELS:
-            raise ValueError(f"level: {level!r} is not one of {', '.join(LEVELS)}")
-        if policy not in POLICIES:
-            raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
-        args = self._args("compute", node_group) + ["--level", level, "--policy", policy]
-        return {"OnNodeConfigured": {"Script": self.s3_url, "Args": args}}
+        return {"OnNodeConfigured": {"Script": self.s3_url, "Args": self._args("compute", node_group)}}
 
     def head_action(self, *, node_group: str) -> Dict[str, Any]:
         """The head node's ``CustomActions``: OnNodeConfigured at its launch (constant), OnNodeUpdated after every

@@ -92,6 +92,7 @@ class PcsOrchestration(Ec2Nodes):
             self, "LoginLaunchTemplate", instance=catalog.get(login_type), image_id=ami,
             root_device_name=login_image(self.context.spec).root_device,
         )
+        self.context.node_builder.runtime(self).grant_read(self.node_role.role, login=True)
         self.pcs.add_node_group(
             "LoginNodeGroup",
             name="login",

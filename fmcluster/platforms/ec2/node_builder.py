@@ -12,6 +12,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.catalog import InstanceType
+from fmcluster.constructs import boot_pointer
 from fmcluster.constructs.launch_template import IMDS_HOP_LIMIT, NodeLaunchTemplate
 from fmcluster.constructs.node_bootstrap import (
     NodeRuntime,
@@ -77,6 +78,15 @@ class NodeGroupBuilder:
             self._runtime = NodeRuntime(scope, "NodeRuntime")
         return self._runtime
 
+    def boot(self, scope: Construct, *, group: str, key: str, level: str, policy: str,
+             profile_json: Optional[str]) -> str:
+        """Publish the group's boot pointer and return the user data lines that read it (constant across runtime and
+        validation changes: they name the bucket, region, key and group only)."""
+        runtime = self.runtime(scope)
+        runtime.publish(key=key, group=group, level=level, policy=policy, profile_json=profile_json)
+        return boot_pointer.read_pointer_shell(bucket=runtime.bucket.bucket_name, region=Stack.of(scope).region,
+                                               key=key, group=group)
+
     def image_id(self, scope: Construct, group: NodeGroup) -> str:
         """The group's AMI, or its family's public SSM parameter, resolved by CloudFormation at deploy time (never
         looked up at synth)."""
@@ -94,7 +104,7 @@ class NodeGroupBuilder:
         if fs is None:
             return ""
         return mount_step(dns_name=fs.dns_name, mount_name=fs.mount_name, mount_point=fs.mount_point,
-                          efa=fs.efa and efa_client, fatal=not validated and self.spec.validation_policy == "fail")
+                          efa=fs.efa and efa_client, fatal_under_fail=not validated)
 
     def bootstrap_shell(
         self,
@@ -107,7 +117,8 @@ class NodeGroupBuilder:
         before_mount: str = "",
         after_units: Sequence[str] = (),
     ) -> str:
-        """The shell script every node runs: fetch the runtime, write the profile, mount the shared file system,
+        """The shell script every node runs: read the group's boot pointer (the runtime, profile, level and policy it
+        names, published here), mount the shared file system,
         install collectors, run the boot validator. A kind may pass its own profile (JSON) and node-side policy,
         leave the host collectors out (collectors: False), add shell lines before the mount, and with `after_units`
         run everything after the profile as a systemd unit ordered after those units (bootstrap_script)."""
@@ -117,12 +128,11 @@ class NodeGroupBuilder:
             collector_lines = collectors_step(cluster=self.spec.name, region=region,
                                               remote_write_url=self.remote_write_url, node_group=group.name,
                                               gpu=group.instance.is_gpu)
+        boot = self.boot(scope, group=group.name, key=boot_pointer.group_key(group.name),
+                         level=self.spec.validation.level, policy=policy or self.spec.validation_policy,
+                         profile_json=profile_json if profile_json is not None else node_profile_json(self.spec, group))
         return bootstrap_script(
-            runtime_s3_url=self.runtime(scope).s3_url,
-            region=region,
-            profile_json=profile_json if profile_json is not None else node_profile_json(self.spec, group),
-            level=self.spec.validation.level,
-            policy=policy or self.spec.validation_policy,
+            boot=boot,
             collectors=collector_lines,
             mount=before_mount + self._mount_step(efa_client=group.efa_enabled),
             after_units=after_units,
@@ -194,7 +204,9 @@ class NodeGroupBuilder:
             image_id=image_id,
             root_device_name=root_device_name,
             user_data=mime_user_data(
-                login_script(runtime_s3_url=self.runtime(scope).s3_url, region=Stack.of(scope).region,
+                login_script(boot=self.boot(scope, group=LOGIN_NODE_GROUP, key=boot_pointer.LOGIN_KEY,
+                                            level=self.spec.validation.level, policy=self.spec.validation_policy,
+                                            profile_json=None),
                              mount=self._mount_step(efa_client=False, validated=False),
                              collectors=self.login_collectors(scope))
             ),

@@ -52,11 +52,3 @@ EFA_TEXTFILE_UNITS = {
         "WantedBy=timers.target\n"
     ),
 }
-
-
-def efa_textfile_shell() -> str:
-    """The units as shell lines for user data: write both, then enable the timer (never fatal)."""
-    lines = "".join(f"cat >{EFA_TEXTFILE_UNIT_DIR}/{name} <<'UNIT'\n{text}UNIT\n" for name, text in EFA_TEXTFILE_UNITS.items())
-    return (lines + "timeout 60 systemctl daemon-reload && "
-            f"timeout 60 systemctl enable --now {EFA_TEXTFILE_TIMER_UNIT} || "
-            "echo 'fmcluster: EFA textfile timer not started'\n")

@@ -9,12 +9,14 @@
 # update, so the head node always exits 0. docs/parallelcluster.md has the sources.
 #
 # What changes with fmcluster releases or spec edits is not in the arguments (ParallelCluster cannot update the
-# head node's): the node reads it from stable keys under SOURCE (s3://<bucket>/fmcluster/): runtime.zip,
-# settings.json (the collectors' settings) and, on compute nodes, profiles/<group>.json.
+# head node's, and replaces a queue's nodes when its change): the node reads it from stable keys under SOURCE
+# (s3://<bucket>/fmcluster/): settings.json (the collectors' settings, and the runtime's key and sha256), the runtime
+# it names (runtime/<sha256>.zip, checked against that digest) and, on compute nodes, profiles/<group>.json, whose
+# level and policy are the spec's validation.level and validation.policy.
 #
 # Usage (the cluster configuration's Args; every value is one word):
 #   on_node_configured.sh --role head|compute --source S3_PREFIX --region REGION --node-group NAME
-#       [--level fast|standard --policy fail|report]             compute nodes: validation.level and .policy
+#       [--level fast|standard --policy fail|report]             override the profile's (earlier configurations)
 #       [--event configured|updated --revision R]                head node: OnNodeUpdated (R names the inputs)
 # Environment (tests): FMCLUSTER_HOME, FMCLUSTER_LOG_DIR, FMCLUSTER_TEXTFILE_DIR, FMCLUSTER_SYSTEMD_DIR,
 #   FMCLUSTER_SLURM_BIN (/opt/slurm/bin), FMCLUSTER_SLURM_SCRIPTS (/opt/slurm/etc/scripts),
@@ -37,11 +39,11 @@ nodename_file=${FMCLUSTER_NODENAME_FILE:-/etc/parallelcluster/slurm_plugin/slurm
 root=${FMCLUSTER_ROOT:-}
 retry_delay=${FMCLUSTER_RETRY_DELAY:-10}
 
-role="" source_url="" region="" node_group="" level=standard policy=fail event=configured revision=""
+role="" source_url="" region="" node_group="" level="" policy="" event=configured revision=""
 WORD='^[A-Za-z0-9][A-Za-z0-9._:/@+=-]*$'
 
 usage() {
-  sed -n '15,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '17,20p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -51,8 +53,8 @@ while [[ $# -gt 0 ]]; do
     --source) source_url="${2:-}"; shift 2 ;;
     --region) region="${2:-}"; shift 2 ;;
     --node-group) node_group="${2:-}"; shift 2 ;;
-    --level) level="${2:-}"; shift 2 ;;
-    --policy) policy="${2:-}"; shift 2 ;;
+    --level) level_arg="${2:-}"; shift 2 ;;
+    --policy) policy_arg="${2:-}"; shift 2 ;;
     --event) event="${2:-}"; shift 2 ;;
     --revision) revision="${2:-}"; shift 2 ;;
     *) echo "unknown argument: $1" >&2; usage ;;
@@ -61,11 +63,14 @@ done
 [[ "$role" == head || "$role" == compute ]] || usage
 [[ "$source_url" =~ ^s3://[^/[:space:]]+/([^[:space:]]*/)?$ && "$region" =~ $WORD && "$node_group" =~ $WORD ]] || usage
 case "$event" in configured | updated) ;; *) usage ;; esac
+level_arg=${level_arg:-} policy_arg=${policy_arg:-}
 if [[ "$role" == compute ]]; then
   [[ "$event" == configured ]] || usage
-  case "$level" in fast | standard) ;; *) usage ;; esac
-  case "$policy" in fail | report) ;; *) usage ;; esac
+  case "$level_arg" in "" | fast | standard) ;; *) usage ;; esac
+  case "$policy_arg" in "" | fail | report) ;; *) usage ;; esac
 fi
+# Until the profile says otherwise, a node that cannot read it has failed (a check that could not run is no pass).
+policy=${policy_arg:-fail} level=${level_arg:-standard}
 
 install -d -m 0755 "$etc" "$home/pkg/fmcluster" "$log_dir" "$textfile_dir"
 # The action's own stderr stays open as fd 3 before everything goes to the log file: ParallelCluster keeps what a
@@ -123,9 +128,13 @@ fetch() {
   done
 }
 
-# The runtime, unpacked as a package.
+# The runtime settings.json names, checked against its sha256, unpacked as a package.
 fetch_runtime() {
-  fetch runtime.zip "$home/runtime.zip" || return 1
+  fetch "$runtime_key" "$home/runtime.zip" || return 1
+  if ! echo "$runtime_sha256  $home/runtime.zip" | timeout 60 sha256sum -c --status; then
+    log "$source_url$runtime_key does not match the sha256 settings.json names"
+    return 1
+  fi
   rm -rf "$home/pkg/fmcluster/runtime"
   timeout --kill-after=10 300 "$python" -m zipfile -e "$home/runtime.zip" "$home/pkg/fmcluster/runtime" \
     && touch "$home/pkg/fmcluster/__init__.py"
@@ -158,8 +167,9 @@ unhealthy() {
   exit 0
 }
 
-# settings.json as shell variables: cluster, remote_write_url, scrape_interval, each checked to be one word.
-cluster="" remote_write_url="" scrape_interval=30
+# settings.json as shell variables: cluster, remote_write_url, scrape_interval, runtime_key and runtime_sha256, each
+# checked to be one word of its form.
+cluster="" remote_write_url="" scrape_interval=30 runtime_key="" runtime_sha256=""
 read_settings() {
   local key value
   while IFS=$'\t' read -r key value; do
@@ -167,16 +177,35 @@ read_settings() {
       cluster) [[ "$value" =~ $WORD ]] && cluster="$value" ;;
       remote_write_url) [[ -z "$value" || "$value" =~ ^https://[^[:space:]]+$ ]] && remote_write_url="$value" ;;
       scrape_interval) [[ "$value" =~ ^[0-9]+$ ]] && scrape_interval="$value" ;;
+      runtime_sha256) [[ "$value" =~ ^[0-9a-f]{64}$ ]] && runtime_sha256="$value" ;;
+      runtime_key) [[ "$value" =~ ^runtime/[0-9a-f]{64}\.zip$ ]] && runtime_key="$value" ;;
     esac
   done < <(timeout 30 "$python" - "$1" <<'PY'
 import json, sys
 settings = json.load(open(sys.argv[1]))
-for key in ("cluster", "remote_write_url", "scrape_interval"):
-    value = settings.get(key)
+runtime = settings.get("runtime") or {}
+for key, value in (("cluster", settings.get("cluster")), ("remote_write_url", settings.get("remote_write_url")),
+                   ("scrape_interval", settings.get("scrape_interval")), ("runtime_key", runtime.get("key")),
+                   ("runtime_sha256", runtime.get("sha256"))):
     print(f"{key}\t{'' if value is None else value}")
 PY
   )
-  [[ -z "$remote_write_url" || -n "$cluster" ]]
+  [[ -z "$remote_write_url" || -n "$cluster" ]] && [[ "$runtime_key" == "runtime/$runtime_sha256.zip" ]]
+}
+
+# The profile's level and policy (fast|standard, fail|report), unless the arguments named them.
+read_profile_choices() {
+  local out
+  out=$(timeout 30 "$python" - "$1" <<'PY'
+import json, sys
+profile = json.load(open(sys.argv[1]))
+print(f"{profile.get('level')}\t{profile.get('policy')}")
+PY
+  ) || return 1
+  local read_level="${level_arg:-${out%%$'\t'*}}" read_policy="${policy_arg:-${out#*$'\t'}}"
+  case "$read_level" in fast | standard) ;; *) return 1 ;; esac
+  case "$read_policy" in fail | report) ;; *) return 1 ;; esac
+  level=$read_level policy=$read_policy
 }
 
 python=$(pick_python) || unhealthy python "no Python 3.9+ for the fmcluster runtime"
@@ -185,8 +214,11 @@ read_settings "$etc/settings.json" || unhealthy settings "${source_url}settings.
 if [[ "$role" == compute ]]; then
   fetch "profiles/$node_group.json" "$etc/profile.json" \
     || unhealthy profile "cannot fetch ${source_url}profiles/$node_group.json"
+  read_profile_choices "$etc/profile.json" \
+    || unhealthy profile "${source_url}profiles/$node_group.json names no level fast|standard and policy fail|report"
+  log "level=$level policy=$policy (from the profile unless given as arguments)"
 fi
-fetch_runtime || unhealthy runtime "cannot fetch the fmcluster runtime from ${source_url}runtime.zip"
+fetch_runtime || unhealthy runtime "cannot fetch the fmcluster runtime ${source_url}$runtime_key"
 
 # The head node's collector signs its remote writes with the instance credentials, which Imds Secured (the
 # default) limits to a few users (HeadNode-v3 documentation: imds-access.sh --allow USER). ParallelCluster

@@ -7,7 +7,7 @@ import base64
 import json
 
 import pytest
-from helpers import resources_of
+from helpers import boot_pointers, resources_of
 
 from fmcluster.platforms.kubernetes.versions import ADDONS
 
@@ -137,11 +137,13 @@ def test_user_data_is_mime_with_a_node_config_and_the_validator(p5):
     assert text.startswith('Content-Type: multipart/mixed; boundary="==FMCLUSTER=="')
     assert "Content-Type: application/node.eks.aws" in text and '"strategy": "RAID0"' in text
     assert text.index("application/node.eks.aws") < text.index("text/x-shellscript")
-    profile = json.loads(text.split("<<'FMCLUSTER_PROFILE'\n")[1].split("\n")[0])
-    assert profile["orchestrator"] == "kubernetes" and profile["policy"] == "report"
+    assert "fm_pointer=boot/groups/h100.json" in text, "the profile, level and policy come from the group's pointer"
+    pointer = boot_pointers(p5["eks-p5-cluster"])["boot/groups/h100.json"]
+    profile = pointer["profile"]
+    assert profile["orchestrator"] == "kubernetes" and profile["policy"] == pointer["policy"] == "report"
     assert profile["instance_store"] == "/mnt/k8s-disks/0" and profile["min_versions"]["driver"].startswith("580.")
     assert "dnf install -y -q lustre-client" in text and "--efa" not in text
-    assert "FMCLUSTER_POLICY=report" in text and "observability/install.sh" not in text
+    assert "observability/install.sh" not in text
 
 
 def test_capacity_block_group_one_subnet_no_placement(b200):

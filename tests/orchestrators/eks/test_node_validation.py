@@ -115,7 +115,7 @@ def test_the_boot_validator_runs_after_nodeadm_has_mounted_the_disks(synth_examp
     stage = heredoc(script, "FMCLUSTER_STAGE")
     assert "set -e" not in stage, "a failed step must not keep the bootstrap (and its published verdict) from running"
     assert stage.index(f"mountpoint -q {K8S_DISKS}") < stage.index("lustre-client") < stage.index("node_bootstrap.sh")
-    assert "FMCLUSTER_POLICY=report" in stage
+    assert "/etc/fmcluster/boot.env" in stage, "the level and policy the pointer named reach the bootstrap"
     assert "[Install]" not in heredoc(script, "FMCLUSTER_UNIT"), "once per instance, as user data"
 
 

@@ -49,8 +49,9 @@ def policy(template: Dict[str, Any], logical_prefix: str) -> Dict[str, Any]:
 
 def assets_bucket(template: Dict[str, Any]) -> str:
     """The node assets bucket: where the deployment writes (the other bucket receives its access logs)."""
-    (deployment,) = resources_of(template, "Custom::CDKBucketDeployment").values()
-    return str(deployment["Properties"]["DestinationBucketName"]["Ref"])
+    (bucket,) = {str(d["Properties"]["DestinationBucketName"]["Ref"])
+                 for d in resources_of(template, "Custom::CDKBucketDeployment").values()}
+    return bucket
 
 
 def statements(props: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -168,7 +169,8 @@ def _s3_objects(props: Dict[str, Any]) -> List[str]:
     return sorted(keys)
 
 
-NODE_OBJECTS = ["fmcluster/on_node_configured.sh", "fmcluster/runtime.zip", "fmcluster/settings.json"]
+# the runtime by prefix: settings.json names one object under it, with the sha256 the node checks
+NODE_OBJECTS = ["fmcluster/on_node_configured.sh", "fmcluster/runtime/*", "fmcluster/settings.json"]
 
 
 def test_compute_nodes_read_exactly_the_script_the_runtime_the_settings_and_their_profiles(synth_example):
@@ -208,7 +210,8 @@ def test_without_observability_the_actions_stay_and_the_head_node_writes_no_metr
     assert _s3_objects(head) == NODE_OBJECTS
     assert all("aps:RemoteWrite" not in actions_of(st) for st in statements(head))
     orchestration = stacks.cluster.node.find_child("ParallelCluster")
-    assert orchestration.assets.settings == {"cluster": "pc-test", "remote_write_url": None, "scrape_interval": 30}
+    settings = {k: v for k, v in orchestration.assets.settings.items() if k != "runtime"}
+    assert settings == {"cluster": "pc-test", "remote_write_url": None, "scrape_interval": 30}
 
 
 def test_policy_names_let_the_providers_default_role_attach_them(synth_example):
@@ -223,7 +226,7 @@ def _args(action: Dict[str, Any]) -> Dict[str, Any]:
     return {a: args[i + 1] for i, a in enumerate(args) if isinstance(a, str) and a.startswith("--")}
 
 
-def test_every_queue_runs_the_validator_with_its_own_profile_and_the_spec_level_and_policy(tmp_path):
+def test_every_queue_runs_the_validator_with_its_own_profile_holding_the_spec_level_and_policy(tmp_path):
     from fmcluster.app import build_stacks
 
     spec = load_spec(ROOT / "examples" / f"{P5}.yaml")
@@ -235,13 +238,13 @@ def test_every_queue_runs_the_validator_with_its_own_profile_and_the_spec_level_
     assets = stacks.cluster.node.find_child("ParallelCluster").assets
     for group, q in zip(spec.node_groups, config["Scheduling"]["SlurmQueues"]):
         opts = _args(q["CustomActions"]["OnNodeConfigured"])
-        assert opts == {"--role": "compute", "--source": source, "--region": "us-east-1", "--node-group": group.name,
-                        "--level": "standard", "--policy": "fail"}
+        # no level, policy or content hash in the queue: changing them would replace its nodes
+        assert opts == {"--role": "compute", "--source": source, "--region": "us-east-1", "--node-group": group.name}
         profile = assets.profiles[group.name]
         assert profile == node_profile_json(spec, group)
         loaded = NodeProfile.from_json(profile)
         assert loaded.orchestrator == "slurm" and loaded.group == group.name and loaded.facts["vcpus"] == group.instance.vcpus
-        assert loaded.policy == "fail"
+        assert loaded.policy == "fail" and loaded.level == "standard"
     head = config["HeadNode"]["CustomActions"]
     assert _args(head["OnNodeConfigured"]) == {"--role": "head", "--source": source, "--region": "us-east-1",
                                                "--node-group": "head-node"}
@@ -249,6 +252,8 @@ def test_every_queue_runs_the_validator_with_its_own_profile_and_the_spec_level_
     assert updated.pop("--event") == "updated" and updated.pop("--revision") == assets.revision
     assert updated == _args(head["OnNodeConfigured"])
     assert assets.settings["cluster"] == "pc-p5" and assets.settings["scrape_interval"] == 30
+    runtime = assets.settings["runtime"]
+    assert runtime["key"] == assets.runtime_key == f"runtime/{runtime['sha256']}.zip"
 
 
 def test_the_configuration_names_no_content_hash(synth_example):
@@ -281,11 +286,17 @@ def test_the_node_assets_bucket(synth_example):
     # deleted with the stack only after the cluster: the cluster depends on the contents and on the emptying
     assert bucket["DeletionPolicy"] == "Delete"
     cluster_id, cluster = cluster_resource(t)
-    (deployment,) = resources_of(t, "Custom::CDKBucketDeployment")
+    deployments = {v["Properties"]["DestinationBucketKeyPrefix"]: (k, v)
+                   for k, v in resources_of(t, "Custom::CDKBucketDeployment").items()}
+    deployment, contents = deployments["fmcluster/"]
+    runtime_id, runtime = deployments["fmcluster/runtime/"]
     (emptier,) = resources_of(t, "Custom::S3AutoDeleteObjects")
     assert {deployment, emptier} <= set(cluster["DependsOn"])
-    props = resources_of(t, "Custom::CDKBucketDeployment")[deployment]["Properties"]
-    assert props["DestinationBucketName"] == {"Ref": bucket_id} and props["DestinationBucketKeyPrefix"] == "fmcluster/"
+    assert contents["Properties"]["DestinationBucketName"] == {"Ref": bucket_id}
+    # runtimes are never pruned (a node that read older settings still finds its runtime), and settings.json is
+    # written only after the runtime it names
+    assert runtime["Properties"]["Prune"] is False and runtime_id in contents["DependsOn"]
+    assert set(contents["Properties"]["Exclude"]) == {"runtime/*", "runtime.zip"}
 
 
 def test_the_node_assets_bucket_logs_its_access_to_a_retained_log_bucket(synth_example):
@@ -307,7 +318,7 @@ def test_the_node_assets_bucket_logs_its_access_to_a_retained_log_bucket(synth_e
 
 def test_the_runtime_is_one_deterministic_archive(tmp_path):
     from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
-    from fmcluster.orchestrators.parallelcluster.assets import runtime_archive
+    from fmcluster.constructs.runtime_archive import runtime_archive
 
     first = runtime_archive(RUNTIME_DIR)
     assert first == runtime_archive(RUNTIME_DIR)
@@ -395,10 +406,6 @@ def test_script_and_assets_props_and_grant(stack):
     s = OnNodeConfiguredScript(stack, "C", assets=assets, region="us-east-1")
     with pytest.raises(ValueError, match="^node_group:"):
         s.compute_action(node_group="other")
-    with pytest.raises(ValueError, match="^policy:"):
-        s.compute_action(node_group="g", policy="drain")
-    with pytest.raises(ValueError, match="^level:"):
-        s.compute_action(node_group="g", level="thorough")
     with pytest.raises(ValueError, match="^node_group:"):
         s.head_action(node_group="two words")
     p = NodePolicy(stack, "P", name="parallelcluster-p")

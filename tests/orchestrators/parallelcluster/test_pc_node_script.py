@@ -4,6 +4,7 @@ ParallelCluster's Slurm are what the validator uses, the head node runs the Slur
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -19,7 +20,8 @@ from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
 from fmcluster.orchestrators.parallelcluster.node_script import SCRIPT
 
 NODE = "gpu-st-p5-48xlarge-1"  # <queue>-st-<compute resource>-<n>: ParallelCluster's static node name
-PROFILE = {"instance_type": "p5.48xlarge", "orchestrator": "slurm", "group": "gpu", "policy": "fail"}
+PROFILE = {"instance_type": "p5.48xlarge", "orchestrator": "slurm", "group": "gpu", "policy": "fail",
+           "level": "standard"}
 
 
 @pytest.fixture(scope="module")
@@ -48,25 +50,27 @@ class Node:
     def __init__(self, tmp: Path, runtime_zip: Path, *, healthy: bool = True, gpu: bool = True, docker: bool = False,
                  nodename_file: Optional[str] = None, nvme: bool = True, fetch_ok: bool = True,
                  settings: Optional[Dict[str, Any]] = None, missing: Sequence[str] = (),
-                 report: Optional[Dict[str, Any]] = None) -> None:
+                 report: Optional[Dict[str, Any]] = None, profile: Optional[Dict[str, Any]] = None) -> None:
         self.tmp = tmp
         self.log = tmp / "calls"
         self.root = tmp / "root"
         self.bucket = tmp / "bucket"
         for d in (self.log, tmp / "bin", self.root / "proc", self.root / "dev", self.root / "etc" / "docker",
                   self.root / "etc" / "enroot", tmp / "units", tmp / "pcluster" / "scripts" / "imds", tmp / "slurm",
-                  self.bucket / "profiles"):
+                  self.bucket / "profiles", self.bucket / "runtime"):
             d.mkdir(parents=True, exist_ok=True)
         # ParallelCluster's Prolog/Epilog directories, each with its own script (shared from the head node)
         self.scripts = tmp / "slurm-etc" / "scripts"
         for d, own in (("prolog.d", "90_pcluster_health_check_manager"), ("epilog.d", "90_pcluster_noop")):
             (self.scripts / d).mkdir(parents=True)
             (self.scripts / d / own).write_text("#!/bin/bash\n")
-        shutil.copy(runtime_zip, self.bucket / "runtime.zip")
-        (self.bucket / "settings.json").write_text(json.dumps(SETTINGS if settings is None else settings))
-        (self.bucket / "profiles" / "gpu.json").write_text(json.dumps(PROFILE))
+        self.runtime_key = self.publish_runtime(runtime_zip.read_bytes())
+        settings = dict(SETTINGS if settings is None else settings)
+        settings.setdefault("runtime", {"key": self.runtime_key, "sha256": self.runtime_key[8:-4]})
+        (self.bucket / "settings.json").write_text(json.dumps(settings))
+        (self.bucket / "profiles" / "gpu.json").write_text(json.dumps(PROFILE if profile is None else profile))
         for key in missing:
-            (self.bucket / key).unlink()
+            (self.bucket / (self.runtime_key if key == "runtime" else key)).unlink()
         mounts = "/dev/nvme0n1p1 / ext4 rw 0 0\n" + ("/dev/md0 /opt/dlami/nvme ext4 rw 0 0\n" if nvme else "")
         (self.root / "proc" / "mounts").write_text(mounts)
         if gpu:
@@ -93,6 +97,17 @@ class Node:
         self.nodename = tmp / "slurm_nodename"
         if nodename_file is not None:
             self.nodename.write_text(nodename_file)
+
+    def write_settings(self, **changes: Any) -> None:
+        """settings.json as the current deployment writes it, with `changes`."""
+        runtime = {"key": self.runtime_key, "sha256": self.runtime_key[8:-4]}
+        (self.bucket / "settings.json").write_text(json.dumps({**SETTINGS, "runtime": runtime, **changes}))
+
+    def publish_runtime(self, data: bytes) -> str:
+        """The runtime under its content key, as NodeAssets publishes it; returns the key settings.json names."""
+        key = f"runtime/{hashlib.sha256(data).hexdigest()}.zip"
+        (self.bucket / key).write_bytes(data)
+        return key
 
     def _cmd(self, name: str, body: str, where: Optional[Path] = None) -> None:
         path = (where or self.tmp / "bin") / name
@@ -121,9 +136,11 @@ class Node:
         return (self.tmp / rel).read_text()
 
 
-def compute_args(policy: str = "fail", level: str = "standard", group: str = "gpu") -> List[str]:
-    return ["--role", "compute", "--source", SOURCE, "--region", "us-east-1", "--node-group", group,
-            "--level", level, "--policy", policy]
+def compute_args(policy: Optional[str] = None, level: Optional[str] = None, group: str = "gpu") -> List[str]:
+    """The queue's Args as fmcluster writes them (level and policy come from the profile), or with the override
+    arguments earlier configurations passed."""
+    return (["--role", "compute", "--source", SOURCE, "--region", "us-east-1", "--node-group", group]
+            + (["--level", level] if level else []) + (["--policy", policy] if policy else []))
 
 
 HEAD_ARGS = ["--role", "head", "--source", SOURCE, "--region", "us-east-1", "--node-group", "head-node"]
@@ -138,8 +155,9 @@ def test_a_healthy_node_passes_under_every_policy(tmp_path, runtime_zip, policy)
     assert "node validation passed" in node.file("log/on-node-configured.log")
     assert not (tmp_path / "units" / "fmcluster-validate.service").exists()
     assert json.loads(node.file("etc/profile.json")) == PROFILE
-    assert node.fetched() == ["settings.json", "profiles/gpu.json", "runtime.zip"]
-    assert node.calls("aws")[-1] == f"s3 cp --only-show-errors --region us-east-1 {SOURCE}runtime.zip {tmp_path}/home/runtime.zip"
+    assert node.fetched() == ["settings.json", "profiles/gpu.json", node.runtime_key]
+    assert node.calls("aws")[-1] == (f"s3 cp --only-show-errors --region us-east-1 {SOURCE}{node.runtime_key} "
+                                     f"{tmp_path}/home/runtime.zip")
 
 
 def test_the_boot_run_waits_for_slurmd_and_parallelclusters_resume_and_names_the_slurm_node(tmp_path, runtime_zip):
@@ -244,9 +262,9 @@ def test_there_is_no_drain_on_parallelcluster(tmp_path, runtime_zip):
 
 @pytest.mark.parametrize("policy, code", [("fail", 1), ("report", 0)])
 def test_a_runtime_that_cannot_be_fetched_is_an_unhealthy_node(tmp_path, runtime_zip, policy, code):
-    node = Node(tmp_path, runtime_zip, missing=["runtime.zip"])
+    node = Node(tmp_path, runtime_zip, missing=["runtime"])
     assert node.run(*compute_args(policy)).returncode == code
-    assert node.fetched()[-6:] == ["runtime.zip"] * 6 and node.calls("validate") == []
+    assert node.fetched()[-6:] == [node.runtime_key] * 6 and node.calls("validate") == []
     assert "cannot fetch the fmcluster runtime" in node.file("log/on-node-configured.log")
     assert not (tmp_path / "units" / "fmcluster-validate.service").exists()
 
@@ -274,9 +292,36 @@ def test_a_new_runtime_reaches_a_node_at_its_next_launch_under_the_same_argument
     shutil.copy(runtime_zip, newer)
     with zipfile.ZipFile(newer, "a") as z:
         z.writestr("RELEASE", "a later fmcluster\n")
-    shutil.copy(newer, node.bucket / "runtime.zip")
+    key = node.publish_runtime(newer.read_bytes())
+    (node.bucket / "settings.json").write_text(json.dumps({**SETTINGS, "runtime": {"key": key, "sha256": key[8:-4]}}))
     assert node.run(*compute_args()).returncode == 0
     assert marker.read_text() == "a later fmcluster\n"
+    assert (node.bucket / node.runtime_key).exists(), "the older runtime stays for nodes that read older settings"
+
+
+def test_a_runtime_that_does_not_match_the_sha256_settings_names_is_never_unpacked(tmp_path, runtime_zip):
+    node = Node(tmp_path, runtime_zip)
+    (node.bucket / node.runtime_key).write_bytes(b"PK truncated")
+    assert node.run(*compute_args()).returncode == 1
+    assert "does not match the sha256" in node.file("log/on-node-configured.log")
+    assert node.calls("validate") == [] and not (tmp_path / "home" / "pkg" / "fmcluster" / "runtime").exists()
+
+
+@pytest.mark.parametrize("level, policy, code", [("fast", "report", 0), ("standard", "fail", 1)])
+def test_level_and_policy_come_from_the_groups_profile(tmp_path, runtime_zip, level, policy, code):
+    """The queue's arguments never change with validation settings (a change would replace its nodes): the node
+    applies what its group's published profile says."""
+    node = Node(tmp_path, runtime_zip, healthy=False, profile={**PROFILE, "level": level, "policy": policy})
+    assert node.run(*compute_args()).returncode == code
+    assert f"--level {level}" in node.calls("validate")[0]
+
+
+@pytest.mark.parametrize("profile", [{**PROFILE, "level": "deep"}, {**PROFILE, "policy": "drain"},
+                                     {k: v for k, v in PROFILE.items() if k != "level"}])
+def test_a_profile_without_a_level_and_policy_parallelcluster_runs_fails_the_node(tmp_path, runtime_zip, profile):
+    node = Node(tmp_path, runtime_zip, profile=profile)
+    assert node.run(*compute_args()).returncode == 1
+    assert "boot.profile" in node.file("log/on-node-configured.log") and node.calls("validate") == []
 
 
 @pytest.mark.parametrize("args", [
@@ -320,7 +365,7 @@ def test_without_observability_no_collectors(tmp_path, runtime_zip):
 def test_the_head_node_runs_the_slurm_collector_with_parallelclusters_sinfo_and_credentials(tmp_path, runtime_zip):
     node = Node(tmp_path, runtime_zip, gpu=False)
     assert node.run(*HEAD_ARGS).returncode == 0
-    assert node.fetched() == ["settings.json", "runtime.zip"]  # no profile: no validation
+    assert node.fetched() == ["settings.json", node.runtime_key]  # no profile: no validation
     (call,) = node.calls("install")
     assert "--slurm-collector --no-dcgm" in call and "--node-group head-node" in call
     dropin = node.file("units/fmcluster-slurm-textfile.service.d/parallelcluster.conf")
@@ -345,9 +390,9 @@ def test_an_update_refreshes_the_head_nodes_runtime_and_collectors(tmp_path, run
     """OnNodeUpdated (after a cluster update): the current runtime and settings, the collectors installed again."""
     node = Node(tmp_path, runtime_zip, gpu=False)
     assert node.run(*HEAD_ARGS).returncode == 0
-    (node.bucket / "settings.json").write_text(json.dumps({**SETTINGS, "scrape_interval": 60}))
+    node.write_settings(scrape_interval=60)
     assert node.run(*UPDATE_ARGS).returncode == 0
-    assert node.fetched() == ["settings.json", "runtime.zip"] * 2
+    assert node.fetched() == ["settings.json", node.runtime_key] * 2
     assert "--scrape-interval 60" in node.calls("install")[-1]
     assert "revision=0123456789abcdef" in node.file("log/on-node-configured.log")
 
@@ -356,14 +401,14 @@ def test_an_update_that_turns_observability_off_stops_the_head_nodes_collectors(
     node = Node(tmp_path, runtime_zip, gpu=False)
     for unit in ("fmcluster-collector.service", "fmcluster-node-exporter.service"):
         (tmp_path / "units" / unit).write_text("[Unit]\n")
-    (node.bucket / "settings.json").write_text(json.dumps({**SETTINGS, "remote_write_url": None}))
+    node.write_settings(remote_write_url=None)
     assert node.run(*UPDATE_ARGS).returncode == 0
     assert node.calls("install") == []
     calls = node.calls("systemctl")
     assert "disable --now fmcluster-collector.service" in calls and "disable --now fmcluster-node-exporter.service" in calls
 
 
-@pytest.mark.parametrize("missing", ["settings.json", "runtime.zip"])
+@pytest.mark.parametrize("missing", ["settings.json", "runtime"])
 def test_the_head_node_never_fails_its_bootstrap_or_an_update(tmp_path, runtime_zip, missing):
     node = Node(tmp_path, runtime_zip, gpu=False, missing=[missing])
     for args in (HEAD_ARGS, UPDATE_ARGS):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 import yaml
-from helpers import ROOT, resources_of
+from helpers import ROOT, boot_pointers, resources_of
 
 from fmcluster.registry import parse_spec
 from fmcluster.spec import SpecError
@@ -101,8 +101,9 @@ def test_node_user_data_drains_through_slurmd(p5):
               if len(v["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]) > 1)
     parts = lt["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"]["Fn::Join"][1]
     text = "".join(p for p in parts if isinstance(p, str))
-    assert '"orchestrator": "slurm"' in text and "FMCLUSTER_POLICY=drain" in text
-    assert '"orchestrator": "slurm"' in text
+    group = text.split("fm_group=")[1].split()[0]
+    pointer = boot_pointers(p5)[f"boot/groups/{group}.json"]
+    assert pointer["policy"] == "drain" and pointer["profile"]["orchestrator"] == "slurm"
 
 
 BASE = {"name": "pcs-t", "region": "us-east-1", "availability_zone": "us-east-1a", "orchestrator": {"type": "pcs"}}

@@ -127,7 +127,9 @@ def test_efa_textfile_timer_on_efa_nodes(template):
     lt = next(r["Properties"]["LaunchTemplateData"] for k, r in resources_of(template, "AWS::EC2::LaunchTemplate").items()
               if k.startswith("EksNodesH100"))
     text = "".join(p for p in lt["UserData"]["Fn::Base64"]["Fn::Join"][1] if isinstance(p, str))
-    assert "fmcluster.runtime.observability.efa_textfile" in text and "enable --now fmcluster-efa-textfile.timer" in text
+    # the units' text comes from the runtime the node fetched (a collector change leaves the template alone)
+    assert "fmcluster.runtime.lifecycle.node efa-units --unit-dir /etc/systemd/system" in text
+    assert "enable --now fmcluster-efa-textfile.timer" in text
 
 
 def test_dcgm_exporter_collects_each_gpu_architectures_fields_on_its_nodes():
