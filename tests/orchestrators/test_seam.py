@@ -165,5 +165,5 @@ def test_each_kind_takes_the_validation_policies_it_declares_and_refuses_the_oth
 def test_what_a_failed_validation_may_do_on_each_kind():
     """docs/validation.md's table: the default first."""
     assert {k.name: k.validation_policies for k in registry.kinds()} == {
-        "none": ("report", "fail"), "pcs": ("drain", "fail", "report"), "hyperpod-slurm": ("drain", "fail", "report"),
-        "eks": ("taint", "report"), "hyperpod-eks": ("taint", "fail", "report"), "parallelcluster": ("fail", "report")}
+        "none": ("report", "fail"), "pcs": ("drain", "fail", "report"), "hyperpod-slurm": ("drain", "replace", "fail", "report"),
+        "eks": ("taint", "report"), "hyperpod-eks": ("taint", "replace", "fail", "report"), "parallelcluster": ("fail", "report")}

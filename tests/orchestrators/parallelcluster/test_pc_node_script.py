@@ -457,7 +457,8 @@ def test_compute_nodes_leave_the_shared_prolog_to_the_head_node(tmp_path, runtim
 def test_an_update_that_turns_observability_off_unregisters_the_job_map(tmp_path, runtime_zip):
     node = Node(tmp_path, runtime_zip)
     node.run(*HEAD_ARGS)
-    (node.bucket / "settings.json").write_text(json.dumps({**SETTINGS, "remote_write_url": None}))
+    published = json.loads((node.bucket / "settings.json").read_text())  # the same runtime, observability off
+    (node.bucket / "settings.json").write_text(json.dumps({**published, "remote_write_url": None}))
     assert node.run(*UPDATE_ARGS).returncode == 0
     assert sorted(p.name for p in (node.scripts / "prolog.d").iterdir()) == ["90_pcluster_health_check_manager"]
     assert sorted(p.name for p in (node.scripts / "epilog.d").iterdir()) == ["90_pcluster_noop"]
