@@ -120,3 +120,14 @@ def test_bad_input_exits_2(spec_file: str, tmp_path: Path, capsys: Any) -> None:
     assert "differs from the spec's region us-east-1" in capsys.readouterr().err
     assert main(["preflight", str(tmp_path / "missing.yaml")]) == 2
     assert main(["status", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_sessions_share_the_service_models_but_not_their_settings(aws_env: Any) -> None:
+    """Each preflight or status run makes its own session; the models botocore ships are read once per process."""
+    from fmcluster.aws.session import AwsClients
+
+    east, west = AwsClients("us-east-1").session, AwsClients("us-west-2").session
+    assert east is not west and east.region_name == "us-east-1" and west.region_name == "us-west-2"
+    loader = east._session.get_component("data_loader")
+    assert loader is west._session.get_component("data_loader")
+    assert east.client("ec2").meta.region_name == "us-east-1" and west.client("ec2").meta.region_name == "us-west-2"
