@@ -13,10 +13,11 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-from aws_cdk import App, Stack
+from aws_cdk import Stack
 from aws_cdk.assertions import Template
 from helpers import ROOT, resources_of
 
+from fmcluster.app import new_app
 from fmcluster.orchestrators.pcs.cluster import PcsCluster
 from fmcluster.orchestrators.pcs.construct import health_check_settings
 from fmcluster.registry import parse_spec
@@ -49,7 +50,7 @@ def test_switched_on_the_cluster_runs_each_nodes_program_on_busy_nodes_too():
                                                                     health_check_interval_seconds=900)))
     assert settings == {"HealthCheckProgram": "/opt/fmcluster/slurm/health_check.sh", "HealthCheckInterval": "900",
                         "HealthCheckNodeState": "ANY,CYCLE"}
-    stack = Stack(App(), "T")
+    stack = Stack(new_app(nag=False), "T")
     PcsCluster(stack, "Pcs", subnet_ids=["subnet-0123456789abcdef0"], security_group_ids=["sg-0123456789abcdef0"],
                slurm_version="24.11", size="SMALL", slurm_settings=settings)
     (cluster,) = Template.from_stack(stack).find_resources("AWS::PCS::Cluster").values()
