@@ -191,3 +191,17 @@ def test_install_without_anything_to_write_is_a_usage_error():
 def test_slurm_settings_run_it_on_busy_nodes_cycling_through_the_interval():
     assert health_check.slurm_settings("/p", 300) == {
         "HealthCheckProgram": "/p", "HealthCheckInterval": "300", "HealthCheckNodeState": "ANY,CYCLE"}
+
+
+def test_a_hung_scontrol_is_cut_off_and_reported(p5, monkeypatch):
+    """In process, with scontrol's time cut to half a second: the run still ends and says why (the drain it then
+    tries is cut off the same way, and reported)."""
+    p5.tool("scontrol", "exec sleep 30\n")
+    monkeypatch.setenv("PATH", f"{p5.bin}:{SYSTEM_PATH}")
+    monkeypatch.setattr(health_check, "SCONTROL_TIMEOUT", 0.5)
+    xid(p5, 79, "GPU has fallen off the bus.")
+    args = health_check._parser().parse_args(["run", "--profile", str(p5.profile(policy="drain")), "--root",
+                                              str(p5.root), "--node-name", NODE])
+    out = health_check.run(args)
+    assert out["slurm_state"] == f"unknown: scontrol show node {NODE}: timed out after 0.5s (killed)"
+    assert out["action"] == "drain" and "timed out after 0.5s" in out["result"]
