@@ -28,6 +28,10 @@ def replace_argv(node: str) -> List[str]:
     return ["scontrol", "update", f"nodename={node}", "state=fail", f"reason={HYPERPOD_REPLACE_REASON}"]
 
 
+def resume_argv(node: str) -> List[str]:
+    return ["scontrol", "update", f"nodename={node}", "state=resume"]
+
+
 def hardware_fault(failing: List[str]) -> bool:
     """Whether a new instance would fix the failure (a failing check is one of HARDWARE_FAULTS)."""
     return any(f in HARDWARE_FAULTS for f in failing)
@@ -40,15 +44,19 @@ def taint_argv(node: str, kubeconfig: Optional[str] = None) -> List[str]:
     return argv + ["taint", "nodes", node, f"{TAINT_KEY}=failed:NoSchedule", "--overwrite"]
 
 
-def reason_for(failing: List[str]) -> str:
-    text = "fmcluster validate: " + ",".join(failing)
+VALIDATE_PREFIX = "fmcluster validate: "
+
+
+def reason_for(failing: List[str], prefix: str = VALIDATE_PREFIX) -> str:
+    text = prefix + ",".join(failing)
     text = re.sub(r"[^\w.,:= -]", "_", text)
     return text[:200]
 
 
 def act(policy: str, healthy: bool, failing: List[str], node_name: str, timeout: float = 30.0,
-        env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-    """Perform the policy's action; never raises. Returns {"policy", "result", "argv"?}."""
+        env: Optional[Dict[str, str]] = None, reason: Optional[str] = None) -> Dict[str, Any]:
+    """Perform the policy's action; never raises. Returns {"policy", "result", "argv"?}. `reason`: the drain's
+    (default: reason_for(failing))."""
     if healthy:
         return {"policy": policy, "result": "none (healthy)"}
     if policy in ("report", "fail"):
@@ -56,7 +64,7 @@ def act(policy: str, healthy: bool, failing: List[str], node_name: str, timeout:
     if policy == "replace" and hardware_fault(failing):
         argv = replace_argv(node_name)
     elif policy in ("drain", "replace"):
-        argv = drain_argv(node_name, reason_for(failing))
+        argv = drain_argv(node_name, reason or reason_for(failing))
     elif policy == "taint":
         kubeconfig = (env or os.environ).get("KUBECONFIG") or next(
             (p for p in ("/var/lib/kubelet/kubeconfig", "/etc/kubernetes/kubelet.conf") if os.path.exists(p)), None)

@@ -30,6 +30,14 @@ exec >>"$log_dir/bootstrap.log" 2>&1
 agent=$(PYTHONPATH="$home/pkg" python3 -m fmcluster.runtime.contract agent-unit --profile "$profile") || agent=none
 echo "$(date -Is) fmcluster bootstrap: level=$level policy=$policy agent=$agent"
 
+# Slurm's HealthCheckProgram (fmcluster.runtime.health_check), written before slurmd starts, which runs it first
+# when it starts: inert unless the cluster's slurm.conf names it (docs/resilience.md), never fatal.
+if [ "$agent" = slurmd ]; then
+  PYTHONPATH="$home/pkg" timeout --kill-after=5 60 python3 -m fmcluster.runtime.health_check install \
+    --profile "$profile" --hook-dir "$home/slurm" >/dev/null \
+    || echo "$(date -Is) WARNING: the Slurm health check program was not written"
+fi
+
 # At first boot the agent (slurmd, kubelet) starts after this script, so its check waits for the run after it. On EKS
 # managed nodes kubelet already runs when this script starts (docs/eks.md, "Boot order on AL2023"); there the node
 # gate, a pod that runs only once kubelet does, stands for that check.

@@ -17,6 +17,7 @@ from fmcluster.orchestrators.parallelcluster.settings import (
     min_count,
     settings_of,
 )
+from fmcluster.runtime import health_check
 from fmcluster.runtime.contract import INSTANCE_NVME_ROOT
 from fmcluster.spec import ClusterSpec, NodeGroup
 
@@ -30,6 +31,9 @@ SHARED_STORAGE_NAME = "fsx"
 # CloudFormation's timeout. Never change it on a live cluster: the setting's update policy is UNSUPPORTED (adding
 # the DevSettings section to an existing cluster is an update ParallelCluster accepts; changing it is not).
 HEAD_NODE_BOOTSTRAP_TIMEOUT_S = 3000
+# Slurm's HealthCheckProgram on ParallelCluster: the shim the head node's custom action writes under ParallelCluster's
+# shared /opt/slurm (runtime/parallelcluster/on_node_configured.sh), which runs each compute node's own program.
+HEALTH_CHECK_SHIM = "/opt/slurm/etc/scripts/fmcluster_health_check.sh"
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,9 @@ def cluster_configuration(spec: ClusterSpec, inputs: ClusterInputs) -> Dict[str,
             "Dashboards": {"CloudWatch": {"Enabled": True}},
         },
     }
+    if settings.health_check:
+        hc = health_check.slurm_settings(HEALTH_CHECK_SHIM, settings.health_check_interval_seconds)
+        config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] = [{k: v} for k, v in hc.items()]
     if inputs.file_system_id is not None:
         if inputs.mount_point is None:
             raise ValueError("inputs.mount_point: required with a file system")

@@ -112,6 +112,16 @@ class ParallelClusterSettings(SpecModel):
         description="How a queue change reaches running nodes: DRAIN replaces nodes as their jobs end, so a cdk "
         "deploy can update queues without stopping the compute fleet first.",
     )
+    health_check: bool = Field(
+        False, description="Add HealthCheckProgram to the cluster's CustomSlurmSettings: a shim the head node writes "
+        "under /opt/slurm/etc/scripts that runs each compute node's program (the boot validator's fast fault checks) "
+        "every health_check_interval_seconds; a failure drains the node (running jobs finish), and clustermgtd "
+        "replaces a drained static node once it is idle. Off by default: how slurmd treats the setting before the "
+        "shim exists is unverified (docs/resilience.md).",
+    )
+    health_check_interval_seconds: int = Field(
+        300, ge=60, le=86400, description="HealthCheckInterval: seconds between two runs on a node (with health_check)."
+    )
     log_retention_days: int = Field(90, description="CloudWatch Logs retention of ParallelCluster's log group.")
     deletion_policy: Literal["Delete", "Retain"] = Field(
         "Delete",

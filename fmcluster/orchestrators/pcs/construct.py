@@ -19,6 +19,7 @@ from fmcluster.orchestrators.pcs.settings import instances, login_ami_id, login_
 from fmcluster.platforms.ec2.access import session_command
 from fmcluster.platforms.ec2.node_builder import LOGIN_NODE_GROUP, construct_id
 from fmcluster.platforms.ec2.nodes import Ec2Nodes
+from fmcluster.runtime import health_check
 from fmcluster.runtime.observability.slurm_job_map import hook_path
 
 # PCS requires its instance roles under this path (or named AWSPCS...) (PCS user guide, "IAM instance profiles").
@@ -36,6 +37,17 @@ def job_map_hooks(context: OrchestrationContext) -> Dict[str, str]:
     return {"Prolog": hook_path("prolog"), "Epilog": hook_path("epilog")}
 
 
+def health_check_settings(context: OrchestrationContext) -> Dict[str, str]:
+    """HealthCheckProgram, -Interval and -NodeState when the spec asks (orchestrator.pcs.health_check): the program
+    each node's boot writes before slurmd starts (runtime/node_bootstrap.sh). Opt-in for the same reason as the job
+    map: a node booted before its runtime wrote the program has none, and that PCS accepts the parameters at the
+    cluster level is unverified (docs/resilience.md)."""
+    settings = settings_of(context.spec).pcs
+    if not settings.health_check:
+        return {}
+    return health_check.slurm_settings(health_check.program_path(), settings.health_check_interval_seconds)
+
+
 class PcsOrchestration(Ec2Nodes):
     """Exposes ``pcs`` (the `PcsCluster`), ``login_template`` and what `Ec2Nodes` exposes."""
 
@@ -51,7 +63,7 @@ class PcsOrchestration(Ec2Nodes):
             slurm_version=settings.pcs.slurm_version,
             size=settings.size_for(instances(spec)),
             scale_down_idle_seconds=settings.pcs.scale_down_idle_seconds,
-            slurm_settings=job_map_hooks(context),
+            slurm_settings={**job_map_hooks(context), **health_check_settings(context)},
         )
         self.node_role.add_to_policy(
             iam.PolicyStatement(sid="PcsRegistersNodes", actions=["pcs:RegisterComputeNodeGroupInstance"],

@@ -40,6 +40,17 @@ class PcsSettings(SpecModel):
         "writes them (docs/observability.md).",
     )
 
+    health_check: bool = Field(
+        False, description="Set the cluster's HealthCheckProgram to the program every node writes at boot: the boot "
+        "validator's fast fault checks every health_check_interval_seconds; a failure drains the node with the "
+        "failing checks (running jobs finish), and under validation.policy drain a node it drained for a non-hardware "
+        "check returns to service once it passes. Off by default: that PCS accepts these parameters is unverified, "
+        "and nodes booted before their runtime wrote the program have none (docs/resilience.md).",
+    )
+    health_check_interval_seconds: int = Field(
+        300, ge=60, le=86400, description="HealthCheckInterval: seconds between two runs on a node (with health_check)."
+    )
+
     @field_validator("login_instance_type")
     @classmethod
     def _login_type(cls, v: str) -> str:

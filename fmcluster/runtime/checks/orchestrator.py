@@ -28,7 +28,8 @@ def agent(ctx: Ctx) -> Result:
 # NodeName exactly, so a node registered under another name than its hostname is not found either.
 BAD_NODE_STATES = {"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "NOT_RESPONDING"}
 DRAIN_STATES = {"DRAIN", "DRAINED", "DRAINING"}
-OUR_REASON = "fmcluster validate"  # actions.reason_for()
+# actions.reason_for(): the boot validator's drains and the Slurm health check's (health_check.REASON_PREFIX)
+OUR_REASONS = ("fmcluster validate", "fmcluster health")
 
 
 def _slurmd_state(ctx: Ctx) -> Optional[str]:
@@ -61,7 +62,7 @@ def slurm_node(ctx: Ctx) -> Result:
     tokens = {re.sub(r"[^A-Z_]", "", t.upper()) for t in state.split("+")}
     if "*" in state:  # sinfo-style marker for a node that does not respond
         tokens.add("NOT_RESPONDING")
-    ours = reason.startswith(OUR_REASON)
+    ours = reason.startswith(OUR_REASONS)
     failing = (tokens & BAD_NODE_STATES) - (DRAIN_STATES if ours else set())
     observed = f"{name}: State={state}" + (f" Reason={reason}" if reason else "")
     if failing and failing <= {"DOWN", "NOT_RESPONDING"}:

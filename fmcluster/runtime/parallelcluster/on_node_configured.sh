@@ -349,6 +349,21 @@ if [[ "$role" == compute ]]; then
   configure_containers
 fi
 
+# Slurm's HealthCheckProgram (fmcluster.runtime.health_check; docs/resilience.md): the cluster's slurm.conf names a
+# shim under the shared $slurm_scripts that the head node writes on every event, so it exists before any compute
+# node's slurmd reads it; the shim runs the node's own program, which each compute node writes here, before slurmd
+# starts, and succeeds where there is none. Inert unless CustomSlurmSettings names the shim; never fatal.
+health_check_shim="$slurm_scripts/fmcluster_health_check.sh"
+if [[ "$role" == head ]]; then
+  PYTHONPATH="$home/pkg" timeout --kill-after=5 60 "$python" -m fmcluster.runtime.health_check install \
+    --shim "$health_check_shim" --hook-dir "$home/slurm" >/dev/null \
+    || log "WARNING: Slurm health check shim not written to $health_check_shim"
+else
+  PYTHONPATH="$home/pkg" timeout --kill-after=5 60 "$python" -m fmcluster.runtime.health_check install \
+    --profile "$etc/profile.json" --node-name "$node_name" --hook-dir "$home/slurm" >/dev/null \
+    || log "WARNING: Slurm health check program not written"
+fi
+
 if [[ -n "$remote_write_url" ]]; then
   install_collectors
   [[ "$role" == head ]] && register_job_map

@@ -462,3 +462,25 @@ def test_an_update_that_turns_observability_off_unregisters_the_job_map(tmp_path
     assert node.run(*UPDATE_ARGS).returncode == 0
     assert sorted(p.name for p in (node.scripts / "prolog.d").iterdir()) == ["90_pcluster_health_check_manager"]
     assert sorted(p.name for p in (node.scripts / "epilog.d").iterdir()) == ["90_pcluster_noop"]
+
+
+def test_compute_nodes_write_their_slurm_health_check_before_slurmd_starts(tmp_path, runtime_zip):
+    node = Node(tmp_path, runtime_zip, healthy=True)
+    assert node.run(*compute_args()).returncode == 0
+    text = node.file("home/slurm/health_check.sh")
+    assert f"--profile {tmp_path}/etc/profile.json --node-name {NODE}" in text
+    assert not (node.scripts / "fmcluster_health_check.sh").exists(), "the shared shim is the head node's"
+
+
+def test_the_head_node_writes_the_shared_health_check_shim_on_every_event(tmp_path, runtime_zip):
+    from fmcluster.orchestrators.parallelcluster.config import HEALTH_CHECK_SHIM
+
+    node = Node(tmp_path, runtime_zip)
+    assert node.run(*HEAD_ARGS).returncode == 0
+    shim = node.scripts / "fmcluster_health_check.sh"
+    assert HEALTH_CHECK_SHIM == f"/opt/slurm/etc/scripts/{shim.name}", "the configuration names what the head writes"
+    assert f"{tmp_path}/home/slurm/health_check.sh" in shim.read_text()
+    # the head node has no program of its own: the shim succeeds there, as on a node booted before this runtime
+    assert subprocess.run([str(shim)], env={}, timeout=30).returncode == 0
+    shim.unlink()
+    assert node.run(*UPDATE_ARGS).returncode == 0 and shim.exists()
