@@ -17,8 +17,9 @@ from fmcluster.spec import NodeGroup
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
-# EKS managed node groups tag their Auto Scaling groups for Cluster Autoscaler's auto-discovery with these two keys
-# (EKS user guide, "Simplify node lifecycle with managed node groups"); the chart's default autoDiscovery.tags.
+# Managed nodes are "automatically tagged for auto-discovery by the Kubernetes cluster autoscaler" (EKS user guide,
+# "Managed node groups"); these two keys are the ones the AWS provider README's auto-discovery and the chart's default
+# autoDiscovery.tags use (that EKS sets exactly these: unverified, docs/resilience.md).
 ENABLED_TAG = "k8s.io/cluster-autoscaler/enabled"
 NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
 
