@@ -81,7 +81,6 @@ def test_a_reservation_must_hold_the_ceiling_not_only_count():
 
 @pytest.mark.parametrize("orchestrator, words", [
     ("none", "no scheduler or scaler runs here"),
-    ("eks", "Cluster Autoscaler scales managed node groups: https://"),
     ("hyperpod-slurm", "EKS-orchestrated clusters only; a Slurm cluster's instance groups change size through "
                        "UpdateCluster (https://"),
 ])

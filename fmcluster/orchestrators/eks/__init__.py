@@ -84,11 +84,9 @@ KIND = Eks(
     settings=settings.EksOrchestrator,
     node_agent="kubernetes",
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
-    # Cluster Autoscaler is the scaler that fits (it scales these managed node groups with their launch templates,
-    # EFA interfaces and placement groups; docs/resilience.md says why not Karpenter); fmcluster does not deploy it yet.
-    elastic_note="fmcluster deploys no node autoscaler on EKS yet, and a managed node group's min and max sizes "
-    "change nothing without one (Cluster Autoscaler scales managed node groups: "
-    "https://docs.aws.amazon.com/eks/latest/best-practices/cas.html)",
+    # Cluster Autoscaler scales the elastic managed node groups, keeping their launch templates, EFA interfaces and
+    # placement groups (docs/resilience.md says why not Karpenter); Capacity Block groups stay static (spec rule).
+    elastic_groups=True,
     uses_image_family=False,  # EKS picks the AL2023 NVIDIA AMI from the node group's AMI type
     addresses_per_node=POD_ADDRESSES_PER_NODE,
     validation_policies=settings.POLICIES,

@@ -11,13 +11,15 @@ from aws_cdk import aws_eks as eks_l1
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from fmcluster.constructs.bucket_deployment import nag_resource
 from fmcluster.constructs.node_group import Ec2NodeGroup
+from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.eks import gangs, kueue
 from fmcluster.orchestrators.eks.node_groups import EksNodeGroups
 from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
 from fmcluster.platforms.ec2.access import find_instance_command
-from fmcluster.platforms.kubernetes import devices, gate, labels, metrics, volumes
+from fmcluster.platforms.kubernetes import autoscaler, devices, gate, labels, metrics, volumes
 from fmcluster.platforms.kubernetes.access import tunnel_command
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.control_plane import add_standard_addons, build_control_plane
@@ -54,6 +56,8 @@ class EksOrchestration(Construct):
             service_account=WORKLOAD_SERVICE_ACCOUNT, role_arn=self.workload_role.role_arn)
         self.objects = ClusterObjects(self, "Objects", cluster=self.control_plane.icluster)
         self._install(context)
+        if autoscaler.elastic_groups(spec.node_groups):
+            self._autoscaler(context)
         stack = Stack.of(self)
         CfnOutput(self, "ClusterName", value=self.cluster.cluster_name)
         CfnOutput(self, "KubeconfigCommand", value=f"aws eks update-kubeconfig --region {stack.region} "
@@ -120,6 +124,30 @@ class EksOrchestration(Construct):
             chart = objects.chart("kai-scheduler", namespace=gangs.KAI_NAMESPACE, wait=True, after=[system],
                                   values=gangs.kai_values(system_selector=on_system))
             objects.manifest("KaiQueues", gangs.kai_objects(spec.node_groups), after=[chart])
+
+    def _autoscaler(self, context: OrchestrationContext) -> None:
+        """Cluster Autoscaler on the system nodes, for the elastic groups, with its Pod Identity role (docs/eks.md,
+        "Elastic node groups")."""
+        spec = context.spec
+        stack = Stack.of(self)
+        self.autoscaler_role = self.control_plane.pod_identity_role(
+            "AutoscalerRole", f"Cluster Autoscaler ({autoscaler.NAMESPACE}/{autoscaler.SERVICE_ACCOUNT}) of {spec.name}",
+            autoscaler.policy_statements(stack, cluster_name=spec.name))
+        acknowledge(self.autoscaler_role, "AwsSolutions-IAM5[Resource::*]",
+                    "Auto Scaling's and EC2's Describe calls support no resource-level permissions (Service "
+                    "Authorization Reference); the scaling actions are limited by tag to this cluster's groups.")
+        for resource in (autoscaler.scaling_resource(stack), autoscaler.nodegroup_resource(stack, spec.name)):
+            acknowledge(self.autoscaler_role, f"AwsSolutions-IAM5[Resource::{nag_resource(stack, resource)}]",
+                        "The node groups' Auto Scaling groups and node group ids are named by EKS at creation; the "
+                        "scaling actions require this cluster's auto-discovery tags on the group.")
+        identity = eks_l1.CfnPodIdentityAssociation(
+            self, "AutoscalerPodIdentity", cluster_name=self.cluster.cluster_name, namespace=autoscaler.NAMESPACE,
+            service_account=autoscaler.SERVICE_ACCOUNT, role_arn=self.autoscaler_role.role_arn)
+        self.objects.chart("cluster-autoscaler", namespace=autoscaler.NAMESPACE, after=[
+            self.nodes.managed[SYSTEM_GROUP], identity, self.control_plane.addons["eks-pod-identity-agent"]],
+            values=autoscaler.chart_values(cluster_name=spec.name, region=spec.region,
+                                           kubernetes_version=settings_of(spec).kubernetes_version,
+                                           system_selector={labels.GROUP: SYSTEM_GROUP}))
 
     @property
     def node_groups(self) -> Dict[str, Ec2NodeGroup]:

@@ -47,10 +47,12 @@ def _depths(groups: List[NodeGroup]) -> Dict[str, List[str]]:
 
 
 def _totals(groups: List[NodeGroup]) -> Dict[str, float]:
-    return {"cpu": sum(g.instance.vcpus * g.count for g in groups),
-            "memory_mib": sum(g.instance.memory_mib * g.count for g in groups),
-            "gpu": sum((g.instance.gpus or 0) * g.count for g in groups),
-            "efa": sum((g.instance.efa_interfaces if g.efa_enabled else 0) * g.count for g in groups)}
+    """The groups' capacity at their ceilings (max_count): a gang the queue does not admit leaves no pending pods for
+    Cluster Autoscaler to scale an elastic group up for."""
+    return {"cpu": sum(g.instance.vcpus * g.max_size for g in groups),
+            "memory_mib": sum(g.instance.memory_mib * g.max_size for g in groups),
+            "gpu": sum((g.instance.gpus or 0) * g.max_size for g in groups),
+            "efa": sum((g.instance.efa_interfaces if g.efa_enabled else 0) * g.max_size for g in groups)}
 
 
 # ---- Volcano ---------------------------------------------------------------------------------------------------

@@ -111,14 +111,16 @@ def covered_resources(efa_device: str) -> List[str]:
 
 
 def quotas(group: NodeGroup, efa_device: str) -> List[Dict[str, Any]]:
-    """Nominal quota of a flavor: the group's whole capacity (the scheduler still places against allocatable). EFA:
-    the group's EFA interfaces, which are its EFA devices under either driver."""
+    """Nominal quota of a flavor: the group's whole capacity at its ceiling (the scheduler still places against
+    allocatable). An elastic group's quota is max_count nodes: a job Kueue does not admit creates no pods, and Cluster
+    Autoscaler scales up only for pending pods. EFA: the group's EFA interfaces, its EFA devices under either driver."""
     t = group.instance
+    nodes = group.max_size
     amounts = {
-        "cpu": t.vcpus * group.count,
-        "memory": f"{t.memory_mib * group.count}Mi",
-        labels.GPU_RESOURCE: (t.gpus or 0) * group.count,
-        labels.EFA_RESOURCE: (t.efa_interfaces if group.efa_enabled else 0) * group.count,
+        "cpu": t.vcpus * nodes,
+        "memory": f"{t.memory_mib * nodes}Mi",
+        labels.GPU_RESOURCE: (t.gpus or 0) * nodes,
+        labels.EFA_RESOURCE: (t.efa_interfaces if group.efa_enabled else 0) * nodes,
     }
     return [{"name": r, "nominalQuota": amounts[r]} for r in covered_resources(efa_device)]
 

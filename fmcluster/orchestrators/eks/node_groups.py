@@ -27,7 +27,7 @@ from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
 from fmcluster.platforms.ec2.node_builder import NodeImage, construct_id
-from fmcluster.platforms.kubernetes import labels
+from fmcluster.platforms.kubernetes import autoscaler, labels
 from fmcluster.platforms.kubernetes.node_checks import EKS_DISABLED_CHECKS, EKS_OPTIONAL
 from fmcluster.profiles import mounts
 from fmcluster.runtime.observability import EFA_TEXTFILE_TIMER_UNIT
@@ -65,6 +65,17 @@ IMDS_HOP_LIMIT = 1
 # each phase of node updates"; docs/changes.md). Routine changes (a new fmcluster runtime, validation settings) do not
 # reach here: they change the boot pointer, not the launch template.
 ROLLING_UPDATE = {"force_update": False, "max_unavailable": 1}
+
+
+def scaling_config(group: NodeGroup) -> Dict[str, int]:
+    """The managed node group's sizes: min_count, count and max_count (a static group: count three times), which
+    Cluster Autoscaler moves within for an elastic group. A Capacity Block group (always static: the spec refuses a
+    range on it) is created empty, as the EKS user guide asks of a group created before its block is active: a desired
+    size the block cannot serve yet fails the node group and rolls the stack back. Scale it to `count` once the block
+    is active (docs/eks.md, "Capacity Blocks"); EKS scales it to 0 before the block ends."""
+    if group.capacity.type == "capacity-block":
+        return {"min_size": 0, "desired_size": 0, "max_size": group.count}
+    return {"min_size": group.min_size, "desired_size": group.count, "max_size": group.max_size}
 
 
 def ami_type(instance: catalog.InstanceType) -> eks.NodegroupAmiType:
@@ -197,19 +208,15 @@ class EksNodeGroups(Construct):
             ami_type=ami_type(group.instance),
             capacity_type=eks.CapacityType.CAPACITY_BLOCK if block else eks.CapacityType.ON_DEMAND,
             launch_template_spec=eks.LaunchTemplateSpec(id=lt.launch_template_id, version=lt.latest_version),
-            # static like the other kinds. A Capacity Block group is created empty (min and desired 0), as the EKS user
-            # guide asks of a group created before its block is active: a desired size the block cannot serve yet
-            # fails the node group and rolls the stack back. Scale it to `count` once the block is active (docs/eks.md,
-            # "Capacity Blocks"); EKS scales it to 0 before the block ends.
-            min_size=0 if block else group.count,
-            desired_size=0 if block else group.count,
-            max_size=group.count,
+            **scaling_config(group),
             subnets=ec2.SubnetSelection(subnets=list(subnets)),
             node_role=self.node_role.role,
             labels=labels.node_labels(group, efa_device=efa_device),
             taints=[eks.TaintSpec(key=t["key"], value=t["value"], effect=eks.TaintEffect.NO_SCHEDULE)
                     for t in labels.node_taints(group)],
             enable_node_auto_repair=True,
+            # what Cluster Autoscaler cannot read from a node it has not seen: the GPUs and EFA interfaces
+            tags=autoscaler.node_template_tags(group, efa_device=efa_device) if group.elastic else None,
             **ROLLING_UPDATE,
         )
         # GPU capacity is scarce or reserved: replace a node before launching its successor, so an update never asks

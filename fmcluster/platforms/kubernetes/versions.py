@@ -93,7 +93,19 @@ CHARTS: Dict[str, ChartPin] = {
     "kai-scheduler": ChartPin(
         "kai-scheduler", "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", "v0.17.0",
         "https://github.com/kai-scheduler/KAI-Scheduler/releases/tag/v0.17.0"),
+    # Installed only when a spec has elastic node groups; its image is set per Kubernetes minor (below), as the
+    # chart's appVersion (1.35.0) fits one minor only.
+    "cluster-autoscaler": ChartPin(
+        "cluster-autoscaler", "https://kubernetes.github.io/autoscaler", "9.59.0",
+        "https://github.com/kubernetes/autoscaler/releases/tag/cluster-autoscaler-chart-9.59.0"),
 }
+
+# Cluster Autoscaler's versions follow Kubernetes minors exactly, and the project recommends the one meant for the
+# control plane's version (cluster-autoscaler/README.md, "Releases"); the newest patch release of each minor, from the
+# project's release tags (https://github.com/kubernetes/autoscaler/releases/tag/cluster-autoscaler-1.34.5 and -1.33.6,
+# -1.35.2).
+CLUSTER_AUTOSCALER_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
+CLUSTER_AUTOSCALER_TAGS: Dict[str, str] = {"1.33": "v1.33.6", "1.34": "v1.34.5", "1.35": "v1.35.2"}
 
 # The node gate runs the standard-library script fmcluster/runtime/kube_gate.py in the Docker official Python image,
 # pulled from its Amazon ECR Public mirror (no Docker Hub rate limits). Minor-pinned tag.

@@ -107,7 +107,7 @@ def test_gpu_node_group_from_the_efa_launch_template(p5):
     template = p5["eks-p5-cluster"]
     h100 = node_groups(template)["h100"]
     assert h100["AmiType"] == "AL2023_x86_64_NVIDIA" and h100["CapacityType"] == "ON_DEMAND"
-    assert h100["ScalingConfig"] == {"DesiredSize": 4, "MaxSize": 4, "MinSize": 4}
+    assert h100["ScalingConfig"] == {"DesiredSize": 4, "MaxSize": 8, "MinSize": 0}, "elastic: count 4 within 0..8"
     assert "InstanceTypes" not in h100, "the instance type is in the launch template"
     assert h100["NodeRepairConfig"] == {"Enabled": True}
     assert h100["Labels"] == {"fmcluster.io/node-group": "h100", "fmcluster.io/instance-type": "p5.48xlarge",
@@ -200,7 +200,8 @@ def test_the_node_role_cannot_touch_the_data_bucket_or_write_metrics(p5):
 
 def test_training_pods_get_the_data_bucket_through_pod_identity(p5):
     template = p5["eks-p5-cluster"]
-    (association,) = [a["Properties"] for a in resources_of(template, "AWS::EKS::PodIdentityAssociation").values()]
+    (association,) = [a["Properties"] for a in resources_of(template, "AWS::EKS::PodIdentityAssociation").values()
+                      if a["Properties"]["Namespace"] == "training"]
     assert association["Namespace"] == "training" and association["ServiceAccount"] == "fmcluster-training"
     role_id = association["RoleArn"]["Fn::GetAtt"][0]
     trust = template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
@@ -224,7 +225,7 @@ def test_the_node_subnet_must_hold_the_pod_addresses(p5):
     from fmcluster.registry import load_spec
 
     spec = load_spec("examples/eks-p5.yaml")
-    assert spec.node_ip_addresses == 4 * (1 + 24)
+    assert spec.node_ip_addresses == 8 * (1 + 24), "room for the elastic group's max_count"
     assert 2 ** (32 - (spec.node_subnet_prefix or 0)) - 5 >= spec.required_ips
 
 

@@ -114,7 +114,8 @@ def test_kueue_flavors_quotas_and_topology_follow_the_node_groups(synth_example)
     assert flavor["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     (group,) = queue["ClusterQueue"]["spec"]["resourceGroups"]
     quota = {r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]}
-    assert quota == {"cpu": 768, "memory": "8388608Mi", "nvidia.com/gpu": 32, "vpc.amazonaws.com/efa": 128}
+    # the elastic group's ceiling (max_count 8): a job beyond count must be admitted for its pods to wait for nodes
+    assert quota == {"cpu": 1536, "memory": "16777216Mi", "nvidia.com/gpu": 64, "vpc.amazonaws.com/efa": 256}
     assert queue["LocalQueue"]["metadata"]["namespace"] == "training"
     assert queue["LocalQueue"]["spec"] == {"clusterQueue": "training"}
 
