@@ -147,7 +147,7 @@ def test_lifecycle_parameters_carry_groups_fsx_validation_and_collectors():
 
 def test_the_lifecycle_parameters_name_the_file_system_only_when_the_lifecycle_mounts_it(p5, b200):
     def markers(template):
-        (scripts,) = [r for k, r in resources_of(template, "Custom::CDKBucketDeployment").items() if "Scripts" in k]
+        (scripts,) = [r for k, r in resources_of(template, "Custom::CDKBucketDeployment").items() if "Pointers" in k]
         return json.dumps(scripts["Properties"].get("SourceMarkers", []))
 
     assert "hp-p5-storage" not in markers(p5)  # HyperPod mounts it (FsxLustreConfig)

@@ -225,7 +225,9 @@ def test_lifecycle_files_have_the_contents_asked_for(built):
     assert pointer["profile"] == {"gpus": 8} and pointer["group"] == "gpu"
     assert pointer["runtime"] == {"key": f"runtime/{digest}.zip", "sha256": digest}
     assert pointer["parameters"]["controller_group"] == "controller"
-    assert json.loads(names["controller.json"])["profile"] is None
+    # CDK's json_data drops a null: a group without boot validation has no profile in its pointer
+    controller = json.loads(re.sub(r"<<marker:[^>]*>>", '"token"', names["controller.json"].decode()))
+    assert controller["group"] == "controller" and controller.get("profile") is None
 
 
 def test_lifecycle_bucket_is_private_encrypted_tls_only_versioned_logged(template):
