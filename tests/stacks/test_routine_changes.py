@@ -158,3 +158,9 @@ def test_hyperpod_nodes_learn_the_change_from_their_group_pointer_behind_a_fixed
     for prefix in ("boot/groups/", "runtime/"):
         assert old_objects[prefix]["SourceObjectKeys"] != new_objects[prefix]["SourceObjectKeys"], prefix
         assert new_objects[prefix]["Prune"] is False, f"{prefix}: older objects stay for nodes that may still read them"
+    # what the pointers say, as `fmcluster diff` reads it: the new runtime by its sha256, the new level and profile
+    (old_pointers,), (new_pointers,) = pointers(before), pointers(after)
+    assert old_pointers.keys() == new_pointers.keys() and all(k.startswith("boot/groups/") for k in new_pointers)
+    for key, pointer in new_pointers.items():
+        assert pointer["runtime"]["key"] == f"runtime/{pointer['runtime']['sha256']}.zip"
+        assert pointer["runtime"] != old_pointers[key]["runtime"] and pointer["level"] != old_pointers[key]["level"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, List, Mapping, Optional, cast
 
-from aws_cdk import Duration, RemovalPolicy, Stack, Token
+from aws_cdk import CfnResource, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -181,6 +181,10 @@ class LifecycleScripts(Construct):
             log_group=log_group,
         )
         self.pointers.node.add_dependency(self.runtime)
+        # what the pointers say, in the template too (as constructs/node_bootstrap.py does): reviewers and
+        # `fmcluster diff` see it without the assets; the parameters' deploy-time values are left out
+        cast(CfnResource, self.pointers.node.find_child("CustomResource").node.default_child).add_metadata(
+            node_bootstrap.POINTERS_METADATA, {key: _summary(doc) for key, doc in self.pointer_documents.items()})
         # The entries HyperPod downloads: fixed text (bucket, region, group, script name). Pruning removes what an
         # earlier fmcluster kept under this prefix (its runtime tree, parameters and profiles).
         self.entry_scripts = {
@@ -254,6 +258,13 @@ class LifecycleScripts(Construct):
                 acknowledge(grantee, f"AwsSolutions-IAM5[Resource::{nag_resource(Stack.of(self), arn)}]",
                             f"Nodes read {why} in the cluster's own lifecycle bucket (s3:GetObject only).")
         return grant
+
+
+def _summary(document: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A pointer as `fmcluster diff` reads boot pointers: runtime, validation level and policy, profile."""
+    validation = document["parameters"].get("validation") or {}
+    return {"runtime": document["runtime"], "level": validation.get("level"), "policy": validation.get("policy"),
+            "profile": document["profile"]}
 
 
 DEPLOYMENT_ROLE_ID = "FmclusterLifecycleDeploymentRole"
