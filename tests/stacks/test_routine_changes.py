@@ -134,3 +134,33 @@ def test_parallelcluster_nodes_learn_the_change_from_the_published_objects(synth
     assert args != new["HeadNode"]["CustomActions"]["OnNodeUpdated"]["Args"]
     for queue in new["Scheduling"]["SlurmQueues"]:
         assert "--level" not in queue["CustomActions"]["OnNodeConfigured"]["Args"]
+
+
+def lifecycle_deployments(template: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """The HyperPod lifecycle bucket's deployments by key prefix: entries, pointers, runtime objects."""
+    return {d["Properties"]["DestinationBucketKeyPrefix"]: d["Properties"]
+            for d in resources_of(template, "Custom::CDKBucketDeployment").values()
+            if d["Properties"]["DestinationBucketKeyPrefix"] in ("lifecycle/", "boot/groups/", "runtime/")}
+
+
+@pytest.mark.parametrize("kind", ["hyperpod-slurm", "hyperpod-eks"])
+def test_hyperpod_nodes_learn_the_change_from_their_group_pointer_behind_a_fixed_entry(synth_example, changed, kind):
+    """The whole HyperPod cluster resource stays identical (LifeCycleConfig is part of each instance group), and so do
+    the entries under SourceS3Uri it names; the change is a new runtime object and rewritten pointers
+    (docs/changes.md, "Routine changes")."""
+    example, stack = KINDS[kind]
+    before, after = synth_example(example)[stack], changed(kind)
+    old, new = (resources_of(t, "AWS::SageMaker::Cluster") for t in (before, after))
+    assert old and json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)
+    old_objects, new_objects = lifecycle_deployments(before), lifecycle_deployments(after)
+    assert old_objects.keys() == new_objects.keys() == {"lifecycle/", "boot/groups/", "runtime/"}
+    assert old_objects["lifecycle/"]["SourceObjectKeys"] == new_objects["lifecycle/"]["SourceObjectKeys"]
+    for prefix in ("boot/groups/", "runtime/"):
+        assert old_objects[prefix]["SourceObjectKeys"] != new_objects[prefix]["SourceObjectKeys"], prefix
+        assert new_objects[prefix]["Prune"] is False, f"{prefix}: older objects stay for nodes that may still read them"
+    # what the pointers say, as `fmcluster diff` reads it: the new runtime by its sha256, the new level and profile
+    (old_pointers,), (new_pointers,) = pointers(before), pointers(after)
+    assert old_pointers.keys() == new_pointers.keys() and all(k.startswith("boot/groups/") for k in new_pointers)
+    for key, pointer in new_pointers.items():
+        assert pointer["runtime"]["key"] == f"runtime/{pointer['runtime']['sha256']}.zip"
+        assert pointer["runtime"] != old_pointers[key]["runtime"] and pointer["level"] != old_pointers[key]["level"]

@@ -96,7 +96,7 @@ class HyperPodEksOrchestration(Construct):
             parameters=nodes.lifecycle_parameters(spec, spec.region, context.file_system,
                                                   observability=context.metrics_workspace_arn is not None),
             profiles={g.name: nodes.node_profile(spec, g).to_json(indent=None) for g in spec.node_groups},
-            entry_scripts={nodes.entry_script(n): nodes.entry_stub(n) for n in nodes.group_names(spec)},
+            entries={nodes.entry_script(n): n for n in nodes.group_names(spec)},
             hook="OnCreate",
         )
         self.hyperpod = HyperPodEksCluster(

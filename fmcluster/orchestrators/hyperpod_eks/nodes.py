@@ -39,12 +39,6 @@ def entry_script(group: str) -> str:
     return EKS_ENTRY_SCRIPT.format(group=group)
 
 
-def entry_stub(group: str) -> str:
-    """The OnCreate entry of one instance group: the lifecycle script, told its group."""
-    return ('#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create_eks.sh" '
-            f'--group {group} "$@"\n')
-
-
 def group_names(spec: ClusterSpec) -> List[str]:
     return [g.name for g in spec.node_groups] + [SYSTEM_GROUP]
 

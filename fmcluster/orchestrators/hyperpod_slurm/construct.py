@@ -44,7 +44,7 @@ class HyperPodSlurmOrchestration(Construct):
             parameters=lifecycle_parameters(spec, Stack.of(self).region, None if hyperpod_mounts else fsx,
                                             remote_write_url),
             profiles={g.name: node_profile_json(spec, g) for g in spec.node_groups},
-            entry_scripts={entry_script(g.name): entry_stub(g.name) for g in groups},
+            entries={entry_script(g.name): g.name for g in groups},
         )
         self.cluster = HyperPodSlurmCluster(
             self,
@@ -81,13 +81,6 @@ class HyperPodSlurmOrchestration(Construct):
 
 def entry_script(group: str) -> str:
     return SLURM_ENTRY_SCRIPT.format(group=group)
-
-
-def entry_stub(group: str) -> str:
-    """The OnInitComplete entry of one instance group: the lifecycle script, told its group, so that a node never
-    depends on HyperPod's resource_config.json to know it (fmcluster/runtime/lifecycle/README.md)."""
-    return ('#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh" '
-            f'--group {group} "$@"\n')
 
 
 def instance_groups(spec: ClusterSpec, mounted_fsx: Optional[SharedFileSystem] = None) -> List[HyperPodInstanceGroup]:

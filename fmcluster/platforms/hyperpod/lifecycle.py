@@ -1,16 +1,17 @@
-"""The HyperPod lifecycle bucket: an S3 bucket named ``sagemaker-...`` holding the synthesized
-lifecycle scripts, the provisioning parameters, the per-group NodeProfiles and the fmcluster
-runtime, deployed with ``aws_s3_deployment.BucketDeployment``.
+"""The HyperPod lifecycle bucket: an S3 bucket named ``sagemaker-...`` holding each instance group's fixed entry
+script, each group's pointer and the content-addressed fmcluster runtime, deployed with
+``aws_s3_deployment.BucketDeployment``.
 
-Layout under ``s3://<bucket>/lifecycle/`` (HyperPod's ``SourceS3Uri``)::
+Layout (lifecycle_entry.py says why)::
 
-    on_init_complete.sh                  stub that execs pkg/fmcluster/runtime/lifecycle/on_init_complete.sh
-    fmcluster_parameters.json  from the caller's dict (CDK tokens allowed)
-    profiles/<group>.json         NodeProfile per instance group
-    pkg/fmcluster/runtime/...     the fmcluster/runtime directory
+    lifecycle/<entry>.sh          HyperPod's SourceS3Uri: one fixed entry per instance group (its OnCreate or
+                                  OnInitComplete), the same bytes across routine changes
+    boot/groups/<group>.json      the group's pointer: runtime key and sha256, lifecycle parameters, NodeProfile
+    runtime/<sha256>.zip          the node runtime; never pruned while the stack lives
 
-The bucket holds nothing but what synthesis produced, so it is DESTROYed with the cluster
-stack (auto-delete empties it first); a redeploy recreates every object.
+A new runtime or setting adds a runtime object and rewrites the pointers; the instance groups' LifeCycleConfig and
+the entries stay as they are. The bucket holds nothing but what synthesis produced, so it is DESTROYed with the
+cluster stack (auto-delete empties it first).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, List, Mapping, Optional, cast
 
-from aws_cdk import Duration, RemovalPolicy, Stack, Token
+from aws_cdk import CfnResource, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -26,6 +27,7 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from fmcluster.constructs import node_bootstrap
 from fmcluster.constructs.bucket_deployment import (
     acknowledge_deployment_handler,
     deployment_log_group,
@@ -36,14 +38,13 @@ from fmcluster.constructs.bucket_deployment import (
     secure_bucket,
     server_access_log_bucket,
 )
-from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
+from fmcluster.constructs.runtime_archive import runtime_archive, sha256_of, staged
 from fmcluster.nag import acknowledge
+from fmcluster.platforms.hyperpod import lifecycle_entry
+from fmcluster.platforms.hyperpod.lifecycle_entry import POINTER_PREFIX, RUNTIME_PREFIX
 
 PREFIX = "lifecycle/"
-RUNTIME_PREFIX = f"{PREFIX}pkg/fmcluster/runtime/"
-ENTRY_SCRIPT = "on_init_complete.sh"
-ENTRY_STUB = '#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh" "$@"\n'
-HOOKS = ("OnInitComplete", "OnCreate")
+HOOKS = tuple(lifecycle_entry.RUNTIME_SCRIPTS)
 ENTRY_NAME = r"^[A-Za-z0-9._-]{1,125}\.sh$"
 # Cluster names the spec allows; the bucket name embeds one, so it must be a valid bucket label.
 CLUSTER_NAME = re.compile(r"^[a-z0-9](-*[a-z0-9])*$")
@@ -57,12 +58,12 @@ class LifecycleScripts(Construct):
         AmazonSageMakerClusterInstanceRolePolicy and the ``SourceS3Uri`` docs expect
         (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterLifeCycleConfig.html),
         and account + region make it globally unique without a fixed literal.
-    :param parameters: written to ``lifecycle/fmcluster_parameters.json``; values may be tokens.
-    :param profiles: instance group name → NodeProfile JSON text, written to ``lifecycle/profiles/<group>.json``.
+    :param entries: entry script name (``[A-Za-z0-9._-]+.sh``) -> the instance group it starts; each group's
+        LifeCycleConfig names its entry (`config_for`).
+    :param parameters: the lifecycle parameters, in every group's pointer; values may be tokens.
+    :param profiles: instance group name → NodeProfile JSON text, in that group's pointer (other groups: none).
     :param access_logs_bucket: where S3 server access logs go; default: a bucket created here
         (SSE-S3, TLS-only, retained, objects expire after ``access_logs_retention``).
-    :param entry_scripts: entry script name -> its text, at the root of the prefix; default: the Slurm stub
-        ``on_init_complete.sh``.
     :param hook: ``OnInitComplete`` (HyperPod's own setup first; Slurm) or ``OnCreate`` (the script owns node
         creation's extra steps; HyperPod on EKS) — the LifeCycleConfig key that names the entry script.
 
@@ -77,20 +78,22 @@ class LifecycleScripts(Construct):
         id: str,
         *,
         cluster_name: str,
+        entries: Mapping[str, str],
         parameters: Mapping[str, Any],
         profiles: Mapping[str, str],
         access_logs_bucket: Optional[s3.IBucket] = None,
         access_logs_retention: Duration = Duration.days(365),
-        entry_scripts: Optional[Mapping[str, str]] = None,
         hook: str = "OnInitComplete",
     ) -> None:
         super().__init__(scope, id)
         if hook not in HOOKS:
             raise ValueError(f"hook: {hook!r} is not one of {', '.join(HOOKS)}")
-        self.entry_scripts = dict(entry_scripts) if entry_scripts is not None else {ENTRY_SCRIPT: ENTRY_STUB}
-        if not self.entry_scripts or any(not re.match(ENTRY_NAME, n) for n in self.entry_scripts):
-            raise ValueError(f"entry_scripts: file names of letters, digits, '.', '_' and '-' ending in .sh, got "
-                             f"{list(self.entry_scripts) or 'none'}")
+        if not entries or any(not re.match(ENTRY_NAME, n) for n in entries):
+            raise ValueError(f"entries: file names of letters, digits, '.', '_' and '-' ending in .sh, got "
+                             f"{list(entries) or 'none'}")
+        self.entries = dict(entries)
+        if set(profiles) - set(self.entries.values()):
+            raise ValueError(f"profiles: {sorted(set(profiles) - set(self.entries.values()))} have no entry")
         self.hook = hook
         if not Token.is_unresolved(cluster_name):
             if not (CLUSTER_NAME.match(cluster_name) and len(cluster_name) <= MAX_CLUSTER_NAME):
@@ -142,34 +145,66 @@ class LifecycleScripts(Construct):
         explicit_bucket_policy(self.bucket)
 
         role = _deployment_role(stack)
-        files = [
-            *(s3deploy.Source.data(name, text) for name, text in self.entry_scripts.items()),
-            s3deploy.Source.json_data("fmcluster_parameters.json", dict(parameters)),
-            *(s3deploy.Source.data(f"profiles/{group}.json", text) for group, text in sorted(profiles.items())),
-        ]
-        self.scripts = s3deploy.BucketDeployment(
-            self,
-            "Scripts",
-            sources=files,
-            destination_bucket=self.bucket,
-            destination_key_prefix=PREFIX,
-            # prune stale profiles, but never the runtime the other deployment owns
-            exclude=["pkg/*"],
-            role=role.without_policy_updates(),
-            log_group=_deployment_log_group(stack),
-        )
+        log_group = _deployment_log_group(stack)
+        # The runtime by its sha256, never pruned: a node that read a pointer just before a deploy rewrote it still
+        # finds the runtime it names.
+        archive = runtime_archive(node_bootstrap.RUNTIME_DIR)
+        self.runtime_sha256 = sha256_of(archive)
+        self.runtime_key = f"{RUNTIME_PREFIX}{self.runtime_sha256}.zip"
         self.runtime = s3deploy.BucketDeployment(
             self,
             "Runtime",
-            sources=[s3deploy.Source.asset(str(RUNTIME_DIR), exclude=["__pycache__", "**/__pycache__", "*.pyc"])],
+            sources=[s3deploy.Source.asset(str(staged(archive, f"{self.runtime_sha256}.zip")))],
             destination_bucket=self.bucket,
             destination_key_prefix=RUNTIME_PREFIX,
+            prune=False,
             role=role.without_policy_updates(),
-            log_group=_deployment_log_group(stack),
+            log_group=log_group,
         )
+        # The pointers, after the runtime they name; a group removed from the spec keeps its pointer (its last
+        # instances may still be starting).
+        self.pointer_documents = {
+            lifecycle_entry.pointer_key(group): lifecycle_entry.pointer_document(
+                group=group, runtime_key=self.runtime_key, sha256=self.runtime_sha256, parameters=parameters,
+                profile_json=profiles.get(group))
+            for group in sorted(set(self.entries.values()))
+        }
+        self.pointers = s3deploy.BucketDeployment(
+            self,
+            "Pointers",
+            sources=[s3deploy.Source.json_data(key[len(POINTER_PREFIX):], document)
+                     for key, document in self.pointer_documents.items()],
+            destination_bucket=self.bucket,
+            destination_key_prefix=POINTER_PREFIX,
+            prune=False,
+            role=role.without_policy_updates(),
+            log_group=log_group,
+        )
+        self.pointers.node.add_dependency(self.runtime)
+        # what the pointers say, in the template too (as constructs/node_bootstrap.py does): reviewers and
+        # `fmcluster diff` see it without the assets; the parameters' deploy-time values are left out
+        cast(CfnResource, self.pointers.node.find_child("CustomResource").node.default_child).add_metadata(
+            node_bootstrap.POINTERS_METADATA, {key: _summary(doc) for key, doc in self.pointer_documents.items()})
+        # The entries HyperPod downloads: fixed text (bucket, region, group, script name). Pruning removes what an
+        # earlier fmcluster kept under this prefix (its runtime tree, parameters and profiles).
+        self.entry_scripts = {
+            name: lifecycle_entry.entry_script(bucket=bucket_name, region=stack.region, group=group, hook=hook)
+            for name, group in self.entries.items()
+        }
+        self.scripts = s3deploy.BucketDeployment(
+            self,
+            "Scripts",
+            sources=[s3deploy.Source.data(name, text) for name, text in self.entry_scripts.items()],
+            destination_bucket=self.bucket,
+            destination_key_prefix=PREFIX,
+            role=role.without_policy_updates(),
+            log_group=log_group,
+        )
+        self.scripts.node.add_dependency(self.pointers)
         # The handler role is immutable for the deployments (CDK's grants use wildcard
         # actions); it gets these explicit ones instead.
-        grant_destination(role, self.bucket, PREFIX)
+        for prefix in (PREFIX, RUNTIME_PREFIX, POINTER_PREFIX):
+            grant_destination(role, self.bucket, prefix)
         acknowledge_deployment_handler(stack)
 
     @property
@@ -200,12 +235,17 @@ class LifecycleScripts(Construct):
     @property
     def deployments(self) -> List[s3deploy.BucketDeployment]:
         """What must finish before nodes boot (the cluster depends on these)."""
-        return [self.scripts, self.runtime]
+        return [self.runtime, self.pointers, self.scripts]
 
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
-        """s3:GetObject under ``lifecycle/`` and s3:ListBucket limited to that prefix."""
+        """What nodes read: the entries (s3:GetObject under ``lifecycle/``, s3:ListBucket limited to that prefix, as
+        HyperPod downloads the prefix), exactly this cluster's pointers, and the runtime objects (``runtime/*``: a node
+        may be handed any runtime a pointer named; it checks the sha256)."""
+        entries = self.bucket.arn_for_objects(f"{PREFIX}*")
+        runtimes = self.bucket.arn_for_objects(f"{RUNTIME_PREFIX}*")
+        pointers = [self.bucket.arn_for_objects(key) for key in self.pointer_documents]
         grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"],
-                                           resource_arns=[self.bucket.arn_for_objects(f"{PREFIX}*")])
+                                           resource_arns=[entries, runtimes, *pointers])
         grant = grant.combine(iam.Grant.add_to_principal(
             grantee=grantee,
             actions=["s3:ListBucket"],
@@ -213,13 +253,18 @@ class LifecycleScripts(Construct):
             conditions={"StringLike": {"s3:prefix": [PREFIX, f"{PREFIX}*"]}},
         ))
         if isinstance(grantee, Construct):
-            acknowledge(
-                grantee,
-                f"AwsSolutions-IAM5[Resource::{nag_resource(Stack.of(self), self.bucket.arn_for_objects(f'{PREFIX}*'))}]",
-                "Nodes read the lifecycle scripts, parameters, profiles and runtime under the lifecycle/ prefix of the "
-                "cluster's own lifecycle bucket (s3:GetObject only).",
-            )
+            for arn, why in ((entries, "the lifecycle entry scripts under the lifecycle/ prefix HyperPod downloads"),
+                             (runtimes, "any fmcluster runtime object a group's pointer names (checked by sha256)")):
+                acknowledge(grantee, f"AwsSolutions-IAM5[Resource::{nag_resource(Stack.of(self), arn)}]",
+                            f"Nodes read {why} in the cluster's own lifecycle bucket (s3:GetObject only).")
         return grant
+
+
+def _summary(document: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A pointer as `fmcluster diff` reads boot pointers: runtime, validation level and policy, profile."""
+    validation = document["parameters"].get("validation") or {}
+    return {"runtime": document["runtime"], "level": validation.get("level"), "policy": validation.get("policy"),
+            "profile": document["profile"]}
 
 
 DEPLOYMENT_ROLE_ID = "FmclusterLifecycleDeploymentRole"

@@ -4,12 +4,12 @@
 # /var/lib/kubelet here without restarting either); HyperPod itself joins the node. README.md beside this file says
 # what HyperPod does, what this script does, and why; node.py makes every decision, this script does the side effects.
 #
-# Deployed layout (the S3 prefix that LifeCycleConfig.SourceS3Uri points at, downloaded to the node):
-#   on_create.<group>.sh            one stub per instance group (its OnCreate):
-#                                   exec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create_eks.sh" --group G
-#   fmcluster_parameters.json       rendered at synth (workload_manager: eks)
-#   profiles/<instance group>.json  NodeProfile per group
-#   pkg/fmcluster/runtime/...       this runtime package
+# Layout it runs from (README.md beside this file, "How a node gets this runtime"): HyperPod runs the group's fixed
+# entry on_create.<group>.sh (OnCreate), which reads the group's pointer, checks the runtime's sha256, unpacks it under
+# /var/lib/fmcluster/boot/<group>/ and execs this script with --group G:
+#   fmcluster_parameters.json       from the pointer
+#   profiles/<instance group>.json  the group's NodeProfile, from the pointer (groups with boot validation)
+#   pkg/fmcluster/runtime/...       this runtime package, runtime/<sha256>.zip unpacked
 #
 # Steps, in order (a marker per step under /var/lib/fmcluster/lifecycle makes a rerun skip finished ones):
 #   runtime       copy the runtime, profiles and parameters to /opt/fmcluster (stable; units refer to it)

@@ -236,6 +236,7 @@ def test_the_instance_role_lets_the_vpc_cni_manage_ips_on_the_nodes_eni(p5):
 
 
 def test_lifecycle_entries_parameters_and_profiles(synth_example):
+    from fmcluster.platforms.hyperpod import lifecycle_entry
     from fmcluster.registry import load_spec
     from fmcluster.runtime import contract
     from fmcluster.runtime.lifecycle import node
@@ -246,7 +247,8 @@ def test_lifecycle_entries_parameters_and_profiles(synth_example):
     assert all(tuple(w) == contract.EKS_WORKER_GROUP_KEYS for w in params["worker_groups"])
     node.validate_eks_params(params)
     assert node.eks_node(params, "h200")["node_policy"] == "fail"
-    assert nodes.entry_stub("h200").endswith('on_create_eks.sh" --group h200 "$@"\n')
+    entry = lifecycle_entry.entry_script(bucket="b", region="us-east-1", group="h200", hook="OnCreate")
+    assert "fm_group=h200 " in entry and entry.endswith('lifecycle/on_create_eks.sh" --group "$fm_group" "$@"\n')
     profile = nodes.node_profile(spec, spec.node_groups[0])
     assert profile.orchestrator == "kubernetes" and profile.policy == "fail" and profile.instance_store is None
     assert profile.mounts == [{"path": "/fsx", "fstype": "lustre", "required": True, "efa": True}]

@@ -147,7 +147,7 @@ def test_lifecycle_parameters_carry_groups_fsx_validation_and_collectors():
 
 def test_the_lifecycle_parameters_name_the_file_system_only_when_the_lifecycle_mounts_it(p5, b200):
     def markers(template):
-        (scripts,) = [r for k, r in resources_of(template, "Custom::CDKBucketDeployment").items() if "Scripts" in k]
+        (scripts,) = [r for k, r in resources_of(template, "Custom::CDKBucketDeployment").items() if "Pointers" in k]
         return json.dumps(scripts["Properties"].get("SourceMarkers", []))
 
     assert "hp-p5-storage" not in markers(p5)  # HyperPod mounts it (FsxLustreConfig)
@@ -280,10 +280,11 @@ def test_hyperpod_starts_slurm_and_mounts_fsx_before_our_script_runs(p5):
 
 
 def lifecycle_markers(cluster: Dict[str, Any]) -> str:
-    """What the lifecycle parameters file takes from other stacks (the Scripts deployment's deploy-time markers)."""
-    (scripts,) = [r for n, r in cluster["Resources"].items()
-                  if r["Type"] == "Custom::CDKBucketDeployment" and n.startswith("HyperPodLifecycleScripts")]
-    return json.dumps(scripts["Properties"].get("SourceMarkers", []))
+    """What the lifecycle parameters take from other stacks (deploy-time markers of the deployment that writes the
+    groups' pointers, which carry the parameters)."""
+    (pointers,) = [r for n, r in cluster["Resources"].items()
+                   if r["Type"] == "Custom::CDKBucketDeployment" and n.startswith("HyperPodLifecyclePointers")]
+    return json.dumps(pointers["Properties"].get("SourceMarkers", []))
 
 
 @pytest.mark.parametrize("example, lifecycle_mounts", [("hyperpod-slurm-p5", False),

@@ -6,6 +6,7 @@ synthesized instance groups."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Dict
 
 import pytest
@@ -38,18 +39,23 @@ def built(tmp_path_factory):
         stack,
         "Lifecycle",
         cluster_name="demo",
+        entries={f"on_init_complete.{g}.sh": g for g in ("controller", "login", "gpu", "gpu-plan")},
         parameters={"version": "1.0.0", "fsx_dns_name": fsx_dns, "controller_group": "controller"},
         profiles={"gpu": json.dumps({"gpus": 8}), "gpu-plan": json.dumps({"gpus": 8})},
     )
     role = HyperPodInstanceRole(stack, "Nodes", cluster_name="demo", subnets=[subnet], security_groups=[sg])
     groups = [
-        HyperPodInstanceGroup(name="controller", instance_type="ml.m5.2xlarge", count=1, node_type="Controller"),
-        HyperPodInstanceGroup(name="login", instance_type="ml.m5.xlarge", count=1, node_type="Login", threads_per_core=2),
+        HyperPodInstanceGroup(name="controller", instance_type="ml.m5.2xlarge", count=1, node_type="Controller",
+                              entry_script="on_init_complete.controller.sh"),
+        HyperPodInstanceGroup(name="login", instance_type="ml.m5.xlarge", count=1, node_type="Login", threads_per_core=2,
+                              entry_script="on_init_complete.login.sh"),
         HyperPodInstanceGroup(
-            name="gpu", instance_type="ml.p5.48xlarge", count=2, partitions=("gpu",), ebs_volume_gib=500, deep_health_checks=True
+            name="gpu", instance_type="ml.p5.48xlarge", count=2, partitions=("gpu",), ebs_volume_gib=500, deep_health_checks=True,
+            entry_script="on_init_complete.gpu.sh",
         ),
         HyperPodInstanceGroup(
-            name="gpu-plan", instance_type="ml.p5.48xlarge", count=1, partitions=("plan",), training_plan_arn=PLAN_ARN
+            name="gpu-plan", instance_type="ml.p5.48xlarge", count=1, partitions=("plan",), training_plan_arn=PLAN_ARN,
+            entry_script="on_init_complete.gpu-plan.sh",
         ),
     ]
     cluster = HyperPodSlurmCluster(
@@ -156,7 +162,7 @@ def test_lifecycle_config_points_at_the_sagemaker_bucket(template):
     bucket_name = f"sagemaker-demo-{ACCOUNT}-{REGION}"
     for group in cluster["Properties"]["InstanceGroups"]:
         assert group["LifeCycleConfig"] == {"SourceS3Uri": f"s3://{bucket_name}/lifecycle/",
-                                          "OnInitComplete": "on_init_complete.sh"}
+                                          "OnInitComplete": f"on_init_complete.{group['InstanceGroupName']}.sh"}
     buckets = {b["Properties"].get("BucketName") for b in resources_of(template, "AWS::S3::Bucket").values()}
     assert bucket_name in buckets and len(bucket_name) <= 63
 
@@ -165,22 +171,27 @@ def test_cluster_waits_for_scripts_and_role_policy(template):
     _, cluster = the(template, "AWS::SageMaker::Cluster")
     depends = set(cluster["DependsOn"])
     deployments = set(resources_of(template, "Custom::CDKBucketDeployment"))
-    assert len(deployments) == 2 and deployments <= depends
+    assert len(deployments) == 3 and deployments <= depends
     policies = set(resources_of(template, "AWS::IAM::Policy"))
     role_logical = cluster["Properties"]["InstanceGroups"][0]["ExecutionRole"]["Fn::GetAtt"][0]
     assert any(p.startswith(role_logical.rstrip("0123456789ABCDEF")) and p in depends for p in policies)
 
 
-def test_deployments_write_the_layout_without_pruning_each_other(template):
+def test_deployments_write_fixed_entries_and_keep_every_runtime(template):
     deployments = resources_of(template, "Custom::CDKBucketDeployment")
-    by_prefix = {d["Properties"]["DestinationBucketKeyPrefix"]: d["Properties"] for d in deployments.values()}
-    assert set(by_prefix) == {"lifecycle/", "lifecycle/pkg/fmcluster/runtime/"}
-    scripts = by_prefix["lifecycle/"]
-    assert scripts["Exclude"] == ["pkg/*"], "the scripts deployment must not prune the runtime"
-    assert len(scripts["SourceObjectKeys"]) == 4  # on_init_complete.sh, fmcluster_parameters.json, 2 profiles
-    assert len(by_prefix["lifecycle/pkg/fmcluster/runtime/"]["SourceObjectKeys"]) == 1
-    # the FSx DNS token from another stack is substituted at deploy time
-    assert any("Fn::ImportValue" in json.dumps(m) for m in scripts.get("SourceMarkers", []))
+    by_prefix = {d["Properties"]["DestinationBucketKeyPrefix"]: d for d in deployments.values()}
+    assert set(by_prefix) == {"lifecycle/", "boot/groups/", "runtime/"}
+    scripts, pointers, runtime = (by_prefix[k] for k in ("lifecycle/", "boot/groups/", "runtime/"))
+    assert len(scripts["Properties"]["SourceObjectKeys"]) == 4  # one entry per instance group, nothing else
+    assert len(pointers["Properties"]["SourceObjectKeys"]) == 4  # one pointer per instance group
+    assert len(runtime["Properties"]["SourceObjectKeys"]) == 1
+    # runtimes and pointers are never pruned: a node may still be about to read what an older deploy wrote
+    assert runtime["Properties"]["Prune"] is False and pointers["Properties"]["Prune"] is False
+    # the FSx DNS token from another stack is substituted at deploy time, in the pointers
+    assert any("Fn::ImportValue" in json.dumps(m) for m in pointers["Properties"].get("SourceMarkers", []))
+    # a pointer never names a runtime that is not there yet; HyperPod finds no entry before its pointer
+    names = {id(d): n for n, d in deployments.items()}
+    assert names[id(runtime)] in pointers["DependsOn"] and names[id(pointers)] in scripts["DependsOn"]
 
 
 def test_lifecycle_files_have_the_contents_asked_for(built):
@@ -189,31 +200,34 @@ def test_lifecycle_files_have_the_contents_asked_for(built):
     import os
     import zipfile
 
+    from fmcluster.constructs import node_bootstrap
+    from fmcluster.constructs.runtime_archive import runtime_archive, sha256_of
+
     outdir = built["stack"].node.root.outdir
     names: Dict[str, bytes] = {}
-    for z in glob.glob(os.path.join(outdir, "asset.*.zip")) + glob.glob(os.path.join(outdir, "asset.*", "*")):
-        if z.endswith(".zip"):
-            with zipfile.ZipFile(z) as f:
-                for n in f.namelist():
-                    names[n] = f.read(n)
-    runtime = []
+    for z in glob.glob(os.path.join(outdir, "asset.*.zip")):
+        with zipfile.ZipFile(z) as f:
+            for n in f.namelist():
+                names[n] = f.read(n)
     for d in glob.glob(os.path.join(outdir, "asset.*")):
         if os.path.isdir(d):
-            if os.path.exists(os.path.join(d, "validate.py")):
-                runtime.append(d)
-            for root, _, files in os.walk(d):
-                for fn in files:
-                    rel = os.path.relpath(os.path.join(root, fn), d)
-                    names.setdefault(rel, open(os.path.join(root, fn), "rb").read())
-    stub = names["on_init_complete.sh"].decode()
-    assert stub.startswith("#!/bin/bash\n")
-    assert 'exec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh" "$@"' in stub
-    assert json.loads(names["profiles/gpu.json"]) == {"gpus": 8}
-    params = names["fmcluster_parameters.json"].decode()
-    assert '"controller_group":"controller"' in params.replace(" ", "") and "<<marker:" in params
-    assert len(runtime) == 1, "the fmcluster/runtime directory is one asset"
-    shipped = [os.path.join(r, f) for r, _, fs in os.walk(runtime[0]) for f in fs]
-    assert not [f for f in shipped if "__pycache__" in f or f.endswith(".pyc")]
+            for fn in os.listdir(d):
+                names.setdefault(fn, open(os.path.join(d, fn), "rb").read())
+    digest = sha256_of(runtime_archive(node_bootstrap.RUNTIME_DIR))
+    assert sha256_of(names[f"{digest}.zip"]) == digest, "the runtime object is named by its own sha256"
+    entry = names["on_init_complete.gpu.sh"].decode()
+    assert entry.startswith("#!/bin/bash\n") and "fm_group=gpu " in entry and "fm_pointer=boot/groups/gpu.json" in entry
+    assert 'lifecycle/on_init_complete.sh" --group "$fm_group" "$@"' in entry
+    # a deploy-time value (the FSx DNS name from another stack) is a marker the deployment replaces with its JSON
+    text = names["gpu.json"].decode()
+    assert "<<marker:" in text
+    pointer = json.loads(re.sub(r"<<marker:[^>]*>>", '"token"', text))
+    assert pointer["profile"] == {"gpus": 8} and pointer["group"] == "gpu"
+    assert pointer["runtime"] == {"key": f"runtime/{digest}.zip", "sha256": digest}
+    assert pointer["parameters"]["controller_group"] == "controller"
+    # CDK's json_data drops a null: a group without boot validation has no profile in its pointer
+    controller = json.loads(re.sub(r"<<marker:[^>]*>>", '"token"', names["controller.json"].decode()))
+    assert controller["group"] == "controller" and controller.get("profile") is None
 
 
 def test_lifecycle_bucket_is_private_encrypted_tls_only_versioned_logged(template):
@@ -288,6 +302,10 @@ def test_instance_role_has_the_managed_policy_hyperpod_requires_and_inline_only_
     }, star
     lists = [s for s in statements if "s3:ListBucket" in actions_of(s)]
     assert lists and all(s["Condition"]["StringLike"]["s3:prefix"] == ["lifecycle/", "lifecycle/*"] for s in lists)
+    (reads,) = [s for s in statements if actions_of(s) == ["s3:GetObject"]]
+    objects = sorted(json.dumps(r).split("/", 1)[1].rstrip('"]}') for r in reads["Resource"])
+    assert objects == ["boot/groups/controller.json", "boot/groups/gpu-plan.json", "boot/groups/gpu.json",
+                       "boot/groups/login.json", "lifecycle/*", "runtime/*"], objects
 
 
 def test_every_log_group_is_encrypted_with_a_customer_managed_key(template):
@@ -360,7 +378,8 @@ def test_invariants_fail_with_clear_messages():
     from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
 
     stack = cdk.Stack(new_app(nag=False), "s", env=cdk.Environment(account=ACCOUNT, region=REGION))
-    life = LifecycleScripts(stack, "L", cluster_name="x", parameters={}, profiles={})
+    life = LifecycleScripts(stack, "L", cluster_name="x", entries={"on_init_complete.sh": "gpu"}, parameters={},
+                            profiles={})
     role = HyperPodInstanceRole(stack, "R", cluster_name="x", subnets=[SUBNET], security_groups=[SG])
     compute = HyperPodInstanceGroup(name="gpu", instance_type="ml.p5.48xlarge", count=1)
 
@@ -386,4 +405,5 @@ def test_invariants_fail_with_clear_messages():
     with pytest.raises(ValueError, match="threads_per_core"):
         make([ctl, HyperPodInstanceGroup(name="g", instance_type="ml.p5.48xlarge", count=1, threads_per_core=4)])
     with pytest.raises(ValueError, match="lifecycle bucket name embeds it"):
-        LifecycleScripts(stack, "Long", cluster_name="a" * 26, parameters={}, profiles={})
+        LifecycleScripts(stack, "Long", cluster_name="a" * 26, entries={"on_init_complete.sh": "gpu"}, parameters={},
+                         profiles={})
