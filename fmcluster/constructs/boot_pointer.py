@@ -88,6 +88,20 @@ with open(f"{etc}/boot.env", "w") as out:
 """.replace("@SCHEMA@", str(SCHEMA)).replace("@LEVELS@", repr(LEVELS)).replace("@POLICIES@", repr(POLICIES))
 
 
+def fetch_function_shell(name: str) -> str:
+    """A bash function NAME KEY DEST copying one object of s3://$fm_bucket (in $fm_region) to DEST: six attempts
+    with a growing pause, each under a timeout, so a slow or throttled S3 neither hangs a boot nor fails it at once."""
+    return f"""# {name} KEY DEST: one object of the bucket, six attempts with backoff, each under a timeout.
+{name}() {{
+  local attempt
+  for attempt in 1 2 3 4 5 6; do
+    timeout --kill-after=10 120 aws s3 cp --only-show-errors --region "$fm_region" "s3://$fm_bucket/$1" "$2" && return 0
+    [ "$attempt" -eq 6 ] && return 1
+    sleep $((attempt * ${{FMCLUSTER_RETRY_DELAY:-10}}))
+  done
+}}"""
+
+
 def read_pointer_shell(*, bucket: str, region: str, key: str, group: str) -> str:
     """Shell lines (bash, ``set -euo pipefail``) that read the pointer, fetch the runtime it names, check its sha256,
     unpack it as a package and write the profile and BOOT_ENV. ``FMCLUSTER_ROOT`` (unset on nodes) prefixes every
@@ -107,15 +121,7 @@ fmcluster_boot_failed() {{
   mv -f "$fm_state/.validation.json.tmp" "$fm_state/validation.json"
   exit 1
 }}
-# fmcluster_fetch KEY DEST: one object of the runtime bucket, six attempts with backoff, each under a timeout.
-fmcluster_fetch() {{
-  local attempt
-  for attempt in 1 2 3 4 5 6; do
-    timeout --kill-after=10 120 aws s3 cp --only-show-errors --region "$fm_region" "s3://$fm_bucket/$1" "$2" && return 0
-    [ "$attempt" -eq 6 ] && return 1
-    sleep $((attempt * ${{FMCLUSTER_RETRY_DELAY:-10}}))
-  done
-}}
+{fetch_function_shell("fmcluster_fetch")}
 fmcluster_fetch "$fm_pointer" "$fm_etc/boot.json" || fmcluster_boot_failed pointer "cannot read s3://$fm_bucket/$fm_pointer"
 timeout 60 python3 - "$fm_etc/boot.json" "$fm_etc" "$fm_group" <<'FMCLUSTER_POINTER' \\
   || fmcluster_boot_failed pointer "s3://$fm_bucket/$fm_pointer is not a boot pointer for $fm_group (log above)"

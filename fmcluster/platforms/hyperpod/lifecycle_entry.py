@@ -24,6 +24,8 @@ import json
 from shlex import quote
 from typing import Any, Dict, Mapping, Optional
 
+from fmcluster.constructs.boot_pointer import fetch_function_shell
+
 SCHEMA = 1
 POINTER_PREFIX = "boot/groups/"
 RUNTIME_PREFIX = "runtime/"
@@ -99,15 +101,7 @@ fm_fail() {{
   timeout 10 logger -t fmcluster -p user.err -- "lifecycle boot failed: $*" || true
   exit 1
 }}
-# fm_fetch KEY DEST: one object of the lifecycle bucket, six attempts with backoff, each under a timeout.
-fm_fetch() {{
-  local attempt
-  for attempt in 1 2 3 4 5 6; do
-    timeout --kill-after=10 120 aws s3 cp --only-show-errors --region "$fm_region" "s3://$fm_bucket/$1" "$2" && return 0
-    [ "$attempt" -eq 6 ] && return 1
-    sleep $((attempt * ${{FMCLUSTER_RETRY_DELAY:-10}}))
-  done
-}}
+{fetch_function_shell("fm_fetch")}
 rm -rf "$fm_stage"
 install -d -m 0755 "$fm_stage/pkg/fmcluster/runtime"
 fm_fetch "$fm_pointer" "$fm_stage/pointer.json" || fm_fail "cannot read s3://$fm_bucket/$fm_pointer"
