@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from fmcluster.diff import nodes, schemas
 from fmcluster.diff.changes import ADDED, MODIFIED, REMOVED, REPLACED, ExportChange, ResourceChange, Template, compare_stacks
@@ -62,6 +62,30 @@ def _stateful(c: ResourceChange) -> Finding:
     return Finding(DATA, c.where, f"{c.type} replaced ({'; '.join(c.because)}): {fate}")
 
 
+# Slurm settings naming a script every node runs: slurmd drains a node on which the Prolog path matches nothing
+# (docs/observability.md), and a node booted before the change may not have the script.
+NODE_SCRIPTS = ("Prolog", "Epilog", "HealthCheckProgram")
+
+
+def _slurm_scripts(resource: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    props = (resource or {}).get("Properties") or {}
+    custom = (props.get("SlurmConfiguration") or {}).get("SlurmCustomSettings") or []
+    return {str(s.get("ParameterName")): s.get("ParameterValue") for s in custom
+            if isinstance(s, dict) and s.get("ParameterName") in NODE_SCRIPTS}
+
+
+def _new_node_scripts(c: ResourceChange) -> str:
+    """What a PCS cluster update asks of running nodes: scripts Slurm now runs on them."""
+    if c.type != "AWS::PCS::Cluster" or c.action != MODIFIED:
+        return ""
+    old, new = _slurm_scripts(c.old), _slurm_scripts(c.new)
+    changed = sorted(k for k, v in new.items() if old.get(k) != v)
+    if not changed:
+        return ""
+    return (f". Slurm now runs {', '.join(f'{k}={new[k]}' for k in changed)} on every node: a node booted before "
+            "this change must already have the script, or slurmd drains it; roll the nodes first (docs/observability.md)")
+
+
 def _control(c: ResourceChange) -> Finding:
     unknown = "" if c.replacement_known else (
         "; whether this replaces it is the provider's decision, which fmcluster diff cannot know" +
@@ -71,7 +95,7 @@ def _control(c: ResourceChange) -> Finding:
          else ""))
     verb = {REPLACED: f"replaced ({'; '.join(c.because)})", REMOVED: "removed", ADDED: "created",
             MODIFIED: f"updated in place: {_paths(c)}"}[c.action]
-    return Finding(CONTROL_PLANE, c.where, f"{c.type} {verb}{unknown}")
+    return Finding(CONTROL_PLANE, c.where, f"{c.type} {verb}{unknown}{_new_node_scripts(c)}")
 
 
 def _auto_deleted_buckets(templates: Dict[str, Template]) -> set:

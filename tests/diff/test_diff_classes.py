@@ -335,3 +335,19 @@ def test_without_cfn_lints_schemas_the_report_says_so_and_documented_facts_still
         assert judge("AWS::EKS::Nodegroup", [("InstanceTypes", "0")]).replaced is None  # unknown, not "in place"
     finally:
         schemas.create_only.cache_clear()
+
+
+def test_a_new_slurm_prolog_on_pcs_says_running_nodes_must_have_the_script_first():
+    """Turning on a PCS cluster setting that names a node script (Prolog, Epilog, HealthCheckProgram) is an in-place
+    update, but slurmd drains a node where the script is missing: the reviewer is told before it deploys."""
+    def add_health_check(t):
+        cluster = first(t, "AWS::PCS::Cluster")
+        custom = cluster.setdefault("SlurmConfiguration", {}).setdefault("SlurmCustomSettings", [])
+        custom.append({"ParameterName": "HealthCheckProgram", "ParameterValue": "/opt/fmcluster/slurm/health_check.sh"})
+
+    report = edit("pcs-p5", add_health_check)
+    (finding,) = [f for f in report.findings if f.cls == CONTROL_PLANE]
+    assert "HealthCheckProgram=/opt/fmcluster/slurm/health_check.sh on every node" in finding.text
+    assert "slurmd drains it" in finding.text
+    unrelated = edit("pcs-p5", lambda t: first(t, "AWS::PCS::Cluster").update(Size="MEDIUM"))
+    assert not any("on every node" in f.text for f in unrelated.findings)
