@@ -27,8 +27,11 @@ import json
 from shlex import quote
 from typing import Any, Dict, Optional
 
+from fmcluster.constructs.runtime_archive import object_key
+
 SCHEMA = 1
 PREFIX = "boot/"
+GROUPS_PREFIX = f"{PREFIX}groups/"
 LOGIN_KEY = f"{PREFIX}login.json"
 LEVELS = ("fast", "standard", "deep")
 POLICIES = ("fail", "drain", "taint", "report")
@@ -40,7 +43,7 @@ def group_key(group: str) -> str:
     """The stable key of a node group's pointer."""
     if not group or "/" in group:
         raise ValueError(f"group: {group!r} is not a node group name")
-    return f"{PREFIX}groups/{group}.json"
+    return f"{GROUPS_PREFIX}{group}.json"
 
 
 def pointer_document(*, group: str, runtime_key: str, sha256: str, level: str, policy: str,
@@ -50,8 +53,8 @@ def pointer_document(*, group: str, runtime_key: str, sha256: str, level: str, p
         raise ValueError(f"level: {level!r} is not one of {', '.join(LEVELS)}")
     if policy not in POLICIES:
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
-    if runtime_key != f"runtime/{sha256}.zip":
-        raise ValueError(f"runtime_key: {runtime_key!r} must be runtime/<sha256>.zip")
+    if runtime_key != object_key(sha256):
+        raise ValueError(f"runtime_key: {runtime_key!r} must be {object_key('<sha256>')}")
     return {"schema": SCHEMA, "group": group, "level": level, "policy": policy,
             "runtime": {"key": runtime_key, "sha256": sha256},
             "profile": json.loads(profile_json) if profile_json is not None else None}

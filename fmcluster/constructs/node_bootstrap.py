@@ -27,12 +27,12 @@ from fmcluster.constructs.bucket_deployment import (
     secure_bucket,
     server_access_log_bucket,
 )
-from fmcluster.constructs.runtime_archive import runtime_archive, sha256_of, staged
+from fmcluster.constructs.runtime_archive import KEY_PREFIX as RUNTIME_PREFIX
+from fmcluster.constructs.runtime_archive import object_key, runtime_archive, sha256_of, staged
 from fmcluster.nag import acknowledge
 
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
 BOUNDARY = "==FMCLUSTER=="
-RUNTIME_PREFIX = "runtime/"
 ACCESS_LOGS_PREFIX = "node-runtime/"
 DEPLOYMENT_ROLE_ID = "NodeRuntimeDeploymentRole"
 DEPLOYMENT_LOGS_ID = "NodeRuntimeDeploymentLogs"
@@ -60,7 +60,7 @@ class NodeRuntime(Construct):
         stack = Stack.of(self)
         archive = runtime_archive(RUNTIME_DIR)
         self.sha256 = sha256_of(archive)
-        self.object_key = f"{RUNTIME_PREFIX}{self.sha256}.zip"
+        self.object_key = object_key(self.sha256)
         # Server access logs like the data and lifecycle buckets: which node (role) read the runtime, when.
         self.access_logs = server_access_log_bucket(self, "AccessLogs", logged="node runtime bucket")
         self.bucket = secure_bucket(self, "Bucket", versioned=True, removal_policy=RemovalPolicy.DESTROY,

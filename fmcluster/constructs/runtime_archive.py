@@ -14,6 +14,13 @@ from pathlib import Path
 
 # A ZIP's earliest timestamp: every entry gets it, so the archive depends on the files' contents only.
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+# Runtime objects are content-addressed: a key never names two contents, so none is overwritten, and a pointer or a
+# running node that names one can always fetch it.
+KEY_PREFIX = "runtime/"
+
+
+def object_key(sha256: str) -> str:
+    return f"{KEY_PREFIX}{sha256}.zip"
 
 
 def runtime_archive(runtime_dir: Path) -> bytes:

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Dict
 
 import pytest
+from helpers.fake_s3 import runtime_bucket
 
 from fmcluster.constructs import boot_pointer
-from fmcluster.constructs.runtime_archive import runtime_archive, sha256_of
 
 PROFILE = {"instance_type": "p5.48xlarge", "group": "h100", "level": "standard", "policy": "drain"}
 
@@ -23,27 +23,7 @@ PROFILE = {"instance_type": "p5.48xlarge", "group": "h100", "level": "standard",
 @pytest.fixture
 def node(tmp_path: Path):
     """A bucket directory, a node root and a PATH whose `aws` copies s3://bucket/KEY from the bucket directory."""
-    bucket = tmp_path / "bucket"
-    (bucket / "runtime").mkdir(parents=True)
-    (bucket / "boot" / "groups").mkdir(parents=True)
-    runtime = tmp_path / "src"
-    (runtime / "checks").mkdir(parents=True)
-    (runtime / "validate.py").write_text("print('validator')\n")
-    (runtime / "checks" / "gpu.py").write_text("GPU = True\n")
-    archive = runtime_archive(runtime)
-    digest = sha256_of(archive)
-    (bucket / "runtime" / f"{digest}.zip").write_bytes(archive)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "aws").write_text(f"#!/bin/bash\n# aws s3 cp --only-show-errors --region R s3://bucket/KEY DEST\n"
-                                 f"echo \"$@\" >>{tmp_path}/aws.log\n"
-                                 f"src=\"${{6#s3://bucket/}}\"\ncp \"{bucket}/$src\" \"$7\"\n")
-    (bin_dir / "logger").write_text(f"#!/bin/sh\necho \"$@\" >>{tmp_path}/journal.log\n")
-    for tool in ("aws", "logger"):
-        (bin_dir / tool).chmod(0o755)
-    root = tmp_path / "root"
-    root.mkdir()
-    return {"tmp": tmp_path, "bucket": bucket, "root": root, "digest": digest, "bin": bin_dir}
+    return runtime_bucket(tmp_path, "bucket", {"validate.py": "print('validator')\n", "checks/gpu.py": "GPU = True\n"})
 
 
 def publish(node: Dict[str, Any], **overrides: Any) -> None:

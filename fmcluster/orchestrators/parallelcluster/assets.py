@@ -42,12 +42,12 @@ from fmcluster.constructs.bucket_deployment import (
     secure_bucket,
     server_access_log_bucket,
 )
-from fmcluster.constructs.runtime_archive import runtime_archive, sha256_of, staged
+from fmcluster.constructs.runtime_archive import KEY_PREFIX as RUNTIME_PREFIX
+from fmcluster.constructs.runtime_archive import object_key, runtime_archive, sha256_of, staged
 from fmcluster.nag import acknowledge
 
 PREFIX = "fmcluster/"
 SCRIPT = "on_node_configured.sh"
-RUNTIME_PREFIX = "runtime/"
 LEGACY_RUNTIME = "runtime.zip"  # the key earlier releases wrote; left in place for nodes still booting from it
 SETTINGS = "settings.json"
 PROFILES = "profiles/"
@@ -106,7 +106,7 @@ class NodeAssets(Construct):
         runtime = runtime_dir or node_bootstrap.RUNTIME_DIR
         archive = runtime_archive(runtime)
         runtime_digest = sha256_of(archive)
-        self.runtime_key = f"{RUNTIME_PREFIX}{runtime_digest}.zip"
+        self.runtime_key = object_key(runtime_digest)
         self.settings["runtime"] = {"key": self.runtime_key, "sha256": runtime_digest}
         script = (runtime / SCRIPT_DIR / SCRIPT).read_text()
         log_group = deployment_log_group(stack, DEPLOYMENT_LOGS_ID,

@@ -28,6 +28,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from fmcluster.constructs import node_bootstrap
+from fmcluster.constructs.boot_pointer import GROUPS_PREFIX as POINTER_PREFIX
 from fmcluster.constructs.bucket_deployment import (
     acknowledge_deployment_handler,
     deployment_log_group,
@@ -38,10 +39,10 @@ from fmcluster.constructs.bucket_deployment import (
     secure_bucket,
     server_access_log_bucket,
 )
-from fmcluster.constructs.runtime_archive import runtime_archive, sha256_of, staged
+from fmcluster.constructs.runtime_archive import KEY_PREFIX as RUNTIME_PREFIX
+from fmcluster.constructs.runtime_archive import object_key, runtime_archive, sha256_of, staged
 from fmcluster.nag import acknowledge
 from fmcluster.platforms.hyperpod import lifecycle_entry
-from fmcluster.platforms.hyperpod.lifecycle_entry import POINTER_PREFIX, RUNTIME_PREFIX
 
 PREFIX = "lifecycle/"
 HOOKS = tuple(lifecycle_entry.RUNTIME_SCRIPTS)
@@ -150,7 +151,7 @@ class LifecycleScripts(Construct):
         # finds the runtime it names.
         archive = runtime_archive(node_bootstrap.RUNTIME_DIR)
         self.runtime_sha256 = sha256_of(archive)
-        self.runtime_key = f"{RUNTIME_PREFIX}{self.runtime_sha256}.zip"
+        self.runtime_key = object_key(self.runtime_sha256)
         self.runtime = s3deploy.BucketDeployment(
             self,
             "Runtime",

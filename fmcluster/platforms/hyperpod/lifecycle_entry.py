@@ -24,27 +24,20 @@ import json
 from shlex import quote
 from typing import Any, Dict, Mapping, Optional
 
-from fmcluster.constructs.boot_pointer import fetch_function_shell
+from fmcluster.constructs.boot_pointer import SCHEMA, fetch_function_shell
+from fmcluster.constructs.boot_pointer import group_key as pointer_key
+from fmcluster.constructs.runtime_archive import KEY_PREFIX as RUNTIME_PREFIX
+from fmcluster.constructs.runtime_archive import object_key
 
-SCHEMA = 1
-POINTER_PREFIX = "boot/groups/"
-RUNTIME_PREFIX = "runtime/"
 # The lifecycle scripts the runtime carries (fmcluster/runtime/lifecycle/), one per hook.
 RUNTIME_SCRIPTS = {"OnInitComplete": "on_init_complete.sh", "OnCreate": "on_create_eks.sh"}
-
-
-def pointer_key(group: str) -> str:
-    """The stable key of an instance group's pointer."""
-    if not group or "/" in group:
-        raise ValueError(f"group: {group!r} is not an instance group name")
-    return f"{POINTER_PREFIX}{group}.json"
 
 
 def pointer_document(*, group: str, runtime_key: str, sha256: str, parameters: Mapping[str, Any],
                      profile_json: Optional[str]) -> Dict[str, Any]:
     """One group's pointer (`profile_json` None: a group without boot validation, e.g. the Slurm controller).
     `parameters` may hold deploy-time tokens (the file system's address)."""
-    if runtime_key != f"{RUNTIME_PREFIX}{sha256}.zip":
+    if runtime_key != object_key(sha256):
         raise ValueError(f"runtime_key: {runtime_key!r} must be {RUNTIME_PREFIX}<sha256>.zip")
     return {"schema": SCHEMA, "group": group, "runtime": {"key": runtime_key, "sha256": sha256},
             "parameters": dict(parameters), "profile": json.loads(profile_json) if profile_json is not None else None}

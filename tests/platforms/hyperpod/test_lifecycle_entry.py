@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Dict
 
 import pytest
+from helpers.fake_s3 import runtime_bucket
 
-from fmcluster.constructs.runtime_archive import runtime_archive, sha256_of
 from fmcluster.platforms.hyperpod import lifecycle_entry
 
 PARAMS = {"version": 1, "workload_manager": "slurm", "cluster_name": "demo", "controller_group": "controller"}
@@ -31,27 +31,8 @@ ls "$prefix/profiles" 2>/dev/null | sed 's/^/profile /'
 
 @pytest.fixture
 def node(tmp_path: Path) -> Dict[str, Any]:
-    bucket = tmp_path / "bucket"
-    (bucket / "runtime").mkdir(parents=True)
-    (bucket / "boot" / "groups").mkdir(parents=True)
-    runtime = tmp_path / "src"
-    (runtime / "lifecycle").mkdir(parents=True)
-    for script in lifecycle_entry.RUNTIME_SCRIPTS.values():
-        (runtime / "lifecycle" / script).write_text(FAKE_LIFECYCLE)
-    archive = runtime_archive(runtime)
-    digest = sha256_of(archive)
-    (bucket / "runtime" / f"{digest}.zip").write_bytes(archive)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "aws").write_text(f"#!/bin/bash\n# aws s3 cp --only-show-errors --region R s3://bucket/KEY DEST\n"
-                                 f"echo \"$@\" >>{tmp_path}/aws.log\n"
-                                 f"src=\"${{6#s3://sagemaker-demo/}}\"\ncp \"{bucket}/$src\" \"$7\"\n")
-    (bin_dir / "logger").write_text(f"#!/bin/sh\necho \"$@\" >>{tmp_path}/journal.log\n")
-    for tool in ("aws", "logger"):
-        (bin_dir / tool).chmod(0o755)
-    root = tmp_path / "root"
-    root.mkdir()
-    return {"tmp": tmp_path, "bucket": bucket, "root": root, "digest": digest, "bin": bin_dir}
+    return runtime_bucket(tmp_path, "sagemaker-demo",
+                          {f"lifecycle/{script}": FAKE_LIFECYCLE for script in lifecycle_entry.RUNTIME_SCRIPTS.values()})
 
 
 def publish(node: Dict[str, Any], for_group: str = "gpu-a", profile: Any = PROFILE, **overrides: Any) -> None:
