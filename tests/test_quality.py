@@ -32,6 +32,17 @@ def test_cfn_lint_reports_nothing(example):
     assert findings([example]) == []
 
 
+def test_cfn_lint_with_its_shared_rule_set_still_reports_faults_in_every_template_it_is_given():
+    """The rule set is built once per worker and reused: a clean template in between does not hide the next fault."""
+    from helpers.lint import cfn_lint
+
+    bad = {"Resources": {"Data": {"Type": "AWS::S3::Bucket", "Properties": {"BucketNme": "training-data"}}}}
+    good = {"Resources": {"Data": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": "training-data"}}}}
+    assert [f.split()[0] for f in cfn_lint(bad, "us-east-1")] == ["E3002"]
+    assert cfn_lint(good, "us-east-1") == []
+    assert [f.split()[0] for f in cfn_lint(bad, "eu-west-1")] == ["E3002"]
+
+
 def test_no_wildcard_actions_anywhere(every_example):
     for name, stacks in every_example.items():
         for stack, template in stacks.items():
