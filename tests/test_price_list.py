@@ -1,6 +1,6 @@
 """scripts/price_list.py: the On-Demand rate of one product out of an AWS Price List offer file (the format of the
 Bulk API's offer files: products with attributes, OnDemand terms with price dimensions), refused when the filters
-match none or several; and the Price List figures in the price data (NAT gateway per region, EC2 GPU types outside
+match none or several; and the Price List figures in the price data (NAT gateway per region, EC2 types outside
 us-east-1), each checked against the offer slice or catalog rows it was copied from, with its SKU and date."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_an_unreadable_file_is_exit_2(tmp_path, capsys):
 # the offer files below are slices of real AWS offers (tests/fixtures/price_list/README.md says where each came from).
 NAT_OFFER = ROOT / "tests" / "fixtures" / "price_list" / "AmazonEC2-NatGateway.json"
 P5_OFFER = ROOT / "tests" / "fixtures" / "price_list" / "AmazonEC2-p5.48xlarge.json"
-CATALOG = ROOT / "tests" / "fixtures" / "price_list" / "skypilot-catalog-00148f2a-aws-vms-gpu.csv"
+CATALOG = ROOT / "tests" / "fixtures" / "price_list" / "skypilot-catalog-00148f2a-aws-vms.csv"
 
 
 def test_the_nat_gateway_hour_is_not_the_regional_nat_gateway_hour(capsys):
@@ -98,7 +98,7 @@ def test_the_p5_rate_in_two_regions_is_the_price_lists():
     assert offer["version"] in cost.prices()["regional_source"]["cross_check"]
 
 
-def test_every_regional_gpu_figure_is_the_catalogs_row_and_us_east_1_agrees_with_it():
+def test_every_regional_instance_figure_is_the_catalogs_row_and_us_east_1_agrees_with_it():
     rows = {(r["InstanceType"], r["Region"]): float(r["Price"]) for r in csv.DictReader(CATALOG.open())}
     data = cost.prices()
     assert data["regional_source"]["as_of"] == "skypilot-catalog commit 00148f2a"
