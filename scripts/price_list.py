@@ -8,7 +8,8 @@ Price List itself. A repository tool, not part of the package; it reads a file y
 An offer file (AWS Price List Bulk API, "Reading the price list files") holds ``products`` (SKU -> product family and
 attributes such as ``regionCode`` and ``usagetype``) and ``terms.OnDemand`` (SKU -> offer term -> price dimensions,
 each with ``unit`` and ``pricePerUnit.USD``). The rate printed is the one On-Demand price dimension of the one
-product that matches; anything else (no match, several, a tiered price) is refused with what was found, exit 2.
+product that matches (its usage type, after the region prefix, equal to the one asked for); anything else (no match,
+several, a tiered price) is refused with what was found, exit 2.
 """
 
 from __future__ import annotations
@@ -24,12 +25,18 @@ class PriceListError(Exception):
     pass
 
 
+def usage_type_is(usagetype: str, wanted: str) -> bool:
+    """`wanted` is the usage type after its region prefix: us-east-1 has none (NatGateway-Hours), other regions one
+    ending in a hyphen (USW2-NatGateway-Hours). A plain suffix test would also take RegionalNatGateway-Hours."""
+    return usagetype == wanted or usagetype.endswith("-" + wanted)
+
+
 def matching_skus(offer: Dict[str, Any], *, region: str, usagetype_suffix: str,
                   product_family: Optional[str] = None) -> List[str]:
     out = []
     for sku, product in offer.get("products", {}).items():
         attrs = product.get("attributes", {})
-        if attrs.get("regionCode") != region or not attrs.get("usagetype", "").endswith(usagetype_suffix):
+        if attrs.get("regionCode") != region or not usage_type_is(attrs.get("usagetype", ""), usagetype_suffix):
             continue
         if product_family is not None and product.get("productFamily") != product_family:
             continue
@@ -42,7 +49,7 @@ def on_demand_rate(offer: Dict[str, Any], *, region: str, usagetype_suffix: str,
     """{usd, unit, sku, description, publication_date} of the single matching product's On-Demand price."""
     skus = matching_skus(offer, region=region, usagetype_suffix=usagetype_suffix, product_family=product_family)
     if len(skus) != 1:
-        raise PriceListError(f"{len(skus)} products in {region} with a usagetype ending {usagetype_suffix!r}"
+        raise PriceListError(f"{len(skus)} products in {region} of usage type {usagetype_suffix!r}"
                              + (f" in family {product_family!r}" if product_family else "")
                              + (f": {', '.join(skus[:10])}" if skus else "") + "; narrow it with --product-family")
     sku = skus[0]
@@ -64,7 +71,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("offer_file")
     p.add_argument("--region", required=True)
-    p.add_argument("--usagetype-suffix", required=True, help="e.g. AmazonEKS-Hours:perCluster, NatGateway-Hours")
+    p.add_argument("--usagetype-suffix", required=True,
+                   help="the usage type after its region prefix, e.g. AmazonEKS-Hours:perCluster, NatGateway-Hours")
     p.add_argument("--product-family", help="e.g. 'NAT Gateway' in the AmazonEC2 offer")
     args = p.parse_args(argv)
     try:

@@ -1,10 +1,11 @@
 """What an hour of the whole cluster costs, and what N tokens cost at the step bound.
 
-Prices are data (data/prices.json: EC2 On-Demand from the AWS Price List, and the services the stacks create, each
-with its source and date), never fetched. A region the data lacks falls back to us-east-1, marked as an estimate on
-its line. Capacity Blocks and training plans are priced when reserved: their lines stay unpriced (the On-Demand rate
-in a note, for reference) unless the user gives the reservation's price (``plan --price GROUP=USD``). What is billed
-by usage, per user or per key is listed as not included.
+Prices are data (data/prices.json: EC2 On-Demand from the AWS Price List, us-east-1 and, for the GPU types, other
+regions; and the services the stacks create, each with its source and date), never fetched. A region or type the data
+lacks falls back to the us-east-1 figure, marked as an estimate on its line. Capacity Blocks and training plans are
+priced when reserved: their lines stay unpriced (the On-Demand rate in a note, for reference) unless the user gives the
+reservation's price (``plan --price GROUP=USD``). What is billed by usage, per user or per key is listed as not
+included.
 """
 
 from __future__ import annotations
@@ -33,12 +34,22 @@ def hourly(instance_type: str, region: str) -> Tuple[Optional[float], str]:
     data = prices()
     if name in data["no_on_demand_price"]:
         return None, data["no_on_demand_price"][name]
-    listed = data["regions"].get(region, {})
-    if name in listed:
+    listed = data["regions"].get(region)
+    if listed is not None and name in listed:
         return float(listed[name]), "listed"
     if name in data["regions"][FALLBACK_REGION]:
-        return float(data["regions"][FALLBACK_REGION][name]), f"estimate: {region} not in the data, {FALLBACK_REGION} price"
+        missing = f"{region} not in the data" if listed is None else f"no {region} price for {name} in the data"
+        return float(data["regions"][FALLBACK_REGION][name]), f"estimate: {missing}, {FALLBACK_REGION} price"
     return None, f"no price for {name} in the data"
+
+
+def instance_source(region: str) -> Tuple[Dict[str, str], str]:
+    """(source, as_of) of the instance prices a spec in `region` gets: us-east-1's, or the regional figures'."""
+    data = prices()
+    if region != FALLBACK_REGION and region in data["regions"]:
+        regional = data["regional_source"]
+        return regional, regional["as_of"]
+    return data["source"], data["as_of"]
 
 
 RESERVED = ("capacity-block", "training-plan")  # priced per reservation, not at an hourly list price
@@ -95,6 +106,7 @@ def hourly_cost(spec: Any, reservation_prices: Optional[Dict[str, float]] = None
     ceiling = sum(ln["usd_per_hour_at_max"]["value"] if "usd_per_hour_at_max" in ln else ln["usd_per_hour"]["value"]
                   for ln in known)
     fallback = spec.region not in data["regions"]
+    source, as_of = instance_source(spec.region)
     unpriced = [ln["item"] for ln in lines if "usd_per_hour" not in ln]
     return {
         "region": spec.region,
@@ -110,7 +122,7 @@ def hourly_cost(spec: Any, reservation_prices: Optional[Dict[str, float]] = None
         # parts (data transfer, requests, samples) never allow
         "complete": not unpriced and not data["not_included"],
         "estimate": any(ln["price_status"] not in ("listed", "yours") for ln in known),
-        "source": data["source"], "as_of": data["as_of"], "services_as_of": data["services"]["as_of"],
+        "source": source, "as_of": as_of, "services_as_of": data["services"]["as_of"],
         "price_change": data["price_change"]["announcement"], "not_included": data["not_included"],
     }
 

@@ -71,4 +71,6 @@ def money(x: float) -> str:
         return f"${plain(x / 1e6)}M"
     if x >= 1e4:
         return f"${x:,.0f}"
+    if 0 < x < 0.1:  # per-hour service rates ($0.045 a NAT gateway-hour) would round to a misleading cent
+        return f"${x:.3g}"
     return f"${x:,.2f}"

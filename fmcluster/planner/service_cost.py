@@ -1,7 +1,8 @@
-"""What the stacks create besides instances, per hour: the NAT gateway, the FSx for Lustre file system by deployment
-type and throughput, and the services a kind bills by the hour (`OrchestratorTraits.billed_services`: the EKS
-control plane, the PCS controller). Prices are data (data/prices.json, ``services``), each with its source and how far
-it is checked; a region the data lacks gets the us-east-1 figure, marked as an estimate on its line."""
+"""What the stacks create besides instances, per hour: the NAT gateway and its public IPv4 address, the FSx for Lustre
+file system by deployment type and throughput, and the services a kind bills by the hour
+(`OrchestratorTraits.billed_services`: the EKS control plane, the PCS controller). Prices are data (data/prices.json,
+``services``), each with its source and how far it is checked; a region the data lacks gets the us-east-1 figure,
+marked as an estimate on its line."""
 
 from __future__ import annotations
 
@@ -48,9 +49,11 @@ def service_lines(spec: Any, services: Dict[str, Any]) -> List[Dict[str, Any]]:
     if new_vpc is not None and new_vpc.nat_gateway:
         entry = services["nat-gateway"]
         price, why = _regional(entry["usd_per_hour"], spec.region)
-        lines.append(service_line("NAT gateway", "1 gateway and its public IPv4 address", price, entry,
-                                  [why] if why else [], "count x USD per gateway-hour", count=1,
-                                  usd_per_hour_each=price))
+        lines.append(service_line(entry["item"], "1 gateway", price, entry, [why] if why else [],
+                                  "count x USD per gateway-hour", count=1, usd_per_hour_each=price))
+        ipv4 = services["public-ipv4"]  # a NAT gateway holds one Elastic IP, billed like any public IPv4 address
+        lines.append(service_line(ipv4["item"], "1 Elastic IP", ipv4["usd_per_hour"], ipv4, [],
+                                  "count x USD per address-hour", count=1, usd_per_hour_each=ipv4["usd_per_hour"]))
     fsx = spec.storage.fsx
     if fsx is not None:
         entry = services["fsx-lustre"]

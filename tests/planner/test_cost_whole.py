@@ -15,8 +15,11 @@ from fmcluster.planner.text import render
 
 HOURS_PER_MONTH = 730
 # The price data's figures with their dates: EC2 On-Demand from the AWS Price List (as generated into
-# aws/karpenter-provider-aws, 2026-07-20), the services' as their sources state them (as of 2026-12-02).
+# aws/karpenter-provider-aws, 2026-07-20), the NAT gateway from the AmazonEC2 offer published 2026-09-04, the other
+# services' as their sources state them (as of 2026-12-02). tests/test_price_list.py checks them against the offers.
 P5_US_EAST_1 = 55.04
+NAT_GATEWAY_US_EAST_1 = 0.045
+PUBLIC_IPV4 = 0.005
 FSX_PERSISTENT_2_250 = 0.21  # USD per GiB-month
 EKS_CONTROL_PLANE = 0.10
 
@@ -32,6 +35,8 @@ def test_the_data_dates_every_figure():
     services = data["services"]
     assert services["fsx-lustre"]["usd_per_gib_month"]["us-east-1"]["PERSISTENT_2"]["250"] == FSX_PERSISTENT_2_250
     assert services["eks-cluster"]["usd_per_hour"] == EKS_CONTROL_PLANE
+    assert services["nat-gateway"]["usd_per_hour"]["us-east-1"] == NAT_GATEWAY_US_EAST_1
+    assert services["nat-gateway"]["price_list"]["publication_date"] == "2026-09-04T23:11:17Z"
     for key, entry in services.items():
         if isinstance(entry, dict):
             assert entry["source"] and entry["status"] in ("listed", "quoted", "unverified", "unpriced"), key
@@ -53,18 +58,40 @@ def test_a_kubernetes_control_plane_and_the_nat_gateway_are_lines_of_their_own()
     eks = spec(orchestrator={"type": "eks", "eks": {"admins": ["arn:aws:iam::123456789012:role/admin"]}})
     items = lines(cost.hourly_cost(eks))
     assert items["EKS control plane (standard support)"]["usd_per_hour"]["value"] == EKS_CONTROL_PLANE
-    assert items["NAT gateway"]["usd_per_hour"]["value"] > 0
+    nat, ipv4 = items["NAT gateway"], items["NAT gateway public IPv4 address"]
+    assert (nat["usd_per_hour"]["value"], nat["price_status"]) == (NAT_GATEWAY_US_EAST_1, "listed")
+    assert (ipv4["usd_per_hour"]["value"], ipv4["price_status"]) == (PUBLIC_IPV4, "quoted")
     no_nat = spec(network={"new_vpc": {"cidr": "10.0.0.0/16", "nat_gateway": False}})
-    assert "NAT gateway" not in lines(cost.hourly_cost(no_nat))
+    assert not {"NAT gateway", "NAT gateway public IPv4 address"} & set(lines(cost.hourly_cost(no_nat)))
+
+
+def test_a_region_with_its_own_figures_is_priced_at_them_and_dated_by_their_source():
+    west = spec("p5en.48xlarge", 2, region="us-west-2", availability_zone="us-west-2a",
+                fsx={"deployment_type": "SCRATCH_2", "storage_capacity_gib": 2400})
+    c = cost.hourly_cost(west)
+    gpu, nat, fsx = (lines(c)[item] for item in ("node group gpu", "NAT gateway", "FSx for Lustre"))
+    assert (gpu["usd_per_hour"]["value"], gpu["price_status"]) == (pytest.approx(2 * 63.296), "listed")
+    assert (nat["usd_per_hour"]["value"], nat["price_status"]) == (0.045, "listed")
+    assert c["as_of"] == "skypilot-catalog commit 00148f2a" and "skypilot-catalog" in c["source"]["data"]
+    assert c["region_note"] == "" and fsx["price_status"] == "estimate"  # FSx has us-east-1 figures only
+    assert any("us-west-2 not in the data" in n for n in fsx["notes"])
+
+
+def test_a_type_the_region_has_no_figure_for_is_an_estimate_on_its_line():
+    eu = spec("p5en.48xlarge", 1, region="eu-west-2", availability_zone="eu-west-2a")
+    line = lines(cost.hourly_cost(eu))["node group gpu"]
+    assert line["usd_per_hour"]["value"] == 63.296 and line["price_status"] == "estimate"
+    assert "estimate: no eu-west-2 price for p5en.48xlarge in the data, us-east-1 price" in line["notes"]
 
 
 def test_another_region_is_an_estimate_on_every_line_it_touches():
-    west = spec(region="us-west-2", availability_zone="us-west-2a")
-    c = cost.hourly_cost(west)
-    assert c["estimate"] and "us-west-2 is not in the price data" in c["region_note"]
+    israel = spec(region="il-central-1", availability_zone="il-central-1a")
+    c = cost.hourly_cost(israel)
+    assert c["estimate"] and "il-central-1 is not in the price data" in c["region_note"]
+    assert c["as_of"] == cost.prices()["as_of"]  # the us-east-1 figures, dated as such
     for item in ("node group gpu", "NAT gateway"):
         line = lines(c)[item]
-        assert line["price_status"] == "estimate" and any("us-west-2 not in the data" in n for n in line["notes"])
+        assert line["price_status"] == "estimate" and any("il-central-1 not in the data" in n for n in line["notes"])
 
 
 def test_a_capacity_block_is_left_out_of_the_total_until_its_price_is_given():

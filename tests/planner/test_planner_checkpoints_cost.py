@@ -70,7 +70,8 @@ def test_prices_carry_source_and_date_and_the_2025_cut():
     assert cost.hourly("ml.m5.12xlarge", "us-east-1") == (2.304, "listed")
     price, why = cost.hourly("p5e.48xlarge", "us-east-1")
     assert price is None and "Capacity Blocks" in why
-    price, why = cost.hourly("p5en.48xlarge", "us-west-2")
+    assert cost.hourly("p5en.48xlarge", "us-west-2") == (63.296, "listed")
+    price, why = cost.hourly("p5en.48xlarge", "il-central-1")
     assert price == 63.296 and why.startswith("estimate")
 
 
@@ -81,7 +82,7 @@ def test_hourly_cost_per_group_and_total_with_notes():
     assert items["node group gpu"]["usd_per_hour"]["value"] == pytest.approx(4 * 55.04)
     assert "SageMaker HyperPod with Slurm: controller" in items and "SageMaker HyperPod with Slurm: login" in items
     assert any("SageMaker" in n for n in items["node group gpu"]["notes"])
-    nat = items["NAT gateway"]["usd_per_hour"]["value"]
+    nat = items["NAT gateway"]["usd_per_hour"]["value"] + items["NAT gateway public IPv4 address"]["usd_per_hour"]["value"]
     assert c["total_usd_per_hour"]["value"] == pytest.approx(4 * 55.04 + 2.304 + 0.768 + nat)
     block = spec("p5.48xlarge", 2, node_groups=[{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": {
         "type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}}])
@@ -94,7 +95,7 @@ def test_cost_of_tokens_at_the_bound():
     tps = j["best"][0]["step"]["tokens_per_s"]["value"]
     hours = 1e12 / tps / 3600
     assert j["tokens"]["hours"]["value"] == pytest.approx(hours, rel=1e-4)
-    nat = 0.05  # the new VPC's NAT gateway, shared by every job
+    nat = 0.045 + 0.005  # the new VPC's NAT gateway and its public IPv4 address, shared by every job
     assert j["tokens"]["usd"]["value"] == pytest.approx(hours * (2 * 55.04 + nat), rel=1e-4)
     gb = job(spec("p6e-gb200.36xlarge", 2))
     assert gb["tokens"]["usd"] is None and "p6e-gb200" in gb["tokens"]["usd_reason"]
