@@ -11,6 +11,7 @@ from typing import Any, Dict, List
 
 import pytest
 from helpers import actions_of, resources_of
+from helpers.jobs import objects
 from helpers.resume_jobs import ROOT
 
 from fmcluster.orchestrators.hyperpod_eks import checkpoint_access
@@ -122,3 +123,12 @@ def test_file_tiers_create_no_checkpoint_role(synth_example):
                 if a["Properties"]["ServiceAccount"] == checkpoint_access.SERVICE_ACCOUNT]
     assert not [k for k in template["Resources"] if "Checkpoint" in k]
     assert not [k for k in template.get("Outputs", {}) if "Checkpoint" in k]
+
+
+def test_the_resume_job_names_the_service_account_for_the_managed_tier():
+    header = (ROOT / "examples" / "jobs" / "resume-train-hyperpod.yaml").read_text().split("\napiVersion:", 1)[0]
+    assert f"serviceAccountName: {checkpoint_access.SERVICE_ACCOUNT}" in header
+    # its own cluster (examples/hyperpod-eks-p5.yaml) checkpoints to FSx: no such service account there
+    pods = [r["template"]["spec"] for r in objects("resume-train-hyperpod.yaml")["PyTorchJob"]["spec"]
+            ["pytorchReplicaSpecs"].values()]
+    assert all("serviceAccountName" not in p for p in pods)
