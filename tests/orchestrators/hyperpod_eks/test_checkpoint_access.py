@@ -132,3 +132,23 @@ def test_the_resume_job_names_the_service_account_for_the_managed_tier():
     pods = [r["template"]["spec"] for r in objects("resume-train-hyperpod.yaml")["PyTorchJob"]["spec"]
             ["pytorchReplicaSpecs"].values()]
     assert all("serviceAccountName" not in p for p in pods)
+
+
+def test_an_existing_bucket_gets_the_same_s3_statements_and_no_key_statement():
+    from aws_cdk import App, Stack
+
+    stack = Stack(App(), "Probe", env={"region": "us-west-2", "account": "111122223333"})
+    kwargs = dict(region=stack.region, bucket_arn="arn:aws:s3:::team-data", prefix="ckpt/")
+    created = [stack.resolve(s.to_statement_json()) for s in checkpoint_access.policy_statements(
+        key_arn="arn:aws:kms:us-west-2:111122223333:key/k", **kwargs)]
+    existing = [stack.resolve(s.to_statement_json()) for s in checkpoint_access.policy_statements(
+        key_arn=None, **kwargs)]
+    assert [s for s in created if s["Sid"] != "CheckpointKey"] == existing
+    assert {s["Sid"] for s in created} - {s["Sid"] for s in existing} == {"CheckpointKey"}
+    (objects,) = [s for s in existing if s["Sid"] == "CheckpointObjects"]
+    assert objects["Resource"] == "arn:aws:s3:::team-data/ckpt/*"
+
+
+@pytest.mark.parametrize("directory, prefix", [("/checkpoints", "checkpoints/"), ("/runs/ckpt", "runs/ckpt/")])
+def test_the_prefix_is_the_checkpoint_directory_in_the_bucket(directory, prefix):
+    assert checkpoint_access.checkpoint_prefix(directory) == prefix
