@@ -33,6 +33,9 @@ class OrchestrationContext:
     :param extra_subnets: the second-AZ private subnet(s): the network stack's, or `existing_vpc.extra_subnet_ids`.
     :param vpc: the VPC (for constructs that take one, such as an EKS cluster).
     :param metrics_workspace_arn: the AMP workspace's ARN, or None without observability (for a managed scraper).
+    :param data_bucket_arn: the data bucket's ARN, for a kind that grants a principal of its own part of it (the
+        cluster stack grants ``grantee`` the whole bucket); None where the stack has no storage stack.
+    :param data_key_arn: the data bucket's KMS key, or None for an existing bucket (its own key applies).
     """
 
     spec: ClusterSpec
@@ -46,6 +49,8 @@ class OrchestrationContext:
     extra_subnets: List[ec2.ISubnet] = field(default_factory=list)
     vpc: Optional[ec2.IVpc] = None
     metrics_workspace_arn: Optional[str] = None
+    data_bucket_arn: Optional[str] = None
+    data_key_arn: Optional[str] = None
 
     @property
     def subnet_ids(self) -> List[str]:

@@ -58,6 +58,8 @@ class ClusterStack(Stack):
             extra_subnets=list(network.extra_subnets),
             vpc=network.vpc,
             metrics_workspace_arn=observability.workspace_arn if observability is not None else None,
+            data_bucket_arn=storage.imported("DataBucketArn") if storage is not None else None,
+            data_key_arn=storage.data_key_arn if storage is not None else None,
             security_groups=[security_group],
             file_system=file_system,
             remote_write_url=remote_write_url,

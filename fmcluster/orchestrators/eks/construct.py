@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Dict
 
 from aws_cdk import CfnOutput, Fn, Stack
-from aws_cdk import aws_eks as eks_l1
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -19,7 +18,7 @@ from fmcluster.orchestrators.eks import gangs, kueue
 from fmcluster.orchestrators.eks.node_groups import EksNodeGroups
 from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
 from fmcluster.platforms.ec2.access import find_instance_command
-from fmcluster.platforms.kubernetes import autoscaler, devices, gate, labels, metrics, volumes
+from fmcluster.platforms.kubernetes import autoscaler, devices, gate, labels, metrics, pod_identity, volumes
 from fmcluster.platforms.kubernetes.access import tunnel_command
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.control_plane import add_standard_addons, build_control_plane
@@ -51,9 +50,9 @@ class EksOrchestration(Construct):
         namespace = settings.training_namespace
         self.workload_role = self.control_plane.pod_identity_role(
             "WorkloadRole", f"training pods ({namespace}/{WORKLOAD_SERVICE_ACCOUNT}) of {spec.name}")
-        self.workload_identity = eks_l1.CfnPodIdentityAssociation(
+        self.workload_identity = pod_identity.associate(
             self, "WorkloadPodIdentity", cluster_name=self.cluster.cluster_name, namespace=namespace,
-            service_account=WORKLOAD_SERVICE_ACCOUNT, role_arn=self.workload_role.role_arn)
+            service_account=WORKLOAD_SERVICE_ACCOUNT, role=self.workload_role)
         self.objects = ClusterObjects(self, "Objects", cluster=self.control_plane.icluster)
         self._install(context)
         if autoscaler.elastic_groups(spec.node_groups):
@@ -98,8 +97,7 @@ class EksOrchestration(Construct):
                               values=devices.efa_device_plugin())
         namespace = objects.manifest("TrainingNamespace", [
             volumes.namespace(settings.training_namespace),
-            {"apiVersion": "v1", "kind": "ServiceAccount",
-             "metadata": {"name": WORKLOAD_SERVICE_ACCOUNT, "namespace": settings.training_namespace}},
+            pod_identity.service_account(WORKLOAD_SERVICE_ACCOUNT, settings.training_namespace),
         ])
         if settings.efa_device == "dra" and any(g.efa_enabled for g in spec.node_groups):
             objects.manifest("EfaClaimTemplate", devices.efa_claim_templates(spec.node_groups,
@@ -140,9 +138,9 @@ class EksOrchestration(Construct):
             acknowledge(self.autoscaler_role, f"AwsSolutions-IAM5[Resource::{nag_resource(stack, resource)}]",
                         "The node groups' Auto Scaling groups and node group ids are named by EKS at creation; the "
                         "scaling actions require this cluster's auto-discovery tags on the group.")
-        identity = eks_l1.CfnPodIdentityAssociation(
+        identity = pod_identity.associate(
             self, "AutoscalerPodIdentity", cluster_name=self.cluster.cluster_name, namespace=autoscaler.NAMESPACE,
-            service_account=autoscaler.SERVICE_ACCOUNT, role_arn=self.autoscaler_role.role_arn)
+            service_account=autoscaler.SERVICE_ACCOUNT, role=self.autoscaler_role)
         self.objects.chart("cluster-autoscaler", namespace=autoscaler.NAMESPACE, after=[
             self.nodes.managed[SYSTEM_GROUP], identity, self.control_plane.addons["eks-pod-identity-agent"]],
             values=autoscaler.chart_values(cluster_name=spec.name, region=spec.region,

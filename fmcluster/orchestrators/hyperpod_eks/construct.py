@@ -24,7 +24,7 @@ from constructs import Construct, IConstruct
 
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.hyperpod_eks import autoscaling, governance, nodes
+from fmcluster.orchestrators.hyperpod_eks import autoscaling, checkpoint_access, governance, nodes
 from fmcluster.orchestrators.hyperpod_eks.cluster import HyperPodEksCluster
 from fmcluster.orchestrators.hyperpod_eks.dependencies import GitHelmChart
 from fmcluster.orchestrators.hyperpod_eks.settings import SYSTEM_GROUP, settings_of
@@ -142,6 +142,9 @@ class HyperPodEksOrchestration(Construct):
                 service_account=TRAINING_OPERATOR_SERVICE_ACCOUNT, managed_policies=[TRAINING_OPERATOR_POLICY],
                 after=["eks-pod-identity-agent", TASK_GOVERNANCE])
             operator.node.add_dependency(self.hyperpod.cluster, self.dependencies.resource)
+        # managed tiered checkpointing: the training pods' Pod Identity role (docs/checkpoints.md)
+        self.checkpoint_access = checkpoint_access.for_spec(self, context=context, control_plane=self.control_plane,
+                                                             cluster_name=self.cluster.cluster_name)
         self.objects = ClusterObjects(self, "Objects", cluster=self.control_plane.icluster)
         if elastic:
             # Karpenter's kinds exist once HyperPod runs it for the cluster (unverified how soon: docs/resilience.md)
@@ -241,7 +244,8 @@ class HyperPodEksOrchestration(Construct):
                 config=metrics.scrape_config(cluster=spec.name, interval_s=spec.observability.scrape_interval_seconds,
                                              strip_ml_prefix=True))
         fs = context.file_system
-        if fs is not None and spec.storage.fsx is not None and fs.file_system_id is not None:
+        shared_fs = fs is not None and spec.storage.fsx is not None and fs.file_system_id is not None
+        if shared_fs or self.checkpoint_access is not None:
             for team in settings_of(spec).task_governance.teams:
                 # The team's namespace is task governance's: it creates hyperpod-ns-<team> for the team's quota, with
                 # the team's queue, and owns it. fmcluster's manifest holds only the volume and the claim (a
@@ -252,6 +256,12 @@ class HyperPodEksOrchestration(Construct):
                     self, f"{cid}NamespaceReady", cluster=self.control_plane.icluster, object_type="namespace",
                     object_name=team.namespace, json_path=".metadata.name", timeout=NAMESPACE_WAIT)
                 namespace_ready.node.add_dependency(self.governance.quotas[team.name])
+                if self.checkpoint_access is not None:
+                    objects.manifest(f"{cid}CheckpointAccess", self.checkpoint_access.objects(team.namespace),
+                                     after=[namespace_ready])
+                if not shared_fs:
+                    continue
+                assert fs is not None and fs.file_system_id is not None and spec.storage.fsx is not None
                 manifest: List[Dict[str, Any]] = volumes.fsx_volume(
                     cluster=f"{spec.name}-{team.name}", namespace=team.namespace, file_system_id=fs.file_system_id,
                     dns_name=fs.dns_name, mount_name=fs.mount_name, capacity_gib=spec.storage.fsx.storage_capacity_gib)

@@ -1,0 +1,154 @@
+"""Managed tiered checkpointing's IAM on HyperPod on EKS: with `checkpoints.tier: managed`
+(examples/hyperpod-eks-p5en-training-plan.yaml) the training pods get a Pod Identity role that may read and write only
+the checkpoint prefix of the data bucket (and its key, through S3) and put CloudWatch metrics, bound to the
+``fmcluster-checkpoints`` service account of every team namespace, which the stack creates once the namespace exists;
+a file tier (examples/hyperpod-eks-p5.yaml) creates none of it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List
+
+import pytest
+from helpers import actions_of, resources_of
+from helpers.jobs import objects
+from helpers.resume_jobs import ROOT
+
+from fmcluster.orchestrators.hyperpod_eks import checkpoint_access
+from fmcluster.orchestrators.hyperpod_eks.settings import settings_of
+from fmcluster.registry import load_spec
+from fmcluster.spec.checkpoints import paths
+
+ASSOCIATION = "AWS::EKS::PodIdentityAssociation"
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return load_spec(ROOT / "examples" / "hyperpod-eks-p5en-training-plan.yaml")
+
+
+@pytest.fixture(scope="module")
+def template(synth_example) -> Dict[str, Any]:
+    return synth_example("hyperpod-eks-p5en-training-plan")["hpeks-p5en-cluster"]
+
+
+def _role_id(template: Dict[str, Any]) -> str:
+    """The one role the checkpointing service account's associations hand out."""
+    (role_id,) = {a["Properties"]["RoleArn"]["Fn::GetAtt"][0] for a in resources_of(template, ASSOCIATION).values()
+                  if a["Properties"]["ServiceAccount"] == checkpoint_access.SERVICE_ACCOUNT}
+    return role_id
+
+
+@pytest.fixture(scope="module")
+def statements(template) -> List[Dict[str, Any]]:
+    role_id = _role_id(template)
+    policies = [p for p in resources_of(template, "AWS::IAM::Policy").values()
+                if {"Ref": role_id} in p["Properties"]["Roles"]]
+    assert not template["Resources"][role_id]["Properties"].get("ManagedPolicyArns")
+    return [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def test_pods_assume_the_role_through_pod_identity_only(template):
+    trust = template["Resources"][_role_id(template)]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert [(s["Principal"], sorted(s["Action"])) for s in trust] == [
+        ({"Service": "pods.eks.amazonaws.com"}, ["sts:AssumeRole", "sts:TagSession"])]
+
+
+def test_the_role_holds_exactly_the_checkpoint_actions(statements):
+    by_sid = {s["Sid"]: sorted(actions_of(s)) for s in statements}
+    assert by_sid == {
+        "CheckpointObjects": ["s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"],
+        "CheckpointListing": ["s3:ListBucket"],
+        "CheckpointBucketRegion": ["s3:GetBucketLocation"],
+        "CheckpointKey": ["kms:Decrypt", "kms:GenerateDataKey"],
+        "CheckpointMetrics": ["cloudwatch:PutMetricData"],
+    }
+    assert all(s["Effect"] == "Allow" and "*" not in json.dumps(actions_of(s)) for s in statements)
+
+
+def test_s3_access_stops_at_the_specs_checkpoint_prefix(statements, spec):
+    prefix = paths(spec).durable.split("<data bucket>/", 1)[1]  # s3://<data bucket>/checkpoints/
+    assert prefix == checkpoint_access.checkpoint_prefix(spec.checkpoints.directory) == "checkpoints/"
+    bucket = {"Fn::ImportValue": "hpeks-p5en-storage-DataBucketArn"}
+    by_sid = {s["Sid"]: s for s in statements}
+    assert by_sid["CheckpointObjects"]["Resource"] == {"Fn::Join": ["", [bucket, f"/{prefix}*"]]}
+    assert by_sid["CheckpointListing"]["Resource"] == bucket
+    assert by_sid["CheckpointListing"]["Condition"] == {"StringLike": {"s3:prefix": [f"{prefix}*"]}}
+    assert by_sid["CheckpointBucketRegion"]["Resource"] == bucket
+    # only cloudwatch:PutMetricData, which has no resource-level permissions, is on "*"
+    assert [s["Sid"] for s in statements if s["Resource"] == "*"] == ["CheckpointMetrics"]
+
+
+def test_the_data_key_is_usable_through_s3_only(statements, spec):
+    (key,) = [s for s in statements if s["Sid"] == "CheckpointKey"]
+    assert key["Resource"] == {"Fn::ImportValue": "hpeks-p5en-storage-DataKeyArn"}
+    assert key["Condition"] == {"StringEquals": {"kms:ViaService": f"s3.{spec.region}.amazonaws.com"}}
+
+
+def test_every_team_namespace_gets_the_role_and_the_service_account(template, spec):
+    teams = settings_of(spec).task_governance.teams
+    role_id = _role_id(template)
+    bound = {a["Properties"]["Namespace"]: a["Properties"] for a in resources_of(template, ASSOCIATION).values()
+             if a["Properties"]["RoleArn"] == {"Fn::GetAtt": [role_id, "Arn"]}}
+    assert sorted(bound) == sorted(t.namespace for t in teams) == ["hyperpod-ns-pretraining"]
+    assert {p["ServiceAccount"] for p in bound.values()} == {checkpoint_access.SERVICE_ACCOUNT}
+    assert all(p["ClusterName"] == {"Ref": next(iter(resources_of(template, "AWS::EKS::Cluster")))} for p in bound.values())
+    # the service account is applied in each namespace once task governance has created it
+    manifests = resources_of(template, "Custom::AWSCDK-EKS-KubernetesResource")
+    accounts = {i: json.loads(m["Properties"]["Manifest"]) for i, m in manifests.items()
+                if "ServiceAccount" in str(m["Properties"]["Manifest"]) and "CheckpointAccess" in i}
+    assert sorted(o["metadata"]["namespace"] for objs in accounts.values() for o in objs) == ["hyperpod-ns-pretraining"]
+    for logical_id in accounts:
+        waits = [d for d in manifests[logical_id]["DependsOn"] if "NamespaceReady" in d]
+        assert len(waits) == 1
+
+
+def test_the_pod_identity_agent_serves_the_credentials(template):
+    addons = {a["Properties"]["AddonName"] for a in resources_of(template, "AWS::EKS::Addon").values()}
+    assert "eks-pod-identity-agent" in addons
+
+
+def test_the_stack_outputs_the_role_and_the_service_account(template):
+    outputs = template["Outputs"]
+    (role_arn,) = [o for k, o in outputs.items() if "CheckpointsRoleArn" in k]
+    assert role_arn["Value"] == {"Fn::GetAtt": [_role_id(template), "Arn"]}
+    (account,) = [o for k, o in outputs.items() if "CheckpointsServiceAccount" in k]
+    assert account["Value"] == checkpoint_access.SERVICE_ACCOUNT
+
+
+def test_file_tiers_create_no_checkpoint_role(synth_example):
+    template = synth_example("hyperpod-eks-p5")["hpeks-p5-cluster"]
+    assert load_spec(ROOT / "examples" / "hyperpod-eks-p5.yaml").checkpoints.tier == "fsx"
+    assert not [a for a in resources_of(template, ASSOCIATION).values()
+                if a["Properties"]["ServiceAccount"] == checkpoint_access.SERVICE_ACCOUNT]
+    assert not [k for k in template["Resources"] if "Checkpoint" in k]
+    assert not [k for k in template.get("Outputs", {}) if "Checkpoint" in k]
+
+
+def test_the_resume_job_names_the_service_account_for_the_managed_tier():
+    header = (ROOT / "examples" / "jobs" / "resume-train-hyperpod.yaml").read_text().split("\napiVersion:", 1)[0]
+    assert f"serviceAccountName: {checkpoint_access.SERVICE_ACCOUNT}" in header
+    # its own cluster (examples/hyperpod-eks-p5.yaml) checkpoints to FSx: no such service account there
+    pods = [r["template"]["spec"] for r in objects("resume-train-hyperpod.yaml")["PyTorchJob"]["spec"]
+            ["pytorchReplicaSpecs"].values()]
+    assert all("serviceAccountName" not in p for p in pods)
+
+
+def test_an_existing_bucket_gets_the_same_s3_statements_and_no_key_statement():
+    from aws_cdk import App, Stack
+
+    stack = Stack(App(), "Probe", env={"region": "us-west-2", "account": "111122223333"})
+    kwargs = dict(region=stack.region, bucket_arn="arn:aws:s3:::team-data", prefix="ckpt/")
+    created = [stack.resolve(s.to_statement_json()) for s in checkpoint_access.policy_statements(
+        key_arn="arn:aws:kms:us-west-2:111122223333:key/k", **kwargs)]
+    existing = [stack.resolve(s.to_statement_json()) for s in checkpoint_access.policy_statements(
+        key_arn=None, **kwargs)]
+    assert [s for s in created if s["Sid"] != "CheckpointKey"] == existing
+    assert {s["Sid"] for s in created} - {s["Sid"] for s in existing} == {"CheckpointKey"}
+    (objects,) = [s for s in existing if s["Sid"] == "CheckpointObjects"]
+    assert objects["Resource"] == "arn:aws:s3:::team-data/ckpt/*"
+
+
+@pytest.mark.parametrize("directory, prefix", [("/checkpoints", "checkpoints/"), ("/runs/ckpt", "runs/ckpt/")])
+def test_the_prefix_is_the_checkpoint_directory_in_the_bucket(directory, prefix):
+    assert checkpoint_access.checkpoint_prefix(directory) == prefix
