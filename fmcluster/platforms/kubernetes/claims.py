@@ -5,8 +5,9 @@ never waits for the namespace (CDK's kubectl provider could wait at most 15 minu
 The service account may only: read the named namespaces, read claims of the wanted names, and create claims. Create
 cannot be limited to names or namespaces by RBAC ("You cannot restrict create or deletecollection requests by their
 resource name", Kubernetes RBAC documentation), and a Role in a namespace that does not exist yet cannot be created,
-so create is granted cluster-wide; docs/hyperpod-eks.md says why and what it allows. The script never updates or
-deletes anything."""
+so create is granted cluster-wide, and a ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in
+Kubernetes 1.30) narrows it back: this service account's creates are refused unless they are one of the wanted claims
+(namespace, name and volume). docs/hyperpod-eks.md says more. The script never updates or deletes anything."""
 
 from __future__ import annotations
 
@@ -28,17 +29,21 @@ INTERVAL_S, MAX_INTERVAL_S = 10, 300
 
 def objects(*, namespace: str, claims: Sequence[Dict[str, Any]], node_selector: Mapping[str, str],
             tolerations: Sequence[Dict[str, str]] = ()) -> List[Dict[str, Any]]:
-    """ServiceAccount, ClusterRole and binding, ConfigMap (the script and the wanted claims) and the Deployment, in
-    the order they must be applied, into `namespace` (which must exist). `claims`: PersistentVolumeClaim objects,
-    created as given; `node_selector`: where the Deployment's pod runs (a group that exists from the start)."""
+    """ServiceAccount, ClusterRole and binding, the admission policy and its binding, ConfigMap (the script and the
+    wanted claims) and the Deployment, in the order they must be applied, into `namespace` (which must exist).
+    `claims`: PersistentVolumeClaim objects, each bound to its volume (`spec.volumeName`), created as given;
+    `node_selector`: where the Deployment's pod runs (a group that exists from the start)."""
     if not claims:
         raise ValueError("claims: the Deployment needs at least one claim to create")
     wanted = [dict(c) for c in claims]
     for c in wanted:
         meta = c.get("metadata") or {}
-        if c.get("kind") != "PersistentVolumeClaim" or not meta.get("namespace") or not meta.get("name"):
+        if c.get("kind") != "PersistentVolumeClaim" or not meta.get("namespace") or not meta.get("name") \
+                or not (c.get("spec") or {}).get("volumeName"):
             raise ValueError(f"claims: {c.get('kind')} {meta.get('name')!r} is not a PersistentVolumeClaim with a "
-                             f"namespace and a name")
+                             f"namespace, a name and spec.volumeName")
+    if len({_key(c) for c in wanted}) != len(wanted):
+        raise ValueError("claims: each namespace/name once")
     if not node_selector:
         raise ValueError("node_selector: the Deployment needs the nodes it runs on")
     meta = {"name": NAME, "namespace": namespace, "labels": {"app.kubernetes.io/name": NAME}}
@@ -50,6 +55,7 @@ def objects(*, namespace: str, claims: Sequence[Dict[str, Any]], node_selector: 
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": NAME},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
          "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]},
+        *admission_policy(namespace=namespace, claims=wanted),
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": dict(meta), "data": data},
         deployment(namespace=namespace, config_digest=_digest(data), node_selector=node_selector,
                    tolerations=tolerations),
@@ -63,6 +69,42 @@ def rules(claims: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"], "resourceNames": namespaces},
             {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get"], "resourceNames": names},
             {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["create"]}]
+
+
+def admission_policy(*, namespace: str, claims: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The policy and its binding: a claim this service account creates must be one of `claims` (its namespace and
+    name, bound to its volume); nobody else's requests are looked at (matchConditions)."""
+    user = f"system:serviceaccount:{namespace}:{NAME}"
+    allowed = ", ".join(f"{_cel(_key(c))}: {_cel(c['spec'].get('volumeName', ''))}" for c in claims)
+    key = 'request.namespace + "/" + object.metadata.name'
+    return [
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+         "metadata": {"name": NAME},
+         "spec": {
+             "failurePolicy": "Fail",
+             "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                     "operations": ["CREATE"],
+                                                     "resources": ["persistentvolumeclaims"]}]},
+             "matchConditions": [{"name": "created-by-fmcluster-claims",
+                                  "expression": f"request.userInfo.username == {_cel(user)}"}],
+             "variables": [{"name": "allowed", "expression": f"{{{allowed}}}"}],
+             "validations": [{
+                 "expression": f"({key}) in variables.allowed && has(object.spec.volumeName) && "
+                               f"object.spec.volumeName == variables.allowed[{key}]",
+                 "message": f"{NAME} may create only the claims it is configured with"}]}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+         "metadata": {"name": NAME},
+         "spec": {"policyName": NAME, "validationActions": ["Deny"]}},
+    ]
+
+
+def _key(claim: Dict[str, Any]) -> str:
+    return f"{claim['metadata']['namespace']}/{claim['metadata']['name']}"
+
+
+def _cel(text: str) -> str:
+    """A CEL string literal (JSON's escaping is a subset of CEL's for these names)."""
+    return json.dumps(text)
 
 
 def _digest(data: Mapping[str, str]) -> str:

@@ -103,6 +103,10 @@ def test_the_claims_deployment_reads_only_the_teams_namespaces_and_creates_only_
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"], "resourceNames": namespaces},
         {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get"], "resourceNames": [volumes.CLAIM]},
         {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["create"]}]
+    policy = named(applied, "ValidatingAdmissionPolicy", claims.NAME)
+    assert json.loads(policy["spec"]["variables"][0]["expression"]) == {
+        f"{c['metadata']['namespace']}/{c['metadata']['name']}": c["spec"]["volumeName"]
+        for c in wanted_claims(applied)}, "the cluster-wide create, confined to exactly the wanted claims"
     deployment = named(applied, "Deployment", claims.NAME)
     assert deployment["metadata"]["namespace"] == "fmcluster-system"
     assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {labels.GROUP: "system"}, \

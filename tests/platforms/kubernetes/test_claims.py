@@ -296,6 +296,23 @@ def test_the_service_account_may_read_the_named_namespaces_and_claims_and_create
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": claims.NAME, "namespace": "fmcluster-system"}]
 
 
+def test_an_admission_policy_confines_the_cluster_wide_create_to_the_wanted_claims(rendered):
+    """RBAC cannot limit create by name or to namespaces that do not exist yet; the policy (CEL) can: it looks only at
+    this service account's requests and allows exactly the wanted namespace/name, bound to its volume."""
+    policy, binding = rendered["ValidatingAdmissionPolicy"], rendered["ValidatingAdmissionPolicyBinding"]
+    spec = policy["spec"]
+    assert spec["matchConstraints"]["resourceRules"] == [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                          "operations": ["CREATE"], "resources": ["persistentvolumeclaims"]}]
+    assert spec["matchConditions"][0]["expression"] == \
+        'request.userInfo.username == "system:serviceaccount:fmcluster-system:fmcluster-claims"'
+    assert json.loads(spec["variables"][0]["expression"]) == {  # a CEL map literal that is also JSON
+        f"{RESEARCH}/fsx": "hpeks-p5-research-fsx", f"{PRODUCTION}/fsx": "hpeks-p5-production-fsx"}
+    assert spec["failurePolicy"] == "Fail" and binding["spec"] == {"policyName": claims.NAME,
+                                                                   "validationActions": ["Deny"]}
+    (validation,) = spec["validations"]
+    assert "variables.allowed" in validation["expression"] and "object.spec.volumeName" in validation["expression"]
+
+
 def test_the_deployment_runs_the_script_with_the_wanted_claims_as_given(rendered):
     config = rendered["ConfigMap"]["data"]
     assert json.loads(config[claims.CLAIMS_FILE]) == [wanted(RESEARCH), wanted(PRODUCTION)]
@@ -322,5 +339,11 @@ def test_the_objects_refuse_what_they_cannot_create():
         claims.objects(namespace="n", claims=[], node_selector={"a": "b"})
     with pytest.raises(ValueError, match="not a PersistentVolumeClaim"):
         claims.objects(namespace="n", claims=[{"kind": "Namespace", "metadata": {"name": "x"}}], node_selector={"a": "b"})
+    with pytest.raises(ValueError, match="each namespace/name once"):
+        claims.objects(namespace="n", claims=[wanted(RESEARCH), wanted(RESEARCH)], node_selector={"a": "b"})
+    unbound = wanted(RESEARCH)
+    del unbound["spec"]["volumeName"]
+    with pytest.raises(ValueError, match="volumeName"):
+        claims.objects(namespace="n", claims=[unbound], node_selector={"a": "b"})
     with pytest.raises(ValueError, match="node_selector"):
         claims.objects(namespace="n", claims=[wanted(RESEARCH)], node_selector={})
