@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import http.client
 import json
 import os
 import ssl
@@ -43,7 +44,8 @@ DONE = frozenset({CREATED, PRESENT})
 
 class Api:
     """Just enough of the Kubernetes API: in-cluster service-account credentials, or a plain URL (tests).
-    `call` returns (HTTP status, JSON body or None) and raises OSError/ValueError only when no answer came back."""
+    `call` returns (HTTP status, JSON body or None) and raises (OSError, http.client.HTTPException, ValueError) only
+    when no usable answer came back."""
 
     def __init__(self, base: Optional[str] = None, timeout: float = CALL_TIMEOUT_S) -> None:
         self.timeout = timeout
@@ -119,7 +121,7 @@ def reconcile(api: Any, claim: Dict[str, Any]) -> Tuple[str, str]:
     code, created = api.call("POST", claim_path(namespace), claim)
     if code in (200, 201):
         return CREATED, f"created claim {namespace}/{name} for volume {volume}"
-    if code == 409:  # created meanwhile (another replica during a rollout, or a person): judged next round
+    if code == 409:  # someone else created it meanwhile: judged next round
         return WAITING, f"claim {namespace}/{name} appeared while creating it"
     if code in (403, 404) and _terminating_or_gone(created):
         return WAITING, f"namespace {namespace} went away while creating the claim: {_message(created)}"
@@ -173,7 +175,8 @@ class Reconciler:
             key = f"{claim['metadata']['namespace']}/{claim['metadata']['name']}"
             try:
                 state, what = reconcile(self.api, claim)
-            except (OSError, ValueError, KeyError, AttributeError, TypeError) as exc:  # no usable answer: next round
+            except (OSError, http.client.HTTPException, ValueError, KeyError, AttributeError, TypeError) as exc:
+                # no usable answer (a dropped connection, a cut or malformed body): next round
                 state, what = ERROR, f"{key}: {type(exc).__name__}: {str(exc)[:MESSAGE_MAX]}"
             seen = PRESENT if state == CREATED else state  # a created claim is in place: logged once
             if self.states.get(key) != seen or state == CREATED:

@@ -6,6 +6,7 @@ the real HTTP transport against a local server."""
 from __future__ import annotations
 
 import copy
+import http.client
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -188,7 +189,8 @@ def test_a_claim_created_meanwhile_is_judged_next_round(api):
                  'fmcluster-system:fmcluster-claims" cannot get resource "namespaces"', "namespaces", RESEARCH)),
     TimeoutError("timed out"),
     ValueError("response larger than 1048576 bytes"),
-], ids=["refused", "timeout", "oversized"])
+    http.client.IncompleteRead(b"{\"kind\":"),
+], ids=["refused", "timeout", "oversized", "cut-short"])
 def test_api_errors_are_reported_and_retried_never_fatal(api, failure):
     api.namespaces[RESEARCH] = namespace_object(RESEARCH)
     api.fail[("GET", f"/api/v1/namespaces/{RESEARCH}")] = [failure]
