@@ -4,27 +4,26 @@
 2. HyperPod's dependency Helm chart (`GitHelmChart`, from its repository at the pinned commit);
 3. the instance role, the lifecycle bucket with one OnCreate entry per instance group, and the
    AWS::SageMaker::Cluster (Orchestrator.Eks), which depends on 1 and 2;
-4. task governance: the cluster policy and the teams' compute quotas (they name the HyperPod cluster), then the
-   teams' claims of the shared file system (in the namespaces task governance creates for the quotas, once they
-   exist; fmcluster never owns those namespaces), and the training operator add-on when asked for (it needs the
-   HyperPod cluster);
-5. in the cluster: the node gate, the exporters, and the AMP managed scraper (the eks kind's).
+4. task governance: the cluster policy and the teams' compute quotas (they name the HyperPod cluster), and the
+   training operator add-on when asked for (it needs the HyperPod cluster);
+5. in the cluster: the node gate, the exporters, the teams' volumes and the Deployment that creates their claims in
+   the namespaces task governance creates for the quotas, whenever they appear (fmcluster never owns those
+   namespaces, and the stack never waits for them), and the AMP managed scraper (the eks kind's).
 
 docs/hyperpod-eks.md explains each piece and its sources."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, cast
+from typing import List, Optional, cast
 
-from aws_cdk import CfnOutput, Duration, Fn, Stack
-from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import CfnOutput, Fn, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct, IConstruct
 
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.hyperpod_eks import autoscaling, checkpoint_access, governance, nodes
+from fmcluster.orchestrators.hyperpod_eks import autoscaling, checkpoint_access, governance, nodes, team_volumes
 from fmcluster.orchestrators.hyperpod_eks.cluster import HyperPodEksCluster
 from fmcluster.orchestrators.hyperpod_eks.dependencies import GitHelmChart
 from fmcluster.orchestrators.hyperpod_eks.settings import SYSTEM_GROUP, settings_of
@@ -37,7 +36,6 @@ from fmcluster.orchestrators.hyperpod_eks.versions import (
     TRAINING_OPERATOR_POLICY,
     TRAINING_OPERATOR_SERVICE_ACCOUNT,
 )
-from fmcluster.platforms.ec2.node_builder import construct_id
 from fmcluster.platforms.hyperpod.access import ssm_target
 from fmcluster.platforms.hyperpod.instance_role import HyperPodInstanceRole, security_group_id, subnet_id
 from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
@@ -53,9 +51,6 @@ from fmcluster.platforms.kubernetes.scraper import ManagedScraper
 # sagemaker-iam-role-stack.yaml). Resource types per action: the Service Authorization Reference for Amazon EC2.
 CNI_IP_ACTIONS = ("ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses")
 CNI_MODIFY_ACTION = "ec2:ModifyNetworkInterfaceAttribute"
-# How long the waiter for a team's namespace polls after the team's quota exists (CDK's kubectl provider runs it in a
-# Lambda function of 15 minutes); how soon task governance creates the namespace is unverified (docs/hyperpod-eks.md).
-NAMESPACE_WAIT = Duration.minutes(12)
 # The add-on policy ECR pulls need on a node role (EKS user guide, "Amazon EKS node IAM role"); HyperPod's nodes pull
 # the EKS add-ons' and HyperPod's agents' images from ECR with their execution role.
 ECR_PULL_POLICY = "AmazonEC2ContainerRegistryPullOnly"
@@ -244,34 +239,25 @@ class HyperPodEksOrchestration(Construct):
                 config=metrics.scrape_config(cluster=spec.name, interval_s=spec.observability.scrape_interval_seconds,
                                              strip_ml_prefix=True))
         fs = context.file_system
-        shared_fs = fs is not None and spec.storage.fsx is not None and fs.file_system_id is not None
-        if shared_fs or self.checkpoint_access is not None:
-            for team in settings_of(spec).task_governance.teams:
-                # The team's namespace is task governance's: it creates hyperpod-ns-<team> for the team's quota, with
-                # the team's queue, and owns it. fmcluster's manifest holds only the volume and the claim (a
-                # Namespace in it would be deleted with the manifest, taking the queue and running jobs along), and
-                # is applied once the namespace exists: a waiter after the quota polls for it.
-                cid = construct_id(team.name)
-                namespace_ready = eks.KubernetesObjectValue(
-                    self, f"{cid}NamespaceReady", cluster=self.control_plane.icluster, object_type="namespace",
-                    object_name=team.namespace, json_path=".metadata.name", timeout=NAMESPACE_WAIT)
-                namespace_ready.node.add_dependency(self.governance.quotas[team.name])
-                if self.checkpoint_access is not None:
-                    objects.manifest(f"{cid}CheckpointAccess", self.checkpoint_access.objects(team.namespace),
-                                     after=[namespace_ready])
-                if not shared_fs:
-                    continue
-                assert fs is not None and fs.file_system_id is not None and spec.storage.fsx is not None
-                manifest: List[Dict[str, Any]] = volumes.fsx_volume(
-                    cluster=f"{spec.name}-{team.name}", namespace=team.namespace, file_system_id=fs.file_system_id,
-                    dns_name=fs.dns_name, mount_name=fs.mount_name, capacity_gib=spec.storage.fsx.storage_capacity_gib)
-                objects.manifest(f"{cid}SharedFileSystem", manifest,
-                                 after=[namespace_ready, self.control_plane.addons["aws-fsx-csi-driver"]])
+        if fs is not None and spec.storage.fsx is not None and fs.file_system_id is not None:
+            # Each team's claim goes into the namespace task governance creates for the team's quota, when it does:
+            # the volumes now, the claims from a Deployment in our namespace that waits for the namespaces (the
+            # stack never waits for them; docs/hyperpod-eks.md, "The teams' claims").
+            teams = {t.name: t.namespace for t in settings_of(spec).task_governance.teams}
+            workloads.append(team_volumes.install(
+                objects, per_team=team_volumes.team_volumes(
+                    cluster=spec.name, teams=teams, file_system=fs, file_system_id=fs.file_system_id,
+                    capacity_gib=spec.storage.fsx.storage_capacity_gib),
+                namespace=gate.NAMESPACE, node_selector={labels.GROUP: SYSTEM_GROUP},
+                volumes_after=[self.control_plane.addons["aws-fsx-csi-driver"]],
+                claims_after=after_gate or [self.objects_namespace()]))
         return workloads
 
     def objects_namespace(self) -> IConstruct:
-        """The namespace the exporters live in, when the node gate (which creates it) is not installed."""
-        return self.objects.manifest("SystemNamespace", [volumes.namespace(gate.NAMESPACE)])
+        """fmcluster's namespace (for the exporters and the teams' claims), when the node gate (which creates it) is
+        not installed; one manifest, however often asked."""
+        return self.objects.manifests.get("SystemNamespace") or \
+            self.objects.manifest("SystemNamespace", [volumes.namespace(gate.NAMESPACE)])
 
 
 # re-exported for the tests and docs: where HyperPod's agents run

@@ -1,6 +1,6 @@
 """`orchestrator: hyperpod-eks` as synthesized: the HyperPod cluster on the EKS control plane, its instance groups, and
 the order CloudFormation creates things in (chart and add-ons before the HyperPod cluster; task governance, the
-training operator and the teams' claims after it)."""
+training operator after it; the teams' claims from inside the cluster, never waited for)."""
 
 from __future__ import annotations
 
@@ -187,24 +187,61 @@ def test_task_governance_objects(p5):
     assert all(policy_id in q["DependsOn"] for _, q in quotas.values())
 
 
-def test_each_team_gets_the_shared_file_system_in_its_namespace_once_task_governance_made_it(p5):
-    """The team's namespace is task governance's (made for the team's quota, with the team's queue): fmcluster's
-    manifest never holds it, so deleting the stack or a team deletes the claim, not the namespace, its queue and its
-    jobs. The claim waits for the namespace: a KubernetesObjectValue after the quota polls for it."""
-    quotas = by_name(p5, "AWS::SageMaker::ComputeQuota", "Name")
-    waiters = {r["Properties"]["ObjectName"]: (k, r)
-               for k, r in resources_of(p5, "Custom::AWSCDK-EKS-KubernetesObjectValue").items()
-               if r["Properties"]["ObjectType"] == "namespace"}
-    for team in ("research", "production"):
-        (lid, res), = [(k, r) for k, r in resources_of(p5, "Custom::AWSCDK-EKS-KubernetesResource").items()
-                       if f"hyperpod-ns-{team}" in json.dumps(r["Properties"]["Manifest"])]
-        text = json.dumps(res["Properties"]["Manifest"])
-        assert '\\"kind\\":\\"PersistentVolumeClaim\\"' in text and f'hpeks-p5-{team}-fsx' in text
-        assert '\\"kind\\":\\"Namespace\\"' not in text, "task governance owns the team's namespace"
-        waiter_id, waiter = waiters[f"hyperpod-ns-{team}"]
-        assert quotas[f"hpeks-p5-{team}"][0] in waiter["DependsOn"], "task governance makes it for the quota"
-        assert waiter_id in res["DependsOn"], lid
-        assert int(waiter["Properties"]["TimeoutSeconds"]) <= 14 * 60, "within the kubectl provider's 15 minutes"
+def manifests(template):
+    """logical id -> (resource, the objects its manifest applies; values from other stacks read TOKEN)."""
+    def objects(manifest):
+        return json.loads(manifest if isinstance(manifest, str) else "".join(
+            p if isinstance(p, str) else "TOKEN" for p in manifest["Fn::Join"][1]))
+
+    return {lid: (r, objects(r["Properties"]["Manifest"]))
+            for lid, r in resources_of(template, "Custom::AWSCDK-EKS-KubernetesResource").items()}
+
+
+def test_the_stack_never_waits_for_a_teams_namespace(p5):
+    """Task governance creates hyperpod-ns-<team> for the team's quota at a time AWS does not document (later still
+    under Continuous provisioning): nothing in the stack waits for it, as any wait would end with the kubectl
+    provider's 15 minutes and roll the stack back."""
+    waiters = resources_of(p5, "Custom::AWSCDK-EKS-KubernetesObjectValue")
+    assert not [r for r in waiters.values() if r["Properties"]["ObjectType"] == "namespace"]
+    quotas = set(resources_of(p5, "AWS::SageMaker::ComputeQuota"))
+    for lid, (res, objects) in manifests(p5).items():
+        if any(o["metadata"].get("namespace", "").startswith("hyperpod-ns-") for o in objects):
+            raise AssertionError(f"{lid} applies into a team's namespace, which may not exist yet")
+        assert not quotas & set(res.get("DependsOn", [])), f"{lid} waits for a team's quota"
+
+
+def test_each_teams_volume_is_applied_at_once_by_the_manifest_that_held_it(p5):
+    """The volume stays in the manifest (same logical id) that held the volume and the claim, so an existing stack
+    updates that resource in place; pruning is off, so the update applies the volume alone and leaves the claim in
+    the team's namespace as it is (kubectl apply --prune would delete it)."""
+    found = manifests(p5)
+    fsx_addon = next(lid for lid, r in resources_of(p5, "AWS::EKS::Addon").items()
+                     if r["Properties"]["AddonName"] == "aws-fsx-csi-driver")
+    for team, lid in (("research", "HyperPodEksObjectsResearchSharedFileSystemB2F8D06B"),
+                      ("production", "HyperPodEksObjectsProductionSharedFileSystem3BF8088D")):
+        res, objects = found[lid]
+        assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [("PersistentVolume", f"hpeks-p5-{team}-fsx")]
+        assert "PruneLabel" not in res["Properties"]
+        assert fsx_addon in res["DependsOn"]
+
+
+def test_a_deployment_creates_each_teams_claim_from_inside_the_cluster(p5):
+    """The claims, exactly as the volumes' manifest held them before, go to a Deployment in fmcluster's namespace
+    that waits for each team's namespace and creates the claim there; it goes in before the task-governance add-on
+    (whose Kueue webhooks would refuse a Deployment while no node runs them)."""
+    found = manifests(p5)
+    (lid, (res, objects)), = [(k, v) for k, v in found.items() if any(
+        o["kind"] == "Deployment" and o["metadata"]["name"] == "fmcluster-claims" for o in v[1])]
+    config = next(o for o in objects if o["kind"] == "ConfigMap")
+    claims = json.loads(config["data"]["claims.json"])
+    assert [(c["metadata"]["namespace"], c["spec"]["volumeName"]) for c in claims] == [
+        ("hyperpod-ns-research", "hpeks-p5-research-fsx"), ("hyperpod-ns-production", "hpeks-p5-production-fsx")]
+    (addon_id, addon), = [(k, r) for k, r in resources_of(p5, "AWS::EKS::Addon").items()
+                          if r["Properties"]["AddonName"] == TASK_GOVERNANCE]
+    assert lid in addon["DependsOn"]
+    gate = next(k for k, (_, objs) in found.items() if any(o["kind"] == "DaemonSet" and
+                                                           o["metadata"]["name"] == "fmcluster-node-gate" for o in objs))
+    assert gate in res["DependsOn"], "the node gate's manifest creates fmcluster's namespace"
 
 
 def test_the_instance_role_holds_what_an_eks_node_needs_and_no_access_entry(p5):

@@ -17,7 +17,7 @@ from platforms.kubernetes.schemas import validate
 
 from fmcluster.orchestrators.hyperpod_eks import nodes
 from fmcluster.orchestrators.hyperpod_eks.settings import LOCAL_QUEUE_SUFFIX, PRIORITY_CLASS_SUFFIX, TEAM_NAMESPACE_PREFIX
-from fmcluster.platforms.kubernetes import allocatable, labels, volumes
+from fmcluster.platforms.kubernetes import allocatable, claims, labels, volumes
 from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -72,16 +72,45 @@ def test_the_exporters_export_hyperpods_health_labels_and_run_on_every_node(appl
         assert nodes.HEALTH_TOLERATION in named(applied, "DaemonSet", name)["spec"]["template"]["spec"]["tolerations"]
 
 
+def wanted_claims(applied: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The claims the claims Deployment creates in the teams' namespaces (its ConfigMap's claims.json)."""
+    config = named(applied, "ConfigMap", claims.NAME)
+    return json.loads(config["data"][claims.CLAIMS_FILE])
+
+
 def test_each_team_claims_the_shared_file_system_in_its_namespace(applied):
+    wanted = wanted_claims(applied)
     for team in ("research", "production"):
         ns = f"{TEAM_NAMESPACE_PREFIX}{team}"
-        pvc = [o for o in applied if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["namespace"] == ns]
+        pvc = [c for c in wanted if c["metadata"]["namespace"] == ns]
         assert len(pvc) == 1 and pvc[0]["metadata"]["name"] == volumes.CLAIM
         pv = named(applied, "PersistentVolume", f"hpeks-p5-{team}-fsx")
         assert pv["spec"]["claimRef"] == {"namespace": ns, "name": volumes.CLAIM}
         assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+        assert pvc[0]["spec"]["volumeName"] == pv["metadata"]["name"]
+        assert pvc[0]["spec"]["resources"] == {"requests": {"storage": pv["spec"]["capacity"]["storage"]}}
+        validate(pvc[0], VERSION)
+    assert not [o for o in applied if o["metadata"].get("namespace", "").startswith(TEAM_NAMESPACE_PREFIX)], \
+        "nothing is applied into a team's namespace by CloudFormation: it may not exist yet"
     assert not [o for o in applied if o["kind"] == "Namespace" and o["metadata"]["name"].startswith(
         TEAM_NAMESPACE_PREFIX)], "the teams' namespaces are task governance's: fmcluster never applies (or deletes) one"
+
+
+def test_the_claims_deployment_reads_only_the_teams_namespaces_and_creates_only_claims(applied):
+    role = named(applied, "ClusterRole", claims.NAME)
+    namespaces = sorted(f"{TEAM_NAMESPACE_PREFIX}{t}" for t in ("research", "production"))
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"], "resourceNames": namespaces},
+        {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get"], "resourceNames": [volumes.CLAIM]},
+        {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["create"]}]
+    policy = named(applied, "ValidatingAdmissionPolicy", claims.NAME)
+    assert json.loads(policy["spec"]["variables"][0]["expression"]) == {
+        f"{c['metadata']['namespace']}/{c['metadata']['name']}": c["spec"]["volumeName"]
+        for c in wanted_claims(applied)}, "the cluster-wide create, confined to exactly the wanted claims"
+    deployment = named(applied, "Deployment", claims.NAME)
+    assert deployment["metadata"]["namespace"] == "fmcluster-system"
+    assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {labels.GROUP: "system"}, \
+        "the system group: it exists from the cluster's start"
 
 
 def test_the_scraper_labels_series_with_ec2_instance_type_names(synth_example):
