@@ -3,9 +3,11 @@ placeholder ids for its CloudFormation references, and ParallelCluster's own sch
 
 from __future__ import annotations
 
+import atexit
 import copy
 import hashlib
 import json
+import select
 import subprocess
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -16,6 +18,7 @@ from fmcluster.spec import ClusterSpec
 ROOT = Path(__file__).resolve().parents[2]
 VALIDATOR = ROOT / "scripts" / "pcluster_validate.py"
 UPDATE_CHECK = ROOT / "scripts" / "pcluster_update_check.py"
+SERVE = ROOT / "scripts" / "pcluster_serve.py"
 
 BASE: Dict[str, Any] = {
     "name": "pc-test",
@@ -106,8 +109,61 @@ def with_placeholders(config: Any, key: str = "", distinct: bool = False) -> Any
     return config
 
 
+class _Gate:
+    """One scripts/pcluster_serve.py per interpreter and test worker: ParallelCluster's import (about a second and a
+    half) is paid once, not once per configuration. Answers are what the two scripts print and exit with
+    (tests/orchestrators/parallelcluster/test_pc_schema_gate.py compares the two on the same configurations)."""
+
+    _running: Dict[str, _Gate] = {}
+
+    def __init__(self, python: Path) -> None:
+        self.process = subprocess.Popen([str(python), str(SERVE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True, env={"PATH": "/usr/bin:/bin"})
+        atexit.register(self.close)
+
+    @classmethod
+    def of(cls, python: Path) -> _Gate:
+        gate = cls._running.get(str(python))
+        if gate is None or gate.process.poll() is not None:
+            gate = cls._running[str(python)] = cls(python)
+        return gate
+
+    def ask(self, request: Dict[str, Any], timeout: float = 120) -> Tuple[int, Dict[str, Any]]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        line = self.process.stdout.readline() if ready else ""
+        if not line:
+            self.process.kill()
+            raise AssertionError(f"pcluster_serve.py gave no answer within {timeout} s (exit {self.process.poll()})")
+        reply = json.loads(line)
+        return reply["rc"], reply["result"]
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
 def pcluster_validate(python: Path, config: Dict[str, Any], cluster_name: str, tmp_path: Path) -> Tuple[int, Dict[str, Any]]:
     """ParallelCluster's schema and offline validators on `config`: (exit code, JSON report)."""
+    return _Gate.of(python).ask({"op": "validate", "config": config, "cluster_name": cluster_name})
+
+
+def pcluster_update_check(python: Path, base: Dict[str, Any], target: Dict[str, Any], cluster_name: str,
+                          tmp_path: Path) -> Tuple[int, Dict[str, Any]]:
+    """ParallelCluster's own update checker (ConfigPatch) from `base` to `target`: (exit code, JSON report)."""
+    return _Gate.of(python).ask({"op": "update", "base": base, "target": target, "cluster_name": cluster_name})
+
+
+def pcluster_validate_script(python: Path, config: Dict[str, Any], cluster_name: str,
+                             tmp_path: Path) -> Tuple[int, Dict[str, Any]]:
+    """The same through scripts/pcluster_validate.py in a process of its own, as `make lint` and users run it."""
     path = tmp_path / f"{cluster_name}.json"
     path.write_text(json.dumps(config))
     r = subprocess.run([str(python), str(VALIDATOR), str(path), "--cluster-name", cluster_name],
@@ -119,9 +175,9 @@ def pcluster_validate(python: Path, config: Dict[str, Any], cluster_name: str, t
     return r.returncode, report
 
 
-def pcluster_update_check(python: Path, base: Dict[str, Any], target: Dict[str, Any], cluster_name: str,
-                          tmp_path: Path) -> Tuple[int, Dict[str, Any]]:
-    """ParallelCluster's own update checker (ConfigPatch) from `base` to `target`: (exit code, JSON report)."""
+def pcluster_update_check_script(python: Path, base: Dict[str, Any], target: Dict[str, Any], cluster_name: str,
+                                 tmp_path: Path) -> Tuple[int, Dict[str, Any]]:
+    """The same through scripts/pcluster_update_check.py in a process of its own."""
     paths = []
     for name, config in (("base", base), ("target", target)):
         path = tmp_path / f"{cluster_name}-{name}.json"

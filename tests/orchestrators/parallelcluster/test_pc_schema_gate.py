@@ -9,7 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.parallelcluster import ROOT, configuration, pcluster_validate, references, with_placeholders
+from helpers.parallelcluster import (
+    ROOT,
+    configuration,
+    pcluster_update_check,
+    pcluster_update_check_script,
+    pcluster_validate,
+    pcluster_validate_script,
+    references,
+    with_placeholders,
+)
 
 from fmcluster.orchestrators.parallelcluster.config import ClusterInputs, cluster_configuration
 from fmcluster.orchestrators.parallelcluster.settings import PCLUSTER_VERSION, cluster_name
@@ -126,6 +135,23 @@ def test_the_gate_fails_a_reference_left_in_place(pcluster_python, synth_example
     config["HeadNode"]["Networking"]["SubnetId"] = {"Fn::ImportValue": "pc-p5-network:Subnet"}
     code, report = pcluster_validate(pcluster_python, config, "pc-p5", tmp_path)
     assert code == 1 and "HeadNode" in report["errors"], report["errors"]
+
+
+def test_the_gate_process_the_tests_share_answers_as_the_scripts_do(pcluster_python, tmp_path):
+    """The tests ask one long-lived scripts/pcluster_serve.py; the scripts run one configuration per process. The
+    same configurations, one refused between two accepted, answer the same both ways (no state carried over)."""
+    spec = load_spec(ROOT / "examples" / "parallelcluster-p5.yaml")
+    good = cluster_configuration(spec, _placeholder_inputs())
+    bad = copy.deepcopy(good)
+    del bad["Scheduling"]["SlurmQueues"][0]["Networking"]["PlacementGroup"]
+    served = [pcluster_validate(pcluster_python, c, "pc-p5", tmp_path) for c in (good, bad, good)]
+    assert [rc for rc, _ in served] == [0, 1, 0]
+    assert served[0] == served[2]
+    assert served[:2] == [pcluster_validate_script(pcluster_python, c, "pc-p5", tmp_path) for c in (good, bad)]
+    newer = copy.deepcopy(good)
+    newer["Scheduling"]["SlurmQueues"][0]["ComputeResources"][0]["MaxCount"] += 1
+    assert pcluster_update_check(pcluster_python, good, newer, "pc-p5", tmp_path) == \
+        pcluster_update_check_script(pcluster_python, good, newer, "pc-p5", tmp_path)
 
 
 def test_the_gate_fails_an_invalid_cluster_name(pcluster_python, tmp_path: Path):
