@@ -9,7 +9,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Iterable
 
 import pytest
 
@@ -32,6 +32,31 @@ def _python3_without_shims() -> None:
 
 
 _python3_without_shims()
+
+
+def _moto_default_images_only() -> None:
+    """moto gives every region's EC2 backend its ~40 default images plus that region's "latest" and ECS-optimized
+    catalogs (thousands of images), rebuilt in each mock and serialized whole by any unfiltered DescribeImages: most
+    of the AWS tests' CPU. MOTO_AMIS_PATH (moto's setting, read when moto.ec2 is imported) makes it load one list: its
+    own default images, read here from moto's package data. No test here depends on a "latest" catalog image."""
+    if "MOTO_AMIS_PATH" in os.environ:
+        return
+    import gzip
+    import importlib.util
+
+    spec = importlib.util.find_spec("moto")
+    if spec is None or spec.origin is None:
+        return
+    defaults = Path(spec.origin).parent / "ec2" / "resources" / "amis.json.gz"
+    if not defaults.exists():
+        return
+    target = Path(tempfile.mkdtemp(prefix="fmcluster-moto-")) / "amis.json"
+    target.write_bytes(gzip.decompress(defaults.read_bytes()))
+    atexit.register(shutil.rmtree, target.parent, True)
+    os.environ["MOTO_AMIS_PATH"] = str(target)
+
+
+_moto_default_images_only()
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -56,20 +81,41 @@ def synth_example(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], T
     shared.mkdir(exist_ok=True)
     cache: Dict[str, Templates] = {}
 
+    def load(name: str, *, wait: bool) -> bool:
+        """The example into `cache`, synthesized here or read from the worker that did; False when another worker
+        holds its lock and `wait` is off."""
+        target = shared / f"{name}.json"
+        with open(shared / f"{name}.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                return False
+            if target.exists():
+                cache[name] = json.loads(target.read_text())
+            else:
+                cache[name] = synthesize(EXAMPLES / f"{name}.yaml")
+                partial = target.with_suffix(".partial")
+                partial.write_text(json.dumps(cache[name]))
+                partial.rename(target)
+        return True
+
     def get(name: str) -> Templates:
         if name not in cache:
-            target = shared / f"{name}.json"
-            with open(shared / f"{name}.lock", "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                if target.exists():
-                    cache[name] = json.loads(target.read_text())
-                else:
-                    cache[name] = synthesize(EXAMPLES / f"{name}.yaml")
-                    partial = target.with_suffix(".partial")
-                    partial.write_text(json.dumps(cache[name]))
-                    partial.rename(target)
+            load(name, wait=True)
         return cache[name]
 
+    def get_all(names: Iterable[str]) -> Dict[str, Templates]:
+        """Several examples: those no other worker is synthesizing first, so two workers asking for the same list
+        share the work instead of one waiting on each lock the other holds."""
+        pending = [n for n in names if n not in cache]
+        while pending:
+            free = [n for n in pending if load(n, wait=False)]
+            if not free:
+                load(pending[0], wait=True)
+            pending = [n for n in pending if n not in cache]
+        return {n: cache[n] for n in names}
+
+    get.all = get_all  # type: ignore[attr-defined]
     return get
 
 

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def every_example(synth_example, example_names):
-    return {name: synth_example(name) for name in example_names}
+    return synth_example.all(example_names)
 
 
 @pytest.mark.parametrize("example", sorted(p.stem for p in (ROOT / "examples").glob("*.yaml")))
