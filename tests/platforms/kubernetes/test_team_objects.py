@@ -213,7 +213,7 @@ def test_a_claim_created_meanwhile_is_judged_next_round(api):
 
 @pytest.mark.parametrize("failure", [
     (403, status(403, "Forbidden", 'namespaces "hyperpod-ns-research" is forbidden: User "system:serviceaccount:'
-                 'fmcluster-system:fmcluster-claims" cannot get resource "namespaces"', "namespaces", RESEARCH)),
+                 'fmcluster-system:fmcluster-team-objects" cannot get resource "namespaces"', "namespaces", RESEARCH)),
     TimeoutError("timed out"),
     ValueError("response larger than 1048576 bytes"),
     http.client.IncompleteRead(b"{\"kind\":"),
