@@ -230,8 +230,8 @@ class Reconciler:
                 except UNUSABLE as exc:
                     namespaces[namespace] = ERROR, f"reading namespace {namespace}: {_failure(exc)}"
             blocked = namespaces[namespace]
-            if blocked is not None:
-                state, what = blocked
+            if blocked is not None:  # logged per object: each object's state is its own
+                state, what = blocked[0], f"{key}: {blocked[1]}"
             else:
                 try:
                     state, what = reconcile(self.api, obj)

@@ -131,7 +131,8 @@ def test_a_claim_waits_for_its_namespace_and_is_created_once_it_exists(api):
     reconciler, log = rounds(api, [wanted(RESEARCH)])
     assert reconciler.round() is False and (RESEARCH, "fsx") not in api.claims
     assert reconciler.round() is False
-    assert log == [f"waiting: namespace {RESEARCH} does not exist yet"], "a state is logged once, not every round"
+    assert log == [f"waiting: claim {RESEARCH}/fsx: namespace {RESEARCH} does not exist yet"], \
+        "a state is logged once, not every round"
     api.namespaces[RESEARCH] = namespace_object(RESEARCH)  # task governance made it, whenever that was
     assert reconciler.round() is True
     created = api.claims[(RESEARCH, "fsx")]
@@ -186,7 +187,7 @@ def test_a_terminating_namespace_is_waited_out_not_written_to(api):
     api.namespaces[RESEARCH] = namespace_object(RESEARCH, phase="Terminating")
     reconciler, log = rounds(api, [wanted(RESEARCH)])
     assert reconciler.round() is False and api.writes() == []
-    assert log == [f"waiting: namespace {RESEARCH} is being deleted"]
+    assert log == [f"waiting: claim {RESEARCH}/fsx: namespace {RESEARCH} is being deleted"]
 
 
 def test_a_namespace_that_starts_terminating_between_the_look_and_the_create_is_waited_for(api):
@@ -235,7 +236,7 @@ def test_a_service_account_waits_for_its_namespace_and_is_created_exactly_as_giv
     assert {k: v for k, v in created["metadata"].items() if k in ("name", "namespace", "labels", "annotations")} == \
         {"name": CHECKPOINTS, "namespace": RESEARCH}
     assert api.writes() == [("POST", f"/api/v1/namespaces/{RESEARCH}/serviceaccounts")]
-    assert log == [f"waiting: namespace {RESEARCH} does not exist yet",
+    assert log == [f"waiting: service account {RESEARCH}/{CHECKPOINTS}: namespace {RESEARCH} does not exist yet",
                    f"created: created service account {RESEARCH}/{CHECKPOINTS}"]
     assert reconciler.round() is True and len(api.writes()) == 1 and len(log) == 2, "idempotent and quiet"
 
