@@ -1,7 +1,7 @@
 """SageMaker HyperPod with Amazon EKS orchestration: the Kubernetes platform's control plane and in-cluster layers
-(add-ons, exporters, the AMP managed scraper, the shared file system's claims, the node gate) and the HyperPod
-platform's parts (instance role, lifecycle bucket, instance groups, health checks), plus what HyperPod on EKS needs
-before its cluster exists (its dependency Helm chart, task governance) and task governance from the spec.
+(add-ons, exporters, the AMP managed scraper, the teams' claims and checkpoint service accounts, the node gate) and
+the HyperPod platform's parts (instance role, lifecycle bucket, instance groups, health checks), plus what HyperPod
+on EKS needs before its cluster exists (its dependency Helm chart, task governance) and task governance from the spec.
 docs/hyperpod-eks.md says how and why."""
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from fmcluster.orchestrators.hyperpod_eks.settings import settings_of
 from fmcluster.platforms.ec2.node_builder import construct_id
 from fmcluster.platforms.kubernetes import pod_identity
 from fmcluster.platforms.kubernetes.cluster import EksControlPlane
+from fmcluster.spec import ClusterSpec
 
 SERVICE_ACCOUNT = "fmcluster-checkpoints"
 OBJECT_ACTIONS = ("s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject")
@@ -68,7 +69,8 @@ class CheckpointAccess(Construct):
     :param bucket_arn: the data bucket; ``key_arn``: its KMS key, or None (an existing bucket's key is not granted).
     :param prefix: the checkpoint prefix in the bucket (`checkpoint_prefix`).
 
-    Exposes ``role``, ``associations`` (namespace -> AWS::EKS::PodIdentityAssociation) and ``service_account``.
+    Exposes ``role``, ``associations`` (namespace -> AWS::EKS::PodIdentityAssociation) and ``service_account`` (its
+    name; the objects: `service_accounts`).
     """
 
     def __init__(self, scope: Construct, id: str, *, control_plane: EksControlPlane, cluster_name: str,
@@ -96,22 +98,33 @@ class CheckpointAccess(Construct):
         CfnOutput(self, "ServiceAccount", value=SERVICE_ACCOUNT,
                   description="serviceAccountName of checkpointing pods in every team namespace (hyperpod-ns-<team>)")
 
-    def objects(self, namespace: str) -> List[Dict[str, Any]]:
-        """What a team namespace holds for it: the service account (applied once task governance made the namespace)."""
-        return [pod_identity.service_account(SERVICE_ACCOUNT, namespace)]
+
+
+def namespaces(spec: ClusterSpec) -> List[str]:
+    """The namespaces whose pods checkpoint to the managed tier: every team's with `checkpoints.tier: managed`, else
+    none."""
+    if spec.checkpoints is None or spec.checkpoints.tier != "managed":
+        return []
+    return [t.namespace for t in settings_of(spec).task_governance.teams]
+
+
+def service_accounts(spec: ClusterSpec) -> List[Dict[str, Any]]:
+    """The ServiceAccount ``fmcluster-checkpoints`` in each of `namespaces(spec)`, as the team-objects Deployment
+    creates it once the namespace exists (the stack never waits for a team's namespace)."""
+    return [pod_identity.service_account(SERVICE_ACCOUNT, ns) for ns in namespaces(spec)]
 
 
 def for_spec(scope: Construct, *, context: OrchestrationContext, control_plane: EksControlPlane,
              cluster_name: str) -> Optional[CheckpointAccess]:
     """The spec's checkpoint access: with `checkpoints.tier: managed`, for every team's namespace; else None."""
     spec = context.spec
-    if spec.checkpoints is None or spec.checkpoints.tier != "managed":
+    teams = namespaces(spec)
+    if not teams or spec.checkpoints is None:
         return None
     if context.data_bucket_arn is None:
         raise ValueError("context: managed tiered checkpointing persists to the data bucket (context.data_bucket_arn)")
-    namespaces = [t.namespace for t in settings_of(spec).task_governance.teams]
     return CheckpointAccess(scope, "Checkpoints", control_plane=control_plane, cluster_name=cluster_name,
-                            namespaces=namespaces, bucket_arn=context.data_bucket_arn, key_arn=context.data_key_arn,
+                            namespaces=teams, bucket_arn=context.data_bucket_arn, key_arn=context.data_key_arn,
                             prefix=checkpoint_prefix(spec.checkpoints.directory))
 
 

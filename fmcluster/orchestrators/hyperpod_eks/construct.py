@@ -6,15 +6,16 @@
    AWS::SageMaker::Cluster (Orchestrator.Eks), which depends on 1 and 2;
 4. task governance: the cluster policy and the teams' compute quotas (they name the HyperPod cluster), and the
    training operator add-on when asked for (it needs the HyperPod cluster);
-5. in the cluster: the node gate, the exporters, the teams' volumes and the Deployment that creates their claims in
-   the namespaces task governance creates for the quotas, whenever they appear (fmcluster never owns those
-   namespaces, and the stack never waits for them), and the AMP managed scraper (the eks kind's).
+5. in the cluster: the node gate, the exporters, the teams' volumes and the Deployment that creates what fmcluster
+   puts into the namespaces task governance creates for the quotas (the teams' claims, the checkpoint service
+   account), whenever they appear (fmcluster never owns those namespaces, and the stack never waits for them), and
+   the AMP managed scraper (the eks kind's).
 
 docs/hyperpod-eks.md explains each piece and its sources."""
 
 from __future__ import annotations
 
-from typing import List, Optional, cast
+from typing import Any, Dict, List, Optional, cast
 
 from aws_cdk import CfnOutput, Fn, Stack
 from aws_cdk import aws_iam as iam
@@ -39,7 +40,7 @@ from fmcluster.orchestrators.hyperpod_eks.versions import (
 from fmcluster.platforms.hyperpod.access import ssm_target
 from fmcluster.platforms.hyperpod.instance_role import HyperPodInstanceRole, security_group_id, subnet_id
 from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
-from fmcluster.platforms.kubernetes import gate, labels, metrics, volumes
+from fmcluster.platforms.kubernetes import gate, labels, metrics, team_objects, volumes
 from fmcluster.platforms.kubernetes.access import tunnel_command
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.control_plane import add_standard_addons, build_control_plane
@@ -215,8 +216,9 @@ class HyperPodEksOrchestration(Construct):
         return role
 
     def _install(self, context: OrchestrationContext) -> List[IConstruct]:
-        """The node gate, the exporters and the scraper; each team's claim of the shared file system. Returns the
-        manifests with workloads in fmcluster's own namespace (task governance's add-on waits for them)."""
+        """The node gate, the exporters and the scraper; each team's volume, and the Deployment that creates each
+        team's claim of the shared file system and checkpoint service account. Returns the manifests with workloads in
+        fmcluster's own namespace (task governance's add-on waits for them)."""
         spec = context.spec
         objects = self.objects
         after_gate: List[IConstruct] = []
@@ -238,23 +240,27 @@ class HyperPodEksOrchestration(Construct):
                 workspace_arn=context.metrics_workspace_arn,
                 config=metrics.scrape_config(cluster=spec.name, interval_s=spec.observability.scrape_interval_seconds,
                                              strip_ml_prefix=True))
+        # What goes into the namespaces task governance creates for the teams' quotas, whenever it does: the volumes
+        # now, the claims and the checkpoint service accounts from a Deployment in our namespace that waits for the
+        # namespaces (the stack never waits for them; docs/hyperpod-eks.md, "The teams' namespaces").
+        wanted: List[Dict[str, Any]] = []
         fs = context.file_system
         if fs is not None and spec.storage.fsx is not None and fs.file_system_id is not None:
-            # Each team's claim goes into the namespace task governance creates for the team's quota, when it does:
-            # the volumes now, the claims from a Deployment in our namespace that waits for the namespaces (the
-            # stack never waits for them; docs/hyperpod-eks.md, "The teams' claims").
             teams = {t.name: t.namespace for t in settings_of(spec).task_governance.teams}
-            workloads.append(team_volumes.install(
+            wanted += team_volumes.install(
                 objects, per_team=team_volumes.team_volumes(
                     cluster=spec.name, teams=teams, file_system=fs, file_system_id=fs.file_system_id,
                     capacity_gib=spec.storage.fsx.storage_capacity_gib),
-                namespace=gate.NAMESPACE, node_selector={labels.GROUP: SYSTEM_GROUP},
-                volumes_after=[self.control_plane.addons["aws-fsx-csi-driver"]],
-                claims_after=after_gate or [self.objects_namespace()]))
+                after=[self.control_plane.addons["aws-fsx-csi-driver"]])
+        wanted += checkpoint_access.service_accounts(spec)
+        if wanted:
+            workloads.append(objects.manifest("TeamObjects", team_objects.objects(
+                namespace=gate.NAMESPACE, wanted=wanted, node_selector={labels.GROUP: SYSTEM_GROUP}),
+                after=after_gate or [self.objects_namespace()]))
         return workloads
 
     def objects_namespace(self) -> IConstruct:
-        """fmcluster's namespace (for the exporters and the teams' claims), when the node gate (which creates it) is
+        """fmcluster's namespace (for the exporters and the team-objects Deployment), when the node gate (which creates it) is
         not installed; one manifest, however often asked."""
         return self.objects.manifests.get("SystemNamespace") or \
             self.objects.manifest("SystemNamespace", [volumes.namespace(gate.NAMESPACE)])

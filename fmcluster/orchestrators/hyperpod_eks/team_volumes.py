@@ -6,10 +6,10 @@ stack would have to give up within the kubectl provider's 15 minutes and roll th
 - the team's PersistentVolume (cluster-scoped, pre-bound to the claim by `claimRef`) is applied at once, in the
   manifest that held the volume and the claim before (same construct id, so an existing stack updates it in place),
   with CDK's pruning off: an update applies the volume alone and leaves the claim in the namespace untouched;
-- the claims (exactly `volumes.fsx_volume`'s) are created by the platform's claims Deployment (platforms/kubernetes/
-  claims.py) from inside the cluster, whenever each namespace appears.
+- the claims (exactly `volumes.fsx_volume`'s) are created by the platform's team-objects Deployment (platforms/
+  kubernetes/team_objects.py) from inside the cluster, whenever each namespace appears.
 
-docs/hyperpod-eks.md ("The teams' claims") has the detail and what is left behind when a team goes."""
+docs/hyperpod-eks.md ("The teams' namespaces") has the detail and what is left behind when a team goes."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import IConstruct
 
 from fmcluster.platforms.ec2.node_builder import construct_id
-from fmcluster.platforms.kubernetes import claims, volumes
+from fmcluster.platforms.kubernetes import volumes
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.storage import SharedFileSystem
 
@@ -34,19 +34,16 @@ def team_volumes(*, cluster: str, teams: Mapping[str, str], file_system: SharedF
             for team, namespace in teams.items()}
 
 
-def install(objects: ClusterObjects, *, per_team: Mapping[str, List[Dict[str, Any]]], namespace: str,
-            node_selector: Mapping[str, str], volumes_after: Sequence[IConstruct],
-            claims_after: Sequence[IConstruct]) -> eks.KubernetesManifest:
-    """The teams' volumes (each after `volumes_after`) and the claims Deployment in `namespace` (after
-    `claims_after`: the namespace's manifest). Returns the Deployment's manifest."""
+def install(objects: ClusterObjects, *, per_team: Mapping[str, List[Dict[str, Any]]],
+            after: Sequence[IConstruct]) -> List[Dict[str, Any]]:
+    """The teams' volumes, each after `after` (the FSx CSI driver). Returns the teams' claims, for the team-objects
+    Deployment to create."""
     for team, (pv, _pvc) in per_team.items():
         mid = f"{construct_id(team)}SharedFileSystem"
         # prune off: CDK's `kubectl apply --prune` on update would delete the claim this manifest used to hold
         manifest = eks.KubernetesManifest(objects, mid, cluster=objects.cluster, manifest=[pv], overwrite=True,
                                           prune=False)
-        for dependency in volumes_after:
+        for dependency in after:
             manifest.node.add_dependency(dependency)
         objects.manifests[mid] = manifest
-    wanted = [pvc for _pv, pvc in per_team.values()]
-    return objects.manifest("TeamClaims", claims.objects(namespace=namespace, claims=wanted,
-                                                         node_selector=node_selector), after=claims_after)
+    return [pvc for _pv, pvc in per_team.values()]

@@ -1,8 +1,9 @@
 """Managed tiered checkpointing's IAM on HyperPod on EKS: with `checkpoints.tier: managed`
 (examples/hyperpod-eks-p5en-training-plan.yaml) the training pods get a Pod Identity role that may read and write only
 the checkpoint prefix of the data bucket (and its key, through S3) and put CloudWatch metrics, bound to the
-``fmcluster-checkpoints`` service account of every team namespace, which the stack creates once the namespace exists;
-a file tier (examples/hyperpod-eks-p5.yaml) creates none of it."""
+``fmcluster-checkpoints`` service account of every team namespace, which the team-objects Deployment creates once task
+governance has made the namespace (the stack never waits for it); a file tier (examples/hyperpod-eks-p5.yaml) creates
+none of it."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ import json
 from typing import Any, Dict, List
 
 import pytest
+import yaml
 from helpers import actions_of, resources_of
 from helpers.jobs import objects
 from helpers.resume_jobs import ROOT
 
 from fmcluster.orchestrators.hyperpod_eks import checkpoint_access
 from fmcluster.orchestrators.hyperpod_eks.settings import settings_of
-from fmcluster.registry import load_spec
+from fmcluster.platforms.kubernetes import pod_identity, team_objects
+from fmcluster.registry import load_spec, parse_spec
 from fmcluster.spec.checkpoints import paths
 
 ASSOCIATION = "AWS::EKS::PodIdentityAssociation"
@@ -30,6 +33,28 @@ def spec():
 @pytest.fixture(scope="module")
 def template(synth_example) -> Dict[str, Any]:
     return synth_example("hyperpod-eks-p5en-training-plan")["hpeks-p5en-cluster"]
+
+
+def applied(template: Dict[str, Any]) -> List[List[Dict[str, Any]]]:
+    """The objects of each manifest (values from other stacks read TOKEN)."""
+    def parse(manifest: Any) -> List[Dict[str, Any]]:
+        return json.loads(manifest if isinstance(manifest, str) else "".join(
+            p if isinstance(p, str) else "TOKEN" for p in manifest["Fn::Join"][1]))
+
+    return [parse(m["Properties"]["Manifest"])
+            for m in resources_of(template, "Custom::AWSCDK-EKS-KubernetesResource").values()]
+
+
+def team_objects_manifest(template: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The objects of the manifest that runs the team-objects Deployment."""
+    (objects,) = [objs for objs in applied(template)
+                  if any(o["kind"] == "Deployment" and o["metadata"]["name"] == team_objects.NAME for o in objs)]
+    return objects
+
+
+def named(objects: List[Dict[str, Any]], kind: str, name: str) -> Dict[str, Any]:
+    (found,) = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
+    return found
 
 
 def _role_id(template: Dict[str, Any]) -> str:
@@ -93,14 +118,42 @@ def test_every_team_namespace_gets_the_role_and_the_service_account(template, sp
     assert sorted(bound) == sorted(t.namespace for t in teams) == ["hyperpod-ns-pretraining"]
     assert {p["ServiceAccount"] for p in bound.values()} == {checkpoint_access.SERVICE_ACCOUNT}
     assert all(p["ClusterName"] == {"Ref": next(iter(resources_of(template, "AWS::EKS::Cluster")))} for p in bound.values())
-    # the service account is applied in each namespace once task governance has created it
-    manifests = resources_of(template, "Custom::AWSCDK-EKS-KubernetesResource")
-    accounts = {i: json.loads(m["Properties"]["Manifest"]) for i, m in manifests.items()
-                if "ServiceAccount" in str(m["Properties"]["Manifest"]) and "CheckpointAccess" in i}
-    assert sorted(o["metadata"]["namespace"] for objs in accounts.values() for o in objs) == ["hyperpod-ns-pretraining"]
-    for logical_id in accounts:
-        waits = [d for d in manifests[logical_id]["DependsOn"] if "NamespaceReady" in d]
-        assert len(waits) == 1
+
+    # the service account is created in each namespace by the team-objects Deployment, whenever the namespace appears
+    team_manifest = team_objects_manifest(template)
+    wanted = json.loads(named(team_manifest, "ConfigMap", team_objects.NAME)["data"][team_objects.OBJECTS_FILE])
+    accounts = [o for o in wanted if o["kind"] == "ServiceAccount"]
+    assert accounts == [pod_identity.service_account(checkpoint_access.SERVICE_ACCOUNT, t.namespace) for t in teams]
+    assert [o["kind"] for o in wanted] == ["PersistentVolumeClaim", "ServiceAccount"], "the claim of FSx as well"
+    # ... which its role may read by name and create, and the admission policy confines to exactly these
+    rules = named(team_manifest, "ClusterRole", team_objects.NAME)["rules"]
+    assert {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get"],
+            "resourceNames": [checkpoint_access.SERVICE_ACCOUNT]} in rules
+    assert {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["create"]} in rules
+    policy = named(team_manifest, "ValidatingAdmissionPolicy", f"{team_objects.NAME}-service-accounts")
+    assert json.loads(policy["spec"]["variables"][0]["expression"]) == [
+        f"{t.namespace}/{checkpoint_access.SERVICE_ACCOUNT}" for t in teams]
+    assert named(team_manifest, "ValidatingAdmissionPolicyBinding", f"{team_objects.NAME}-service-accounts")
+    # and CloudFormation applies nothing into a team's namespace
+    assert not [o for objs in applied(template) for o in objs
+                if o["metadata"].get("namespace", "").startswith("hyperpod-ns-")]
+
+
+def test_without_a_shared_file_system_the_team_objects_are_the_checkpoint_service_accounts(spec):
+    """tier managed with no FSx: the Deployment still runs, for the service accounts alone (construct.py installs it
+    whenever anything is wanted)."""
+    data = yaml.safe_load((ROOT / "examples" / "hyperpod-eks-p5en-training-plan.yaml").read_text())
+    del data["storage"]["fsx"]
+    no_fsx = parse_spec(data)
+    assert no_fsx.storage.fsx is None and no_fsx.checkpoints.tier == "managed"
+    assert checkpoint_access.service_accounts(no_fsx) == [
+        pod_identity.service_account(checkpoint_access.SERVICE_ACCOUNT, "hyperpod-ns-pretraining")]
+    assert team_objects.objects(namespace="fmcluster-system", wanted=checkpoint_access.service_accounts(no_fsx),
+                                node_selector={"fmcluster.io/node-group": "system"})
+
+
+def test_a_file_tier_wants_no_checkpoint_service_account():
+    assert checkpoint_access.service_accounts(load_spec(ROOT / "examples" / "hyperpod-eks-p5.yaml")) == []
 
 
 def test_the_pod_identity_agent_serves_the_credentials(template):

@@ -231,9 +231,10 @@ def test_a_deployment_creates_each_teams_claim_from_inside_the_cluster(p5):
     (whose Kueue webhooks would refuse a Deployment while no node runs them)."""
     found = manifests(p5)
     (lid, (res, objects)), = [(k, v) for k, v in found.items() if any(
-        o["kind"] == "Deployment" and o["metadata"]["name"] == "fmcluster-claims" for o in v[1])]
+        o["kind"] == "Deployment" and o["metadata"]["name"] == "fmcluster-team-objects" for o in v[1])]
+    assert lid.startswith("HyperPodEksObjectsTeamObjects")
     config = next(o for o in objects if o["kind"] == "ConfigMap")
-    claims = json.loads(config["data"]["claims.json"])
+    claims = json.loads(config["data"]["objects.json"])
     assert [(c["metadata"]["namespace"], c["spec"]["volumeName"]) for c in claims] == [
         ("hyperpod-ns-research", "hpeks-p5-research-fsx"), ("hyperpod-ns-production", "hpeks-p5-production-fsx")]
     (addon_id, addon), = [(k, r) for k, r in resources_of(p5, "AWS::EKS::Addon").items()

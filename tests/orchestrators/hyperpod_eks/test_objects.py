@@ -17,7 +17,7 @@ from platforms.kubernetes.schemas import validate
 
 from fmcluster.orchestrators.hyperpod_eks import nodes
 from fmcluster.orchestrators.hyperpod_eks.settings import LOCAL_QUEUE_SUFFIX, PRIORITY_CLASS_SUFFIX, TEAM_NAMESPACE_PREFIX
-from fmcluster.platforms.kubernetes import allocatable, claims, labels, volumes
+from fmcluster.platforms.kubernetes import allocatable, labels, team_objects, volumes
 from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -72,17 +72,17 @@ def test_the_exporters_export_hyperpods_health_labels_and_run_on_every_node(appl
         assert nodes.HEALTH_TOLERATION in named(applied, "DaemonSet", name)["spec"]["template"]["spec"]["tolerations"]
 
 
-def wanted_claims(applied: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """The claims the claims Deployment creates in the teams' namespaces (its ConfigMap's claims.json)."""
-    config = named(applied, "ConfigMap", claims.NAME)
-    return json.loads(config["data"][claims.CLAIMS_FILE])
+def wanted_objects(applied: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """What the team-objects Deployment creates in the teams' namespaces (its ConfigMap's objects.json)."""
+    config = named(applied, "ConfigMap", team_objects.NAME)
+    return json.loads(config["data"][team_objects.OBJECTS_FILE])
 
 
 def test_each_team_claims_the_shared_file_system_in_its_namespace(applied):
-    wanted = wanted_claims(applied)
+    wanted = wanted_objects(applied)
     for team in ("research", "production"):
         ns = f"{TEAM_NAMESPACE_PREFIX}{team}"
-        pvc = [c for c in wanted if c["metadata"]["namespace"] == ns]
+        pvc = [c for c in wanted if c["metadata"]["namespace"] == ns and c["kind"] == "PersistentVolumeClaim"]
         assert len(pvc) == 1 and pvc[0]["metadata"]["name"] == volumes.CLAIM
         pv = named(applied, "PersistentVolume", f"hpeks-p5-{team}-fsx")
         assert pv["spec"]["claimRef"] == {"namespace": ns, "name": volumes.CLAIM}
@@ -90,24 +90,27 @@ def test_each_team_claims_the_shared_file_system_in_its_namespace(applied):
         assert pvc[0]["spec"]["volumeName"] == pv["metadata"]["name"]
         assert pvc[0]["spec"]["resources"] == {"requests": {"storage": pv["spec"]["capacity"]["storage"]}}
         validate(pvc[0], VERSION)
+    assert [o["kind"] for o in wanted] == ["PersistentVolumeClaim"] * 2, "a file tier: no checkpoint service account"
     assert not [o for o in applied if o["metadata"].get("namespace", "").startswith(TEAM_NAMESPACE_PREFIX)], \
         "nothing is applied into a team's namespace by CloudFormation: it may not exist yet"
     assert not [o for o in applied if o["kind"] == "Namespace" and o["metadata"]["name"].startswith(
         TEAM_NAMESPACE_PREFIX)], "the teams' namespaces are task governance's: fmcluster never applies (or deletes) one"
 
 
-def test_the_claims_deployment_reads_only_the_teams_namespaces_and_creates_only_claims(applied):
-    role = named(applied, "ClusterRole", claims.NAME)
+def test_the_team_objects_deployment_reads_only_the_teams_namespaces_and_creates_only_claims(applied):
+    role = named(applied, "ClusterRole", team_objects.NAME)
     namespaces = sorted(f"{TEAM_NAMESPACE_PREFIX}{t}" for t in ("research", "production"))
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"], "resourceNames": namespaces},
         {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get"], "resourceNames": [volumes.CLAIM]},
         {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["create"]}]
-    policy = named(applied, "ValidatingAdmissionPolicy", claims.NAME)
+    policy = named(applied, "ValidatingAdmissionPolicy", f"{team_objects.NAME}-claims")
     assert json.loads(policy["spec"]["variables"][0]["expression"]) == {
         f"{c['metadata']['namespace']}/{c['metadata']['name']}": c["spec"]["volumeName"]
-        for c in wanted_claims(applied)}, "the cluster-wide create, confined to exactly the wanted claims"
-    deployment = named(applied, "Deployment", claims.NAME)
+        for c in wanted_objects(applied)}, "the cluster-wide create, confined to exactly the wanted claims"
+    assert [p["metadata"]["name"] for p in applied if p["kind"] == "ValidatingAdmissionPolicy"] == \
+        [f"{team_objects.NAME}-claims"]
+    deployment = named(applied, "Deployment", team_objects.NAME)
     assert deployment["metadata"]["namespace"] == "fmcluster-system"
     assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {labels.GROUP: "system"}, \
         "the system group: it exists from the cluster's start"
