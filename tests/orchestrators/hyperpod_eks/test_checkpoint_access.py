@@ -188,9 +188,11 @@ def test_the_resume_job_names_the_service_account_for_the_managed_tier():
 
 
 def test_an_existing_bucket_gets_the_same_s3_statements_and_no_key_statement():
-    from aws_cdk import App, Stack
+    from aws_cdk import Stack
 
-    stack = Stack(App(), "Probe", env={"region": "us-west-2", "account": "111122223333"})
+    from fmcluster.app import new_app
+
+    stack = Stack(new_app(nag=False), "Probe", env={"region": "us-west-2", "account": "111122223333"})
     kwargs = dict(region=stack.region, bucket_arn="arn:aws:s3:::team-data", prefix="ckpt/")
     created = [stack.resolve(s.to_statement_json()) for s in checkpoint_access.policy_statements(
         key_arn="arn:aws:kms:us-west-2:111122223333:key/k", **kwargs)]
