@@ -40,7 +40,7 @@ from fmcluster.constructs.bucket_deployment import (
     server_access_log_bucket,
 )
 from fmcluster.constructs.runtime_archive import KEY_PREFIX as RUNTIME_PREFIX
-from fmcluster.constructs.runtime_archive import object_key, runtime_archive, sha256_of, staged
+from fmcluster.constructs.runtime_archive import object_key, sha256_of, staged
 from fmcluster.nag import acknowledge
 from fmcluster.platforms.hyperpod import lifecycle_entry
 
@@ -149,7 +149,7 @@ class LifecycleScripts(Construct):
         log_group = _deployment_log_group(stack)
         # The runtime by its sha256, never pruned: a node that read a pointer just before a deploy rewrote it still
         # finds the runtime it names.
-        archive = runtime_archive(node_bootstrap.RUNTIME_DIR)
+        archive = node_bootstrap.runtime_zip()
         self.runtime_sha256 = sha256_of(archive)
         self.runtime_key = object_key(self.runtime_sha256)
         self.runtime = s3deploy.BucketDeployment(

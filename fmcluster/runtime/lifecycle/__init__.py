@@ -1,5 +1,1 @@
-"""SageMaker HyperPod (Slurm) lifecycle scripts: on_init_complete.sh does the side effects, node.py decides.
-
-See README.md in this directory for what HyperPod runs on each node, what it configures itself, and
-what these scripts still do (with sources, and what is unverified).
-"""
+"""The node-setup tool's earlier name, kept for launch templates and scripts that run it (node.py says why)."""

@@ -1,15 +1,16 @@
 #!/bin/bash
 # fmcluster: SageMaker HyperPod (Slurm) OnInitComplete lifecycle script. HyperPod runs it after its own setup: Slurm
 # is configured and running, and a file system given in InstanceStorageConfigs is mounted. README.md beside this file
-# says what HyperPod does itself, what this script does, and why; node.py makes every decision, this script does the
-# side effects.
+# says what HyperPod does itself, what this script does, and why; fmcluster.runtime.node_setup makes every decision,
+# this script does the side effects.
 #
 # Layout it runs from (README.md beside this file, "How a node gets this runtime"): HyperPod runs the group's fixed
 # entry on_init_complete.<group>.sh (OnInitComplete), which reads the group's pointer, checks the runtime's sha256, unpacks it under
 # /var/lib/fmcluster/boot/<group>/ and execs this script with --group G:
 #   fmcluster_parameters.json       from the pointer
 #   profiles/<instance group>.json  the group's NodeProfile, from the pointer (groups with boot validation)
-#   pkg/fmcluster/runtime/...       this runtime package, runtime/<sha256>.zip unpacked
+#   pkg/fmcluster/runtime/...       the runtime package, runtime/<sha256>.zip unpacked (this folder in it at
+#                                   platforms/hyperpod/node/)
 #
 # Steps, in order (a marker per step under /var/lib/fmcluster/lifecycle makes a rerun skip finished ones):
 #   runtime     copy the runtime, profiles and parameters to /opt/fmcluster (stable; units refer to it)

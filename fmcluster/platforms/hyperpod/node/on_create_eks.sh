@@ -2,14 +2,16 @@
 # fmcluster: SageMaker HyperPod on EKS OnCreate lifecycle script. HyperPod runs it when it creates a node, before the
 # node's containerd and kubelet join the EKS cluster (AWS's sample scripts rewrite containerd's configuration and move
 # /var/lib/kubelet here without restarting either); HyperPod itself joins the node. README.md beside this file says
-# what HyperPod does, what this script does, and why; node.py makes every decision, this script does the side effects.
+# what HyperPod does, what this script does, and why; fmcluster.runtime.node_setup makes every decision, this script
+# does the side effects.
 #
 # Layout it runs from (README.md beside this file, "How a node gets this runtime"): HyperPod runs the group's fixed
 # entry on_create.<group>.sh (OnCreate), which reads the group's pointer, checks the runtime's sha256, unpacks it under
 # /var/lib/fmcluster/boot/<group>/ and execs this script with --group G:
 #   fmcluster_parameters.json       from the pointer
 #   profiles/<instance group>.json  the group's NodeProfile, from the pointer (groups with boot validation)
-#   pkg/fmcluster/runtime/...       this runtime package, runtime/<sha256>.zip unpacked
+#   pkg/fmcluster/runtime/...       the runtime package, runtime/<sha256>.zip unpacked (this folder in it at
+#                                   platforms/hyperpod/node/)
 #
 # Steps, in order (a marker per step under /var/lib/fmcluster/lifecycle makes a rerun skip finished ones):
 #   runtime       copy the runtime, profiles and parameters to /opt/fmcluster (stable; units refer to it)
