@@ -37,6 +37,13 @@ def test_plan_carries_every_setting_the_steps_need():
     assert (bare["fsx"], bare["observability"], bare["users"], bare["policy"]) == ("0", "0", "0", "drain")
 
 
+
+@pytest.mark.parametrize("ip, over_efa", [(GPU_IP, "1"), (CONTROLLER_IP, "0"), (CPU_IP, "0"), (LOGIN_IP, "0")])
+def test_only_nodes_with_efa_mount_an_efa_file_system_over_efa(ip, over_efa):
+    """LNet over EFA needs EFA on this node; the others reach the same file system over TCP."""
+    fsx = {"dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com", "mount_name": "abcdefgh", "mount_point": "/fsx", "efa": True}
+    assert identity.whoami(resource_config(), params(fsx=fsx), [ip])["fsx_efa"] == over_efa
+
 def test_hostname_is_the_fallback_when_no_address_matches():
     assert identity.whoami(resource_config(), params(), ["192.168.9.9"], "ip-10-1-2-21")["group"] == "cpu-b"
     assert identity.whoami(resource_config(), params(), [], "login-1.ec2.internal")["role"] == "login"
