@@ -107,7 +107,7 @@ CHARTS: Dict[str, ChartPin] = {
 CLUSTER_AUTOSCALER_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
 CLUSTER_AUTOSCALER_TAGS: Dict[str, str] = {"1.33": "v1.33.6", "1.34": "v1.34.5", "1.35": "v1.35.2"}
 
-# The node gate runs the standard-library script fmcluster/runtime/kube_gate.py in the Docker official Python image,
+# The node gate runs the standard-library script platforms/kubernetes/node/kube_gate.py in the Docker official Python image,
 # pulled from its Amazon ECR Public mirror (no Docker Hub rate limits). Minor-pinned tag.
 # https://gallery.ecr.aws/docker/library/python
 GATE_IMAGE = "public.ecr.aws/docker/library/python:3.13-alpine"
