@@ -4,6 +4,8 @@ at its path in the package, found by layout, byte-identical for the same files."
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -68,3 +70,22 @@ def test_a_runtime_that_holds_a_node_folders_place_is_refused(tmp_path):
         runtime_archive(root / "runtime", with_folders=node_folders(root))
     with pytest.raises(ValueError, match="a node folder is"):
         archive_path(root / "platforms" / "toy")
+
+
+def test_the_commands_nodes_run_work_from_the_unpacked_archive_with_the_standard_library_only(tmp_path):
+    """Unpacked as user data and the HyperPod entry unpack it (pkg/fmcluster/runtime), the node-setup tool answers
+    under its name and under the earlier name EKS launch templates run; python3 -I -S: no site-packages, no
+    environment, nothing but the standard library and the archive."""
+    pkg = tmp_path / "pkg"
+    with zipfile.ZipFile(io.BytesIO(node_bootstrap.runtime_zip())) as archive:
+        archive.extractall(pkg / "fmcluster" / "runtime")
+    (pkg / "fmcluster" / "__init__.py").touch()
+    for module in ("fmcluster.runtime.node_setup", "fmcluster.runtime.lifecycle.node"):
+        units = tmp_path / module
+        r = subprocess.run([sys.executable, "-I", "-S", "-c", "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+                            "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)",
+                            str(pkg), module, "efa-units", "--unit-dir", str(units)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert sorted(p.name for p in units.iterdir()) == r.stdout.split() and r.stdout.split()
+    assert (pkg / "fmcluster/runtime/platforms/hyperpod/node/on_init_complete.sh").is_file()
