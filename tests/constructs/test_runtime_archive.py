@@ -89,3 +89,19 @@ def test_the_commands_nodes_run_work_from_the_unpacked_archive_with_the_standard
         assert r.returncode == 0, r.stderr
         assert sorted(p.name for p in units.iterdir()) == r.stdout.split() and r.stdout.split()
     assert (pkg / "fmcluster/runtime/platforms/hyperpod/node/on_init_complete.sh").is_file()
+
+
+def test_hyperpod_entries_of_earlier_releases_still_reach_the_lifecycle_scripts(tmp_path):
+    """Entries are rewritten after the pointers: for the moments between, an earlier entry runs this runtime's
+    lifecycle/<script>, which must reach the script in the hyperpod platform's node folder."""
+    runtime = tmp_path / "pkg" / "fmcluster" / "runtime"
+    with zipfile.ZipFile(io.BytesIO(node_bootstrap.runtime_zip())) as archive:
+        archive.extractall(runtime)
+    for script in ("on_init_complete.sh", "on_create_eks.sh"):
+        target = runtime / "lifecycle" / ".." / "platforms" / "hyperpod" / "node" / script
+        assert f'/../platforms/hyperpod/node/{script}" "$@"' in (runtime / "lifecycle" / script).read_text()
+        assert target.resolve().is_file()
+    # the real script answers (no --group: its usage line), reached through the earlier path
+    r = subprocess.run(["bash", str(runtime / "lifecycle" / "on_create_eks.sh")], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("usage: on_create_eks.sh --group"), r.stderr
