@@ -4,7 +4,10 @@
                               \\<- aws (boto3: preflight, status), tools (plan)  <- cli
     spec, orchestration, aws <- kinds (each kind's declaration) <- composition (fmcluster/registry.py) <- app, tools, cli
 
-runtime (what runs on the nodes) imports nothing else of the package; constructs never import the spec
+runtime (what runs on the nodes) imports nothing else of the package, and a platform's or kind's node folder
+(``<platforms|orchestrators>/<name>/node/``, shipped to the nodes inside the runtime archive) imports only the runtime,
+and no other layer imports it: on a node it sits below fmcluster/runtime, not at its package path. Both import the
+standard library and nothing else outside fmcluster (Python 3.9 syntax). Constructs never import the spec
 (they take plain props); the spec never imports a kind or the registry; nothing but the CLI imports the CLI; and no
 two modules import each other, even indirectly, counting ``if TYPE_CHECKING:`` imports too.
 """
@@ -12,6 +15,7 @@ two modules import each other, even indirectly, counting ``if TYPE_CHECKING:`` i
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 from typing import Dict, Iterator, Set, Tuple
 
@@ -41,6 +45,8 @@ def layer_of(module: str) -> str:
         return "tools"
     if head in ("orchestrators", "platforms"):
         leaf = parts[-1]
+        if len(parts) > 3 and parts[2] == "node":
+            return "node"  # a platform's or kind's node-side code, shipped in the runtime archive
         if module in ("fmcluster.orchestrators", "fmcluster.platforms"):
             return "spec"
         if head == "orchestrators" and len(parts) == 2 and parts[1] != "context":
@@ -55,6 +61,7 @@ def layer_of(module: str) -> str:
 
 MAY_IMPORT: Dict[str, Set[str]] = {
     "runtime": {"runtime"},
+    "node": {"runtime"},
     "catalog": {"runtime", "catalog"},
     "spec": {"runtime", "catalog", "spec"},
     "constructs": {"runtime", "catalog", "constructs"},
@@ -195,3 +202,39 @@ def test_the_spec_knows_no_kind_and_no_registry():
     found = sorted(f"{m} imports {i}" for m, deps in typed.items() if m.startswith("fmcluster.spec")
                    for i in deps if layer_of(i) not in ("spec", "runtime", "catalog") or i.startswith("fmcluster.orchestrators"))
     assert found == []
+
+
+# Node-side scripts run by path with another interpreter, and the package it brings: gpu_bench.py runs under the
+# image's PyTorch Python (deep level), importing torch only there.
+OTHER_INTERPRETER = {"fmcluster.runtime.gpu_bench": "torch"}
+
+
+def node_side_modules() -> Dict[str, Path]:
+    return {m: p for m, p in modules().items() if layer_of(m) in ("runtime", "node")}
+
+
+def test_node_side_code_imports_only_the_standard_library_and_the_runtime_in_python_39_syntax():
+    """Nodes run it with their own python3 (3.9+) and no packages installed: fmcluster/runtime and every node folder."""
+    stdlib = set(sys.stdlib_module_names)
+    wrong = []
+    for module, path in sorted(node_side_modules().items()):
+        tree = ast.parse(path.read_text(), str(path), feature_version=(3, 9))
+        for node in _imports(tree, type_checking=True):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for name in names:
+                if node.level if isinstance(node, ast.ImportFrom) else False:
+                    continue  # relative: inside the package, judged by the layer test
+                if name.split(".")[0] not in stdlib and name != "fmcluster.runtime" \
+                        and not name.startswith("fmcluster.runtime.") and OTHER_INTERPRETER.get(module) != name:
+                    wrong.append(f"{module} imports {name}")
+    assert wrong == []
+
+
+def test_node_folders_are_found_and_in_the_node_layer():
+    """Guard the guard: the node folders' Python is checked as node-side code."""
+    found = [m for m in node_side_modules() if layer_of(m) == "node"]
+    assert found, "no Python in any <platforms|orchestrators>/<name>/node folder"
+    assert layer_of("fmcluster.platforms.somewhere.node.tool") == "node"
+    assert layer_of("fmcluster.orchestrators.somekind.node.tool") == "node"
+    assert layer_of("fmcluster.orchestrators.somekind.node_script") == "orchestration"
+    assert "fmcluster.runtime.node_setup.cli" in node_side_modules()

@@ -28,7 +28,7 @@ from fmcluster.constructs.bucket_deployment import (
     server_access_log_bucket,
 )
 from fmcluster.constructs.runtime_archive import KEY_PREFIX as RUNTIME_PREFIX
-from fmcluster.constructs.runtime_archive import object_key, runtime_archive, sha256_of, staged
+from fmcluster.constructs.runtime_archive import node_folders, object_key, runtime_archive, sha256_of, staged
 from fmcluster.nag import acknowledge
 
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
@@ -38,6 +38,12 @@ DEPLOYMENT_ROLE_ID = "NodeRuntimeDeploymentRole"
 DEPLOYMENT_LOGS_ID = "NodeRuntimeDeploymentLogs"
 # The pointers' documents, as metadata of the deployment that writes them.
 POINTERS_METADATA = "fmcluster:boot-pointers"
+
+
+def runtime_zip(runtime_dir: Optional[Path] = None) -> bytes:
+    """The one runtime archive every node fetches, whatever orchestrates it: `runtime_dir` (default RUNTIME_DIR, read
+    when called) and every platform's and kind's node folder (constructs/runtime_archive.py)."""
+    return runtime_archive(runtime_dir or RUNTIME_DIR, with_folders=node_folders())
 
 
 class NodeRuntime(Construct):
@@ -58,7 +64,7 @@ class NodeRuntime(Construct):
     def __init__(self, scope: Construct, id: str) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
-        archive = runtime_archive(RUNTIME_DIR)
+        archive = runtime_zip()
         self.sha256 = sha256_of(archive)
         self.object_key = object_key(self.sha256)
         # Server access logs like the data and lifecycle buckets: which node (role) read the runtime, when.

@@ -16,7 +16,7 @@ Producers, all deployed by fmcluster on every node (fmcluster/runtime/observabil
 - ``fmcluster-slurm``: ``fmcluster/runtime/observability/slurm_textfile.py`` (``sinfo``) on one Slurm client node
   per cluster (HyperPod controller, AWS PCS login node, ParallelCluster head node), a textfile read by node_exporter.
 - ``fmcluster-bootstrap``: the node's bootstrap itself, a textfile read by node_exporter: a GPU node that cannot run
-  dcgm-exporter says so (ParallelCluster's official AMI has no docker: fmcluster/runtime/parallelcluster).
+  dcgm-exporter says so (ParallelCluster's official AMI has no docker: fmcluster/orchestrators/parallelcluster/node/).
 - ``prometheus``: series every scrape produces (``up``) and the AMP ruler writes (``ALERTS``).
 - ``training-job``: a training job's rank 0, a textfile in ``TEXTFILE_DIR`` read by node_exporter (optional: the job
   dashboard's tokens per second; docs/observability.md, "Job dashboard and the plan's bound").
@@ -172,7 +172,7 @@ CATALOG: Tuple[Metric, ...] = (
     _m("fmcluster_slurm_collector_success", SLURM_COLLECTOR, "gauge", "1 when sinfo answered in time."),
     _m("fmcluster_slurm_job_node", SLURM_COLLECTOR, "gauge", "1 for each node a running job holds (squeue).",
        "job_id", "slurm_node"),
-    # --- the node's bootstrap (fmcluster/runtime/parallelcluster/on_node_configured.sh) --------------------
+    # --- the node's bootstrap (ParallelCluster's on_node_configured.sh) -------------------------------------
     _m("fmcluster_gpu_metrics_unavailable", BOOTSTRAP, "gauge",
        "1 on a GPU node that runs no GPU exporter, with the reason (no-docker); absent where dcgm-exporter runs.",
        "reason"),

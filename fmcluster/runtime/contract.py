@@ -80,7 +80,7 @@ KUBERNETES_DATA_DIRS = (("containerd", "/var/lib/containerd"), ("kubelet", "/var
                         ("pod-logs", "/var/log/pods"))
 
 # --- HyperPod lifecycle parameters --------------------------------------------------------------------------
-# fmcluster_parameters.json beside the lifecycle scripts: rendered at synth, read by runtime/lifecycle/node.py.
+# fmcluster_parameters.json beside the lifecycle scripts: rendered at synth, read by runtime/node_setup/parameters.py.
 # workload_manager says which layout: slurm (on_init_complete.sh) or eks (on_create_eks.sh).
 LIFECYCLE_PARAMETERS_FILE = "fmcluster_parameters.json"
 LIFECYCLE_PARAMETERS_VERSION = 1

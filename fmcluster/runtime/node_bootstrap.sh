@@ -10,7 +10,7 @@
 #   FMCLUSTER_POLICY    fail | drain | taint | report (default drain)
 #   FMCLUSTER_STATE_DIR where the last report is published for whatever gates scheduling on it, renamed into place
 #                       so a reader never sees half a file (default /var/lib/fmcluster: validation.json; the EKS
-#                       node gate, fmcluster/runtime/kube_gate.py, reads it)
+#                       node gate, fmcluster/platforms/kubernetes/node/kube_gate.py, reads it)
 # Exit status: 0 healthy (or a failure handled by drain/taint/report), 1 unhealthy under policy fail.
 set -uo pipefail
 

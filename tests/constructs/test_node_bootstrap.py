@@ -78,7 +78,7 @@ def test_without_an_agent_nothing_is_skipped(tmp_path):
 
 @pytest.mark.parametrize("healthy", [True, False])
 def test_the_report_is_published_whole_for_a_gate(tmp_path, healthy):
-    """The node gate (runtime/kube_gate.py) reads state/validation.json: the report as the validator wrote it."""
+    """The node gate (platforms/kubernetes/node/kube_gate.py) reads state/validation.json: the report as written."""
     assert run_bootstrap(tmp_path, healthy=healthy, policy="report").returncode == 0
     published = json.loads((tmp_path / "state" / "validation.json").read_text())
     assert published == {"verdict": "pass" if healthy else "fail"}

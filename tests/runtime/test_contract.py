@@ -249,7 +249,7 @@ def test_every_reader_of_the_mount_table_decodes_it_the_same_way(tmp_path):
     """One parser for /proc/mounts (runtime/mounts.py): the validator's probe, the Lustre helper and the HyperPod
     lifecycle all decode the kernel's octal escapes (space, tab, backslash) and agree on what is mounted where."""
     from fmcluster.runtime import lustre, mounts
-    from fmcluster.runtime.lifecycle import node as lifecycle
+    from fmcluster.runtime.node_setup import storage
     from fmcluster.runtime.probes.mounts import mounts as probe_mounts
 
     (tmp_path / "proc").mkdir()
@@ -261,7 +261,7 @@ def test_every_reader_of_the_mount_table_decodes_it_the_same_way(tmp_path):
         "garbage\n")
     table = {m.mount_point: m for m in mounts.parse((tmp_path / "proc/mounts").read_text())}
     assert set(table) == {"/", "/opt/dlami/nvme", "/fsx data", "/mnt/tab\tand\\slash"}
-    assert lifecycle.mount_points(str(tmp_path)) == {p: m.source for p, m in table.items()}
+    assert storage.mount_points(str(tmp_path)) == {p: m.source for p, m in table.items()}
 
     class Ctx:
         node = Node(root=str(tmp_path), tool_timeout=1, env={})

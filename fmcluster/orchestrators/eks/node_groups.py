@@ -117,7 +117,8 @@ def node_config(group: NodeGroup) -> str:
 # The EFA counters textfile (runtime/observability/efa_textfile.py) on a timer, as install.sh sets it up on the other
 # kinds' nodes; the node-exporter pods read the textfile directory (metrics.py). No host agent: AMP's managed scraper
 # collects. The units come from the runtime the node fetched (the HyperPod on EKS lifecycle writes the same ones), so a
-# collector change is a runtime change and leaves the launch template alone.
+# collector change is a runtime change and leaves the launch template alone. The command keeps the node-setup tool's
+# earlier name (runtime/lifecycle/node.py), which launch templates already carry: a new name would change them.
 EFA_TEXTFILE_UNITS = (
     "PYTHONPATH=/opt/fmcluster/pkg timeout 60 python3 -m fmcluster.runtime.lifecycle.node efa-units "
     f"--unit-dir /etc/systemd/system >/dev/null && timeout 60 systemctl daemon-reload && "

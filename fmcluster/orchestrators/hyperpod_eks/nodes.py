@@ -1,6 +1,6 @@
 """What HyperPod on EKS nodes are made of, rendered from the spec: the instance groups (labels, taints, EBS volume,
-deep health checks, EFA, training plans), the lifecycle's parameters and entry scripts (runtime/lifecycle/
-on_create_eks.sh), the NodeProfile the boot validator checks, and the values of HyperPod's dependency chart."""
+deep health checks, EFA, training plans), the lifecycle's parameters and entry scripts (platforms/hyperpod/
+node/on_create_eks.sh), the NodeProfile the boot validator checks, and the values of HyperPod's dependency chart."""
 
 from __future__ import annotations
 

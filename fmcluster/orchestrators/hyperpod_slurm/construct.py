@@ -34,7 +34,7 @@ class HyperPodSlurmOrchestration(Construct):
             self, "InstanceRole", cluster_name=spec.name, subnets=subnets, security_groups=security_groups
         )
         # One side mounts the file system, never both: HyperPod (InstanceStorageConfigs) unless it is EFA-enabled,
-        # which needs LNet over EFA that only our mount helper sets up (fmcluster/runtime/lifecycle/README.md).
+        # which needs LNet over EFA that only our mount helper sets up (fmcluster/platforms/hyperpod/node/README.md).
         hyperpod_mounts = fsx is not None and not fsx.efa
         groups = instance_groups(spec, fsx if hyperpod_mounts else None)
         self.lifecycle = LifecycleScripts(
@@ -112,7 +112,7 @@ def instance_groups(spec: ClusterSpec, mounted_fsx: Optional[SharedFileSystem] =
 def lifecycle_parameters(
     spec: ClusterSpec, region: str, fsx: Optional[SharedFileSystem], remote_write_url: Optional[str]
 ) -> Dict[str, Any]:
-    """fmcluster_parameters.json, the contract with fmcluster/runtime/lifecycle (see its README)."""
+    """fmcluster_parameters.json, the contract with the lifecycle scripts (fmcluster/platforms/hyperpod/node/README.md)."""
     settings = settings_of(spec)
     return {
         "version": LIFECYCLE_PARAMETERS_VERSION,

@@ -43,7 +43,7 @@ from fmcluster.constructs.bucket_deployment import (
     server_access_log_bucket,
 )
 from fmcluster.constructs.runtime_archive import KEY_PREFIX as RUNTIME_PREFIX
-from fmcluster.constructs.runtime_archive import object_key, runtime_archive, sha256_of, staged
+from fmcluster.constructs.runtime_archive import object_key, sha256_of, staged
 from fmcluster.nag import acknowledge
 
 PREFIX = "fmcluster/"
@@ -52,7 +52,7 @@ LEGACY_RUNTIME = "runtime.zip"  # the key earlier releases wrote; left in place 
 SETTINGS = "settings.json"
 PROFILES = "profiles/"
 ACCESS_LOGS_PREFIX = "node-assets/"
-SCRIPT_DIR = "parallelcluster"  # where the script lives in the runtime
+SCRIPT_PATH = Path(__file__).resolve().parent / "node" / SCRIPT  # the kind's node folder
 # How long replaced object versions stay readable (a node that started fetching before a deployment, a rollback).
 NONCURRENT_DAYS = 30
 DEPLOYMENT_ROLE_ID = "NodeAssetsDeploymentRole"
@@ -103,12 +103,11 @@ class NodeAssets(Construct):
         )
         if not retain:
             explicit_bucket_policy(self.bucket)
-        runtime = runtime_dir or node_bootstrap.RUNTIME_DIR
-        archive = runtime_archive(runtime)
+        archive = node_bootstrap.runtime_zip(runtime_dir)
         runtime_digest = sha256_of(archive)
         self.runtime_key = object_key(runtime_digest)
         self.settings["runtime"] = {"key": self.runtime_key, "sha256": runtime_digest}
-        script = (runtime / SCRIPT_DIR / SCRIPT).read_text()
+        script = SCRIPT_PATH.read_text()
         log_group = deployment_log_group(stack, DEPLOYMENT_LOGS_ID,
                                          description=f"{stack.stack_name}: logs of the ParallelCluster node assets "
                                          "deployment")

@@ -32,7 +32,7 @@ SHARED_STORAGE_NAME = "fsx"
 # the DevSettings section to an existing cluster is an update ParallelCluster accepts; changing it is not).
 HEAD_NODE_BOOTSTRAP_TIMEOUT_S = 3000
 # Slurm's HealthCheckProgram on ParallelCluster: the shim the head node's custom action writes under ParallelCluster's
-# shared /opt/slurm (runtime/parallelcluster/on_node_configured.sh), which runs each compute node's own program.
+# shared /opt/slurm (node/on_node_configured.sh), which runs each compute node's own program.
 HEALTH_CHECK_SHIM = "/opt/slurm/etc/scripts/fmcluster_health_check.sh"
 
 

@@ -1,4 +1,4 @@
-"""The custom actions every ParallelCluster node runs: fmcluster/runtime/parallelcluster/on_node_configured.sh,
+"""The custom actions every ParallelCluster node runs: node/on_node_configured.sh (beside this module),
 published under a stable key by `NodeAssets`, and arguments that never change with fmcluster's runtime or the
 collectors' settings or the spec's validation settings: the node's role and group and where its assets are. The
 validation level and policy travel in the group's published profile, so changing them replaces no compute node.
@@ -16,11 +16,9 @@ from typing import Any, Dict, List
 from aws_cdk import Token
 from constructs import Construct
 
-from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
-from fmcluster.orchestrators.parallelcluster.assets import SCRIPT as SCRIPT_NAME
-from fmcluster.orchestrators.parallelcluster.assets import SCRIPT_DIR, NodeAssets
+from fmcluster.orchestrators.parallelcluster.assets import SCRIPT_PATH, NodeAssets
 
-SCRIPT = RUNTIME_DIR / SCRIPT_DIR / SCRIPT_NAME
+SCRIPT = SCRIPT_PATH
 
 ROLES = ("head", "compute")
 # ParallelCluster passes Args to the script as words: every literal value must be one word.

@@ -40,7 +40,7 @@ from fmcluster.constructs.bucket_deployment import (
     server_access_log_bucket,
 )
 from fmcluster.constructs.runtime_archive import KEY_PREFIX as RUNTIME_PREFIX
-from fmcluster.constructs.runtime_archive import object_key, runtime_archive, sha256_of, staged
+from fmcluster.constructs.runtime_archive import object_key, sha256_of, staged
 from fmcluster.nag import acknowledge
 from fmcluster.platforms.hyperpod import lifecycle_entry
 
@@ -149,7 +149,7 @@ class LifecycleScripts(Construct):
         log_group = _deployment_log_group(stack)
         # The runtime by its sha256, never pruned: a node that read a pointer just before a deploy rewrote it still
         # finds the runtime it names.
-        archive = runtime_archive(node_bootstrap.RUNTIME_DIR)
+        archive = node_bootstrap.runtime_zip()
         self.runtime_sha256 = sha256_of(archive)
         self.runtime_key = object_key(self.runtime_sha256)
         self.runtime = s3deploy.BucketDeployment(
@@ -229,7 +229,7 @@ class LifecycleScripts(Construct):
             # OnCreate: the script runs when HyperPod creates the node (HyperPod on EKS: before the node joins)
             return sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(source_s3_uri=self.source_s3_uri, on_create=name)
         # OnInitComplete: HyperPod configures and starts Slurm and mounts FSx first, then runs our script
-        # (fmcluster/runtime/lifecycle/README.md); OnCreate would leave both to the script
+        # (node/README.md); OnCreate would leave both to the script
         return sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(source_s3_uri=self.source_s3_uri,
                                                                     on_init_complete=name)
 

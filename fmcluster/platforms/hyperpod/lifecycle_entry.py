@@ -21,15 +21,18 @@ as the node's failure (docs/changes.md, "Routine changes", says what HyperPod do
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from shlex import quote
 from typing import Any, Dict, Mapping, Optional
 
 from fmcluster.constructs.boot_pointer import SCHEMA, fetch_function_shell
 from fmcluster.constructs.boot_pointer import group_key as pointer_key
 from fmcluster.constructs.runtime_archive import KEY_PREFIX as RUNTIME_PREFIX
-from fmcluster.constructs.runtime_archive import object_key
+from fmcluster.constructs.runtime_archive import archive_path, object_key
 
-# The lifecycle scripts the runtime carries (fmcluster/runtime/lifecycle/), one per hook.
+# The lifecycle scripts, one per hook: this platform's node folder, which the runtime archive carries at its path in
+# the package (constructs/runtime_archive.py), so on the node below pkg/fmcluster/runtime/.
+NODE_DIR = Path(__file__).resolve().parent / "node"
 RUNTIME_SCRIPTS = {"OnInitComplete": "on_init_complete.sh", "OnCreate": "on_create_eks.sh"}
 
 
@@ -82,10 +85,11 @@ def entry_script(*, bucket: str, region: str, group: str, hook: str) -> str:
     ``FMCLUSTER_LIFECYCLE_ROOT`` (unset on nodes) prefixes the staging directory and ``FMCLUSTER_RETRY_DELAY``
     (default 10 s) paces the retries, for tests; every command runs under a timeout."""
     script = RUNTIME_SCRIPTS[hook]
+    node_dir = archive_path(NODE_DIR)
     pointer = pointer_key(group)
     return f"""#!/bin/bash
 # fmcluster: HyperPod {hook} entry of instance group {group}. Reads the group's pointer, fetches the runtime it
-# names, checks its sha256, unpacks it and runs its lifecycle/{script} (fmcluster/platforms/hyperpod/lifecycle_entry.py).
+# names, checks its sha256, unpacks it and runs its {node_dir}/{script} (fmcluster/platforms/hyperpod/lifecycle_entry.py).
 set -euo pipefail
 fm_bucket={quote(bucket)} fm_region={quote(region)} fm_group={quote(group)} fm_pointer={quote(pointer)}
 fm_stage="${{FMCLUSTER_LIFECYCLE_ROOT:-}}/var/lib/fmcluster/boot/$fm_group"
@@ -108,5 +112,5 @@ echo "$fm_sha256  $fm_stage/runtime.zip" | timeout 60 sha256sum -c --status \\
 timeout 300 python3 -m zipfile -e "$fm_stage/runtime.zip" "$fm_stage/pkg/fmcluster/runtime" \\
   || fm_fail "cannot unpack $fm_stage/runtime.zip"
 touch "$fm_stage/pkg/fmcluster/__init__.py"
-exec bash "$fm_stage/pkg/fmcluster/runtime/lifecycle/{script}" --group "$fm_group" "$@"
+exec bash "$fm_stage/pkg/fmcluster/runtime/{node_dir}/{script}" --group "$fm_group" "$@"
 """

@@ -1,4 +1,4 @@
-"""The node gate's Kubernetes objects: a DaemonSet on the spec's node groups that runs fmcluster/runtime/kube_gate.py
+"""The node gate's Kubernetes objects: a DaemonSet on the spec's node groups that runs node/kube_gate.py
 (mounted from a ConfigMap) with the node's boot validation result (hostPath, read only), and a service account that
 may read and patch nodes and their status and create events in the default namespace: nothing else. docs/eks.md
 ("The validation gate") explains why this is race-free and why the kubelet cannot do it itself (NodeRestriction)."""
@@ -13,7 +13,7 @@ from fmcluster.platforms.kubernetes.versions import GATE_IMAGE
 
 NAMESPACE = "fmcluster-system"
 NAME = "fmcluster-node-gate"
-SCRIPT = Path(__file__).resolve().parents[2] / "runtime" / "kube_gate.py"
+SCRIPT = Path(__file__).resolve().parent / "node" / "kube_gate.py"
 STATE_DIR = "/var/lib/fmcluster"  # node_bootstrap.sh FMCLUSTER_STATE_DIR
 RESULT = "validation.json"
 # after the node's creation, how long the gate waits for a result before it treats the node as failed: user data

@@ -1,5 +1,5 @@
 """Objects for namespaces that another component creates at a time of its own: a Deployment in fmcluster's namespace
-runs fmcluster/runtime/kube_team_objects.py, which waits for each namespace and creates the objects there, so
+runs node/kube_team_objects.py, which waits for each namespace and creates the objects there, so
 CloudFormation never waits for the namespace (CDK's kubectl provider could wait at most 15 minutes, its Lambda
 function's limit). The objects are PersistentVolumeClaims (bound to their volume) and ServiceAccounts.
 
@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Mapping, Sequence
 from fmcluster.platforms.kubernetes.versions import GATE_IMAGE
 
 NAME = "fmcluster-team-objects"
-SCRIPT = Path(__file__).resolve().parents[2] / "runtime" / "kube_team_objects.py"
+SCRIPT = Path(__file__).resolve().parent / "node" / "kube_team_objects.py"
 OBJECTS_FILE = "objects.json"
 STATUS_DIR = "/run/fmcluster"
 READY_FILE = f"{STATUS_DIR}/ready"

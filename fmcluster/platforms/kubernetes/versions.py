@@ -107,9 +107,8 @@ CHARTS: Dict[str, ChartPin] = {
 CLUSTER_AUTOSCALER_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
 CLUSTER_AUTOSCALER_TAGS: Dict[str, str] = {"1.33": "v1.33.6", "1.34": "v1.34.5", "1.35": "v1.35.2"}
 
-# The node gate runs the standard-library script fmcluster/runtime/kube_gate.py (and the team-objects Deployment
-# kube_team_objects.py) in the Docker official Python image, pulled from its Amazon ECR Public mirror (no Docker Hub rate
-# limits). Minor-pinned tag.
+# The node gate and the team-objects Deployment run standard-library scripts (platforms/kubernetes/node/) in the
+# Docker official Python image, pulled from its Amazon ECR Public mirror (no Docker Hub rate limits). Minor-pinned tag.
 # https://gallery.ecr.aws/docker/library/python
 GATE_IMAGE = "public.ecr.aws/docker/library/python:3.13-alpine"
 

@@ -131,7 +131,7 @@ def container_data_root(ctx: Ctx) -> Result:
         else:
             elsewhere.append(line)
     observed = "; ".join(on_root + elsewhere + seen)
-    lifecycle = (f"the lifecycle step 'containers' does it: python3 -m fmcluster.runtime.lifecycle.node docker-config "
+    lifecycle = (f"the lifecycle step 'containers' does it: python3 -m fmcluster.runtime.node_setup docker-config "
                  f"--file {DOCKER_DAEMON_JSON} --data-root {nvme_path}/docker/data-root (then systemctl restart "
                  f"docker) and enroot-config --file {ENROOT_CONF} --base {nvme_path}")
     if on_root:

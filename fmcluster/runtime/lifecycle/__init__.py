@@ -1,5 +1,3 @@
-"""SageMaker HyperPod (Slurm) lifecycle scripts: on_init_complete.sh does the side effects, node.py decides.
-
-See README.md in this directory for what HyperPod runs on each node, what it configures itself, and
-what these scripts still do (with sources, and what is unverified).
-"""
+"""Earlier names of node-side tools that moved, kept for what earlier releases wrote and still runs them: node.py
+(the node-setup tool, which EKS launch templates run by this name) and the HyperPod lifecycle scripts (which entries
+written before the scripts moved to platforms/hyperpod/node/ exec during the deploy that rewrites them)."""

@@ -277,16 +277,16 @@ def test_lifecycle_entries_parameters_and_profiles(synth_example):
     from fmcluster.platforms.hyperpod import lifecycle_entry
     from fmcluster.registry import load_spec
     from fmcluster.runtime import contract
-    from fmcluster.runtime.lifecycle import node
+    from fmcluster.runtime.node_setup import identity, parameters
 
     spec = load_spec("examples/hyperpod-eks-p5en-training-plan.yaml")
     params = nodes.lifecycle_parameters(spec, "us-east-1", None, observability=False)
     assert tuple(params) == contract.EKS_LIFECYCLE_PARAMETERS_KEYS
     assert all(tuple(w) == contract.EKS_WORKER_GROUP_KEYS for w in params["worker_groups"])
-    node.validate_eks_params(params)
-    assert node.eks_node(params, "h200")["node_policy"] == "fail"
+    parameters.validate_eks_params(params)
+    assert identity.eks_node(params, "h200")["node_policy"] == "fail"
     entry = lifecycle_entry.entry_script(bucket="b", region="us-east-1", group="h200", hook="OnCreate")
-    assert "fm_group=h200 " in entry and entry.endswith('lifecycle/on_create_eks.sh" --group "$fm_group" "$@"\n')
+    assert "fm_group=h200 " in entry and entry.endswith('platforms/hyperpod/node/on_create_eks.sh" --group "$fm_group" "$@"\n')
     profile = nodes.node_profile(spec, spec.node_groups[0])
     assert profile.orchestrator == "kubernetes" and profile.policy == "fail" and profile.instance_store is None
     assert profile.mounts == [{"path": "/fsx", "fstype": "lustre", "required": True, "efa": True}]

@@ -140,9 +140,9 @@ def test_lifecycle_parameters_carry_groups_fsx_validation_and_collectors():
     assert params["observability"]["gpu_job_map"] is True  # the example is a new cluster: every node gets the hooks
     assert params["users"] == [{"name": "ml", "uid": 2001, "groups": ["docker"], "ssh_public_keys": []}]
     # the lifecycle scripts accept exactly this document
-    from fmcluster.runtime.lifecycle import node
+    from fmcluster.runtime.node_setup import parameters
 
-    assert node.validate_params(json.loads(json.dumps(params)))["controller_group"] == "controller"
+    assert parameters.validate_params(json.loads(json.dumps(params)))["controller_group"] == "controller"
 
 
 def test_the_lifecycle_parameters_name_the_file_system_only_when_the_lifecycle_mounts_it(p5, b200):

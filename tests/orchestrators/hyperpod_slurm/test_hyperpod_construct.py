@@ -201,7 +201,7 @@ def test_lifecycle_files_have_the_contents_asked_for(built):
     import zipfile
 
     from fmcluster.constructs import node_bootstrap
-    from fmcluster.constructs.runtime_archive import runtime_archive, sha256_of
+    from fmcluster.constructs.runtime_archive import sha256_of
 
     outdir = built["stack"].node.root.outdir
     names: Dict[str, bytes] = {}
@@ -213,11 +213,11 @@ def test_lifecycle_files_have_the_contents_asked_for(built):
         if os.path.isdir(d):
             for fn in os.listdir(d):
                 names.setdefault(fn, open(os.path.join(d, fn), "rb").read())
-    digest = sha256_of(runtime_archive(node_bootstrap.RUNTIME_DIR))
+    digest = sha256_of(node_bootstrap.runtime_zip())
     assert sha256_of(names[f"{digest}.zip"]) == digest, "the runtime object is named by its own sha256"
     entry = names["on_init_complete.gpu.sh"].decode()
     assert entry.startswith("#!/bin/bash\n") and "fm_group=gpu " in entry and "fm_pointer=boot/groups/gpu.json" in entry
-    assert 'lifecycle/on_init_complete.sh" --group "$fm_group" "$@"' in entry
+    assert 'runtime/platforms/hyperpod/node/on_init_complete.sh" --group "$fm_group" "$@"' in entry
     # a deploy-time value (the FSx DNS name from another stack) is a marker the deployment replaces with its JSON
     text = names["gpu.json"].decode()
     assert "<<marker:" in text

@@ -14,7 +14,8 @@ from fmcluster.orchestrators.hyperpod_slurm.construct import lifecycle_parameter
 from fmcluster.platforms.storage import SharedFileSystem
 from fmcluster.registry import parse_spec
 from fmcluster.runtime import contract
-from fmcluster.runtime.lifecycle import node
+from fmcluster.runtime.node_setup import parameters
+from fmcluster.runtime.node_setup.files import SetupError
 from fmcluster.spec import SpecError
 
 ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHNhbXBsZWtleXNhbXBsZWtleXNhbXBsZWtleXNhbXBs alice@laptop"
@@ -40,9 +41,9 @@ def spec_accepts(user: dict) -> bool:
 
 def node_accepts(user: dict) -> bool:
     try:
-        node.users_of({"users": [user]})
+        parameters.users_of({"users": [user]})
         return True
-    except node.LifecycleError:
+    except SetupError:
         return False
 
 
@@ -90,7 +91,7 @@ def test_lifecycle_parameters_the_synth_side_renders_pass_the_node_side_and_matc
     assert all(tuple(w) == contract.WORKER_GROUP_KEYS for w in params["worker_groups"])
     assert tuple(params["fsx"]) == contract.FSX_KEYS
     assert all(tuple(u) == contract.USER_KEYS for u in params["users"])
-    node.validate_params(params)  # raises on any disagreement
+    parameters.validate_params(params)  # raises on any disagreement
 
 
 def test_the_ml_prefix_rule_is_one_function_pair():

@@ -316,17 +316,16 @@ def test_the_node_assets_bucket_logs_its_access_to_a_retained_log_bucket(synth_e
     assert delivery["Condition"]["ArnLike"]["aws:SourceArn"] == {"Fn::GetAtt": [bucket_id, "Arn"]}
 
 
-def test_the_runtime_is_one_deterministic_archive(tmp_path):
-    from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
-    from fmcluster.constructs.runtime_archive import runtime_archive
+def test_the_runtime_is_one_deterministic_archive_carrying_this_kinds_node_folder():
+    from fmcluster.constructs.node_bootstrap import runtime_zip
 
-    first = runtime_archive(RUNTIME_DIR)
-    assert first == runtime_archive(RUNTIME_DIR)
+    first = runtime_zip()
+    assert first == runtime_zip()
     import io
     import zipfile
 
     names = zipfile.ZipFile(io.BytesIO(first)).namelist()
-    assert "parallelcluster/on_node_configured.sh" in names and "catalog.json" in names
+    assert "orchestrators/parallelcluster/node/on_node_configured.sh" in names and "catalog.json" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 

@@ -1,6 +1,9 @@
 """The OnNodeConfigured script, run with stand-ins for aws, systemctl, hostname, the collectors' installer and the
 validator: each policy does what docs/parallelcluster.md says on ParallelCluster, the Slurm node name and
-ParallelCluster's Slurm are what the validator uses, the head node runs the Slurm collector."""
+ParallelCluster's Slurm are what the validator uses, the head node runs the Slurm collector.
+
+Each run costs a second of CPU, so tests that assert on the same run share it (a healthy compute node's boot, the head
+node's boot: module-scoped), and each other test runs the path it is about."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import pytest
 
 from fmcluster.constructs.node_bootstrap import RUNTIME_DIR
+from fmcluster.constructs.runtime_archive import archive_members, node_folders
 from fmcluster.orchestrators.parallelcluster.node_script import SCRIPT
 
 NODE = "gpu-st-p5-48xlarge-1"  # <queue>-st-<compute resource>-<n>: ParallelCluster's static node name
@@ -26,16 +30,14 @@ PROFILE = {"instance_type": "p5.48xlarge", "orchestrator": "slurm", "group": "gp
 
 @pytest.fixture(scope="module")
 def runtime_zip(tmp_path_factory) -> Path:
-    """The runtime as its asset zips it, with the collectors' installer replaced by a recorder."""
+    """The runtime archive's files, with the collectors' installer replaced by a recorder."""
     path = tmp_path_factory.mktemp("asset") / "runtime.zip"
     with zipfile.ZipFile(path, "w") as z:
-        for f in RUNTIME_DIR.rglob("*"):
-            if f.is_file() and "__pycache__" not in f.parts:
-                rel = f.relative_to(RUNTIME_DIR).as_posix()
-                if rel == "observability/install.sh":
-                    z.writestr(rel, '#!/bin/bash\necho "$@" >> "$FMCLUSTER_TEST_LOG/install.log"\n')
-                else:
-                    z.write(f, rel)
+        for rel, f in sorted(archive_members(RUNTIME_DIR, with_folders=node_folders()).items()):
+            if rel == "observability/install.sh":
+                z.writestr(rel, '#!/bin/bash\necho "$@" >> "$FMCLUSTER_TEST_LOG/install.log"\n')
+            else:
+                z.write(f, rel)
     return path
 
 
@@ -147,11 +149,26 @@ HEAD_ARGS = ["--role", "head", "--source", SOURCE, "--region", "us-east-1", "--n
 UPDATE_ARGS = HEAD_ARGS + ["--event", "updated", "--revision", "0123456789abcdef"]
 
 
-@pytest.mark.parametrize("policy", ["fail", "report"])
-def test_a_healthy_node_passes_under_every_policy(tmp_path, runtime_zip, policy):
-    node = Node(tmp_path, runtime_zip, healthy=True)
-    r = node.run(*compute_args(policy))
+@pytest.fixture(scope="module")
+def healthy_compute(tmp_path_factory, runtime_zip) -> Node:
+    """A healthy GPU compute node with instance NVMe and no docker, booted once with the queue's arguments (its
+    profile says level standard, policy fail)."""
+    node = Node(tmp_path_factory.mktemp("compute"), runtime_zip, healthy=True)
+    r = node.run(*compute_args())
     assert r.returncode == 0, node.file("log/on-node-configured.log")
+    return node
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory, runtime_zip) -> Node:
+    """The head node (no GPU), booted once."""
+    node = Node(tmp_path_factory.mktemp("head"), runtime_zip, gpu=False)
+    assert node.run(*HEAD_ARGS).returncode == 0, node.file("log/on-node-configured.log")
+    return node
+
+
+def test_a_healthy_node_passes(healthy_compute):
+    node, tmp_path = healthy_compute, healthy_compute.tmp
     assert "node validation passed" in node.file("log/on-node-configured.log")
     assert not (tmp_path / "units" / "fmcluster-validate.service").exists()
     assert json.loads(node.file("etc/profile.json")) == PROFILE
@@ -160,9 +177,8 @@ def test_a_healthy_node_passes_under_every_policy(tmp_path, runtime_zip, policy)
                                      f"{tmp_path}/home/runtime.zip")
 
 
-def test_the_boot_run_waits_for_slurmd_and_parallelclusters_resume_and_names_the_slurm_node(tmp_path, runtime_zip):
-    node = Node(tmp_path, runtime_zip, healthy=True)
-    assert node.run(*compute_args("fail")).returncode == 0
+def test_the_boot_run_waits_for_slurmd_and_parallelclusters_resume_and_names_the_slurm_node(healthy_compute):
+    node, tmp_path = healthy_compute, healthy_compute.tmp
     (call,) = node.calls("validate")
     assert "--policy report" in call and "--level standard" in call
     assert "--skip orch.agent --skip orch.slurm_node" in call and f"--node-name {NODE}" in call
@@ -338,9 +354,8 @@ def test_usage_errors_exit_2(tmp_path, runtime_zip, args):
     assert Node(tmp_path, runtime_zip).run(*args).returncode == 2
 
 
-def test_gpu_compute_nodes_install_collectors_without_dcgm_when_the_ami_has_no_docker(tmp_path, runtime_zip):
-    node = Node(tmp_path, runtime_zip, gpu=True, docker=False)
-    assert node.run(*compute_args()).returncode == 0
+def test_gpu_compute_nodes_install_collectors_without_dcgm_when_the_ami_has_no_docker(healthy_compute):
+    node = healthy_compute
     (call,) = node.calls("install")
     assert call.startswith("--cluster pc --region us-east-1 --remote-write-url https://aps/api/v1/remote_write")
     assert "--node-group gpu" in call and "--no-dcgm" in call and "--slurm-collector" not in call
@@ -362,9 +377,8 @@ def test_without_observability_no_collectors(tmp_path, runtime_zip):
     assert node.calls("install") == [] and node.calls("validate")
 
 
-def test_the_head_node_runs_the_slurm_collector_with_parallelclusters_sinfo_and_credentials(tmp_path, runtime_zip):
-    node = Node(tmp_path, runtime_zip, gpu=False)
-    assert node.run(*HEAD_ARGS).returncode == 0
+def test_the_head_node_runs_the_slurm_collector_with_parallelclusters_sinfo_and_credentials(head):
+    node, tmp_path = head, head.tmp
     assert node.fetched() == ["settings.json", node.runtime_key]  # no profile: no validation
     (call,) = node.calls("install")
     assert "--slurm-collector --no-dcgm" in call and "--node-group head-node" in call
@@ -374,11 +388,10 @@ def test_the_head_node_runs_the_slurm_collector_with_parallelclusters_sinfo_and_
     assert node.calls("validate") == []  # no boot validation on the head node
 
 
-def test_the_head_node_allows_the_collector_again_after_every_boot(tmp_path, runtime_zip):
+def test_the_head_node_allows_the_collector_again_after_every_boot(head):
     """ParallelCluster restores its saved iptables rules at boot, without the collector's allow:
     a unit re-runs imds-access.sh after them."""
-    node = Node(tmp_path, runtime_zip, gpu=False)
-    assert node.run(*HEAD_ARGS).returncode == 0
+    node, tmp_path = head, head.tmp
     unit = node.file("units/fmcluster-imds-allow.service")
     assert "After=network-online.target parallelcluster-iptables.service" in unit
     assert f"ExecStart=/usr/bin/timeout --kill-after=10 60 {tmp_path}/pcluster/scripts/imds/imds-access.sh --allow " \
@@ -386,15 +399,19 @@ def test_the_head_node_allows_the_collector_again_after_every_boot(tmp_path, run
     assert "enable fmcluster-imds-allow.service" in node.calls("systemctl")
 
 
-def test_an_update_refreshes_the_head_nodes_runtime_and_collectors(tmp_path, runtime_zip):
-    """OnNodeUpdated (after a cluster update): the current runtime and settings, the collectors installed again."""
+def test_an_update_refreshes_the_head_nodes_runtime_collectors_and_health_check_shim(tmp_path, runtime_zip):
+    """OnNodeUpdated (after a cluster update): the current runtime and settings, the collectors installed again, and
+    the shared health check shim written on every event."""
     node = Node(tmp_path, runtime_zip, gpu=False)
     assert node.run(*HEAD_ARGS).returncode == 0
     node.write_settings(scrape_interval=60)
+    shim = node.scripts / "fmcluster_health_check.sh"
+    shim.unlink()
     assert node.run(*UPDATE_ARGS).returncode == 0
     assert node.fetched() == ["settings.json", node.runtime_key] * 2
     assert "--scrape-interval 60" in node.calls("install")[-1]
     assert "revision=0123456789abcdef" in node.file("log/on-node-configured.log")
+    assert shim.exists()
 
 
 def test_an_update_that_turns_observability_off_stops_the_head_nodes_collectors(tmp_path, runtime_zip):
@@ -416,9 +433,8 @@ def test_the_head_node_never_fails_its_bootstrap_or_an_update(tmp_path, runtime_
     assert node.calls("install") == []
 
 
-def test_container_data_moves_to_the_instance_nvme(tmp_path, runtime_zip):
-    node = Node(tmp_path, runtime_zip)
-    assert node.run(*compute_args()).returncode == 0
+def test_container_data_moves_to_the_instance_nvme(healthy_compute):
+    node = healthy_compute
     daemon = json.loads((node.root / "etc" / "docker" / "daemon.json").read_text())
     assert daemon["data-root"] == "/opt/dlami/nvme/docker/data-root"
     enroot = (node.root / "etc" / "enroot" / "enroot.conf").read_text()
@@ -433,9 +449,8 @@ def test_without_instance_nvme_container_data_stays(tmp_path, runtime_zip):
     assert "container data left where the AMI puts it" in node.file("log/on-node-configured.log")
 
 
-def test_the_head_node_registers_the_gpu_job_map_beside_parallelclusters_own_prolog(tmp_path, runtime_zip):
-    node = Node(tmp_path, runtime_zip)
-    assert node.run(*HEAD_ARGS).returncode == 0
+def test_the_head_node_registers_the_gpu_job_map_beside_parallelclusters_own_prolog(head):
+    node, tmp_path = head, head.tmp
     prolog = node.scripts / "prolog.d" / "80_fmcluster_dcgm_job_map"
     epilog = node.scripts / "epilog.d" / "80_fmcluster_dcgm_job_map"
     # Slurm runs prolog.d in reverse alphabetical order: ParallelCluster's health check first, then ours
@@ -443,15 +458,18 @@ def test_the_head_node_registers_the_gpu_job_map_beside_parallelclusters_own_pro
                                                                 "90_pcluster_health_check_manager"]
     assert os.access(prolog, os.X_OK) and os.access(epilog, os.X_OK)
     assert f"exec {tmp_path / 'home' / 'slurm' / 'prolog.sh'}" in prolog.read_text()
-    # a compute node without the hook (no collectors there) runs nothing, and its job starts
-    (tmp_path / "home" / "slurm" / "prolog.sh").unlink()
-    assert subprocess.run([str(prolog)], env={"SLURM_JOB_ID": "5"}, timeout=30).returncode == 0
+    # a compute node without the hook (no collectors there) runs nothing, and its job starts: the hook is moved
+    # aside, not deleted, so the shared node stays as booted
+    hook = tmp_path / "home" / "slurm" / "prolog.sh"
+    hook.rename(hook.with_suffix(".aside"))
+    try:
+        assert subprocess.run([str(prolog)], env={"SLURM_JOB_ID": "5"}, timeout=30).returncode == 0
+    finally:
+        hook.with_suffix(".aside").rename(hook)
 
 
-def test_compute_nodes_leave_the_shared_prolog_to_the_head_node(tmp_path, runtime_zip):
-    node = Node(tmp_path, runtime_zip)
-    node.run(*compute_args())
-    assert not (node.scripts / "prolog.d" / "80_fmcluster_dcgm_job_map").exists()
+def test_compute_nodes_leave_the_shared_prolog_to_the_head_node(healthy_compute):
+    assert not (healthy_compute.scripts / "prolog.d" / "80_fmcluster_dcgm_job_map").exists()
 
 
 def test_an_update_that_turns_observability_off_unregisters_the_job_map(tmp_path, runtime_zip):
@@ -464,23 +482,19 @@ def test_an_update_that_turns_observability_off_unregisters_the_job_map(tmp_path
     assert sorted(p.name for p in (node.scripts / "epilog.d").iterdir()) == ["90_pcluster_noop"]
 
 
-def test_compute_nodes_write_their_slurm_health_check_before_slurmd_starts(tmp_path, runtime_zip):
-    node = Node(tmp_path, runtime_zip, healthy=True)
-    assert node.run(*compute_args()).returncode == 0
+def test_compute_nodes_write_their_slurm_health_check_before_slurmd_starts(healthy_compute):
+    node = healthy_compute
     text = node.file("home/slurm/health_check.sh")
-    assert f"--profile {tmp_path}/etc/profile.json --node-name {NODE}" in text
+    assert f"--profile {node.tmp}/etc/profile.json --node-name {NODE}" in text
     assert not (node.scripts / "fmcluster_health_check.sh").exists(), "the shared shim is the head node's"
 
 
-def test_the_head_node_writes_the_shared_health_check_shim_on_every_event(tmp_path, runtime_zip):
+def test_the_head_node_writes_the_shared_health_check_shim(head):
     from fmcluster.orchestrators.parallelcluster.config import HEALTH_CHECK_SHIM
 
-    node = Node(tmp_path, runtime_zip)
-    assert node.run(*HEAD_ARGS).returncode == 0
+    node, tmp_path = head, head.tmp
     shim = node.scripts / "fmcluster_health_check.sh"
     assert HEALTH_CHECK_SHIM == f"/opt/slurm/etc/scripts/{shim.name}", "the configuration names what the head writes"
     assert f"{tmp_path}/home/slurm/health_check.sh" in shim.read_text()
     # the head node has no program of its own: the shim succeeds there, as on a node booted before this runtime
     assert subprocess.run([str(shim)], env={}, timeout=30).returncode == 0
-    shim.unlink()
-    assert node.run(*UPDATE_ARGS).returncode == 0 and shim.exists()

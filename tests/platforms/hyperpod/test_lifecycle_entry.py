@@ -15,14 +15,18 @@ from typing import Any, Dict
 import pytest
 from helpers.fake_s3 import runtime_bucket
 
+from fmcluster.constructs.runtime_archive import archive_path
 from fmcluster.platforms.hyperpod import lifecycle_entry
+
+NODE_FOLDER = archive_path(lifecycle_entry.NODE_DIR)  # platforms/hyperpod/node, below the runtime's root
 
 PARAMS = {"version": 1, "workload_manager": "slurm", "cluster_name": "demo", "controller_group": "controller"}
 PROFILE = {"instance_type": "ml.p5.48xlarge", "group": "gpu-a", "level": "standard", "policy": "drain"}
-# The runtime's lifecycle script, as a stand-in: says what it was given and what lies where common.sh looks.
+# The platform's lifecycle script, as a stand-in: says what it was given and what lies where common.sh looks (the
+# prefix holding pkg/, six levels above pkg/fmcluster/runtime/platforms/hyperpod/node).
 FAKE_LIFECYCLE = """#!/bin/bash
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-prefix="$(cd "$here/../../../.." && pwd)"
+prefix="$(cd "$here/../../../../../.." && pwd)"
 echo "ran $(basename "$0") $*"
 echo "params $(cat "$prefix/fmcluster_parameters.json" | tr -d ' \\n')"
 ls "$prefix/profiles" 2>/dev/null | sed 's/^/profile /'
@@ -32,7 +36,7 @@ ls "$prefix/profiles" 2>/dev/null | sed 's/^/profile /'
 @pytest.fixture
 def node(tmp_path: Path) -> Dict[str, Any]:
     return runtime_bucket(tmp_path, "sagemaker-demo",
-                          {f"lifecycle/{script}": FAKE_LIFECYCLE for script in lifecycle_entry.RUNTIME_SCRIPTS.values()})
+                          {f"{NODE_FOLDER}/{script}": FAKE_LIFECYCLE for script in lifecycle_entry.RUNTIME_SCRIPTS.values()})
 
 
 def publish(node: Dict[str, Any], for_group: str = "gpu-a", profile: Any = PROFILE, **overrides: Any) -> None:
@@ -93,7 +97,7 @@ def test_a_runtime_that_does_not_match_the_pointers_sha256_is_never_unpacked_or_
     (node["bucket"] / f"runtime/{node['digest']}.zip").write_bytes(b"PK tampered or truncated")
     result = run_entry(node)
     assert result.returncode == 1 and "does not match its sha256 in the pointer" in result.stderr
-    assert not (node["root"] / "var/lib/fmcluster/boot/gpu-a/pkg/fmcluster/runtime/lifecycle").exists()
+    assert not (node["root"] / "var/lib/fmcluster/boot/gpu-a/pkg/fmcluster/runtime" / NODE_FOLDER).exists()
     assert "ran " not in result.stdout
 
 

@@ -14,7 +14,8 @@ from typing import Any, Dict, List
 import pytest
 
 from fmcluster.platforms.kubernetes import gate, labels
-from fmcluster.runtime import actions, kube_gate
+from fmcluster.platforms.kubernetes.node import kube_gate
+from fmcluster.runtime import actions
 
 NODE = "ip-10-4-1-23.ec2.internal"
 GPU = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}

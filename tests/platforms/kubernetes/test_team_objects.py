@@ -1,4 +1,4 @@
-"""Claims and service accounts created from inside the cluster once their namespace exists (runtime/
+"""Claims and service accounts created from inside the cluster once their namespace exists (platforms/kubernetes/node/
 kube_team_objects.py), and the objects that run it (platforms/kubernetes/team_objects.py). The script is driven
 in-process against a fake of the Kubernetes API that answers as the API server does (objects, and Status objects for
 404, 409 and a terminating namespace's 403); one test runs the real HTTP transport against a local server."""
@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from fmcluster.platforms.kubernetes import pod_identity, team_objects, volumes
-from fmcluster.runtime import kube_team_objects
+from fmcluster.platforms.kubernetes.node import kube_team_objects
 
 RESEARCH, PRODUCTION = "hyperpod-ns-research", "hyperpod-ns-production"
 CHECKPOINTS = "fmcluster-checkpoints"

@@ -321,7 +321,7 @@ stop_collectors() {
 # expects it), as the HyperPod lifecycle does: the root volume never fills with layers.
 configure_containers() {
   local out base
-  out=$(PYTHONPATH="$home/pkg" timeout 60 "$python" -m fmcluster.runtime.lifecycle.node storage-root \
+  out=$(PYTHONPATH="$home/pkg" timeout 60 "$python" -m fmcluster.runtime.node_setup storage-root \
     --root "${root:-/}") || return 0
   base="${out%%$'\t'*}"
   if [[ -z "$base" ]]; then
@@ -332,7 +332,7 @@ configure_containers() {
   install -d -m 1777 "$root$base/enroot" "$root$base/enroot/runtime" "$root$base/enroot/cache" \
     "$root$base/enroot/data" "$root$base/enroot/tmp"
   if [[ -d "$root/etc/docker" ]]; then
-    out=$(PYTHONPATH="$home/pkg" timeout 60 "$python" -m fmcluster.runtime.lifecycle.node docker-config \
+    out=$(PYTHONPATH="$home/pkg" timeout 60 "$python" -m fmcluster.runtime.node_setup docker-config \
       --file "$root/etc/docker/daemon.json" --data-root "$base/docker/data-root") || out=failed
     log "docker data-root under $base: $out"
     if [[ "$out" == changed ]] && timeout 30 systemctl is-active --quiet docker; then
@@ -340,7 +340,7 @@ configure_containers() {
     fi
   fi
   if [[ -d "$root/etc/enroot" ]]; then
-    out=$(PYTHONPATH="$home/pkg" timeout 60 "$python" -m fmcluster.runtime.lifecycle.node enroot-config \
+    out=$(PYTHONPATH="$home/pkg" timeout 60 "$python" -m fmcluster.runtime.node_setup enroot-config \
       --file "$root/etc/enroot/enroot.conf" --base "$base") || out=failed
     log "enroot paths under $base: $out"
   fi

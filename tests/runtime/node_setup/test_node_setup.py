@@ -1,4 +1,5 @@
-"""node.py: the lifecycle decisions against HyperPod's resource_config.json format and our parameters."""
+"""fmcluster.runtime.node_setup: the node-side decisions against HyperPod's resource_config.json format, our
+parameters and the files a node holds (fstab, daemon.json, enroot.conf)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import re
 import pytest
 from helpers.lifecycle import CONTROLLER_IP, CPU_IP, GPU_IP, LOGIN_IP, params, resource_config
 
-from fmcluster.runtime.lifecycle import node
-from fmcluster.runtime.lifecycle.node import LifecycleError
+from fmcluster.runtime.node_setup import cli, containers, efa_units, identity, parameters, storage
+from fmcluster.runtime.node_setup.files import SetupError
 
 
 @pytest.mark.parametrize("ip, role, group, partition, gpu", [
@@ -19,43 +20,50 @@ from fmcluster.runtime.lifecycle.node import LifecycleError
     (CPU_IP, "compute", "cpu-b", "cpu-b", "0"),
 ])
 def test_role_comes_from_the_instance_group_holding_this_address(ip, role, group, partition, gpu):
-    p = node.whoami(resource_config(), params(), ["192.168.9.9", ip])
+    p = identity.whoami(resource_config(), params(), ["192.168.9.9", ip])
     assert (p["role"], p["group"], p["partition"], p["gpu"]) == (role, group, partition, gpu)
     assert p["node_ip"] == ip
     assert p["controller_ips"] == CONTROLLER_IP
 
 
 def test_plan_carries_every_setting_the_steps_need():
-    p = node.whoami(resource_config(), params(), [GPU_IP])
+    p = identity.whoami(resource_config(), params(), [GPU_IP])
     assert p["instance_type"] == "ml.p5.48xlarge" and p["instance_name"] == "gpu-a-2"
     assert (p["fsx"], p["fsx_dns_name"], p["fsx_mount_name"], p["fsx_mount_point"], p["fsx_efa"]) == (
         "1", "fs-0abc.fsx.us-east-1.amazonaws.com", "abcdefgh", "/fsx", "0")
     got = (p["level"], p["policy"], p["observability"], p["scrape_interval"], p["users"])
     assert got == ("standard", "drain", "1", "30", "1")
-    bare = node.whoami(resource_config(), params(fsx=None, observability=None, users=[], validation=None), [GPU_IP])
+    bare = identity.whoami(resource_config(), params(fsx=None, observability=None, users=[], validation=None), [GPU_IP])
     assert (bare["fsx"], bare["observability"], bare["users"], bare["policy"]) == ("0", "0", "0", "drain")
 
 
+
+@pytest.mark.parametrize("ip, over_efa", [(GPU_IP, "1"), (CONTROLLER_IP, "0"), (CPU_IP, "0"), (LOGIN_IP, "0")])
+def test_only_nodes_with_efa_mount_an_efa_file_system_over_efa(ip, over_efa):
+    """LNet over EFA needs EFA on this node; the others reach the same file system over TCP."""
+    fsx = {"dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com", "mount_name": "abcdefgh", "mount_point": "/fsx", "efa": True}
+    assert identity.whoami(resource_config(), params(fsx=fsx), [ip])["fsx_efa"] == over_efa
+
 def test_hostname_is_the_fallback_when_no_address_matches():
-    assert node.whoami(resource_config(), params(), ["192.168.9.9"], "ip-10-1-2-21")["group"] == "cpu-b"
-    assert node.whoami(resource_config(), params(), [], "login-1.ec2.internal")["role"] == "login"
+    assert identity.whoami(resource_config(), params(), ["192.168.9.9"], "ip-10-1-2-21")["group"] == "cpu-b"
+    assert identity.whoami(resource_config(), params(), [], "login-1.ec2.internal")["role"] == "login"
 
 
 def test_a_node_missing_from_resource_config_is_a_clear_error():
-    with pytest.raises(LifecycleError, match="192.168.9.9.*not in resource_config.json"):
-        node.whoami(resource_config(), params(), ["192.168.9.9"], "somehost")
+    with pytest.raises(SetupError, match="192.168.9.9.*not in resource_config.json"):
+        identity.whoami(resource_config(), params(), ["192.168.9.9"], "somehost")
 
 
 def test_a_group_missing_from_the_parameters_is_a_clear_error():
-    with pytest.raises(LifecycleError, match="'login' is neither"):
-        node.whoami(resource_config(), params(login_group=None), [LOGIN_IP])
+    with pytest.raises(SetupError, match="'login' is neither"):
+        identity.whoami(resource_config(), params(login_group=None), [LOGIN_IP])
 
 
 def test_duplicate_address_is_refused():
     rc = resource_config()
     rc["InstanceGroups"][3]["Instances"][0]["CustomerIpAddress"] = GPU_IP
-    with pytest.raises(LifecycleError, match="appears 2 times"):
-        node.whoami(rc, params(), [GPU_IP])
+    with pytest.raises(SetupError, match="appears 2 times"):
+        identity.whoami(rc, params(), [GPU_IP])
 
 
 @pytest.mark.parametrize("change, message", [
@@ -76,8 +84,8 @@ def test_duplicate_address_is_refused():
                          "gpu": True, "efa": True, "nvme": True}]}, r"worker_groups\[0\]: unknown key\(s\) nvme"),
 ])
 def test_bad_parameters_name_the_field(change, message):
-    with pytest.raises(LifecycleError, match=message):
-        node.validate_params(params(**change))
+    with pytest.raises(SetupError, match=message):
+        parameters.validate_params(params(**change))
 
 
 def test_local_addresses_read_fib_trie(tmp_path):
@@ -87,8 +95,8 @@ def test_local_addresses_read_fib_trie(tmp_path):
         "     +-- 10.1.0.0/16 2 0 2\n        |-- 10.1.1.12\n           /32 host LOCAL\n"
         "        |-- 10.1.255.255\n           /32 link BROADCAST\n"
         "     |-- 127.0.0.1\n        /32 host LOCAL\n")
-    assert "10.1.1.12" in node.local_addresses(str(tmp_path))
-    assert not [a for a in node.local_addresses(str(tmp_path)) if a.startswith("127.") or a == "10.1.255.255"]
+    assert "10.1.1.12" in identity.local_addresses(str(tmp_path))
+    assert not [a for a in identity.local_addresses(str(tmp_path)) if a.startswith("127.") or a == "10.1.255.255"]
 
 
 def _mounts(tmp_path, *lines):
@@ -99,31 +107,31 @@ def _mounts(tmp_path, *lines):
 
 def test_storage_root_prefers_nvme_then_the_sagemaker_volume_never_root(tmp_path):
     root = "/dev/nvme0n1p1 / ext4 rw 0 0"
-    assert node.storage_root(_mounts(tmp_path, root, "/dev/md0 /opt/dlami/nvme ext4 rw 0 0",
+    assert storage.storage_root(_mounts(tmp_path, root, "/dev/md0 /opt/dlami/nvme ext4 rw 0 0",
                                      "/dev/nvme1n1 /opt/sagemaker ext4 rw 0 0"))[0] == "/opt/dlami/nvme"
-    assert node.storage_root(_mounts(tmp_path, root, "/dev/nvme1n1 /opt/sagemaker ext4 rw 0 0"))[0] == "/opt/sagemaker"
-    path, why = node.storage_root(_mounts(tmp_path, root))
+    assert storage.storage_root(_mounts(tmp_path, root, "/dev/nvme1n1 /opt/sagemaker ext4 rw 0 0"))[0] == "/opt/sagemaker"
+    path, why = storage.storage_root(_mounts(tmp_path, root))
     assert path is None and "neither" in why
     # a bind mount of the root device is still the root volume
-    assert node.storage_root(_mounts(tmp_path, root, "/dev/nvme0n1p1 /opt/dlami/nvme ext4 rw 0 0"))[0] is None
+    assert storage.storage_root(_mounts(tmp_path, root, "/dev/nvme0n1p1 /opt/dlami/nvme ext4 rw 0 0"))[0] is None
 
 
 def test_docker_config_merges_and_is_idempotent(tmp_path):
     f = tmp_path / "etc/docker/daemon.json"
     f.parent.mkdir(parents=True)
     f.write_text(json.dumps({"default-runtime": "nvidia", "runtimes": {"nvidia": {"path": "nvidia-container-runtime"}}}))
-    assert node.docker_config(str(f), "/opt/dlami/nvme/docker/data-root") is True
+    assert containers.docker_config(str(f), "/opt/dlami/nvme/docker/data-root") is True
     data = json.loads(f.read_text())
     assert data["data-root"] == "/opt/dlami/nvme/docker/data-root" and data["default-runtime"] == "nvidia"
     # images follow data-root only with the classic store (containerd's store lives under /var/lib/containerd)
     assert data["features"] == {"containerd-snapshotter": False}
-    assert node.docker_config(str(f), "/opt/dlami/nvme/docker/data-root") is False
+    assert containers.docker_config(str(f), "/opt/dlami/nvme/docker/data-root") is False
 
 
 def test_docker_config_keeps_an_explicit_containerd_store_choice(tmp_path):
     f = tmp_path / "daemon.json"
     f.write_text(json.dumps({"features": {"containerd-snapshotter": True, "buildkit": True}}))
-    node.docker_config(str(f), "/opt/dlami/nvme/docker/data-root")
+    containers.docker_config(str(f), "/opt/dlami/nvme/docker/data-root")
     assert json.loads(f.read_text())["features"] == {"containerd-snapshotter": True, "buildkit": True}
 
 
@@ -131,7 +139,7 @@ def test_enroot_config_sets_commented_and_missing_keys_once(tmp_path):
     f = tmp_path / "enroot.conf"
     f.write_text("#ENROOT_LIBRARY_PATH /usr/lib/enroot\n#ENROOT_RUNTIME_PATH ${XDG_RUNTIME_DIR}/enroot\n"
                  "ENROOT_CACHE_PATH ${XDG_CACHE_HOME}/enroot\nENROOT_SQUASH_OPTIONS -comp lzo\n")
-    assert node.enroot_config(str(f), "/opt/dlami/nvme") is True
+    assert containers.enroot_config(str(f), "/opt/dlami/nvme") is True
     text = f.read_text()
     assert "ENROOT_RUNTIME_PATH /opt/dlami/nvme/enroot/runtime/user-${UID}\n" in text
     assert "ENROOT_CACHE_PATH /opt/dlami/nvme/enroot/cache\n" in text
@@ -139,19 +147,19 @@ def test_enroot_config_sets_commented_and_missing_keys_once(tmp_path):
     assert "ENROOT_TEMP_PATH /opt/dlami/nvme/enroot/tmp\n" in text
     assert "#ENROOT_LIBRARY_PATH" in text and "ENROOT_SQUASH_OPTIONS -comp lzo" in text
     assert text.count("ENROOT_CACHE_PATH") == 1
-    assert node.enroot_config(str(f), "/opt/dlami/nvme") is False
+    assert containers.enroot_config(str(f), "/opt/dlami/nvme") is False
 
 
 def test_cli_prints_key_tab_value_and_fails_with_one_line(tmp_path, capsys):
     rc_file, p_file = tmp_path / "rc.json", tmp_path / "pp.json"
     rc_file.write_text(json.dumps(resource_config()))
     p_file.write_text(json.dumps(params()))
-    assert node.main(["whoami", "--resource-config", str(rc_file), "--params", str(p_file), "--node-ip", GPU_IP]) == 0
+    assert cli.main(["whoami", "--resource-config", str(rc_file), "--params", str(p_file), "--node-ip", GPU_IP]) == 0
     lines = dict(line.split("\t", 1) for line in capsys.readouterr().out.splitlines())
     assert lines["role"] == "compute" and lines["group"] == "gpu-a"
-    assert node.main(["whoami", "--resource-config", str(tmp_path / "missing.json"), "--params", str(p_file)]) == 1
+    assert cli.main(["whoami", "--resource-config", str(tmp_path / "missing.json"), "--params", str(p_file)]) == 1
     assert "resource_config.json not found" in capsys.readouterr().err
-    assert node.main(["users", "--params", str(p_file)]) == 0
+    assert cli.main(["users", "--params", str(p_file)]) == 0
     assert capsys.readouterr().out == "alice\t2001\t/home/alice\t/bin/bash\tdocker\n"
 
 
@@ -166,7 +174,7 @@ def test_cli_prints_key_tab_value_and_fails_with_one_line(tmp_path, capsys):
 def test_an_eks_node_knows_its_group_from_its_entry_script(group, role, gpu, fsx_efa, efa_textfile):
     from helpers.lifecycle import eks_params
 
-    p = node.eks_node(eks_params(), group)
+    p = identity.eks_node(eks_params(), group)
     assert (p["role"], p["group"], p["gpu"], p["fsx_efa"], p["efa_textfile"]) == (role, group, gpu, fsx_efa, efa_textfile)
 
 
@@ -174,7 +182,7 @@ def test_an_eks_node_knows_its_group_from_its_entry_script(group, role, gpu, fsx
 def test_the_node_side_policy_leaves_taint_to_the_node_gate(policy, node_policy):
     from helpers.lifecycle import eks_params
 
-    p = node.eks_node(eks_params(validation={"level": "fast", "policy": policy}), "h100")
+    p = identity.eks_node(eks_params(validation={"level": "fast", "policy": policy}), "h100")
     assert (p["policy"], p["node_policy"], p["level"]) == (policy, node_policy, "fast")
 
 
@@ -190,43 +198,43 @@ def test_the_node_side_policy_leaves_taint_to_the_node_gate(policy, node_policy)
 def test_bad_eks_parameters_are_refused_with_the_field(change, words):
     from helpers.lifecycle import eks_params
 
-    with pytest.raises(LifecycleError, match=re.escape(words)):
-        node.validate_eks_params(eks_params(**change))
+    with pytest.raises(SetupError, match=re.escape(words)):
+        parameters.validate_eks_params(eks_params(**change))
 
 
 def test_container_layout_and_the_fstab_bind_mounts(tmp_path):
-    layout = node.container_layout("/opt/dlami/nvme")
+    layout = storage.container_layout("/opt/dlami/nvme")
     assert [r[1] for r in layout] == ["/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"]
     assert all(dst.startswith("/opt/dlami/nvme/") for _, _, dst in layout)
-    with pytest.raises(LifecycleError):
-        node.container_layout("/")
+    with pytest.raises(SetupError):
+        storage.container_layout("/")
     fstab = tmp_path / "fstab"
     fstab.write_text("UUID=1 / xfs defaults 0 1\n")
-    assert node.fstab_bind(str(fstab), "/opt/dlami/nvme/kubelet", "/var/lib/kubelet", "/opt/dlami/nvme")
-    assert not node.fstab_bind(str(fstab), "/opt/dlami/nvme/kubelet", "/var/lib/kubelet", "/opt/dlami/nvme")
+    assert storage.fstab_bind(str(fstab), "/opt/dlami/nvme/kubelet", "/var/lib/kubelet", "/opt/dlami/nvme")
+    assert not storage.fstab_bind(str(fstab), "/opt/dlami/nvme/kubelet", "/var/lib/kubelet", "/opt/dlami/nvme")
     assert fstab.read_text().splitlines()[-1] == (
         "/opt/dlami/nvme/kubelet /var/lib/kubelet none bind,x-systemd.requires-mounts-for=/opt/dlami/nvme 0 0")
-    with pytest.raises(LifecycleError, match="already mounts"):
-        node.fstab_bind(str(fstab), "/opt/sagemaker/kubelet", "/var/lib/kubelet", "/opt/sagemaker")
-    assert node.fstab_bind(str(fstab), "/opt/dlami/nvme/containerd", "/var/lib/containerd", "/opt/dlami/nvme",
+    with pytest.raises(SetupError, match="already mounts"):
+        storage.fstab_bind(str(fstab), "/opt/sagemaker/kubelet", "/var/lib/kubelet", "/opt/sagemaker")
+    assert storage.fstab_bind(str(fstab), "/opt/dlami/nvme/containerd", "/var/lib/containerd", "/opt/dlami/nvme",
                            after="dlami-nvme.service")
     assert fstab.read_text().splitlines()[-1].endswith(
         "bind,x-systemd.requires-mounts-for=/opt/dlami/nvme,x-systemd.after=dlami-nvme.service 0 0")
-    assert node.write_efa_units(str(tmp_path / "units")) == ["fmcluster-efa-textfile.service",
+    assert efa_units.write_efa_units(str(tmp_path / "units")) == ["fmcluster-efa-textfile.service",
                                                              "fmcluster-efa-textfile.timer"]
 
 
 def test_the_entry_scripts_group_needs_no_resource_config():
-    p = node.whoami(None, params(), [GPU_IP], group_name="gpu-a")
+    p = identity.whoami(None, params(), [GPU_IP], group_name="gpu-a")
     assert (p["role"], p["group"], p["partition"], p["gpu"], p["node_ip"]) == ("compute", "gpu-a", "gpu-a", "1", GPU_IP)
     assert p["controller_ips"] == ""
-    assert node.whoami(None, params(), [], group_name="login")["role"] == "login"
+    assert identity.whoami(None, params(), [], group_name="login")["role"] == "login"
     # a node HyperPod did not list yet still has its group from the entry script
-    assert node.whoami(resource_config(), params(), ["192.168.9.9"], group_name="cpu-b")["group"] == "cpu-b"
+    assert identity.whoami(resource_config(), params(), ["192.168.9.9"], group_name="cpu-b")["group"] == "cpu-b"
 
 
 def test_resource_config_and_entry_script_must_agree_and_one_of_them_is_needed():
-    with pytest.raises(node.LifecycleError, match="puts this node in instance group 'gpu-a'"):
-        node.whoami(resource_config(), params(), [GPU_IP], group_name="cpu-b")
-    with pytest.raises(node.LifecycleError, match="no resource_config.json and no instance group"):
-        node.whoami(None, params(), [GPU_IP])
+    with pytest.raises(SetupError, match="puts this node in instance group 'gpu-a'"):
+        identity.whoami(resource_config(), params(), [GPU_IP], group_name="cpu-b")
+    with pytest.raises(SetupError, match="no resource_config.json and no instance group"):
+        identity.whoami(None, params(), [GPU_IP])

@@ -7,12 +7,18 @@
 #   log/fail    one line per event; a failure ends with "fmcluster lifecycle FAILED at step S: reason" and exit 1
 #   retry       retry ATTEMPTS CMD... with doubling delays from FMCLUSTER_RETRY_DELAY (s, default 5)
 #   run_step    NAME FUNCTION: once per node (a marker per step; STEP_MARK=0 leaves it to the next run)
-#   node_py     the decisions (lifecycle/node.py) from the stable runtime copy
+#   node_py     the decisions (python3 -m fmcluster.runtime.node_setup) from the stable runtime copy
 #   step_runtime  copy the runtime, profiles and parameters to /opt/fmcluster (systemd units refer to that copy)
 #   mount_fsx   the parameters' FSx for Lustre, a failed mount judged by one policy
 # shellcheck shell=bash disable=SC2034
 
-SRC_PKG="$(cd "$HERE/../../.." && pwd)"   # …/pkg (holds fmcluster/)
+# The runtime archive carries this folder at its path in the package below fmcluster/runtime/
+# (constructs/runtime_archive.py): HERE is …/pkg/fmcluster/runtime/platforms/hyperpod/node.
+SRC_PKG="$(cd "$HERE/../../../../.." && pwd)"   # …/pkg (holds fmcluster/)
+if [[ ! -f "$SRC_PKG/fmcluster/runtime/node_bootstrap.sh" ]]; then
+  echo "fmcluster lifecycle FAILED at step start: no fmcluster runtime at $SRC_PKG (run from the unpacked runtime)" >&2
+  exit 1
+fi
 SRC_PREFIX="$(cd "$SRC_PKG/.." && pwd)"   # the downloaded S3 prefix
 ROOT="${FMCLUSTER_LIFECYCLE_ROOT:-}"
 ROOT="${ROOT%/}"
@@ -82,9 +88,9 @@ run_step() {
   log "end"
 }
 
-node_py() { PYTHONPATH="$FMCLUSTER_HOME/pkg" python3 -m fmcluster.runtime.lifecycle.node "$@"; }
+node_py() { PYTHONPATH="$FMCLUSTER_HOME/pkg" python3 -m fmcluster.runtime.node_setup "$@"; }
 
-# read_node OUTPUT: key<TAB>value lines (node.py's answers) into NODE
+# read_node OUTPUT: key<TAB>value lines (node_setup's answers) into NODE
 read_node() {
   local key value
   while IFS=$'\t' read -r key value; do
@@ -109,7 +115,7 @@ step_runtime() {
   log "runtime in $FMCLUSTER_HOME (from $SRC_PREFIX)"
 }
 
-# wait_for_nvme [EXPECTED]: the instance store mounted at /opt/dlami/nvme. Prints "BASE<TAB>why" from node.py
+# wait_for_nvme [EXPECTED]: the instance store mounted at /opt/dlami/nvme. Prints "BASE<TAB>why" from node_setup
 # storage-root: the NVMe, else HyperPod's /opt/sagemaker volume, else an empty BASE. Without EXPECTED (or 0) it waits,
 # up to $NVME_WAIT s, only while dlami-nvme.service exists (it formats and mounts the disks at boot; lifecycle scripts
 # can start before it ends). EXPECTED=1 (the node's instance type has instance-store NVMe) waits on the mount itself

@@ -1,6 +1,10 @@
 """on_create_eks.sh (SageMaker HyperPod on EKS) end to end in a tmp dir: the deployed S3 layout with one entry stub
 per instance group, fake system commands on PATH (systemctl, mount), the fake lustre helper and validator, and
-FMCLUSTER_LIFECYCLE_ROOT standing in for the node's /. The real node_bootstrap.sh publishes the validator's result."""
+FMCLUSTER_LIFECYCLE_ROOT standing in for the node's /. The real node_bootstrap.sh publishes the validator's result.
+
+Each run costs a second of CPU, so tests that assert on the same run share it (module-scoped nodes), and the
+decisions the script only relays are tested in-process in tests/runtime/node_setup/. No test depends on the wall
+clock: where the script waits, a fake `sleep` changes what it waits for, and the deadline is far away."""
 
 from __future__ import annotations
 
@@ -15,11 +19,14 @@ from typing import Any, Dict, Optional
 import pytest
 from helpers.lifecycle import eks_params
 
+from fmcluster.constructs.runtime_archive import archive_path
+from fmcluster.platforms.hyperpod.lifecycle_entry import NODE_DIR
 from fmcluster.runtime import contract
 
 REPO = Path(__file__).resolve().parents[3]
 RUNTIME = REPO / "fmcluster" / "runtime"
-LIFECYCLE = RUNTIME / "lifecycle"
+# where the runtime archive puts this platform's node folder, below pkg/fmcluster/runtime
+SCRIPT = f"pkg/fmcluster/runtime/{archive_path(NODE_DIR)}/on_create_eks.sh"
 
 FAKE_COMMANDS = {
     # a unit is active when FAKE_ACTIVE names it; every call is logged
@@ -71,8 +78,7 @@ class Node:
         groups = [w["instance_group_name"] for w in parameters["worker_groups"]] + [parameters["system_group"]]
         for g in groups:
             stub = self.prefix / contract.EKS_ENTRY_SCRIPT.format(group=g)
-            stub.write_text('#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create_eks.sh" '
-                            f'--group {g} "$@"\n')
+            stub.write_text(f'#!/bin/bash\nexec bash "$(dirname "$0")/{SCRIPT}" --group {g} "$@"\n')
         (self.prefix / "fmcluster_parameters.json").write_text(json.dumps(parameters))
         (self.prefix / "profiles").mkdir()
         for g in groups:
@@ -80,7 +86,8 @@ class Node:
                 json.dumps({"schema": 1, "group": g, "orchestrator": "kubernetes"}))
         rt = self.prefix / "pkg/fmcluster/runtime"
         rt.mkdir(parents=True)
-        shutil.copytree(LIFECYCLE, rt / "lifecycle", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(NODE_DIR, rt / archive_path(NODE_DIR), ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(RUNTIME / "node_setup", rt / "node_setup", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(RUNTIME / "observability", rt / "observability", ignore=shutil.ignore_patterns("__pycache__"))
         for name in ("__init__.py", "contract.py", "mounts.py", "profile.py", "rooted.py", "versions.py", "node_bootstrap.sh"):
             shutil.copy(RUNTIME / name, rt / name)
@@ -112,14 +119,47 @@ def ok(r: subprocess.CompletedProcess) -> str:
     return r.stdout + r.stderr
 
 
-def test_gpu_node_moves_kubernetes_data_to_the_nvme_mounts_fsx_over_efa_and_validates(tmp_path):
-    n = Node(tmp_path, group="h100")
-    out = ok(n.run())
+@pytest.fixture(scope="module")
+def gpu_node(tmp_path_factory) -> Dict[str, Any]:
+    """An h100 node with its NVMe mounted, run twice: what the first run left (fstab), and both outputs."""
+    n = Node(tmp_path_factory.mktemp("h100"), group="h100")
+    first = ok(n.run())
+    fstab = (n.root / "etc/fstab").read_text()
+    return {"node": n, "first": first, "fstab": fstab, "second": ok(n.run())}
+
+
+@pytest.fixture(scope="module")
+def nvme_never_mounted(tmp_path_factory) -> Dict[str, Any]:
+    """An h100 node (instance store expected) whose NVMe never mounts, under policy taint, with what an earlier image
+    left on HyperPod's /opt/sagemaker volume."""
+    n = Node(tmp_path_factory.mktemp("ebs"), group="h100", disks=("/opt/sagemaker",))
+    for stale in ("opt/sagemaker/containerd/io.containerd.metadata.v1.bolt/meta.db", "opt/sagemaker/kubelet/pods/old"):
+        (n.root / stale).parent.mkdir(parents=True, exist_ok=True)
+        (n.root / stale).write_text("from the previous image")
+    return {"node": n, "out": ok(n.run())}
+
+
+@pytest.fixture(scope="module")
+def troubled_node(tmp_path_factory) -> Dict[str, Any]:
+    """An h100 node under policy taint whose FSx mount fails and whose validation fails."""
+    n = Node(tmp_path_factory.mktemp("troubled"), group="h100")
+    return {"node": n, "out": ok(n.run(FAKE_LUSTRE_RC="1", FAKE_VALIDATE_RC="1"))}
+
+
+@pytest.fixture(scope="module")
+def busy_node(tmp_path_factory) -> Dict[str, Any]:
+    """An h100 node whose image has dlami-nvme.service and whose containerd and kubelet already run."""
+    n = Node(tmp_path_factory.mktemp("busy"), group="h100")
+    return {"node": n, "out": ok(n.run(FAKE_UNITS="dlami-nvme.service", FAKE_ACTIVE="kubelet containerd"))}
+
+
+def test_gpu_node_moves_kubernetes_data_to_the_nvme_mounts_fsx_over_efa_and_validates(gpu_node):
+    n, out = gpu_node["node"], gpu_node["first"]
     assert "role=worker group=h100 gpu=1 efa=1 policy=taint" in out
     root = n.root
     mounts = n.log("mount.log").splitlines()
     assert mounts == [f"--bind {root}/opt/dlami/nvme/{name} {root}{path}" for name, path in contract.KUBERNETES_DATA_DIRS]
-    fstab = (root / "etc/fstab").read_text().splitlines()
+    fstab = gpu_node["fstab"].splitlines()
     assert fstab == [f"/opt/dlami/nvme/{name} {path} none bind,x-systemd.requires-mounts-for=/opt/dlami/nvme 0 0"
                      for name, path in contract.KUBERNETES_DATA_DIRS]
     assert (root / "opt/dlami/nvme/containerd/io.containerd.content.v1.content/pause").read_text() == "preloaded image"
@@ -136,9 +176,8 @@ def test_gpu_node_moves_kubernetes_data_to_the_nvme_mounts_fsx_over_efa_and_vali
         assert n.marker(step), step
 
 
-def test_a_failed_validation_under_taint_is_published_for_the_gate_and_the_node_joins(tmp_path):
-    n = Node(tmp_path, group="h100")
-    ok(n.run(FAKE_VALIDATE_RC="1"))
+def test_a_failed_validation_under_taint_is_published_for_the_gate_and_the_node_joins(troubled_node):
+    n = troubled_node["node"]
     assert n.published()["verdict"] == "fail"
     assert not (n.root / "etc/systemd/system/fmcluster-validate.service").exists(), "no drain unit on Kubernetes"
 
@@ -151,10 +190,8 @@ def test_a_failed_validation_under_fail_fails_the_lifecycle_so_hyperpod_replaces
     assert "policy=fail" in (n.root / "var/log/fmcluster/bootstrap.log").read_text() and not n.marker("validate")
 
 
-def test_the_bind_mounts_wait_for_the_dlami_nvme_service_at_boot(tmp_path):
-    n = Node(tmp_path, group="h100")
-    ok(n.run(FAKE_UNITS="dlami-nvme.service"))
-    for line in (n.root / "etc/fstab").read_text().splitlines():
+def test_the_bind_mounts_wait_for_the_dlami_nvme_service_at_boot(busy_node):
+    for line in (busy_node["node"].root / "etc/fstab").read_text().splitlines():
         assert line.endswith("bind,x-systemd.requires-mounts-for=/opt/dlami/nvme,x-systemd.after=dlami-nvme.service 0 0")
 
 
@@ -166,25 +203,27 @@ def test_a_gpu_type_with_instance_store_waits_for_the_nvme_mount_itself(tmp_path
     late = n.bin / "sleep"
     late.write_text(f"#!/bin/bash\necho '/dev/md9 /opt/dlami/nvme xfs rw 0 0' >> {n.root / 'proc/mounts'}\n")
     late.chmod(0o755)
-    out = ok(n.run(FMCLUSTER_NVME_WAIT="60", FMCLUSTER_NVME_POLL="5"))
+    # a deadline no loaded machine reaches: the fake sleep, not the clock, ends the wait (the run's timeout bounds it)
+    out = ok(n.run(FMCLUSTER_NVME_WAIT="86400", FMCLUSTER_NVME_POLL="5"))
     assert "waiting for the instance NVMe to be mounted at /opt/dlami/nvme (no dlami-nvme.service" in out
     assert f"--bind {n.root}/opt/dlami/nvme/kubelet {n.root}/var/lib/kubelet" in n.log("mount.log")
     assert "WARNING" not in out
 
 
-@pytest.mark.parametrize("policy", ["taint", "report", "fail"])
-def test_an_instance_store_that_never_mounts_is_said_loudly_and_fails_under_policy_fail(tmp_path, policy):
+def test_an_instance_store_that_never_mounts_is_said_loudly(nvme_never_mounted):
+    n, out = nvme_never_mounted["node"], nvme_never_mounted["out"]
+    missing = "ml.p5.48xlarge has instance-store NVMe, but /opt/dlami/nvme is not mounted after 0s"
+    assert f"WARNING: {missing}: containerd, kubelet and pod data go to /opt/sagemaker instead" in out
+    assert f"--bind {n.root}/opt/sagemaker/kubelet {n.root}/var/lib/kubelet" in n.log("mount.log")
+
+
+def test_an_instance_store_that_never_mounts_fails_the_node_under_policy_fail(tmp_path):
     n = Node(tmp_path, group="h100", disks=("/opt/sagemaker",),
-             parameters=eks_params(validation={"level": "standard", "policy": policy}))
+             parameters=eks_params(validation={"level": "standard", "policy": "fail"}))
     r = n.run()
     missing = "ml.p5.48xlarge has instance-store NVMe, but /opt/dlami/nvme is not mounted after 0s"
-    if policy == "fail":
-        assert r.returncode == 1 and f"FAILED at step containers: {missing}" in r.stdout
-        assert n.log("mount.log") == "" and not n.marker("containers")
-    else:
-        out = ok(r)
-        assert f"WARNING: {missing}: containerd, kubelet and pod data go to /opt/sagemaker instead" in out
-        assert f"--bind {n.root}/opt/sagemaker/kubelet {n.root}/var/lib/kubelet" in n.log("mount.log")
+    assert r.returncode == 1 and f"FAILED at step containers: {missing}" in r.stdout
+    assert n.log("mount.log") == "" and not n.marker("containers")
 
 
 def test_a_type_without_instance_store_takes_the_hyperpod_volume_without_a_warning(tmp_path):
@@ -196,14 +235,10 @@ def test_a_type_without_instance_store_takes_the_hyperpod_volume_without_a_warni
     assert f"--bind {n.root}/opt/sagemaker/kubelet {n.root}/var/lib/kubelet" in n.log("mount.log")
 
 
-def test_stale_containerd_and_kubelet_data_on_the_volume_are_removed_before_the_move(tmp_path):
+def test_stale_containerd_and_kubelet_data_on_the_volume_are_removed_before_the_move(nvme_never_mounted):
     """/opt/sagemaker outlives the root volume across AMI updates: what the previous image's containerd and kubelet
     left there is removed before this image's data is copied, as AWS's HyperPod EKS sample does."""
-    n = Node(tmp_path, group="h100", disks=("/opt/sagemaker",))
-    for stale in ("opt/sagemaker/containerd/io.containerd.metadata.v1.bolt/meta.db", "opt/sagemaker/kubelet/pods/old"):
-        (n.root / stale).parent.mkdir(parents=True, exist_ok=True)
-        (n.root / stale).write_text("from the previous image")
-    out = ok(n.run())
+    n, out = nvme_never_mounted["node"], nvme_never_mounted["out"]
     assert "containerd: removing stale /opt/sagemaker/containerd" in out and "kubelet: removing stale" in out
     assert not (n.root / "opt/sagemaker/containerd/io.containerd.metadata.v1.bolt").exists()
     assert not (n.root / "opt/sagemaker/kubelet/pods").exists()
@@ -226,24 +261,20 @@ def test_a_directory_already_bind_mounted_this_boot_is_left_as_it_is(tmp_path):
 def test_no_possibly_empty_array_is_expanded_bare_under_set_u():
     """bash < 4.4 (Amazon Linux 2's 4.2) calls "${a[@]}" of an empty array an unbound variable under set -u; the
     script expands its optional arrays as ${a[@]+"${a[@]}"}."""
-    text = (LIFECYCLE / "on_create_eks.sh").read_text()
+    text = (NODE_DIR / "on_create_eks.sh").read_text()
     bare = [m.group(0) for m in re.finditer(r'(?<!\+)"\$\{(\w+)\[@\]\}"', text)]
     assert not bare, bare
 
 
-def test_running_containerd_and_kubelet_are_stopped_while_their_data_moves(tmp_path):
-    n = Node(tmp_path, group="h100")
-    ok(n.run(FAKE_ACTIVE="kubelet containerd"))
-    calls = n.log("systemctl.log").splitlines()
+def test_running_containerd_and_kubelet_are_stopped_while_their_data_moves(busy_node):
+    calls = busy_node["node"].log("systemctl.log").splitlines()
     assert calls.index("stop kubelet") < calls.index("stop containerd") < calls.index("start containerd") \
         < calls.index("start kubelet")
 
 
-def test_the_hyperpod_volume_is_the_fallback_and_a_gpu_node_without_either_fails(tmp_path):
-    n = Node(tmp_path / "ebs", group="h100", disks=("/opt/sagemaker",))
-    ok(n.run())
-    assert f"--bind {n.root}/opt/sagemaker/kubelet {n.root}/var/lib/kubelet" in n.log("mount.log")
-    bare = Node(tmp_path / "bare", group="h100", disks=())
+def test_a_gpu_node_without_the_nvme_or_the_hyperpod_volume_fails(tmp_path):
+    """(The volume as the fallback: test_an_instance_store_that_never_mounts_is_said_loudly.)"""
+    bare = Node(tmp_path, group="h100", disks=())
     r = bare.run()
     assert r.returncode == 1 and "FAILED at step containers: no instance NVMe" in r.stdout
     assert bare.log("mount.log") == ""
@@ -259,7 +290,7 @@ def test_the_system_node_mounts_fsx_over_tcp_and_runs_no_validator(tmp_path):
     assert not (n.root / "etc/systemd/system/fmcluster-efa-textfile.timer").exists()
 
 
-@pytest.mark.parametrize("policy, rc", [("fail", 1), ("taint", 0), ("report", 0)])
+@pytest.mark.parametrize("policy, rc", [("fail", 1), ("taint", 0)])  # report: as taint, the node goes on
 def test_a_system_node_whose_mount_fails_applies_the_policy_itself(tmp_path, policy, rc):
     n = Node(tmp_path, group="system", parameters=eks_params(validation={"level": "standard", "policy": policy}))
     r = n.run(FAKE_LUSTRE_RC="1")
@@ -267,29 +298,24 @@ def test_a_system_node_whose_mount_fails_applies_the_policy_itself(tmp_path, pol
     assert not n.marker("fsx"), "a rerun tries the mount again"
 
 
-def test_a_gpu_node_whose_mount_fails_leaves_the_verdict_to_the_validator(tmp_path):
-    n = Node(tmp_path, group="h100")
-    out = ok(n.run(FAKE_LUSTRE_RC="1"))
+def test_a_gpu_node_whose_mount_fails_leaves_the_verdict_to_the_validator(troubled_node):
+    n, out = troubled_node["node"], troubled_node["out"]
     assert "the boot validator reports it under policy taint" in out and "--profile" in n.log("validate.log")
+    assert not n.marker("fsx"), "a rerun tries the mount again"
 
 
-def test_rerun_is_idempotent(tmp_path):
-    n = Node(tmp_path, group="h100")
-    ok(n.run())
-    fstab = (n.root / "etc/fstab").read_text()
-    out = ok(n.run())
-    assert out.count("skipping") == 4
-    assert (n.root / "etc/fstab").read_text() == fstab
+def test_rerun_is_idempotent(gpu_node):
+    n = gpu_node["node"]
+    assert gpu_node["second"].count("skipping") == 4
+    assert (n.root / "etc/fstab").read_text() == gpu_node["fstab"]
     assert len(n.log("validate.log").splitlines()) == 1 and len(n.log("mount.log").splitlines()) == 3
 
 
 def test_unknown_group_fails_at_the_role_step_and_a_missing_group_is_a_usage_error(tmp_path):
     n = Node(tmp_path, group="h100", parameters=eks_params(worker_groups=[
         {"instance_group_name": "other", "instance_type": "ml.p5.48xlarge", "gpu": True, "efa": True}]))
-    (n.prefix / "on_create.h100.sh").write_text(
-        '#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_create_eks.sh" --group h100\n')
+    (n.prefix / "on_create.h100.sh").write_text(f'#!/bin/bash\nexec bash "$(dirname "$0")/{SCRIPT}" --group h100\n')
     r = n.run()
     assert r.returncode == 1 and "FAILED at step role: instance group 'h100' is neither" in r.stdout
-    direct = subprocess.run(["bash", str(n.prefix / "pkg/fmcluster/runtime/lifecycle/on_create_eks.sh")],
-                            capture_output=True, text=True)
+    direct = subprocess.run(["bash", str(n.prefix / SCRIPT)], capture_output=True, text=True, timeout=60)
     assert direct.returncode == 2 and "usage" in direct.stderr

@@ -1,5 +1,9 @@
 """on_init_complete.sh end to end in a tmp dir: the deployed S3 layout, fake system commands on PATH, fake lustre
-helper / validator / collector installer, and FMCLUSTER_LIFECYCLE_ROOT standing in for the node's /."""
+helper / validator / collector installer, and FMCLUSTER_LIFECYCLE_ROOT standing in for the node's /.
+
+Each run costs a second of CPU (a dozen python3 starts), so tests that assert on the same run share it (module-scoped
+nodes), and decisions the script only relays (which role, which flag) are tested in-process in
+tests/runtime/node_setup/; here each test proves the shell wiring of a different path."""
 
 from __future__ import annotations
 
@@ -11,11 +15,15 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 import pytest
-from helpers.lifecycle import CONTROLLER_IP, CPU_IP, GPU_IP, LOGIN_IP, params, resource_config
+from helpers.lifecycle import CONTROLLER_IP, CPU_IP, GPU_IP, params, resource_config
+
+from fmcluster.constructs.runtime_archive import archive_path
+from fmcluster.platforms.hyperpod.lifecycle_entry import NODE_DIR
 
 REPO = Path(__file__).resolve().parents[3]
 RUNTIME = REPO / "fmcluster" / "runtime"
-LIFECYCLE = RUNTIME / "lifecycle"
+# where the runtime archive puts this platform's node folder, below pkg/fmcluster/runtime
+SCRIPT = f"pkg/fmcluster/runtime/{archive_path(NODE_DIR)}/on_init_complete.sh"
 
 FAKE_COMMANDS = {
     # no apt/dpkg lock is held unless the test says so
@@ -78,11 +86,10 @@ class Node:
     def _layout(self, parameters: Dict[str, Any]) -> None:
         """The deployed S3 layout: stub, parameters, profiles, and pkg/ with the real lifecycle code."""
         stub = self.prefix / "on_init_complete.sh"
-        stub.write_text('#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh" "$@"\n')
+        stub.write_text(f'#!/bin/bash\nexec bash "$(dirname "$0")/{SCRIPT}" "$@"\n')
         for group in ("controller", "login", "gpu-a", "cpu-b"):  # one OnInitComplete entry per instance group
             (self.prefix / f"on_init_complete.{group}.sh").write_text(
-                '#!/bin/bash\nexec bash "$(dirname "$0")/pkg/fmcluster/runtime/lifecycle/on_init_complete.sh" '
-                f'--group {group} "$@"\n')
+                f'#!/bin/bash\nexec bash "$(dirname "$0")/{SCRIPT}" --group {group} "$@"\n')
         (self.prefix / "fmcluster_parameters.json").write_text(json.dumps(parameters))
         (self.prefix / "profiles").mkdir()
         for group in ("gpu-a", "cpu-b"):
@@ -90,7 +97,8 @@ class Node:
                 json.dumps({"schema": 1, "group": group, "orchestrator": "slurm"}))
         rt = self.prefix / "pkg/fmcluster/runtime"
         rt.mkdir(parents=True)
-        shutil.copytree(LIFECYCLE, rt / "lifecycle", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(NODE_DIR, rt / archive_path(NODE_DIR), ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(RUNTIME / "node_setup", rt / "node_setup", ignore=shutil.ignore_patterns("__pycache__"))
         for name in ("__init__.py", "contract.py", "mounts.py", "profile.py", "rooted.py", "versions.py", "node_bootstrap.sh"):
             shutil.copy(RUNTIME / name, rt / name)
         (rt / "lustre.py").write_text(FAKE_LUSTRE)
@@ -123,12 +131,53 @@ def ok(r: subprocess.CompletedProcess) -> str:
     return r.stdout + r.stderr
 
 
-def test_controller_mounts_configures_and_installs_collectors_but_does_not_validate(tmp_path):
-    n = Node(tmp_path, ip=CONTROLLER_IP)
-    out = ok(n.run())
+def slurm_conf(n: Node, text: str) -> Path:
+    conf = n.root / "opt/slurm/etc/slurm.conf"
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text(text)
+    scontrol = n.root / "opt/slurm/bin/scontrol"
+    scontrol.parent.mkdir(parents=True, exist_ok=True)
+    scontrol.write_text('#!/bin/bash\necho "$*" >> "$FAKE_LOG/scontrol.log"\n')
+    scontrol.chmod(0o755)
+    return conf
+
+
+class Run:
+    """A node and what its runs printed (a second run only where a test asks for it)."""
+
+    def __init__(self, node: Node, *outs: str, conf: Optional[Path] = None, before: str = ""):
+        self.node, self.outs, self.conf, self.before = node, outs, conf, before
+
+
+@pytest.fixture(scope="module")
+def controller(tmp_path_factory) -> Run:
+    """The controller with the default parameters (job map off) and a slurm.conf of its own."""
+    n = Node(tmp_path_factory.mktemp("controller"), ip=CONTROLLER_IP)
+    conf = slurm_conf(n, "ClusterName=demo\n")
+    return Run(n, ok(n.run()), conf=conf)
+
+
+@pytest.fixture(scope="module")
+def gpu_worker(tmp_path_factory) -> Run:
+    """A GPU worker at level fast, policy drain, run twice (the second run must redo nothing)."""
+    n = Node(tmp_path_factory.mktemp("gpu"), ip=GPU_IP, parameters=params(validation={"level": "fast", "policy": "drain"}))
+    return Run(n, ok(n.run()), ok(n.run()))
+
+
+@pytest.fixture(scope="module")
+def cpu_worker(tmp_path_factory) -> Run:
+    """A CPU worker whose slurm.conf lacks its partition."""
+    n = Node(tmp_path_factory.mktemp("cpu"), ip=CPU_IP)
+    conf = slurm_conf(n, "NodeName=ip-10-1-1-12\nPartitionName=gpu-a Nodes=ip-10-1-1-12\n")
+    before = conf.read_text()
+    return Run(n, ok(n.run()), conf=conf, before=before)
+
+
+def test_controller_mounts_configures_and_installs_collectors_but_does_not_validate(controller):
+    n, (out,) = controller.node, controller.outs
     assert "role=controller group=controller" in out
     assert n.log("lustre.log") == ("mount --dns-name fs-0abc.fsx.us-east-1.amazonaws.com --mount-name abcdefgh "
-                                   "--mount-point /fsx --fstab\n")
+                                   "--mount-point /fsx --fstab\n"), "no EFA on the controller: LNet over TCP"
     assert "hold lustre-client-utils" in n.log("apt-mark.log")
     install = n.log("install.log")
     assert "--cluster demo --region us-east-1" in install and "--node-group controller" in install
@@ -144,14 +193,13 @@ def test_controller_mounts_configures_and_installs_collectors_but_does_not_valid
     for step in ("fsx", "containers", "users", "collectors", "slurm", "validate"):
         assert n.marker(step), step
     # the runtime is copied to a stable home; the log lands in /var/log/fmcluster
-    assert (n.root / "opt/fmcluster/pkg/fmcluster/runtime/lifecycle/node.py").exists()
+    assert (n.root / "opt/fmcluster/pkg/fmcluster/runtime/node_setup/cli.py").exists()
     assert (n.root / "opt/fmcluster/profiles/gpu-a.json").exists()
     assert "all steps done" in (n.root / "var/log/fmcluster/lifecycle.log").read_text()
 
 
-def test_gpu_worker_runs_the_validator_with_its_group_profile_level_and_policy(tmp_path):
-    n = Node(tmp_path, ip=GPU_IP, parameters=params(validation={"level": "fast", "policy": "drain"}))
-    out = ok(n.run())
+def test_gpu_worker_runs_the_validator_with_its_group_profile_level_and_policy(gpu_worker):
+    n, out = gpu_worker.node, gpu_worker.outs[0]
     assert "role=compute group=gpu-a partition=gpu-a gpu=1" in out
     validate = n.log("validate.log")
     assert f"--profile {n.root}/opt/fmcluster/profiles/gpu-a.json" in validate and "--level fast" in validate
@@ -176,10 +224,8 @@ def test_gpu_worker_that_fails_validation_under_fail_stops_provisioning(tmp_path
     assert not n.marker("validate")
 
 
-@pytest.mark.parametrize("ip", [CPU_IP, LOGIN_IP])
-def test_nodes_without_gpus_skip_the_validator_and_dcgm(tmp_path, ip):
-    n = Node(tmp_path, ip=ip)
-    ok(n.run())
+def test_nodes_without_gpus_skip_the_validator_and_dcgm(cpu_worker):
+    n = cpu_worker.node
     assert n.log("validate.log") == ""
     assert "--no-dcgm" in n.log("install.log") and "--slurm-collector" not in n.log("install.log")
 
@@ -219,19 +265,10 @@ def test_efa_file_system_asks_the_helper_for_efa(tmp_path):
     assert n.log("lustre.log").strip().endswith("--fstab --efa")
 
 
-@pytest.mark.parametrize("ip", [CONTROLLER_IP, CPU_IP])
-def test_nodes_without_efa_mount_an_efa_file_system_over_tcp(tmp_path, ip):
-    fsx = {"dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com", "mount_name": "abcdefgh", "mount_point": "/fsx", "efa": True}
-    n = Node(tmp_path, ip=ip, parameters=params(fsx=fsx))
-    ok(n.run())
-    assert n.log("lustre.log").strip().endswith("--fstab")
 
-
-def test_rerun_is_idempotent(tmp_path):
-    n = Node(tmp_path, ip=GPU_IP)
-    ok(n.run())
-    out = ok(n.run())
-    assert out.count("skipping") == 7
+def test_rerun_is_idempotent(gpu_worker):
+    n, second = gpu_worker.node, gpu_worker.outs[1]
+    assert second.count("skipping") == 7
     for log in ("lustre.log", "install.log", "validate.log", "useradd.log", "apt-mark.log"):
         assert len(n.log(log).splitlines()) == 1, log
 
@@ -270,16 +307,13 @@ def test_unknown_node_fails_at_the_role_step(tmp_path):
 
 def test_without_resource_config_the_group_entry_script_is_enough(tmp_path):
     """AWS documents no resource_config.json for OnInitComplete and its samples treat a missing one as normal: the
-    per-group entry script names the group, and the node proceeds from it."""
+    per-group entry script names the group, and the node proceeds from it (other roles: tests/runtime/node_setup/)."""
     n = Node(tmp_path, ip=GPU_IP)
     (n.root / "opt/ml/config/resource_config.json").unlink()
     out = ok(n.run("on_init_complete.gpu-a.sh"))
     assert "no HyperPod resource config" in out and "instance group gpu-a from the entry script" in out
     assert f"role=compute group=gpu-a partition=gpu-a gpu=1 ip={GPU_IP}" in out
     assert f"--profile {n.root}/opt/fmcluster/profiles/gpu-a.json" in n.log("validate.log")
-    c = Node(tmp_path / "controller", ip=CONTROLLER_IP)
-    (c.root / "opt/ml/config/resource_config.json").unlink()
-    assert "role=controller group=controller" in ok(c.run("on_init_complete.controller.sh"))
 
 
 def test_a_resource_config_that_disagrees_with_the_entry_script_fails_at_the_role_step(tmp_path):
@@ -314,27 +348,11 @@ def test_existing_user_with_another_uid_fails_the_users_step(tmp_path):
     assert "FAILED at step users: user alice exists with uid 1500, parameters say 2001" in r.stdout
 
 
-def test_slurm_step_only_reads_slurm_conf_and_warns_on_a_missing_partition(tmp_path):
-    n = Node(tmp_path, ip=CPU_IP)
-    conf = n.root / "opt/slurm/etc/slurm.conf"
-    conf.parent.mkdir(parents=True)
-    conf.write_text("NodeName=ip-10-1-1-12\nPartitionName=gpu-a Nodes=ip-10-1-1-12\n")
-    before = conf.read_text()
-    out = ok(n.run())
+def test_slurm_step_only_reads_slurm_conf_and_warns_on_a_missing_partition(cpu_worker):
+    n, (out,) = cpu_worker.node, cpu_worker.outs
     assert "WARNING: partition cpu-b (from the parameters) is not in" in out
-    assert conf.read_text() == before
+    assert cpu_worker.conf.read_text() == cpu_worker.before
     assert not [line for line in n.log("systemctl.log").splitlines() if "slurm" in line]
-
-
-def slurm_conf(n: Node, text: str) -> Path:
-    conf = n.root / "opt/slurm/etc/slurm.conf"
-    conf.parent.mkdir(parents=True, exist_ok=True)
-    conf.write_text(text)
-    scontrol = n.root / "opt/slurm/bin/scontrol"
-    scontrol.parent.mkdir(parents=True, exist_ok=True)
-    scontrol.write_text('#!/bin/bash\necho "$*" >> "$FAKE_LOG/scontrol.log"\n')
-    scontrol.chmod(0o755)
-    return conf
 
 
 def with_job_map() -> Dict[str, Any]:
@@ -363,12 +381,10 @@ def test_a_prolog_hyperpod_sets_itself_is_kept(tmp_path):
     assert conf.read_text().splitlines()[-1] == "Epilog=/opt/fmcluster/slurm/epilog.sh"
 
 
-def test_without_gpu_job_map_the_controller_writes_the_hooks_but_registers_nothing(tmp_path):
+def test_without_gpu_job_map_the_controller_writes_the_hooks_but_registers_nothing(controller):
     """Off by default: a node that booted before its runtime wrote the hooks would drain on its next job."""
-    n = Node(tmp_path, ip=CONTROLLER_IP)
-    conf = slurm_conf(n, "ClusterName=demo\n")
-    out = ok(n.run())
-    assert "not registered in slurm.conf" in out and conf.read_text() == "ClusterName=demo\n"
+    n, (out,) = controller.node, controller.outs
+    assert "not registered in slurm.conf" in out and controller.conf.read_text() == "ClusterName=demo\n"
     assert os.access(n.root / "opt/fmcluster/slurm/prolog.sh", os.X_OK) and n.log("scontrol.log") == ""
 
 
