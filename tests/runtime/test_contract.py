@@ -9,19 +9,28 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from fmcluster.runtime import actions, versions
+from fmcluster.runtime import actions, validate, versions
 from fmcluster.runtime.checks import Check, Result, all_checks
 from fmcluster.runtime.node import Node, run_command
 from fmcluster.runtime.profile import KNOWN_GOOD_BUNDLE, NodeProfile, ProfileError
 from fmcluster.runtime.validate import run_checks
 
-from .conftest import REPO, SYSTEM_PATH
+from .conftest import REPO, SYSTEM_PATH, run_main
 
 
 def _cli(*args, env=None):
+    """`python -m fmcluster.runtime.validate ARGS` with the system's tools only: validate.main in this process
+    (run_main); a node's start itself is run as a process by _process and FixtureNode.run_cli."""
+    rc, out, err = run_main(validate.main, list(args), env={"PATH": SYSTEM_PATH, "PYTHONPATH": str(REPO),
+                                                             **(env or {})}, cwd=Path.cwd())
+    return subprocess.CompletedProcess(["validate", *args], rc, out, err)
+
+
+def _process(*args, env=None):
     e = {"PATH": SYSTEM_PATH, "PYTHONPATH": str(REPO)}
     e.update(env or {})
     return subprocess.run([sys.executable, "-m", "fmcluster.runtime.validate", *args], capture_output=True,
@@ -74,8 +83,8 @@ def test_instance_type_alone_on_an_empty_root_reports_without_crashing(tmp_path)
 
 def test_text_format_has_a_line_per_check_with_remedy(p5):
     (p5.root / "sys/module/nvidia/version").write_text("570.1.1\n")
-    res = _cli("--profile", str(p5.profile()), "--root", str(p5.root), "--level", "fast",
-               env={"PATH": f"{p5.bin}:{SYSTEM_PATH}"})
+    res = _process("--profile", str(p5.profile()), "--root", str(p5.root), "--level", "fast",
+                   env={"PATH": f"{p5.bin}:{SYSTEM_PATH}"})
     assert res.returncode == 1
     lines = res.stdout.splitlines()
     assert any(ln.startswith("FAIL  hw.driver.version") for ln in lines)
