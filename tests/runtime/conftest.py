@@ -292,10 +292,11 @@ Entry = Tuple[object, ...]
 def _entries(top: Path) -> Dict[str, Entry]:
     """Every entry under top by relative path, symlinks not followed."""
     found: Dict[str, Entry] = {}
+    root = str(top)
     pending = [""]
     while pending:
         rel = pending.pop()
-        with os.scandir(top / rel) as listing:
+        with os.scandir(os.path.join(root, rel)) as listing:
             for entry in listing:
                 path = os.path.join(rel, entry.name)
                 if entry.is_symlink():
@@ -304,8 +305,18 @@ def _entries(top: Path) -> Dict[str, Entry]:
                     found[path] = ("dir", stat.S_IMODE(entry.stat().st_mode))
                     pending.append(path)
                 elif entry.is_file():
-                    with open(entry.path, "rb") as fh:
-                        found[path] = ("file", stat.S_IMODE(entry.stat().st_mode), fh.read())
+                    fd = os.open(entry.path, os.O_RDONLY)
+                    try:
+                        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+                        chunks = []
+                        while True:
+                            chunk = os.read(fd, 1 << 20)
+                            if not chunk:
+                                break
+                            chunks.append(chunk)
+                    finally:
+                        os.close(fd)
+                    found[path] = ("file", mode, b"".join(chunks))
                 else:
                     found[path] = ("other",)
     return found

@@ -191,14 +191,27 @@ def test_standard_level_calls_each_command_once(p5, efa):
 
 
 def test_run_command_kills_the_process_group(tmp_path):
-    marker = tmp_path / "child-alive"
+    """The tool's own children die with it: its background child is gone (or a zombie) once run_command returns."""
+    pid_file = tmp_path / "child.pid"
     script = tmp_path / "spawner"
-    script.write_text(f"#!/bin/sh\n(sleep 3; touch {marker}) &\nsleep 30\n")
+    script.write_text(f"#!/bin/sh\nsleep 60 &\necho $! > {pid_file}\nsleep 60\n")
     script.chmod(0o755)
-    res = run_command([str(script)], 0.5)
+    res = run_command([str(script)], 2.0)
     assert res.error and "timed out" in res.error
-    time.sleep(3.5)
-    assert not marker.exists()
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 30  # SIGKILL is delivered at once; the bound only keeps a failure from hanging
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _alive(child)
+
+
+def _alive(pid: int) -> bool:
+    """Whether pid is a process that still runs (a zombie, killed and not yet reaped, does not)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat_line.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
