@@ -1,15 +1,26 @@
-"""Fixture nodes for the runtime validator: copy a healthy tree to tmp_path, break it, run the CLI on it."""
+"""Fixture nodes for the runtime validator: a healthy tree to break, and the validator run on it.
+
+A test gets a node tree of its own that is byte for byte the committed fixture. Copying ~600 files and ~200
+directories costs more than the validation itself, so each test session keeps a few trees per type and, before
+handing one out, compares it with the fixture (every entry, its content, mode and link target) and puts back what an
+earlier test changed, added or removed. `run` calls the validator's entry point in this process with the environment
+a node's shell gives it; `run_cli` starts it as a node does (`python -m`, a bare environment).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -167,15 +178,82 @@ class FixtureNode:
         return path
 
     # ---- running -------------------------------------------------------------------------------------
-    def run(self, *args: str, profile: Path | None = None, env: dict | None = None, timeout: float = 60):
-        prof = ["--profile", str(profile or self.profile())]
-        cmd = [sys.executable, "-m", "fmcluster.runtime.validate", *prof, "--root", str(self.root),
-               "--format", "json", *args]
-        e = {"PATH": f"{self.bin}:{SYSTEM_PATH}", "PYTHONPATH": str(REPO), "HOME": str(self.base)}
-        e.update(env or {})
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e, cwd=str(self.base))
-        report = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else None
-        return Result(proc.returncode, report, proc.stdout, proc.stderr)
+    def _argv(self, args: Tuple[str, ...], profile: Optional[Path]) -> List[str]:
+        return ["--profile", str(profile or self.profile()), "--root", str(self.root), "--format", "json", *args]
+
+    def _env(self, env: Optional[dict]) -> Dict[str, str]:
+        """The whole environment the validator sees: the node's tools first on PATH, nothing of the test runner's."""
+        return {"PATH": f"{self.bin}:{SYSTEM_PATH}", "PYTHONPATH": str(REPO), "HOME": str(self.base), **(env or {})}
+
+    def run(self, *args: str, profile: Optional[Path] = None, env: Optional[dict] = None, timeout: float = 60):
+        """validate.main(argv) in this process, under exactly the environment and working directory run_cli gives
+        the command; the report, exit code and streams are the command's."""
+        from fmcluster.runtime import validate
+
+        return _result(*self.call(validate.main, self._argv(args, profile), env=env, timeout=timeout))
+
+    def call(self, main: Callable[[List[str]], int], argv: List[str], *, env: Optional[dict] = None,
+             timeout: float = 60) -> Tuple[int, str, str]:
+        """A node-side command's main(argv) in this process with this node's environment (run_main)."""
+        return run_main(main, argv, env=self._env(env), cwd=self.base, timeout=timeout)
+
+    def run_cli(self, *args: str, profile: Optional[Path] = None, env: Optional[dict] = None, timeout: float = 60):
+        """`python -m fmcluster.runtime.validate` as a node runs it: a process of its own, a bare environment."""
+        cmd = [sys.executable, "-m", "fmcluster.runtime.validate", *self._argv(args, profile)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=self._env(env),
+                              cwd=str(self.base))
+        return _result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_main(main: Callable[[List[str]], int], argv: List[str], *, env: Dict[str, str], cwd: Path,
+             timeout: float = 60) -> Tuple[int, str, str]:
+    """A node-side command's main(argv) in this process, as `python -m` would run it with env and cwd: os.environ is
+    exactly env (the tools it starts inherit it), the working directory is cwd, stdout and stderr are captured;
+    (exit status, stdout, stderr). A call still running after timeout fails the test, as the command's would."""
+    out, err = io.StringIO(), io.StringIO()
+    answer: List[object] = []
+    name = getattr(main, "__module__", "main")
+
+    def call() -> None:
+        try:
+            answer.append(main(argv))
+        except SystemExit as exc:  # argparse's usage errors and --help end the process with this status
+            answer.append(exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the test's thread
+            answer.append(exc)
+
+    with _environment(env, cwd=cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        worker = threading.Thread(target=call, name=name, daemon=True)
+        worker.start()
+        worker.join(timeout)
+    if worker.is_alive():
+        pytest.fail(f"{name} did not return within {timeout}s")
+    [rc] = answer
+    if isinstance(rc, BaseException):
+        raise rc
+    assert isinstance(rc, int), rc
+    return rc, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def _environment(env: Dict[str, str], cwd: Path) -> Iterator[None]:
+    """os.environ is exactly env (the tools the validator starts inherit it) and the working directory is cwd; both
+    are put back afterwards."""
+    saved, here = dict(os.environ), os.getcwd()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _result(rc: int, stdout: str, stderr: str) -> Result:
+    report = json.loads(stdout) if stdout.strip().startswith("{") else None
+    return Result(rc, report, stdout, stderr)
 
 
 class Result:
@@ -206,7 +284,128 @@ class Result:
         return {c["id"]: c["status"] for c in self.report["checks"] if c["status"] not in ("pass", "skip")}
 
 
+# ---- the trees -----------------------------------------------------------------------------------------
+# An entry of a tree: ("dir", mode), ("file", mode, content), ("link", target) or ("other",) (a FIFO, a socket).
+Entry = Tuple[object, ...]
+
+
+def _entries(top: Path) -> Dict[str, Entry]:
+    """Every entry under top by relative path, symlinks not followed."""
+    found: Dict[str, Entry] = {}
+    root = str(top)
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        with os.scandir(os.path.join(root, rel)) as listing:
+            for entry in listing:
+                path = os.path.join(rel, entry.name)
+                if entry.is_symlink():
+                    found[path] = ("link", os.readlink(entry.path))
+                elif entry.is_dir():
+                    found[path] = ("dir", stat.S_IMODE(entry.stat().st_mode))
+                    pending.append(path)
+                elif entry.is_file():
+                    fd = os.open(entry.path, os.O_RDONLY)
+                    try:
+                        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+                        chunks = []
+                        while True:
+                            chunk = os.read(fd, 1 << 20)
+                            if not chunk:
+                                break
+                            chunks.append(chunk)
+                    finally:
+                        os.close(fd)
+                    found[path] = ("file", mode, b"".join(chunks))
+                else:
+                    found[path] = ("other",)
+    return found
+
+
+def reset_tree(top: Path, want: Dict[str, Entry]) -> int:
+    """Make top hold exactly want (content, modes, link targets, no other entry); the number of entries changed."""
+    have = _entries(top)
+    changed = 0
+    for path in sorted(have, reverse=True):  # children before their directories
+        if have[path] == want.get(path):
+            continue
+        if path in want and have[path][0] == want[path][0] == "dir":  # only its mode differs
+            os.chmod(top / path, want[path][1])  # type: ignore[arg-type]
+            have[path] = want[path]
+        elif os.path.lexists(top / path):  # not yet gone with a directory removed above
+            if have[path][0] == "dir":
+                shutil.rmtree(top / path)
+            else:
+                os.unlink(top / path)
+        changed += 1
+    for path in sorted(want):  # directories before their children
+        if path in have and have[path] == want[path] and os.path.lexists(top / path):
+            continue
+        kind, *rest = want[path]
+        target = top / path
+        if kind == "dir":
+            target.mkdir()
+            os.chmod(target, rest[0])  # type: ignore[arg-type]
+        elif kind == "link":
+            os.symlink(rest[0], target)  # type: ignore[arg-type]
+        else:
+            target.write_bytes(rest[1])  # type: ignore[arg-type]
+            os.chmod(target, rest[0])  # type: ignore[arg-type]
+        changed += 1
+    return changed
+
+
+class NodePool:
+    """Node trees per instance type for one test session; a tree is handed out only after reset_tree, and to one
+    test at a time."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.healthy: Dict[str, Dict[str, Entry]] = {}
+        self.free: Dict[str, List[Path]] = {}
+        self.leased: List[Tuple[str, Path]] = []
+
+    def lease(self, itype: str) -> FixtureNode:
+        if itype not in self.healthy:
+            self.healthy[itype] = _entries(NODES / f"{itype}-healthy")
+        free = self.free.setdefault(itype, [])
+        if free:
+            base = free.pop()
+            reset_tree(base, self.healthy[itype])
+        else:
+            base = self.directory / f"{itype}-node-{sum(1 for t, _ in self.leased if t == itype)}"
+            shutil.copytree(NODES / f"{itype}-healthy", base, symlinks=True)
+        self.leased.append((itype, base))
+        return FixtureNode(base, itype)
+
+    def give_back(self) -> None:
+        for itype, base in self.leased:
+            self.free[itype].append(base)
+        self.leased.clear()
+
+
+_POOL: Optional[NodePool] = None
+
+
+@pytest.fixture(scope="session")
+def _node_pool(tmp_path_factory) -> Iterator[NodePool]:
+    global _POOL
+    _POOL = NodePool(tmp_path_factory.mktemp("fixture-nodes"))
+    yield _POOL
+    _POOL = None
+
+
+@pytest.fixture(autouse=True)
+def _node_leases(_node_pool: NodePool) -> Iterator[None]:
+    """The trees a test took go back to the pool when it ends (and are reset before the next test gets them)."""
+    yield
+    _node_pool.give_back()
+
+
 def copy_node(tmp_path: Path, itype: str) -> FixtureNode:
+    """A healthy node tree of type itype for this test alone (outside a test session: a copy under tmp_path)."""
+    if _POOL is not None:
+        return _POOL.lease(itype)
     dst = tmp_path / f"{itype}-node"
     shutil.copytree(NODES / f"{itype}-healthy", dst, symlinks=True)
     return FixtureNode(dst, itype)

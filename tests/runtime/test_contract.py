@@ -9,19 +9,28 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from fmcluster.runtime import actions, versions
+from fmcluster.runtime import actions, validate, versions
 from fmcluster.runtime.checks import Check, Result, all_checks
 from fmcluster.runtime.node import Node, run_command
 from fmcluster.runtime.profile import KNOWN_GOOD_BUNDLE, NodeProfile, ProfileError
 from fmcluster.runtime.validate import run_checks
 
-from .conftest import REPO, SYSTEM_PATH
+from .conftest import REPO, SYSTEM_PATH, run_main
 
 
 def _cli(*args, env=None):
+    """`python -m fmcluster.runtime.validate ARGS` with the system's tools only: validate.main in this process
+    (run_main); a node's start itself is run as a process by _process and FixtureNode.run_cli."""
+    rc, out, err = run_main(validate.main, list(args), env={"PATH": SYSTEM_PATH, "PYTHONPATH": str(REPO),
+                                                             **(env or {})}, cwd=Path.cwd())
+    return subprocess.CompletedProcess(["validate", *args], rc, out, err)
+
+
+def _process(*args, env=None):
     e = {"PATH": SYSTEM_PATH, "PYTHONPATH": str(REPO)}
     e.update(env or {})
     return subprocess.run([sys.executable, "-m", "fmcluster.runtime.validate", *args], capture_output=True,
@@ -74,8 +83,8 @@ def test_instance_type_alone_on_an_empty_root_reports_without_crashing(tmp_path)
 
 def test_text_format_has_a_line_per_check_with_remedy(p5):
     (p5.root / "sys/module/nvidia/version").write_text("570.1.1\n")
-    res = _cli("--profile", str(p5.profile()), "--root", str(p5.root), "--level", "fast",
-               env={"PATH": f"{p5.bin}:{SYSTEM_PATH}"})
+    res = _process("--profile", str(p5.profile()), "--root", str(p5.root), "--level", "fast",
+                   env={"PATH": f"{p5.bin}:{SYSTEM_PATH}"})
     assert res.returncode == 1
     lines = res.stdout.splitlines()
     assert any(ln.startswith("FAIL  hw.driver.version") for ln in lines)
@@ -182,14 +191,27 @@ def test_standard_level_calls_each_command_once(p5, efa):
 
 
 def test_run_command_kills_the_process_group(tmp_path):
-    marker = tmp_path / "child-alive"
+    """The tool's own children die with it: its background child is gone (or a zombie) once run_command returns."""
+    pid_file = tmp_path / "child.pid"
     script = tmp_path / "spawner"
-    script.write_text(f"#!/bin/sh\n(sleep 3; touch {marker}) &\nsleep 30\n")
+    script.write_text(f"#!/bin/sh\nsleep 60 &\necho $! > {pid_file}\nsleep 60\n")
     script.chmod(0o755)
-    res = run_command([str(script)], 0.5)
+    res = run_command([str(script)], 2.0)
     assert res.error and "timed out" in res.error
-    time.sleep(3.5)
-    assert not marker.exists()
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 30  # SIGKILL is delivered at once; the bound only keeps a failure from hanging
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _alive(child)
+
+
+def _alive(pid: int) -> bool:
+    """Whether pid is a process that still runs (a zombie, killed and not yet reaped, does not)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat_line.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):

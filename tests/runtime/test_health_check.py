@@ -35,15 +35,21 @@ def fake_scontrol(node: FixtureNode, state: str = "IDLE", reason: str = "") -> P
     return calls
 
 
-def check(node: FixtureNode, *extra: str, policy: str = "drain") -> dict:
-    profile = node.profile(policy=policy)
-    proc = subprocess.run(
-        [sys.executable, "-m", "fmcluster.runtime.health_check", "run", "--profile", str(profile), "--root",
-         str(node.root), "--node-name", NODE, *extra],
-        capture_output=True, text=True, timeout=60,
-        env={"PATH": f"{node.bin}:{SYSTEM_PATH}", "PYTHONPATH": str(REPO), "HOME": str(node.base)})
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+def check(node: FixtureNode, *extra: str, policy: str = "drain", cli: bool = False) -> dict:
+    """The health check's summary: health_check.main in this process, or (cli) `python -m` as slurmd's program
+    starts it, both with the node's tools on PATH and nothing else in the environment."""
+    argv = ["run", "--profile", str(node.profile(policy=policy)), "--root", str(node.root), "--node-name", NODE,
+            *extra]
+    if cli:
+        proc = subprocess.run([sys.executable, "-m", "fmcluster.runtime.health_check", *argv],
+                              capture_output=True, text=True, timeout=60,
+                              env={"PATH": f"{node.bin}:{SYSTEM_PATH}", "PYTHONPATH": str(REPO),
+                                   "HOME": str(node.base)})
+        rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    else:
+        rc, stdout, stderr = node.call(health_check.main, argv)
+    assert rc == 0, stderr
+    return json.loads(stdout)
 
 
 def updates(calls: Path) -> List[str]:
@@ -57,7 +63,7 @@ def xid(node: FixtureNode, code: int, text: str) -> None:
 def test_a_gpu_that_fell_off_the_bus_drains_a_busy_node_with_the_failing_check(p5):
     calls = fake_scontrol(p5, state="ALLOCATED")
     xid(p5, 79, "GPU has fallen off the bus.")
-    out = check(p5)
+    out = check(p5, cli=True)
     assert out["failed"] == ["hw.xid"] and out["action"] == "drain" and out["result"] == "done"
     assert updates(calls) == [f"update nodename={NODE} state=drain reason=fmcluster health: hw.xid"]
 

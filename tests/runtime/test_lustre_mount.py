@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from fmcluster.runtime import lustre
+
+from .conftest import run_main
+
 REPO = Path(__file__).resolve().parents[2]
 DNS = "fs-0123.fsx.us-east-1.amazonaws.com"
 SOURCE = f"{DNS}@tcp:/abcdefgh"
@@ -75,16 +79,30 @@ class Node:
         lines = self.log.read_text().splitlines() if self.log.exists() else []
         return [ln for ln in lines if ln.startswith(prefix)]
 
-    def run(self, *args: str, fmt: str = "json", timeout: float = 20):
+    def run(self, *args: str, fmt: str = "json", timeout: float = 20, cli: bool = False):
+        """lustre.main in this process, or (cli) `python -m fmcluster.runtime.lustre` as a node starts it; both with
+        the fake tools first on PATH and nothing else in the environment."""
         env = {"PATH": f"{self.bin}:/usr/bin:/bin", "PYTHONPATH": str(REPO), "FAKE_LOG": str(self.log),
                "FAKE_ROOT": str(self.root), "HOME": str(self.base)}
-        cmd = [sys.executable, "-m", "fmcluster.runtime.lustre", *args]
+        argv = list(args)
         if args and args[0] in ("mount", "verify"):
-            cmd += ["--root", str(self.root)] + ([] if "--format" in args else ["--format", fmt])
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=str(self.base))
-        assert "Traceback" not in proc.stderr, proc.stderr
-        rep = json.loads(proc.stdout) if fmt == "json" and proc.stdout.startswith("{") else None
-        return proc.returncode, rep, proc
+            argv += ["--root", str(self.root)] + ([] if "--format" in args else ["--format", fmt])
+        if cli:
+            proc = subprocess.run([sys.executable, "-m", "fmcluster.runtime.lustre", *argv], capture_output=True,
+                                  text=True, env=env, timeout=timeout, cwd=str(self.base))
+            out = Output(proc.returncode, proc.stdout, proc.stderr)
+        else:
+            out = Output(*run_main(lustre.main, argv, env=env, cwd=self.base, timeout=timeout))
+        assert "Traceback" not in out.stderr, out.stderr
+        rep = json.loads(out.stdout) if fmt == "json" and out.stdout.startswith("{") else None
+        return out.returncode, rep, out
+
+
+class Output:
+    """What a run printed, as subprocess.run gives it."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
 
 
 def mount_args(*extra: str, name: str = "abcdefgh") -> tuple:
@@ -101,7 +119,7 @@ def node(tmp_path) -> Node:
 
 
 def test_fresh_mount_runs_exact_commands_and_verifies(node):
-    rc, rep, proc = node.run(*mount_args())
+    rc, rep, proc = node.run(*mount_args(), cli=True)  # as the node's boot script starts it
     assert rc == 0, proc.stdout
     assert node.calls() == ["modprobe lustre", f"mount -t lustre -o noatime,flock {SOURCE} /fsx"]
     assert [s["step"] for s in rep["steps"]] == ["check", "modprobe", "mount", "verify"]

@@ -78,7 +78,7 @@ def test_a_hung_drain_counts_inside_the_deadline(p5: Any) -> None:
     p5.write("/sys/devices/virtual/dmi/id/product_name", "p5en.48xlarge\n")  # a failing check: the node is drained
     p5.tool("scontrol", "sleep 120\n")
     start = time.monotonic()
-    res = p5.run("--level", "fast", "--policy", "drain", "--deadline", "4", "--node-name", "n1", timeout=120)
+    res = p5.run_cli("--level", "fast", "--policy", "drain", "--deadline", "4", "--node-name", "n1", timeout=120)
     elapsed = time.monotonic() - start
     assert res.report is not None and res.report["verdict"] == "fail"
     waited = re.search(r"timed out after ([0-9.]+)s", res.report["action"]["result"])
