@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterator
 
+import boto3
 import pytest
 from moto import mock_aws
 
+from fmcluster.aws.session import new_session
 from helpers.aws import REGION
 
 
@@ -27,7 +29,15 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[Dict[str
     yield env
 
 
+def shared_default_session() -> None:
+    """Point boto3's default session (which mock_aws resets to None) at a session sharing fmcluster's one data
+    loader: `boto3.client(...)` in a test then reuses the service models and endpoint data parsed earlier in the
+    process instead of parsing them again (EC2's model alone is megabytes of JSON) in every test."""
+    boto3.DEFAULT_SESSION = new_session(None, REGION)
+
+
 @pytest.fixture
 def moto(aws_env: Dict[str, str]) -> Iterator[None]:
-    with mock_aws():
+    with mock_aws():  # restores boto3.DEFAULT_SESSION when it stops
+        shared_default_session()
         yield
