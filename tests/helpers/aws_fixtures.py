@@ -26,18 +26,19 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[Dict[str
            "FMCLUSTER_AWS_MAX_ATTEMPTS": "2"}
     for k, v in env.items():
         monkeypatch.setenv(k, v)
+    # The test's own boto3 session, behind boto3.client() and make_ctx, made on first use: fresh, so no credentials
+    # carry over from another test, and sharing fmcluster's one botocore data loader, so the service models and
+    # endpoint data (EC2's model alone is megabytes of JSON) are parsed once per process, not once per session.
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    monkeypatch.setattr(boto3, "setup_default_session", _session_sharing_the_service_models)
     yield env
 
 
-def shared_default_session() -> None:
-    """Point boto3's default session (which mock_aws resets to None) at a session sharing fmcluster's one data
-    loader: `boto3.client(...)` in a test then reuses the service models and endpoint data parsed earlier in the
-    process instead of parsing them again (EC2's model alone is megabytes of JSON) in every test."""
+def _session_sharing_the_service_models(**_: Any) -> None:
     boto3.DEFAULT_SESSION = new_session(None, REGION)
 
 
 @pytest.fixture
 def moto(aws_env: Dict[str, str]) -> Iterator[None]:
-    with mock_aws():  # restores boto3.DEFAULT_SESSION when it stops
-        shared_default_session()
+    with mock_aws():
         yield
