@@ -74,7 +74,10 @@ def check_availability_zone(ctx: Context, *, second: bool = False) -> Outcome:
     """The GPU AZ, or (``second``) the new VPC's second-AZ subnet's, exists and is available to this account."""
     az = ctx.spec.second_availability_zone if second else ctx.spec.availability_zone
     field = "network.new_vpc.second_availability_zone" if second else "availability_zone"
-    zones = ctx.client("ec2").describe_availability_zones(AllAvailabilityZones=True)["AvailabilityZones"]
+    if "availability_zones" not in ctx.cache:  # one call answers both zones' checks
+        ctx.cache["availability_zones"] = ctx.client("ec2").describe_availability_zones(
+            AllAvailabilityZones=True)["AvailabilityZones"]
+    zones = ctx.cache["availability_zones"]
     zone = next((z for z in zones if z.get("ZoneName") == az), None)
     expected = f"{az} available in {ctx.region}"
     if zone is None:

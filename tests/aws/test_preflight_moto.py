@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import boto3
 import pytest
@@ -101,10 +101,16 @@ def test_unknown_az_fails() -> None:
 
 
 def test_unknown_second_az_fails_naming_the_network_field() -> None:
+    """Both zones are judged from one DescribeAvailabilityZones answer."""
     ctx = make_ctx(make_spec(network={"new_vpc": {"second_availability_zone": "us-east-1z"}}))
-    [r] = run_checks(ctx, [p for p in preflight_checks(ctx.spec) if p.id == "second-availability-zone"])
-    assert r.status == "fail" and "us-east-1z does not exist" in r.observed
-    assert r.remedy.startswith("set network.new_vpc.second_availability_zone to one of") and "us-east-1b" in r.remedy
+    calls: List[Any] = []
+    ctx.client("ec2").meta.events.register("before-call.ec2.DescribeAvailabilityZones",
+                                           lambda params, **_: calls.append(params))
+    first, second = run_checks(ctx, [p for p in preflight_checks(ctx.spec) if p.id.endswith("availability-zone")])
+    assert first.status == "pass" and "us-east-1a" in first.observed
+    assert second.status == "fail" and "us-east-1z does not exist" in second.observed
+    assert second.remedy.startswith("set network.new_vpc.second_availability_zone to one of")
+    assert "us-east-1b" in second.remedy and len(calls) == 1
 
 
 def test_p_quota_too_small_and_in_use() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
+from helpers.aws_fixtures import aws_env, moto  # noqa: F401 - fixtures
 
 
 def _resolve(value: Any, refs: dict) -> Any:
@@ -40,7 +40,7 @@ def p5_launch_template_data(synth_example):
     return lt["Properties"]["LaunchTemplateData"]
 
 
-@mock_aws
+@pytest.mark.usefixtures("moto")
 def test_ec2_accepts_the_p5_launch_template_and_launches_from_it(p5_launch_template_data):
     ec2 = boto3.client("ec2", region_name="us-east-1")
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]

@@ -41,7 +41,11 @@ def group(name: str = "gpu", instance_type: str = "p5.48xlarge", count: int = 2,
 
 
 def make_ctx(spec: ClusterSpec, account: Optional[str] = ACCOUNT) -> Context:
-    return Context(spec=spec, aws=AwsClients(spec.region), account=account)
+    """A check's context with clients of its own, made from the test's boto3 session (the aws_env fixture sets it
+    up), not from a new session each (botocore's set-up of a session costs tens of milliseconds)."""
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session()
+    return Context(spec=spec, aws=AwsClients(spec.region, session=boto3.DEFAULT_SESSION), account=account)
 
 
 def stubbed(ctx: Context, service: str) -> Stubber:

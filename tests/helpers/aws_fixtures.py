@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterator
 
+import boto3
 import pytest
 from moto import mock_aws
 
+from fmcluster.aws.session import new_session
 from helpers.aws import REGION
 
 
@@ -24,7 +26,16 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[Dict[str
            "FMCLUSTER_AWS_MAX_ATTEMPTS": "2"}
     for k, v in env.items():
         monkeypatch.setenv(k, v)
+    # The test's own boto3 session, behind boto3.client() and make_ctx, made on first use: fresh, so no credentials
+    # carry over from another test, and sharing fmcluster's one botocore data loader, so the service models and
+    # endpoint data (EC2's model alone is megabytes of JSON) are parsed once per process, not once per session.
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    monkeypatch.setattr(boto3, "setup_default_session", _session_sharing_the_service_models)
     yield env
+
+
+def _session_sharing_the_service_models(**_: Any) -> None:
+    boto3.DEFAULT_SESSION = new_session(None, REGION)
 
 
 @pytest.fixture
