@@ -126,6 +126,8 @@ class Node:
                    FMCLUSTER_PCLUSTER_DIR=str(self.tmp / "pcluster"),
                    FMCLUSTER_NODENAME_FILE=str(self.nodename), FMCLUSTER_ROOT=str(self.root),
                    FMCLUSTER_RETRY_DELAY="0", FMCLUSTER_TEST_LOG=str(self.log))
+        # as on a node, python3 caches the runtime's bytecode beside it: the script's later starts skip compiling it
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         return subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=120)
 
     def calls(self, name: str) -> List[str]:

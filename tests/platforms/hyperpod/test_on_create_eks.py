@@ -99,6 +99,9 @@ class Node:
                     FMCLUSTER_LIFECYCLE_ROOT=str(self.root), FMCLUSTER_NVME_WAIT="0", FMCLUSTER_RETRY_DELAY="0")
         full.update(env)
         full.pop("PYTHONPATH", None)
+        # as on a node, python3 caches the runtime's bytecode beside it (/opt/fmcluster/pkg): the script's later
+        # starts then skip compiling it
+        full.pop("PYTHONDONTWRITEBYTECODE", None)
         stub = self.prefix / contract.EKS_ENTRY_SCRIPT.format(group=self.group)
         return subprocess.run(["bash", str(stub), *args], cwd=self.prefix, env=full, capture_output=True, text=True,
                               timeout=120)

@@ -114,6 +114,9 @@ class Node:
                     FMCLUSTER_RETRY_DELAY="0", FMCLUSTER_APT_LOCK_TIMEOUT="5")
         full.update(env)
         full.pop("PYTHONPATH", None)
+        # as on a node, python3 caches the runtime's bytecode beside it (/opt/fmcluster/pkg): the script's later
+        # starts then skip compiling it
+        full.pop("PYTHONDONTWRITEBYTECODE", None)
         full.pop("SAGEMAKER_RESOURCE_CONFIG_PATH", None)
         return subprocess.run(["bash", str(self.prefix / entry)], cwd=self.prefix, env=full,
                               capture_output=True, text=True, timeout=120)
