@@ -19,14 +19,18 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 def _python3_without_shims() -> None:
     """Node scripts under test call `python3` from PATH, many times per run. Where that name is a version manager's
     shim (pyenv's is a chain of about fifteen bash processes per call), the shim costs more CPU than the scripts.
-    Put the interpreter the shim would pick first on PATH: the same python3, without the chain. It is the base
-    interpreter behind this virtual environment, so node scripts still see no project dependencies."""
+    Put the interpreter the shim would pick first on PATH: the same python3, without the chain, started with -S (no
+    site module: node-side code is standard library only, and a developer interpreter's site-packages and .pth
+    files can double each start's CPU). It is the base interpreter behind this virtual environment, so node scripts
+    still see no project dependencies."""
     found = shutil.which("python3")
     if not found or "shims" not in Path(found).parts:
         return
     base = Path(os.path.realpath(sys.executable))
     direct = Path(tempfile.mkdtemp(prefix="fmcluster-python3-"))
-    (direct / "python3").symlink_to(base)
+    wrapper = direct / "python3"
+    wrapper.write_text(f'#!/bin/sh\nexec "{base}" -S "$@"\n')
+    wrapper.chmod(0o755)
     atexit.register(shutil.rmtree, direct, True)
     os.environ["PATH"] = f"{direct}{os.pathsep}{os.environ.get('PATH', '')}"
 

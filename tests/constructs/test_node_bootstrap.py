@@ -21,12 +21,12 @@ def run_bootstrap(tmp_path: Path, *, healthy: bool, policy: str, agent: Optional
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "python3"
-    # the contract module and `python3 -c` (the publish step's JSON check) answer for real; everything else is the
-    # fake validator
+    # the contract module and `python3 -c` (the publish step's JSON check) answer for real (standard library only,
+    # so -S: no site-packages, as on a node); everything else is the fake validator
     text = report if report is not None else json.dumps({"verdict": "pass" if healthy else "fail"})
     (tmp_path / "report.txt").write_text(text)
     fake.write_text(f"#!/bin/sh\ncase \"$*\" in *fmcluster.runtime.contract*|-c*) "
-                    f"PYTHONPATH={ROOT} exec {sys.executable} \"$@\";; esac\n"
+                    f"PYTHONPATH={ROOT} exec {sys.executable} -S \"$@\";; esac\n"
                     f"echo \"$@\" >> {tmp_path}/validator-args.log\n"
                     f"cat {tmp_path}/report.txt\nexit {0 if healthy else 1}\n")
     fake.chmod(0o755)

@@ -28,16 +28,14 @@ Any node (HyperPod, ParallelCluster, EKS node groups):
 from __future__ import annotations
 
 import argparse
-import socket
 import sys
 from typing import Dict, List, Optional
 
-from fmcluster.runtime.node_setup.containers import docker_config, enroot_config
-from fmcluster.runtime.node_setup.efa_units import write_efa_units
 from fmcluster.runtime.node_setup.files import SetupError, load_json
-from fmcluster.runtime.node_setup.identity import eks_node, local_addresses, whoami
-from fmcluster.runtime.node_setup.parameters import users_of, validate_params
-from fmcluster.runtime.node_setup.storage import container_layout, fstab_bind, storage_root
+
+# Each command imports only the modules it uses (inside main): a boot runs this tool a dozen times, and the
+# parameters' validation (with the profile module and dataclasses) costs most of a start that storage-root or
+# docker-config never needs.
 
 
 def _emit(values: Dict[str, str]) -> None:
@@ -84,11 +82,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.cmd == "whoami":
+            import socket
+
+            from fmcluster.runtime.node_setup.identity import local_addresses, whoami
+
             addresses = args.node_ip or local_addresses(args.root)
             config = load_json(args.resource_config, "resource_config.json") if args.resource_config else None
             _emit(whoami(config, load_json(args.params, "fmcluster_parameters.json"),
                          addresses, args.hostname or socket.gethostname(), args.group))
         elif args.cmd in ("users", "user-keys"):
+            from fmcluster.runtime.node_setup.parameters import users_of, validate_params
+
             users = users_of(validate_params(load_json(args.params, "fmcluster_parameters.json")))
             if args.cmd == "users":
                 for x in users:
@@ -98,21 +102,35 @@ def main(argv: Optional[List[str]] = None) -> int:
                     if x["name"] == args.name:
                         print("\n".join(x["ssh_public_keys"]))
         elif args.cmd == "storage-root":
+            from fmcluster.runtime.node_setup.storage import storage_root
+
             path, why = storage_root(args.root)
             print(f"{path or ''}\t{why}")
         elif args.cmd == "docker-config":
+            from fmcluster.runtime.node_setup.containers import docker_config
+
             print("changed" if docker_config(args.file, args.data_root) else "unchanged")
         elif args.cmd == "enroot-config":
+            from fmcluster.runtime.node_setup.containers import enroot_config
+
             print("changed" if enroot_config(args.file, args.base) else "unchanged")
         elif args.cmd == "eks-node":
+            from fmcluster.runtime.node_setup.identity import eks_node
+
             _emit(eks_node(load_json(args.params, "fmcluster_parameters.json"), args.group))
         elif args.cmd == "container-layout":
+            from fmcluster.runtime.node_setup.storage import container_layout
+
             for row in container_layout(args.base):
                 print("\t".join(row))
         elif args.cmd == "fstab-bind":
+            from fmcluster.runtime.node_setup.storage import fstab_bind
+
             print("changed" if fstab_bind(args.file, args.source, args.target, args.requires, args.after)
                   else "unchanged")
         elif args.cmd == "efa-units":
+            from fmcluster.runtime.node_setup.efa_units import write_efa_units
+
             print("\n".join(write_efa_units(args.unit_dir)))
     except SetupError as exc:
         print(str(exc), file=sys.stderr)

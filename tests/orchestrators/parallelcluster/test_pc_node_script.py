@@ -89,12 +89,14 @@ class Node:
         self._cmd("logger", f'echo "$@" >> {self.log}/logger.log\n')
         answer = json.dumps(report if report is not None else {"verdict": "pass" if healthy else "fail"})
         (tmp / "answer.json").write_text(answer)
-        # python3: the real one, except the validator, which records its arguments and PATH and answers
+        # python3: the real one without site-packages (node-side code is standard library only; -S also spares each
+        # start the virtual environment's .pth files), except the validator, which records its arguments and PATH
+        # and answers
         self._cmd("python3", (
             'case "$*" in *fmcluster.runtime.validate*) '
             f'echo "$@" >> {self.log}/validate.log; echo "PATH=$PATH" >> {self.log}/validate-env.log; '
             f"cat {tmp / 'answer.json'}; exit {0 if healthy else 1};; esac\n"
-            f'exec {sys.executable} "$@"\n'))
+            f'exec {sys.executable} -S "$@"\n'))
         self._cmd("imds-access.sh", f'echo "$@" >> {self.log}/imds.log\n', where=tmp / "pcluster" / "scripts" / "imds")
         self.nodename = tmp / "slurm_nodename"
         if nodename_file is not None:
@@ -124,6 +126,8 @@ class Node:
                    FMCLUSTER_PCLUSTER_DIR=str(self.tmp / "pcluster"),
                    FMCLUSTER_NODENAME_FILE=str(self.nodename), FMCLUSTER_ROOT=str(self.root),
                    FMCLUSTER_RETRY_DELAY="0", FMCLUSTER_TEST_LOG=str(self.log))
+        # as on a node, python3 caches the runtime's bytecode beside it: the script's later starts skip compiling it
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         return subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=120)
 
     def calls(self, name: str) -> List[str]:
@@ -192,13 +196,6 @@ def test_the_slurm_node_name_comes_from_parallelclusters_file_when_there(tmp_pat
     assert "--node-name train-dy-p5-48xlarge-7" in node.calls("validate")[0]
 
 
-def test_fail_policy_fails_the_bootstrap_so_parallelcluster_replaces_the_node(tmp_path, runtime_zip):
-    node = Node(tmp_path, runtime_zip, healthy=False)
-    assert node.run(*compute_args("fail")).returncode == 1
-    assert json.loads(node.file("log/validate.json")) == {"verdict": "fail"}
-    assert not (tmp_path / "units" / "fmcluster-validate.service").exists()
-
-
 FAILED_REPORT = {
     "verdict": "fail", "failing": ["gpu.count"],
     "checks": [
@@ -209,19 +206,27 @@ FAILED_REPORT = {
 }
 
 
-@pytest.mark.parametrize("policy,code", [("fail", 1), ("report", 0)])
-def test_a_failed_validation_names_its_failing_checks_on_stderr_and_in_the_journal(tmp_path, runtime_zip, policy,
-                                                                                    code):
-    """ParallelCluster keeps the custom action's stderr; the node itself shuts down under policy fail, taking the
-    log file with it."""
-    node = Node(tmp_path, runtime_zip, healthy=False, report=FAILED_REPORT)
-    r = node.run(*compute_args(policy))
+@pytest.mark.parametrize("level, policy, code", [("fast", "report", 0), ("standard", "fail", 1)])
+def test_a_failed_validation_fails_the_bootstrap_under_fail_and_only_reports_under_report(tmp_path, runtime_zip, level,
+                                                                                           policy, code):
+    """Policy fail fails the bootstrap, so ParallelCluster replaces the node; report only reports. Either way the
+    failing checks are named on stderr (ParallelCluster keeps the custom action's stderr; the node itself shuts down
+    under policy fail, taking the log file with it) and in the journal, and no unit is left to drain the node later.
+    The queue's arguments never change with validation settings (a change would replace its nodes): the node applies
+    the level and policy its group's published profile says."""
+    node = Node(tmp_path, runtime_zip, healthy=False, report=FAILED_REPORT,
+                profile={**PROFILE, "level": level, "policy": policy})
+    r = node.run(*compute_args())
     assert r.returncode == code
+    assert f"--level {level}" in node.calls("validate")[0]
+    assert json.loads(node.file("log/validate.json")) == FAILED_REPORT
     assert "gpu.count fail: 7 (expected 8) - nvidia-smi lists 7 GPUs" in r.stderr
     assert "efa.devices" not in r.stderr
     journal = node.calls("logger")
     assert any("-t fmcluster" in line and "gpu.count fail: 7 (expected 8)" in line for line in journal)
     assert "gpu.count fail" in node.file("log/on-node-configured.log")
+    assert not any((tmp_path / "units").glob("fmcluster-validate*"))
+    assert not [c for c in node.calls("systemctl") if c.split()[0] in ("enable", "start")]
 
 
 def test_a_node_that_cannot_fetch_its_runtime_says_why_on_stderr_and_in_the_journal(tmp_path, runtime_zip):
@@ -260,18 +265,12 @@ def test_every_step_fits_one_budget_inside_slurms_resume_timeout(tmp_path, runti
     assert fetches and all(0 < f <= min(300, int(budget or 1200)) for f in fetches)
 
 
-def test_report_policy_only_reports(tmp_path, runtime_zip):
-    node = Node(tmp_path, runtime_zip, healthy=False)
-    assert node.run(*compute_args("report")).returncode == 0
-    assert not (tmp_path / "units" / "fmcluster-validate.service").exists()
-
-
 def test_there_is_no_drain_on_parallelcluster(tmp_path, runtime_zip):
     """clustermgtd replaces a drained static node: the script refuses drain (the spec does too) and installs no
-    unit that would drain the node on this or any later boot."""
+    unit that would drain the node on this or any later boot (a failed validation under fail or report installs
+    none either: test_a_failed_validation_fails_the_bootstrap_under_fail_and_only_reports_under_report)."""
     node = Node(tmp_path, runtime_zip, healthy=False)
     assert node.run(*compute_args("drain")).returncode == 2
-    assert node.run(*compute_args("fail")).returncode == 1
     assert not any((tmp_path / "units").glob("fmcluster-validate*"))
     assert not [c for c in node.calls("systemctl") if c.split()[0] in ("enable", "start")]
 
@@ -323,15 +322,6 @@ def test_a_runtime_that_does_not_match_the_sha256_settings_names_is_never_unpack
     assert node.calls("validate") == [] and not (tmp_path / "home" / "pkg" / "fmcluster" / "runtime").exists()
 
 
-@pytest.mark.parametrize("level, policy, code", [("fast", "report", 0), ("standard", "fail", 1)])
-def test_level_and_policy_come_from_the_groups_profile(tmp_path, runtime_zip, level, policy, code):
-    """The queue's arguments never change with validation settings (a change would replace its nodes): the node
-    applies what its group's published profile says."""
-    node = Node(tmp_path, runtime_zip, healthy=False, profile={**PROFILE, "level": level, "policy": policy})
-    assert node.run(*compute_args()).returncode == code
-    assert f"--level {level}" in node.calls("validate")[0]
-
-
 @pytest.mark.parametrize("profile", [{**PROFILE, "level": "deep"}, {**PROFILE, "policy": "drain"},
                                      {k: v for k, v in PROFILE.items() if k != "level"}])
 def test_a_profile_without_a_level_and_policy_parallelcluster_runs_fails_the_node(tmp_path, runtime_zip, profile):
@@ -364,11 +354,16 @@ def test_gpu_compute_nodes_install_collectors_without_dcgm_when_the_ami_has_no_d
     assert 'fmcluster_gpu_metrics_unavailable{reason="no-docker"} 1' in node.file("textfile/fmcluster_gpu_metrics.prom")
 
 
-def test_gpu_compute_nodes_with_docker_run_dcgm_exporter(tmp_path, runtime_zip):
-    node = Node(tmp_path, runtime_zip, gpu=True, docker=True)
+def test_gpu_compute_nodes_with_docker_run_dcgm_exporter_and_without_instance_nvme_keep_container_data(tmp_path,
+                                                                                                         runtime_zip):
+    """Two independent decisions of one boot: docker on the AMI runs dcgm-exporter; no instance NVMe leaves
+    container data where the AMI puts it."""
+    node = Node(tmp_path, runtime_zip, gpu=True, docker=True, nvme=False)
     assert node.run(*compute_args()).returncode == 0
     assert "--no-dcgm" not in node.calls("install")[0]
     assert not (tmp_path / "textfile" / "fmcluster_gpu_metrics.prom").exists()
+    assert not (node.root / "etc" / "docker" / "daemon.json").exists()
+    assert "container data left where the AMI puts it" in node.file("log/on-node-configured.log")
 
 
 def test_without_observability_no_collectors(tmp_path, runtime_zip):
@@ -440,13 +435,6 @@ def test_container_data_moves_to_the_instance_nvme(healthy_compute):
     enroot = (node.root / "etc" / "enroot" / "enroot.conf").read_text()
     assert "ENROOT_DATA_PATH /opt/dlami/nvme/enroot/data/user-${UID}" in enroot
     assert (node.root / "opt" / "dlami" / "nvme" / "enroot" / "cache").is_dir()
-
-
-def test_without_instance_nvme_container_data_stays(tmp_path, runtime_zip):
-    node = Node(tmp_path, runtime_zip, nvme=False)
-    assert node.run(*compute_args()).returncode == 0
-    assert not (node.root / "etc" / "docker" / "daemon.json").exists()
-    assert "container data left where the AMI puts it" in node.file("log/on-node-configured.log")
 
 
 def test_the_head_node_registers_the_gpu_job_map_beside_parallelclusters_own_prolog(head):

@@ -114,6 +114,9 @@ class Node:
                     FMCLUSTER_RETRY_DELAY="0", FMCLUSTER_APT_LOCK_TIMEOUT="5")
         full.update(env)
         full.pop("PYTHONPATH", None)
+        # as on a node, python3 caches the runtime's bytecode beside it (/opt/fmcluster/pkg): the script's later
+        # starts then skip compiling it
+        full.pop("PYTHONDONTWRITEBYTECODE", None)
         full.pop("SAGEMAKER_RESOURCE_CONFIG_PATH", None)
         return subprocess.run(["bash", str(self.prefix / entry)], cwd=self.prefix, env=full,
                               capture_output=True, text=True, timeout=120)
@@ -208,9 +211,16 @@ def test_gpu_worker_runs_the_validator_with_its_group_profile_level_and_policy(g
     assert "node validation passed" in (n.root / "var/log/fmcluster/bootstrap.log").read_text()
 
 
-def test_gpu_worker_that_fails_validation_under_drain_is_drained_once_slurmd_is_up(tmp_path):
+def test_a_gpu_worker_whose_mount_fails_leaves_the_verdict_to_the_validator_which_drains_it_once_slurmd_is_up(tmp_path):
+    """One policy everywhere: the validator's required storage.mounts check applies validation.policy (here drain:
+    the node boots, and a unit drains it once slurmd is up)."""
     n = Node(tmp_path, ip=GPU_IP)
-    ok(n.run(FAKE_VALIDATE_RC="1"))
+    r = n.run(FAKE_LUSTRE_RC="1", FAKE_VALIDATE_RC="1")
+    assert r.returncode == 0, r.stdout
+    assert ("cannot mount FSx for Lustre fs-0abc.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh at /fsx (lustre helper "
+            "failed; see the lines above); the boot validator reports it under policy drain") in r.stdout
+    assert not n.marker("fsx"), "a rerun tries the mount again"
+    assert "--profile" in n.log("validate.log")
     unit = (n.root / "etc/systemd/system/fmcluster-validate.service").read_text()
     assert "After=slurmd.service" in unit and "--policy drain" in unit and "profiles/gpu-a.json" in unit
     assert "enable fmcluster-validate.service" in n.log("systemctl.log")
@@ -230,17 +240,6 @@ def test_nodes_without_gpus_skip_the_validator_and_dcgm(cpu_worker):
     assert "--no-dcgm" in n.log("install.log") and "--slurm-collector" not in n.log("install.log")
 
 
-def test_a_gpu_worker_whose_mount_fails_leaves_the_verdict_to_the_boot_validator(tmp_path):
-    """One policy everywhere: the validator's required storage.mounts check applies validation.policy."""
-    n = Node(tmp_path, ip=GPU_IP)
-    r = n.run(FAKE_LUSTRE_RC="1")
-    assert r.returncode == 0, r.stdout
-    assert ("cannot mount FSx for Lustre fs-0abc.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh at /fsx (lustre helper "
-            "failed; see the lines above); the boot validator reports it under policy drain") in r.stdout
-    assert not n.marker("fsx"), "a rerun tries the mount again"
-    assert "--profile" in n.log("validate.log")
-
-
 def test_a_controller_whose_mount_fails_stops_under_policy_fail(tmp_path):
     n = Node(tmp_path, ip=CONTROLLER_IP, parameters=params(validation={"level": "standard", "policy": "fail"}))
     r = n.run(FAKE_LUSTRE_RC="1")
@@ -249,21 +248,6 @@ def test_a_controller_whose_mount_fails_stops_under_policy_fail(tmp_path):
             "fs-0abc.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh at /fsx") in r.stdout
     assert not n.marker("fsx") and not n.marker("containers")
     assert n.log("install.log") == "" and n.log("useradd.log") == ""
-
-
-def test_a_controller_whose_mount_fails_continues_under_drain(tmp_path):
-    n = Node(tmp_path, ip=CONTROLLER_IP)
-    r = n.run(FAKE_LUSTRE_RC="1")
-    assert r.returncode == 0
-    assert "WARNING: cannot mount FSx for Lustre" in r.stdout and "this controller node continues without it" in r.stdout
-
-
-def test_efa_file_system_asks_the_helper_for_efa(tmp_path):
-    fsx = {"dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com", "mount_name": "abcdefgh", "mount_point": "/fsx", "efa": True}
-    n = Node(tmp_path, ip=GPU_IP, parameters=params(fsx=fsx))
-    ok(n.run())
-    assert n.log("lustre.log").strip().endswith("--fstab --efa")
-
 
 
 def test_rerun_is_idempotent(gpu_worker):
@@ -282,20 +266,22 @@ def test_collector_failure_is_logged_not_fatal_and_retried_on_rerun(tmp_path):
     assert len(n.log("install.log").splitlines()) == 2 and n.marker("collectors")
 
 
-def test_no_fsx_no_observability_no_users(tmp_path):
-    n = Node(tmp_path, ip=CONTROLLER_IP, parameters=params(fsx=None, observability=None, users=[]))
+def test_a_bare_controller_without_fsx_observability_users_or_nvme_skips_those_steps(tmp_path):
+    """No FSx, no observability (so no GPU job map either), no users and no instance NVMe: one boot, each step
+    skipped for its own reason."""
+    n = Node(tmp_path, ip=CONTROLLER_IP, parameters=params(fsx=None, observability=None, users=[]), nvme=False)
+    conf = slurm_conf(n, "ClusterName=demo\n")
     out = ok(n.run())
     assert "nothing to mount" in out and "no observability" in out and "no users" in out
     assert n.log("lustre.log") == n.log("install.log") == n.log("useradd.log") == ""
+    assert conf.read_text() == "ClusterName=demo\n" and not (n.root / "opt/fmcluster/slurm").exists()
+    assert "container data roots left unconfigured" in out and not (n.root / "etc/docker/daemon.json").exists()
 
 
 def test_gpu_worker_without_nvme_fails_rather_than_filling_the_root_volume(tmp_path):
     n = Node(tmp_path, ip=GPU_IP, nvme=False)
     r = n.run()
     assert r.returncode == 1 and "FAILED at step containers: no instance NVMe" in r.stdout
-    c = Node(tmp_path / "controller", ip=CONTROLLER_IP, nvme=False)
-    out = ok(c.run())
-    assert "container data roots left unconfigured" in out and not (c.root / "etc/docker/daemon.json").exists()
 
 
 def test_unknown_node_fails_at_the_role_step(tmp_path):
@@ -373,9 +359,11 @@ def test_the_controller_registers_the_gpu_job_map_hooks_and_reconfigures_slurm(t
 
 
 def test_a_prolog_hyperpod_sets_itself_is_kept(tmp_path):
+    """The same boot's FSx mount fails: under policy drain the controller warns and continues without it."""
     n = Node(tmp_path, ip=CONTROLLER_IP, parameters=with_job_map())
     conf = slurm_conf(n, "Prolog=/opt/slurm/etc/prolog.sh\n")
-    out = ok(n.run())
+    out = ok(n.run(FAKE_LUSTRE_RC="1"))
+    assert "WARNING: cannot mount FSx for Lustre" in out and "this controller node continues without it" in out
     assert "sets Prolog already; left as it is" in out
     assert conf.read_text().splitlines()[0] == "Prolog=/opt/slurm/etc/prolog.sh"
     assert conf.read_text().splitlines()[-1] == "Epilog=/opt/fmcluster/slurm/epilog.sh"
@@ -389,16 +377,14 @@ def test_without_gpu_job_map_the_controller_writes_the_hooks_but_registers_nothi
 
 
 def test_workers_write_the_hooks_first_and_leave_slurm_conf_alone(tmp_path):
-    n = Node(tmp_path, ip=GPU_IP, parameters=with_job_map())
+    """The same boot mounts an EFA-enabled file system: the helper is asked for LNet over EFA."""
+    p = with_job_map()
+    p["fsx"] = {"dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com", "mount_name": "abcdefgh", "mount_point": "/fsx",
+                "efa": True}
+    n = Node(tmp_path, ip=GPU_IP, parameters=p)
     conf = slurm_conf(n, "ClusterName=demo\n")
     out = ok(n.run())
     assert out.index("[job-map] end") < out.index("[fsx] start")
     assert os.access(n.root / "opt/fmcluster/slurm/epilog.sh", os.X_OK)
     assert conf.read_text() == "ClusterName=demo\n" and n.log("scontrol.log") == ""
-
-
-def test_without_observability_there_is_no_job_map(tmp_path):
-    n = Node(tmp_path, ip=CONTROLLER_IP, parameters=params(observability=None))
-    conf = slurm_conf(n, "ClusterName=demo\n")
-    ok(n.run())
-    assert conf.read_text() == "ClusterName=demo\n" and not (n.root / "opt/fmcluster/slurm").exists()
+    assert n.log("lustre.log").strip().endswith("--fstab --efa")

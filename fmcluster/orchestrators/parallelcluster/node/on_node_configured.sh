@@ -77,7 +77,13 @@ install -d -m 0755 "$etc" "$home/pkg/fmcluster" "$log_dir" "$textfile_dir"
 # custom action writes to stderr (docs/parallelcluster.md, "Why a node failed"), the file stays on the shut-down node.
 exec 3>&2
 exec >>"$log_dir/on-node-configured.log" 2>&1
-log() { echo "$(date -Is) fmcluster: $*"; }
+# The time as `date -Is` writes it (2024-05-01T12:00:00+00:00), from bash's own strftime (printf %(...)T, bash 4.2+):
+# no process per log line.
+log() {
+  local now
+  printf -v now '%(%Y-%m-%dT%H:%M:%S%z)T' -1
+  echo "${now:0:22}:${now:22} fmcluster: $*"
+}
 # tell LINE...: why the node is not healthy, to the log, the action's stderr and the journal (logger, bounded).
 tell() {
   local line

@@ -40,7 +40,13 @@ STEP=start
 STEP_MARK=1
 declare -A NODE=()
 
-log() { printf '%s fmcluster-lifecycle [%s] %s\n' "$(date -Is)" "$STEP" "$*"; }
+# The time as `date -Is` writes it (2024-05-01T12:00:00+00:00), from bash's own strftime (printf %(...)T, bash 4.2+):
+# no process per log line.
+log() {
+  local now
+  printf -v now '%(%Y-%m-%dT%H:%M:%S%z)T' -1
+  printf '%s fmcluster-lifecycle [%s] %s\n' "${now:0:22}:${now:22}" "$STEP" "$*"
+}
 fail() {
   trap - ERR
   printf 'fmcluster lifecycle FAILED at step %s: %s\n' "$STEP" "$*" >&2
