@@ -11,8 +11,12 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 # bytecode (and pytest's rewritten test modules) in one tree outside the sources: nothing lands beside the runtime
-# files, and the test workers and the node scripts they start compile each module once instead of every time
+# files, and the test workers and the node scripts they start compile each module once instead of every time.
+# PYTHONDONTWRITEBYTECODE, set in some shells to keep __pycache__ out of source trees, would make every process
+# compile everything it imports again (a test worker's start costs three to four times as much CPU); with the prefix
+# nothing lands in the tree, so it is not passed on.
 export PYTHONPYCACHEPREFIX := $(CURDIR)/.pycache
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup synth test lint templates bench clean lock
 
