@@ -4,6 +4,8 @@ instance group names."""
 from __future__ import annotations
 
 import functools
+import json
+from pathlib import Path
 from typing import FrozenSet, Optional
 
 from pydantic import AfterValidator, Field
@@ -11,15 +13,16 @@ from typing_extensions import Annotated
 
 from fmcluster.runtime.contract import ml_type
 
+# The SageMaker API model's ClusterInstanceType enum as the pinned botocore ships it, written out by
+# scripts/hyperpod_instance_types.py: reading it from botocore took 0.4 s of every validate and plan of a HyperPod spec
+# (botocore's import and a 4 MB model); a test holds the file equal to the pinned botocore's enum.
+INSTANCE_TYPES = Path(__file__).resolve().parent / "instance_types.json"
+
 
 @functools.lru_cache(maxsize=1)
 def hyperpod_instance_types() -> FrozenSet[str]:
-    """The ml. types HyperPod offers: the SageMaker API model's ClusterInstanceType enum, as shipped
-    in botocore (offline; it moves with the pinned botocore)."""
-    import botocore.session
-
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    return frozenset(model.shape_for("ClusterInstanceType").enum)
+    """The ml. types HyperPod offers (offline; it moves with the pinned botocore)."""
+    return frozenset(json.loads(INSTANCE_TYPES.read_text(encoding="utf-8"))["types"])
 
 
 def offered_problem(instance_type: str) -> Optional[str]:
