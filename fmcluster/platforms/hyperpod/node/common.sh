@@ -94,7 +94,8 @@ run_step() {
   log "end"
 }
 
-node_py() { PYTHONPATH="$FMCLUSTER_HOME/pkg" python3 -m fmcluster.runtime.node_setup "$@"; }
+# every answer is a few reads of files under --root: a minute is a hung interpreter, never a slow one
+node_py() { PYTHONPATH="$FMCLUSTER_HOME/pkg" timeout --kill-after=5 60 python3 -m fmcluster.runtime.node_setup "$@"; }
 
 # read_node OUTPUT: key<TAB>value lines (node_setup's answers) into NODE
 read_node() {
