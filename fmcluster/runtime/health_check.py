@@ -37,7 +37,6 @@ import shlex
 import shutil
 import socket
 import sys
-import tempfile
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -45,6 +44,7 @@ from . import actions
 from .checks import all_checks
 from .node import Node, run_command
 from .profile import NodeProfile, ProfileError
+from .slurm_hooks import shim_script, write_executable
 from .validate import run_checks
 
 HOOK_DIR = "/opt/fmcluster/slurm"
@@ -170,29 +170,6 @@ exit 0
 """
 
 
-def shim_script(program: str) -> str:
-    """For a directory every node reads (ParallelCluster's shared /opt/slurm): the node's own program when it has one."""
-    program = shlex.quote(program)
-    return f"""#!/bin/sh
-# fmcluster: this node's Slurm health check when it has one ({program}); nothing to do otherwise.
-[ -x {program} ] && exec {program}
-exit 0
-"""
-
-
-def _write_executable(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".health-")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o755)  # noqa: S103  slurmd (root) executes it; nothing secret in it
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def program_path(hook_dir: str = HOOK_DIR) -> str:
     """What a HealthCheckProgram= setting names."""
     return os.path.join(hook_dir, PROGRAM)
@@ -203,12 +180,12 @@ def install(args: argparse.Namespace) -> List[str]:
     written: List[str] = []
     program = program_path(args.hook_dir)
     if args.profile:
-        _write_executable(program, program_script(python=sys.executable, pkg_root=_pkg_root(),
+        write_executable(program, program_script(python=sys.executable, pkg_root=_pkg_root(),
                                                   profile=os.path.abspath(args.profile), node_name=args.node_name,
                                                   path=_slurm_path()))
         written.append(program)
     if args.shim:
-        _write_executable(args.shim, shim_script(program))
+        write_executable(args.shim, shim_script("health check", program))
         written.append(args.shim)
     return written
 

@@ -18,6 +18,23 @@ from fmcluster.runtime.node_setup.parameters import users_of, validate_eks_param
 from fmcluster.runtime.rooted import under
 
 
+def _cluster_answers(params: Dict[str, Any], efa: bool) -> Dict[str, str]:
+    """The answers every HyperPod node shares: its cluster, the shared file system as it mounts it, validation."""
+    fsx = params.get("fsx") or {}
+    return {
+        "cluster": params["cluster_name"],
+        "region": params["region"],
+        "fsx": "1" if fsx else "0",
+        "fsx_dns_name": fsx.get("dns_name", ""),
+        "fsx_mount_name": fsx.get("mount_name", ""),
+        "fsx_mount_point": fsx.get("mount_point", ""),
+        # LNet over EFA only where this node has EFA; others reach an EFA-enabled file system over TCP
+        "fsx_efa": "1" if fsx.get("efa") and efa else "0",
+        "level": params["validation"]["level"],
+        "policy": params["validation"]["policy"],
+    }
+
+
 def eks_node(params: Dict[str, Any], group: str) -> Dict[str, str]:
     """Everything on_create_eks.sh needs for a node of instance group `group` (its entry script names the group)."""
     params = validate_eks_params(params)
@@ -32,7 +49,6 @@ def eks_node(params: Dict[str, Any], group: str) -> Dict[str, str]:
     else:
         raise SetupError(f"instance group {group!r} is neither the system_group nor one of the worker_groups in "
                              f"{LIFECYCLE_PARAMETERS_FILE}")
-    fsx = params.get("fsx") or {}
     obs = params.get("observability") or {}
     policy = params["validation"]["policy"]
     return {
@@ -43,16 +59,7 @@ def eks_node(params: Dict[str, Any], group: str) -> Dict[str, str]:
         "instance_type": instance_type,
         # a GPU type with instance-store NVMe: wait for /opt/dlami/nvme itself, and never fall back silently
         "nvme_expected": "1" if gpu and instance_store else "0",
-        "cluster": params["cluster_name"],
-        "region": params["region"],
-        "fsx": "1" if fsx else "0",
-        "fsx_dns_name": fsx.get("dns_name", ""),
-        "fsx_mount_name": fsx.get("mount_name", ""),
-        "fsx_mount_point": fsx.get("mount_point", ""),
-        # LNet over EFA only where this node has EFA; others reach an EFA-enabled file system over TCP
-        "fsx_efa": "1" if fsx.get("efa") and efa else "0",
-        "level": params["validation"]["level"],
-        "policy": policy,
+        **_cluster_answers(params, efa),
         # on the node: fail stops provisioning; taint and report only report, and the node gate acts on taint
         "node_policy": "fail" if policy == "fail" else "report",
         "efa_textfile": "1" if obs.get("efa_textfile") and efa else "0",
@@ -154,7 +161,6 @@ def whoami(resource_config: Optional[Dict[str, Any]], params: Dict[str, Any], ad
                              "the worker_groups in fmcluster_parameters.json")
     controllers = [i.get("CustomerIpAddress", "") for g in (resource_config or {}).get("InstanceGroups") or []
                    if g.get("Name") == params["controller_group"] for i in (g.get("Instances") or [])]
-    fsx = params.get("fsx") or {}
     obs = params.get("observability") or {}
     return {
         "role": role,
@@ -165,16 +171,7 @@ def whoami(resource_config: Optional[Dict[str, Any]], params: Dict[str, Any], ad
         "instance_name": str(instance.get("InstanceName") or ""),
         "node_ip": str(instance.get("CustomerIpAddress") or (addresses[0] if addresses else "")),
         "controller_ips": ",".join(c for c in controllers if c),
-        "cluster": params["cluster_name"],
-        "region": params["region"],
-        "fsx": "1" if fsx else "0",
-        "fsx_dns_name": fsx.get("dns_name", ""),
-        "fsx_mount_name": fsx.get("mount_name", ""),
-        "fsx_mount_point": fsx.get("mount_point", ""),
-        # LNet over EFA only where this node has EFA; others reach an EFA-enabled file system over TCP
-        "fsx_efa": "1" if fsx.get("efa") and efa else "0",
-        "level": params["validation"]["level"],
-        "policy": params["validation"]["policy"],
+        **_cluster_answers(params, efa),
         "observability": "1" if obs else "0",
         "remote_write_url": obs.get("remote_write_url", ""),
         "scrape_interval": str(obs.get("scrape_interval_seconds", 30)) if obs else "",

@@ -35,6 +35,8 @@ import sys
 import tempfile
 from typing import List, Mapping, Optional, Tuple
 
+from fmcluster.runtime.slurm_hooks import shim_script, write_executable
+
 JOB_MAP_DIR = "/run/fmcluster/dcgm-job-map"
 HOOK_DIR = "/opt/fmcluster/slurm"
 HOOK_TIMEOUT_S = 30  # well inside Slurm's PrologEpilogTimeout and ParallelCluster's BatchStartTimeout (180 s)
@@ -107,22 +109,6 @@ exit 0
 """
 
 
-def shim_script(action: str, hook: str) -> str:
-    """A script for a prolog.d/epilog.d Slurm runs on every node: the node's own hook when it has one."""
-    hook = shlex.quote(hook)
-    return f"""#!/bin/sh
-# fmcluster: this node's Slurm {action} hook when it has one ({hook}); nothing to do otherwise.
-[ -x {hook} ] && exec {hook}
-exit 0
-"""
-
-
-def _write_executable(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    _write(path, text)
-    os.chmod(path, 0o755)  # noqa: S103  slurmd (root) executes it; nothing secret in it, root-owned
-
-
 def write_hooks(hook_dir: str = HOOK_DIR, *, python: str = sys.executable, directory: str = JOB_MAP_DIR,
                 shims: Optional[List[str]] = None) -> List[str]:
     """Write HOOK_DIR/prolog.sh and epilog.sh (and with `shims` [prolog path, epilog path] their shims); returns
@@ -131,10 +117,10 @@ def write_hooks(hook_dir: str = HOOK_DIR, *, python: str = sys.executable, direc
     written = []
     for action in ("prolog", "epilog"):
         path = hook_path(action, hook_dir)
-        _write_executable(path, hook_script(action, python=python, pkg_root=pkg_root, directory=directory))
+        write_executable(path, hook_script(action, python=python, pkg_root=pkg_root, directory=directory))
         written.append(path)
     for action, shim in zip(("prolog", "epilog"), shims or []):
-        _write_executable(shim, shim_script(action, hook_path(action, hook_dir)))
+        write_executable(shim, shim_script(f"{action} hook", hook_path(action, hook_dir)))
         written.append(shim)
     return written
 

@@ -99,7 +99,8 @@ class Node:
         rt.mkdir(parents=True)
         shutil.copytree(NODE_DIR, rt / archive_path(NODE_DIR), ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(RUNTIME / "node_setup", rt / "node_setup", ignore=shutil.ignore_patterns("__pycache__"))
-        for name in ("__init__.py", "contract.py", "mounts.py", "profile.py", "rooted.py", "versions.py", "node_bootstrap.sh"):
+        for name in ("__init__.py", "contract.py", "mounts.py", "profile.py", "rooted.py", "slurm_hooks.py", "versions.py",
+                     "node_bootstrap.sh"):
             shutil.copy(RUNTIME / name, rt / name)
         (rt / "lustre.py").write_text(FAKE_LUSTRE)
         (rt / "validate.py").write_text(FAKE_VALIDATE)
