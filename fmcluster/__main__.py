@@ -1,3 +1,3 @@
-from fmcluster.cli import main
+from fmcluster.cli import run
 
-raise SystemExit(main())
+raise SystemExit(run())

@@ -74,12 +74,12 @@ def spec_model() -> Type[ClusterSpec]:
 
 def parse_spec(data: Any) -> ClusterSpec:
     """Validate an already-parsed spec (a mapping); every failure is a `fmcluster.spec.SpecError`."""
-    return loading.parse_spec(data, spec_model())
+    return loading.parse_spec(data, kinds())
 
 
 def load_spec(path: Union[str, Path]) -> ClusterSpec:
     """Read and validate a spec file; every failure is a `fmcluster.spec.SpecError`."""
-    return loading.load_spec(path, spec_model())
+    return loading.load_spec(path, kinds())
 
 
 def json_schema() -> Dict[str, Any]:

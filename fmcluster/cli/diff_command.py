@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -52,6 +50,9 @@ def _side(arg: str) -> Tuple[Dict[str, Dict[str, Any]], Optional[str]]:
 
 def _spec_at_revision(spec_path: str, rev: str) -> Any:
     """The spec as it was at `rev`, read with `git show` (bounded in time and size)."""
+    import subprocess  # here, not at the top: every command imports this module to register its arguments
+    import tempfile
+
     from fmcluster.registry import load_spec
 
     path = Path(spec_path).resolve()

@@ -12,8 +12,6 @@ import argparse
 import os
 import re
 import sys
-import tempfile
-from importlib import resources
 from pathlib import Path
 from typing import Any, List
 
@@ -38,6 +36,8 @@ def fabric_group(spec: Any, name: str | None) -> Any:
 
 
 def render(spec: Any, group: Any, spec_file: str) -> str:
+    from importlib import resources  # here, not at the top: every command imports this module
+
     t = group.instance
     slurm = spec.orchestrator_kind.node_agent == "slurm"
     text = resources.files("fmcluster.acceptance").joinpath(SCRIPT).read_text(encoding="utf-8")
@@ -84,6 +84,8 @@ def cmd_job_nccl(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.is_dir():
         raise UsageError(f"--out {out}: is a directory")
+    import tempfile
+
     tmp = None
     try:  # renamed into place: never a half-written job
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)

@@ -51,7 +51,9 @@ class SpecModel(BaseModel):
     """Unknown keys are errors (a typo never passes silently); numbers are whole where a field takes an integer
     (strict: `count: yes` or `count: 2.5` is refused, not read as 1 or 2); a validated spec is immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, strict=True)
+    # defer_build: a model's validator is built when first used, so a command builds the models of the spec it reads
+    # (its own kind's settings, `fmcluster.spec.loading.parse_spec`) and not every kind's.
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, strict=True, defer_build=True)
 
     @model_validator(mode="after")
     def _integers_fit_aws(self) -> SpecModel:

@@ -1,7 +1,7 @@
 """Reading a spec: YAML (duplicate keys refused) -> the spec model, every failure one line per problem.
 
 The spec model depends on the orchestrator kinds it takes, which the composition root (`fmcluster.registry`) passes
-to `spec_model`; every function here takes that model.
+to `spec_model`, `parse_spec` and `load_spec`.
 """
 
 from __future__ import annotations
@@ -144,18 +144,39 @@ def format_validation_error(err: ValidationError, model: Type[ClusterSpec]) -> L
 # --- loading ----------------------------------------------------------------------------------
 
 
-def parse_spec(data: Any, model: Type[ClusterSpec]) -> ClusterSpec:
+def _named_kind(data: Dict[str, Any], kinds: Sequence[OrchestratorTraits]) -> Optional[OrchestratorTraits]:
+    """The kind `data` is written for: the one its ``orchestrator.type`` names, the first when it names none; None
+    when it names no kind of `kinds` or its section is not a mapping."""
+    section = data.get("orchestrator", {})
+    if not isinstance(section, dict):
+        return None
+    name = section.get("type", kinds[0].name)
+    return next((k for k in kinds if k.name == name), None)
+
+
+def parse_spec(data: Any, kinds: Sequence[OrchestratorTraits]) -> ClusterSpec:
+    """`data` validated by the spec model of `kinds`. A spec written for one kind is validated by the model of that kind
+    alone, which accepts exactly what the whole model accepts for it and builds one kind's settings schema, not every
+    kind's (a command's start-up: bench/command_startup.py); a spec it refuses is validated again by the whole model,
+    whose errors also name the kind that owns a key the spec's kind does not take."""
     if data is None:
         raise SpecError(["(top level): the spec is empty; expected a mapping with name, region, node_groups, ..."])
     if not isinstance(data, dict):
         raise SpecError([f"(top level): expected a mapping of keys, got a {type(data).__name__}"])
+    kind = _named_kind(data, kinds)
+    if kind is not None and len(kinds) > 1:
+        try:
+            return spec_model([kind]).model_validate(data)
+        except ValidationError:
+            pass  # the whole model says why, below
+    model = spec_model(kinds)
     try:
         return model.model_validate(data)
     except ValidationError as e:
         raise SpecError(format_validation_error(e, model)) from None
 
 
-def load_spec(path: Union[str, Path], model: Type[ClusterSpec]) -> ClusterSpec:
+def load_spec(path: Union[str, Path], kinds: Sequence[OrchestratorTraits]) -> ClusterSpec:
     """Read and validate a spec file; every failure is a `SpecError`."""
     p = Path(path)
     try:
@@ -166,7 +187,7 @@ def load_spec(path: Union[str, Path], model: Type[ClusterSpec]) -> ClusterSpec:
         raise SpecError([f"{p}: is a directory, expected a YAML file"]) from None
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError([f"{p}: cannot read ({e})"]) from None
-    return parse_spec(read_yaml(text, str(p)), model)
+    return parse_spec(read_yaml(text, str(p)), kinds)
 
 
 def json_schema(model: Type[ClusterSpec]) -> Dict[str, Any]:
