@@ -1,11 +1,10 @@
 """What an hour of the whole cluster costs, and what N tokens cost at the step bound.
 
-Prices are data (data/prices.json: EC2 On-Demand from the AWS Price List, us-east-1 and, for the GPU types, other
-regions; and the services the stacks create, each with its source and date), never fetched. A region or type the data
-lacks falls back to the us-east-1 figure, marked as an estimate on its line. Capacity Blocks and training plans are
-priced when reserved: their lines stay unpriced (the On-Demand rate in a note, for reference) unless the user gives the
-reservation's price (``plan --price GROUP=USD``). What is billed by usage, per user or per key is listed as not
-included.
+Prices are data (data/prices.json: EC2 On-Demand from the AWS Price List, us-east-1 and other regions; and the
+services the stacks create, each with its source and date), never fetched. A region or type the data lacks falls back to
+the us-east-1 figure, marked as an estimate on its line. Capacity Blocks and training plans are priced when reserved:
+their lines stay unpriced (the On-Demand rate in a note, for reference) unless the user gives the reservation's price
+(``plan --price GROUP=USD``). What is billed by usage, per user or per key is listed as not included.
 """
 
 from __future__ import annotations

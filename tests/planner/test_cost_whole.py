@@ -5,6 +5,8 @@ out of the total, and what is billed by usage printed as not included in the tex
 from __future__ import annotations
 
 import pytest
+import yaml
+from helpers import ROOT
 from helpers.planner import spec
 
 from fmcluster.cli import main
@@ -12,6 +14,7 @@ from fmcluster.planner import cost
 from fmcluster.planner.html import page
 from fmcluster.planner.report import PlanOptions, build
 from fmcluster.planner.text import render
+from fmcluster.registry import parse_spec
 
 HOURS_PER_MONTH = 730
 # The price data's figures with their dates: EC2 On-Demand from the AWS Price List (as generated into
@@ -22,6 +25,8 @@ NAT_GATEWAY_US_EAST_1 = 0.045
 PUBLIC_IPV4 = 0.005
 FSX_PERSISTENT_2_250 = 0.21  # USD per GiB-month
 EKS_CONTROL_PLANE = 0.10
+# ap-northeast-1 On-Demand, as SkyPilot's catalog (commit 00148f2a) records the Price List's figures
+M5_XLARGE_TOKYO, M5_4XLARGE_TOKYO, M5_12XLARGE_TOKYO = 0.248, 0.992, 2.976
 
 
 def lines(c):
@@ -82,6 +87,33 @@ def test_a_type_the_region_has_no_figure_for_is_an_estimate_on_its_line():
     line = lines(cost.hourly_cost(eu))["node group gpu"]
     assert line["usd_per_hour"]["value"] == 63.296 and line["price_status"] == "estimate"
     assert "estimate: no eu-west-2 price for p5en.48xlarge in the data, us-east-1 price" in line["notes"]
+
+
+def example_in(name, region):
+    data = yaml.safe_load((ROOT / "examples" / name).read_text())
+    data.update(region=region, availability_zone=f"{region}a")
+    return parse_spec(data)
+
+
+def by_type(c):
+    return {ln["instance_type"]: ln for ln in c["lines"]}
+
+
+def test_a_login_node_outside_us_east_1_is_priced_at_its_regions_figure_not_estimated_from_us_east_1():
+    login = by_type(cost.hourly_cost(example_in("pcs-p5.yaml", "ap-northeast-1")))["m5.xlarge"]
+    assert (login["usd_per_hour_each"], login["price_status"]) == (M5_XLARGE_TOKYO, "listed")
+    assert cost.prices()["regions"]["us-east-1"]["m5.xlarge"] < M5_XLARGE_TOKYO
+    assert not any("estimate" in n for n in login["notes"])
+
+
+def test_hyperpods_controller_and_login_nodes_take_their_regions_ec2_rate_as_a_proxy_not_sagemakers():
+    c = cost.hourly_cost(example_in("hyperpod-slurm-p5.yaml", "ap-northeast-1"))
+    controller, login = by_type(c)["ml.m5.12xlarge"], by_type(c)["ml.m5.4xlarge"]
+    assert controller["usd_per_hour"]["value"] == M5_12XLARGE_TOKYO
+    assert login["usd_per_hour"]["value"] == pytest.approx(2 * M5_4XLARGE_TOKYO)
+    for line in (controller, login):  # still not the SageMaker price, but no longer the us-east-1 one
+        assert line["price_status"] == "estimate" and cost.prices()["varies"]["hyperpod"] in line["notes"]
+        assert not any("us-east-1 price" in n for n in line["notes"])
 
 
 def test_another_region_is_an_estimate_on_every_line_it_touches():
