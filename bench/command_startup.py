@@ -27,13 +27,16 @@ COMMANDS = {
 HEAVY = ("boto3", "aws_cdk")
 
 
-def median_seconds(cmd: list, runs: int) -> float:
-    times = []
+def median_seconds(cmds: dict, runs: int) -> dict:
+    """Median wall time of each command, run in turn (floor, validate, plan, ...) `runs` times, so a machine that
+    slows down or speeds up during the measurement moves every command alike and the ratios stay comparable."""
+    times: dict = {name: [] for name in cmds}
     for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(cmd, cwd=ROOT, capture_output=True, check=False, timeout=120)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, cmd in cmds.items():
+            start = time.perf_counter()
+            subprocess.run(cmd, cwd=ROOT, capture_output=True, check=False, timeout=120)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def heavy_imports(cmd: list) -> list:
@@ -47,11 +50,12 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--target", type=float, default=3.0)
     args = ap.parse_args()
-    floor = median_seconds(FLOOR, args.runs)
+    medians = median_seconds({"floor": FLOOR, **COMMANDS}, args.runs)
+    floor = medians.pop("floor")
     print(f"import pydantic, yaml: {floor:.2f}s (median of {args.runs})")
     ok = True
-    for name, cmd in COMMANDS.items():
-        took, heavy = median_seconds(cmd, args.runs), heavy_imports(cmd)
+    for name, took in medians.items():
+        heavy = heavy_imports(COMMANDS[name])
         ratio = took / floor
         ok = ok and ratio <= args.target and not heavy
         print(f"{name}: {took:.2f}s = {ratio:.1f}x the floor (target {args.target}x); heavy imports: "
