@@ -9,6 +9,7 @@ import yaml
 from helpers import ROOT
 from helpers.planner import spec
 
+from fmcluster import catalog
 from fmcluster.cli import main
 from fmcluster.planner import cost
 from fmcluster.planner.html import page
@@ -27,6 +28,8 @@ FSX_PERSISTENT_2_250 = 0.21  # USD per GiB-month
 EKS_CONTROL_PLANE = 0.10
 # ap-northeast-1 On-Demand, as SkyPilot's catalog (commit 00148f2a) records the Price List's figures
 M5_XLARGE_TOKYO, M5_4XLARGE_TOKYO, M5_12XLARGE_TOKYO = 0.248, 0.992, 2.976
+# m7g.2xlarge (Graviton): us-east-1 as generated into karpenter and as the catalog records it; eu-west-2 the catalog's
+M7G_2XLARGE_US_EAST_1, M7G_2XLARGE_LONDON = 0.3264, 0.3774
 
 
 def lines(c):
@@ -114,6 +117,24 @@ def test_hyperpods_controller_and_login_nodes_take_their_regions_ec2_rate_as_a_p
     for line in (controller, login):  # still not the SageMaker price, but no longer the us-east-1 one
         assert line["price_status"] == "estimate" and cost.prices()["varies"]["hyperpod"] in line["notes"]
         assert not any("us-east-1 price" in n for n in line["notes"])
+
+
+def test_an_arm64_queue_gets_its_graviton_head_node_priced_not_unknown():
+    block = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}
+    gb200 = [{"name": "gb200", "instance_type": "p6e-gb200.36xlarge", "count": 18, "capacity": block}]
+    for region, usd in (("us-east-1", M7G_2XLARGE_US_EAST_1), ("eu-west-2", M7G_2XLARGE_LONDON)):
+        c = cost.hourly_cost(spec(region=region, availability_zone=f"{region}a", node_groups=gb200,
+                                  orchestrator={"type": "parallelcluster"}))
+        head = by_type(c)["m7g.2xlarge"]
+        assert (head["usd_per_hour_each"], head["price_status"]) == (usd, "listed"), region
+        assert head["notes"] == [] and c["unpriced"] == ["node group gb200"]  # only the reservation waits for a price
+
+
+def test_every_type_a_spec_can_name_has_a_us_east_1_figure_or_says_why_it_has_none():
+    data = cost.prices()
+    unpriced = [name for name in catalog.all_types()
+                if name not in data["regions"]["us-east-1"] and name not in data["no_on_demand_price"]]
+    assert unpriced == []
 
 
 def test_another_region_is_an_estimate_on_every_line_it_touches():
