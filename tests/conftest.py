@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 import tempfile
+from datetime import date
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable
 
@@ -121,6 +122,18 @@ def synth_example(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], T
 
     get.all = get_all  # type: ignore[attr-defined]
     return get
+
+
+# The day every test plans on: a plan prices the EKS control plane by the support its Kubernetes version is in that day
+# (standard or extended), so without one day the figures would change as the calendar passes a version's dates.
+PLAN_DAY = date(2026, 12, 2)
+
+
+@pytest.fixture(autouse=True)
+def _plans_run_on_one_day(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fmcluster.platforms.kubernetes import support
+
+    monkeypatch.setattr(support, "today", lambda: PLAN_DAY)
 
 
 @pytest.fixture(scope="session")

@@ -25,7 +25,7 @@ P5_US_EAST_1 = 55.04
 NAT_GATEWAY_US_EAST_1 = 0.045
 PUBLIC_IPV4 = 0.005
 FSX_PERSISTENT_2_250 = 0.21  # USD per GiB-month
-EKS_CONTROL_PLANE = 0.10
+EKS_CONTROL_PLANE, EKS_CONTROL_PLANE_EXTENDED_SUPPORT = 0.10, 0.60
 # ap-northeast-1 On-Demand, as SkyPilot's catalog (commit 00148f2a) records the Price List's figures
 M5_XLARGE_TOKYO, M5_4XLARGE_TOKYO, M5_12XLARGE_TOKYO = 0.248, 0.992, 2.976
 # m7g.2xlarge (Graviton): us-east-1 as generated into karpenter and as the catalog records it; eu-west-2 the catalog's
@@ -43,11 +43,23 @@ def test_the_data_dates_every_figure():
     services = data["services"]
     assert services["fsx-lustre"]["usd_per_gib_month"]["us-east-1"]["PERSISTENT_2"]["250"] == FSX_PERSISTENT_2_250
     assert services["eks-cluster"]["usd_per_hour"] == EKS_CONTROL_PLANE
+    assert services["eks-cluster-extended-support"]["usd_per_hour"] == EKS_CONTROL_PLANE_EXTENDED_SUPPORT
     assert services["nat-gateway"]["usd_per_hour"]["us-east-1"] == NAT_GATEWAY_US_EAST_1
     assert services["nat-gateway"]["price_list"]["publication_date"] == "2026-09-04T23:11:17Z"
     for key, entry in services.items():
         if isinstance(entry, dict):
             assert entry["source"] and entry["status"] in ("listed", "quoted", "unverified", "unpriced"), key
+
+
+def test_a_control_plane_on_a_version_past_standard_support_is_priced_at_the_extended_support_rate():
+    """Tests plan on 2026-12-02 (tests/conftest.py), the day Kubernetes 1.34, the default, leaves EKS standard support."""
+    admins = ["arn:aws:iam::123456789012:role/admin"]
+    for version in ("1.33", "1.34"):
+        eks = spec(orchestrator={"type": "eks", "eks": {"admins": admins, "kubernetes_version": version}})
+        line = lines(cost.hourly_cost(eks))["EKS control plane (extended support)"]
+        assert line["usd_per_hour"]["value"] == EKS_CONTROL_PLANE_EXTENDED_SUPPORT
+        assert line["detail"].startswith(f"1 cluster, Kubernetes {version}: extended support since 2026-")
+        assert "EKS control plane (standard support)" not in lines(cost.hourly_cost(eks))
 
 
 def test_the_file_system_is_priced_by_deployment_type_capacity_and_throughput():
@@ -63,7 +75,8 @@ def test_the_file_system_is_priced_by_deployment_type_capacity_and_throughput():
 
 
 def test_a_kubernetes_control_plane_and_the_nat_gateway_are_lines_of_their_own():
-    eks = spec(orchestrator={"type": "eks", "eks": {"admins": ["arn:aws:iam::123456789012:role/admin"]}})
+    eks = spec(orchestrator={"type": "eks", "eks": {"admins": ["arn:aws:iam::123456789012:role/admin"],
+                                                      "kubernetes_version": "1.35"}})
     items = lines(cost.hourly_cost(eks))
     assert items["EKS control plane (standard support)"]["usd_per_hour"]["value"] == EKS_CONTROL_PLANE
     nat, ipv4 = items["NAT gateway"], items["NAT gateway public IPv4 address"]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 from fmcluster.orchestrators.eks import settings
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
+from fmcluster.platforms.kubernetes.support import control_plane_service
 from fmcluster.spec import checkpoints
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
         return settings.extra_instances(spec)
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
-        return [BilledService("eks-cluster", "1 cluster")]
+        return [control_plane_service(self.settings_of(spec).eks.kubernetes_version)]
 
     def scaffold(self, request: Scaffold) -> Dict[str, Any]:
         if not request.admins:

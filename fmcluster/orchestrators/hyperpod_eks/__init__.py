@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 from fmcluster.orchestrators.hyperpod_eks import settings
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
+from fmcluster.platforms.kubernetes.support import control_plane_service
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -31,7 +32,7 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
         return settings.extra_instances(spec)
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
-        return [BilledService("eks-cluster", "1 cluster")]
+        return [control_plane_service(self.settings_of(spec).eks.kubernetes_version)]
 
     def plan_notes(self, spec: ClusterSpec) -> List[str]:
         return settings.plan_notes(spec)

@@ -18,6 +18,11 @@ from typing import Dict, Optional, Tuple
 # https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html
 KUBERNETES_VERSIONS: Tuple[str, ...] = ("1.33", "1.34", "1.35")
 DEFAULT_KUBERNETES_VERSION = "1.34"
+# The day each offered minor leaves EKS standard support (UTC): from the start of that day a cluster on it bills extended
+# support, 12 months more, at a higher rate per cluster-hour (`support.control_plane_service`). EKS's release
+# calendar (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html, "Amazon EKS Kubernetes release
+# calendar", 1.33 in awsdocs/amazon-eks-user-guide at 8596db85) and https://endoflife.date/amazon-eks (1.34, 1.35).
+END_OF_STANDARD_SUPPORT: Dict[str, str] = {"1.33": "2026-07-29", "1.34": "2026-12-02", "1.35": "2027-03-27"}
 # The EFA DRA driver needs DRA's resource.k8s.io/v1 API, GA in Kubernetes 1.34 (EKS user guide, "Manage EFA devices").
 # https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html
 DRA_MIN_KUBERNETES_VERSION = "1.34"
