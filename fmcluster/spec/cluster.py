@@ -126,7 +126,8 @@ class ClusterSpec(SpecModel):
 
     # A spec is validated against the subclass `fmcluster.spec.loading.spec_model` makes for the orchestrator kinds it
     # is given: its ``orchestrator`` takes their settings, told apart by ``type``; ``kinds`` holds their traits (the
-    # first is the default). The docstring above is the JSON Schema's description.
+    # first is the default). A spec that was read is an instance of its own kind's subclass (`loading.parse_spec`),
+    # whose ``kinds`` holds that kind alone. The docstring above is the JSON Schema's description.
     kinds: ClassVar[Mapping[str, OrchestratorTraits]] = {}
 
     name: str = Field(
