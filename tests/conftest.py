@@ -4,6 +4,7 @@ costs seconds of jsii/node start-up and synthesis."""
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import shutil
 import sys
@@ -139,6 +140,16 @@ def _plans_run_on_one_day(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def example_names() -> list:
     return sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A worker holds hundreds of thousands of long-lived objects (aws_cdk's modules, botocore's and cfn-lint's schemas):
+    # with the default young-generation threshold (700 allocations) the cyclic collector walks them again and again.
+    gc.set_threshold(50_000, 10, 10)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    gc.freeze()  # what collection imported lives for the whole session: later collections skip it
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
