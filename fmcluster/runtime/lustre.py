@@ -213,8 +213,7 @@ def add_fstab(job: Job, source: str) -> None:
         lines = []
     except OSError as exc:
         raise StepFailed("fstab", f"cannot read /etc/fstab: {exc.strerror or exc}") from exc
-    same = [i for i, ln in enumerate(lines) if not ln.lstrip().startswith("#")
-            and len(ln.split()) >= 3 and mounts.unescape(ln.split()[1]) == a.mount_point]
+    same = [i for i in mounts.fstab_lines_on(lines, a.mount_point) if len(lines[i].split()) >= 3]
     if any(lines[i].split() == line.split() for i in same):
         job.done("fstab", f"already has {source} on {a.mount_point}")
         return

@@ -1,11 +1,12 @@
 """The node's mount table, parsed once for every node-side reader (the validator's probes, the Lustre helper, the
 HyperPod lifecycle): /proc/mounts as the kernel writes it (proc(5): fields separated by spaces, and a space, tab,
-newline or backslash inside a field written as the octal escapes \\040, \\011, \\012, \\134). Standard library only."""
+newline or backslash inside a field written as the octal escapes \\040, \\011, \\012, \\134), and /etc/fstab, which
+fstab(5) lays out and escapes the same way. Standard library only."""
 
 from __future__ import annotations
 
 import re
-from typing import List, NamedTuple
+from typing import List, NamedTuple, Sequence
 
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
@@ -30,4 +31,15 @@ def parse(text: str) -> List[Mount]:
         if len(fields) >= 3:
             found.append(Mount(unescape(fields[0]), unescape(fields[1]), fields[2],
                                fields[3] if len(fields) > 3 else ""))
+    return found
+
+
+def fstab_lines_on(lines: Sequence[str], mount_point: str) -> List[int]:
+    """The indexes of the /etc/fstab lines that mount something on `mount_point` (comments and lines too short to
+    name a mount point skipped)."""
+    found = []
+    for i, line in enumerate(lines):
+        fields = line.split()
+        if not line.lstrip().startswith("#") and len(fields) >= 2 and unescape(fields[1]) == mount_point:
+            found.append(i)
     return found

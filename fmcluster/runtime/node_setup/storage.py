@@ -51,10 +51,8 @@ def fstab_bind(path: str, source: str, target: str, requires: str, after: Option
             lines = fh.read().splitlines()
     except FileNotFoundError:
         lines = []
-    for ln in lines:
-        fields = ln.split()
-        if ln.lstrip().startswith("#") or len(fields) < 2 or fields[1] != target:
-            continue
+    for i in mounts.fstab_lines_on(lines, target):
+        fields = lines[i].split()
         if fields[:2] == [source, target] and len(fields) > 3 and "bind" in fields[3].split(","):
             return False
         raise SetupError(f"/etc/fstab already mounts {fields[0]} on {target}; not adding the bind mount of {source}")
