@@ -10,24 +10,76 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 from fmcluster.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
 
 GIT_TIMEOUT_S = 30
 GIT_MAX_BYTES = 1 << 20  # a spec is a few KB; anything near this is not one
+DEFAULT_REGION = "us-east-1"
+REGION = r"^[a-z]{2}(-[a-z]+)+-\d$"
+
+
+TEMPLATE_MAX_BYTES = 10 << 20  # CloudFormation takes templates up to 1 MB (from S3); a file near this is not one
+
+
+def _template_shape(name: str, template: Any) -> Optional[str]:
+    """What makes a parsed template unusable, or None: the sections diff reads must be what CloudFormation takes."""
+    if not isinstance(template, dict):
+        return "not a JSON object"
+    for section in ("Resources", "Outputs"):
+        if not isinstance(template.get(section, {}), dict):
+            return f"{section} is not an object"
+    for lid, resource in template.get("Resources", {}).items():
+        if not isinstance(resource, dict) or not isinstance(resource.get("Type"), str):
+            return f"resource {str(lid)[:80]} is not an object with a Type"
+        for key in ("Properties", "Metadata"):
+            if not isinstance(resource.get(key, {}), dict):
+                return f"resource {str(lid)[:80]}: {key} is not an object"
+    for lid, output in template.get("Outputs", {}).items():
+        if not isinstance(output, dict) or not isinstance(output.get("Export", {}), dict):
+            return f"output {str(lid)[:80]} is not an object"
+    return None
 
 
 def _templates_dir(path: Path) -> Dict[str, Dict[str, Any]]:
     found = sorted(path.glob("*.template.json"))
     if not found:
         raise UsageError(f"{path}: a directory without *.template.json files (run fmcluster synth --out {path})")
+    out = {}
+    for p in found:
+        try:
+            if not p.is_file() or p.stat().st_size > TEMPLATE_MAX_BYTES:
+                raise UsageError(f"{p}: not a template file (a regular file under {TEMPLATE_MAX_BYTES >> 20} MB)")
+            template = json.loads(p.read_bytes().decode("utf-8"))
+        except (OSError, ValueError, RecursionError) as e:
+            raise UsageError(f"{p}: cannot read a template ({type(e).__name__}: {str(e)[:200]})") from None
+        wrong = _template_shape(p.name, template)
+        if wrong:
+            raise UsageError(f"{p}: not a CloudFormation template: {wrong}")
+        out[p.name[: -len(".template.json")]] = template
+    return out
+
+
+def _assembly_region(path: Path, templates: Dict[str, Dict[str, Any]]) -> Optional[str]:
+    """The region the templates were synthesized for: the cloud assembly's manifest (aws://account/region), else the
+    one region their Availability Zones name; None when neither says."""
     try:
-        return {p.name[: -len(".template.json")]: json.loads(p.read_text()) for p in found}
-    except (OSError, ValueError) as e:
-        raise UsageError(f"{path}: cannot read a template ({e})") from None
+        artifacts = json.loads((path / "manifest.json").read_text()).get("artifacts", {})
+        regions = {str(a.get("environment", "")).rsplit("/", 1)[-1] for a in artifacts.values()
+                   if isinstance(a, dict) and a.get("type") == "aws:cloudformation:stack"}
+    except (OSError, ValueError, AttributeError):
+        regions = set()
+    regions.discard("unknown-region")
+    if len(regions) == 1:
+        return regions.pop()
+    zones = {str(r.get("Properties", {}).get("AvailabilityZone"))[:-1] for t in templates.values()
+             for r in t.get("Resources", {}).values()
+             if r.get("Type") == "AWS::EC2::Subnet" and isinstance(r.get("Properties", {}).get("AvailabilityZone"), str)}
+    return zones.pop() if len(zones) == 1 else None
 
 
 def _synthesize(spec: Any) -> Dict[str, Dict[str, Any]]:
@@ -37,15 +89,25 @@ def _synthesize(spec: Any) -> Dict[str, Dict[str, Any]]:
     return synthesize(spec)
 
 
-def _side(arg: str) -> Tuple[Dict[str, Dict[str, Any]], Optional[str]]:
-    """A spec file (synthesized here) or a directory of templates; and the spec's region when it is a spec."""
-    from fmcluster.registry import load_spec
+class _Side:
+    """One side of `diff OLD NEW`: a spec (synthesized only once both sides are known to be readable) or a folder."""
 
-    path = Path(arg)
-    if path.is_dir():
-        return _templates_dir(path), None
-    spec = load_spec(path)
-    return _synthesize(spec), spec.region
+    def __init__(self, arg: str) -> None:
+        from fmcluster.registry import load_spec
+
+        path = Path(arg)
+        self.templates: Optional[Dict[str, Dict[str, Any]]] = None
+        self.spec: Any = None
+        self.region: Optional[str] = None
+        if path.is_dir():
+            self.templates = _templates_dir(path)
+            self.region = _assembly_region(path, self.templates)
+        else:
+            self.spec = load_spec(path)
+            self.region = self.spec.region
+
+    def synthesized(self) -> Dict[str, Dict[str, Any]]:
+        return self.templates if self.templates is not None else _synthesize(self.spec)
 
 
 def _spec_at_revision(spec_path: str, rev: str) -> Any:
@@ -90,9 +152,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from fmcluster.diff import compare
     from fmcluster.diff.render import as_json, as_markdown, as_text
 
-    fail_on = _fail_on(args.fail_on) if args.fail_on else []
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout {args.timeout:g}: must be more than 0 seconds")
+    fail_on = _fail_on(args.fail_on) if args.fail_on is not None else []
+    if not 0 < args.timeout <= 3600:  # also refuses nan and inf
+        raise UsageError(f"--timeout {args.timeout:g}: seconds, more than 0 and at most 3600")
+    if args.region is not None and not re.match(REGION, args.region):
+        raise UsageError(f"--region {args.region}: a region name such as us-east-1")
+    if args.region is not None and not args.new:
+        raise UsageError("--region: only with OLD NEW (a spec names its own region)")
     modes = sum(bool(x) for x in (args.new, args.git_rev, args.deployed))
     if modes != 1:
         raise UsageError("diff: give NEW, or --git-rev REV, or --deployed (exactly one)")
@@ -114,8 +180,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
         old = _synthesize(_spec_at_revision(args.old, args.git_rev))
         report = compare(old, _synthesize(spec), region=spec.region)
     else:
-        (old, _), (new, region) = _side(args.old), _side(args.new)
-        report = compare(old, new, region=region or "us-east-1")  # the provider schemas of the region deployed to
+        sides = _Side(args.old), _Side(args.new)  # both read and checked before either is synthesized
+        region = args.region or sides[1].region or sides[0].region
+        report = compare(sides[0].synthesized(), sides[1].synthesized(), region=region or DEFAULT_REGION)
+        if region is None:
+            report.notes.append(f"neither side names its region (no cloud assembly manifest, no one Availability "
+                                f"Zone): create-only rules are {DEFAULT_REGION}'s; pass --region for another")
     render = as_json if args.json else as_markdown if args.markdown else as_text
     sys.stdout.write(render(report))
     hit = sorted(set(fail_on) & set(report.classes()))
@@ -138,6 +208,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sp.add_argument("--template-bucket", metavar="BUCKET",
                     help="with --deployed: an S3 bucket for templates over CloudFormation's 51,200-byte body limit")
     sp.add_argument("--timeout", type=float, default=300.0, help="with --deployed: seconds to wait per change set")
+    sp.add_argument("--region", help="with two template folders: the region whose resource schemas apply (default: "
+                    "the cloud assembly's, else the one its subnets' Availability Zones name, else us-east-1)")
     out = sp.add_mutually_exclusive_group()
     out.add_argument("--markdown", action="store_true", help="Markdown for a pull-request comment")
     out.add_argument("--json", action="store_true")

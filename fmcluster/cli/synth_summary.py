@@ -84,6 +84,9 @@ def summary(spec: Any, out: Path, spec_file: str) -> Dict[str, Any]:
             f"fmcluster job nccl {spec_file} --out {_job_file(spec)}",
         ],
         "way_in": kind_of(spec).way_in(spec),
+        "nodes": [{"group": g.name, "count": g.count, "instance_type": g.instance_type,
+                   "capacity": g.capacity.type, "arrival": kind_of(spec).node_arrival(spec, g)}
+                  for g in spec.node_groups],
         "teardown": "docs/teardown.md",
         "termination_protected": protected,
         "file_system": None,
@@ -119,6 +122,8 @@ def render(s: Dict[str, Any]) -> str:
         lines.append(f"  {st['stack']}: {st['resources']} resources{after}{protection}")
         if st["retained"]:
             lines.append(f"    kept when the stack is deleted: {_kept_line(st['retained'])}")
+    lines.append("nodes:")
+    lines += [f"  {n['group']}: {n['count']} x {n['instance_type']} ({n['capacity']}) {n['arrival']}" for n in s["nodes"]]
     fs = s["file_system"]
     if fs is not None:
         lines.append(f"FSx for Lustre mounted at {fs['mount_point']} on every node")

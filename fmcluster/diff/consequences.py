@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from fmcluster.diff import nodes, schemas
+from fmcluster.diff import groups, kubernetes, nodes, pcluster, refusals, schemas, storage
 from fmcluster.diff.changes import ADDED, MODIFIED, REMOVED, REPLACED, ExportChange, ResourceChange, Template, compare_stacks
 from fmcluster.diff.findings import CAPACITY, CLASSES, CONTROL_PLANE, DATA, NODES, SAFE, Finding
 
@@ -17,6 +17,8 @@ IN_CLUSTER = ("Custom::AWSCDK-EKS-HelmChart", "Custom::AWSCDK-EKS-KubernetesReso
 _GROUP_PATHS = {"AWS::SageMaker::Cluster": ("InstanceGroups",),
                 "Custom::PclusterCluster": ("ClusterConfiguration", "Scheduling", "SlurmQueues")}
 CFN_EXPORTS = "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-stack-exports.html"
+PLACEMENT_GROUP_DELETE = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DeletePlacementGroup.html"
+PLACEMENT_GROUP_CREATE = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreatePlacementGroup.html"
 # What in a spec changes a subnet's CIDR or AZ (docs/network.md): neither the orchestrator nor the node counts do.
 SUBNET_CAUSES = ("A new CIDR or AZ comes from network.new_vpc.cidr, node_subnet_prefix, second_availability_zone or "
                  "availability_zone, or from a cluster deployed by a release that sized the node subnet per "
@@ -39,6 +41,11 @@ class Report:
         return [c for c in CLASSES if c in present]
 
     @property
+    def deploy_fails(self) -> bool:
+        """CloudFormation or a service refuses part of the update: the deploy fails and rolls back."""
+        return any(f.fails for f in self.findings)
+
+    @property
     def gpus_affected(self) -> int:
         return sum(f.gpus for f in self.findings if f.cls == NODES)
 
@@ -56,6 +63,12 @@ def _stateful(c: ResourceChange) -> Finding:
                 else f"deleted with its data (DeletionPolicy {policy})")
         return Finding(DATA, c.where, f"{c.type} removed: {fate}")
     policy = c.policy("UpdateReplacePolicy")
+    if c.type == storage.DRA:
+        kept = ("the old association stays on the file system, detached from the stack (UpdateReplacePolicy Retain), "
+                "and keeps linking its directory and prefix until you delete it" if policy.startswith("Retain") else
+                "the old association is deleted")
+        return Finding(DATA, c.where, f"{c.type} replaced ({'; '.join(c.because)}): a new association links "
+                       f"{storage.describe(c.new)}; the files already in the file system stay; {kept}")
     fate = ("the old one is kept, detached (UpdateReplacePolicy Retain); the cluster gets a new, empty one"
             if policy.startswith("Retain") else "the old one is deleted after a final snapshot; the cluster gets a new, "
             "empty one" if policy == "Snapshot" else f"the old one is deleted with its data (UpdateReplacePolicy {policy})")
@@ -109,26 +122,58 @@ def _auto_deleted_buckets(templates: Dict[str, Template]) -> set:
     return found
 
 
-def _one(c: ResourceChange, consumed_templates: set, scratch_buckets: set) -> List[Finding]:
-    if c.type in STATEFUL and c.action in (REMOVED, REPLACED) and c.where in scratch_buckets:
+@dataclass
+class _Context:
+    """What judging one change needs to know of the others."""
+
+    consumed_templates: set  # launch templates a node group consumes (their changes are the group's)
+    scratch_buckets: set  # buckets CDK empties on deletion
+    failing_associations: Dict[str, Finding]  # replaced associations FSx refuses, by place
+    moved_zones: bool  # a subnet moves to another Availability Zone
+
+
+def _stateful_one(c: ResourceChange, ctx: _Context) -> Finding:
+    if c.where in ctx.failing_associations:
+        return ctx.failing_associations[c.where]
+    name = refusals.custom_name(c.type, c.old, c.new) if c.action == REPLACED else None
+    if name is not None:
+        return Finding(DATA, c.where, f"{c.type} replaced ({'; '.join(c.because)}): {refusals.refusal(c.type, name)}",
+                       sources=[refusals.NAME_TYPE], fails=True)
+    return _stateful(c)
+
+
+def _one(c: ResourceChange, ctx: _Context) -> List[Finding]:
+    if c.type in STATEFUL and c.action in (REMOVED, REPLACED) and c.where in ctx.scratch_buckets:
         return [Finding(SAFE, c.where, f"{c.type} {c.action}: a bucket of deployment artifacts the stack empties "
                                        "on deletion (autoDeleteObjects), no user data")]
     if c.type in STATEFUL and c.action in (REMOVED, REPLACED):
-        return [_stateful(c)]
-    if c.type in nodes.NODE_TYPES and c.type not in CONTROL:
+        return [_stateful_one(c, ctx)]
+    if c.type in groups.NODE_TYPES and c.type not in CONTROL:
         return []  # node groups: nodes.findings
     if c.type in CONTROL:
+        judged = kubernetes.cluster_version(c) + kubernetes.subnets(c, ctx.moved_zones)
         group = _GROUP_PATHS.get(c.type)
         if c.action == MODIFIED and group and all(p[:len(group)] == group for p in c.paths):
-            return []  # only its groups changed: nodes.findings
-        return [_control(c)]
+            return judged  # only its groups changed: nodes.findings
+        name = refusals.custom_name(c.type, c.old, c.new) if c.action == REPLACED else None
+        if name is not None:
+            return judged + [Finding(CONTROL_PLANE, c.where, f"{c.type} replaced ({'; '.join(c.because)}): "
+                                     f"{refusals.refusal(c.type, name)}", sources=[refusals.NAME_TYPE], fails=True)]
+        if judged and c.action == MODIFIED and all(p[:1] in (("Version",), ("ResourcesVpcConfig",)) for p in c.paths):
+            return judged
+        return judged + [_control(c)]
     if c.type == "AWS::EC2::Subnet" and c.action == REPLACED:
         return [Finding(CONTROL_PLANE, c.where, f"{c.type} replaced ({_paths(c)}): every instance and interface in it "
                         f"moves to the new subnet. {SUBNET_CAUSES}")]
     if c.type in SHARED_NETWORK and c.action in (REMOVED, REPLACED):
         return [Finding(CONTROL_PLANE, c.where, f"{c.type} {c.action}: what runs in or behind it follows")]
+    if c.type == "AWS::EC2::PlacementGroup" and c.action == REPLACED:
+        return [Finding(NODES, c.where, "placement group replaced: instances in the old group stay where they are, new "
+                        "launches go to the new one (cluster placement is lost between them), and CloudFormation "
+                        "cannot delete the old group while instances are in it (its clean-up fails and leaves it)",
+                        sources=[PLACEMENT_GROUP_DELETE])]
     if c.type == "AWS::EC2::LaunchTemplate":
-        if c.where in consumed_templates:
+        if c.where in ctx.consumed_templates:
             return []
         return [Finding(SAFE, c.where, f"launch template {c.action}: instances already launched from it keep running; "
                                        "new launches use the new version")]
@@ -136,10 +181,30 @@ def _one(c: ResourceChange, consumed_templates: set, scratch_buckets: set) -> Li
     if pointers is not None:
         return [pointers]
     if c.type in IN_CLUSTER:
-        return [Finding(SAFE, c.where, f"{c.type} {c.action}: applied inside the cluster by CDK's kubectl provider; "
-                                       "which pods restart is not computed")]
+        return kubernetes.scheduler(c) or [Finding(SAFE, c.where, f"{c.type} {c.action}: applied inside the cluster by "
+                                                   "CDK's kubectl provider; which pods restart is not computed")]
     detail = f": {_paths(c)}" if c.action in (MODIFIED, REPLACED) and c.paths else ""
-    return [Finding(SAFE, c.where, f"{c.type} {c.action}{detail}")]
+    judged = storage.file_system(c)
+    name = refusals.custom_name(c.type, c.old, c.new) if c.action == REPLACED else None
+    if name is not None:
+        judged.append(Finding(CONTROL_PLANE, c.where, f"{c.type} replaced{detail}: {refusals.refusal(c.type, name)}",
+                              sources=[refusals.NAME_TYPE], fails=True))
+    return judged or [Finding(SAFE, c.where, f"{c.type} {c.action}{detail}")]
+
+
+def _placement_in_moved_zone(old: Dict[str, Template], stacks: Dict[str, List[ResourceChange]]) -> List[Finding]:
+    """A cluster placement group lives in one Availability Zone: nodes cannot follow the subnet into another while
+    the group still holds instances in the first."""
+    out = []
+    for stack, t in old.items():
+        for lid, r in t.get("Resources", {}).items():
+            if r.get("Type") == "AWS::EC2::PlacementGroup" and (r.get("Properties") or {}).get("Strategy") == "cluster":
+                out.append(Finding(NODES, f"{stack}/{lid}", "the node subnet moves to another Availability Zone, and a "
+                                   "cluster placement group is confined to one: instances cannot launch into it in the "
+                                   "new zone while it holds instances in the old one. Way through: remove the node "
+                                   "groups first (their instances are terminated), then deploy the move and add them "
+                                   "back", sources=[PLACEMENT_GROUP_CREATE]))
+    return out
 
 
 def _boot_pointers(c: ResourceChange) -> Optional[Finding]:
@@ -170,17 +235,27 @@ def compare(old: Dict[str, Template], new: Dict[str, Template], *, region: str =
     """What deploying `new` over `old` (stack name -> template, as `fmcluster.app.synthesize` gives) does.
     `decided` carries a change set's Replacement per (stack, logical id) when deployed stacks are compared."""
     stacks, exports = compare_stacks(old, new, region=region, decided=decided)
-    old_units = {k: u for s, t in old.items() for k, u in nodes.units(s, t).items()}
-    new_units = {k: u for s, t in new.items() for k, u in nodes.units(s, t).items()}
+    old_units = {k: u for s, t in old.items() for k, u in groups.units(s, t).items()}
+    new_units = {k: u for s, t in new.items() for k, u in groups.units(s, t).items()}
     consumed = {f"{u.stack}/{u.launch_template}" for u in list(old_units.values()) + list(new_units.values())
                 if u.launch_template}
-    scratch = _auto_deleted_buckets(old)
+    every = [c for changes in stacks.values() for c in changes]
+    moved = any(c.type == "AWS::EC2::Subnet" and c.action == REPLACED and ("AvailabilityZone",) in c.paths
+                for c in every)
+    ctx = _Context(consumed, _auto_deleted_buckets(old), storage.associations(every), moved)
     found: List[Finding] = []
-    for changes in stacks.values():
-        for c in changes:
-            found.extend(_one(c, consumed, scratch))
-    found.extend(nodes.findings(old_units, new_units, stacks))
+    for c in every:
+        found.extend(_one(c, ctx))
+    named = {c.where: name for c in every if c.action == REPLACED
+             for name in [refusals.custom_name(c.type, c.old, c.new)] if name is not None}
+    found.extend(nodes.findings(old_units, new_units, stacks, named))
+    pcluster.apply(every, old_units, found)
+    if moved:
+        found.extend(_placement_in_moved_zone(old, stacks))
     found.extend(_export(e) for e in exports)
+    said = {f.where.split("/")[0] + "/" + f.where.split("/")[1] for f in found if f.where.count("/") >= 1}
+    found.extend(Finding(SAFE, c.where, f"{c.type} {c.action}: {_paths(c)}") for c in every
+                 if c.where not in said and c.action == MODIFIED)  # every change is listed, at least as safe
     notes = []
     if not schemas.available():
         notes.append("cfn-lint's resource provider schemas are not installed: replacement is judged only from the "

@@ -24,6 +24,9 @@ class Finding:
     gpus: int = 0  # GPUs on the instances this finding replaces, reboots or terminates
     jobs: str = ""  # what happens to running jobs, per the orchestrator's documented behaviour
     sources: List[str] = field(default_factory=list)
+    # CloudFormation or the service refuses this part of the update: the deploy fails (and rolls back) until the
+    # way through the text names is taken. Never "safe", whatever the class.
+    fails: bool = False
 
     def as_dict(self) -> Dict[str, Any]:
         d: Dict[str, Any] = {"class": self.cls, "where": self.where, "text": self.text}
@@ -32,4 +35,6 @@ class Finding:
             d["running_jobs"] = self.jobs
         if self.sources:
             d["sources"] = self.sources
+        if self.fails:
+            d["deploy_fails"] = True
         return d

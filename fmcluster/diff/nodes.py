@@ -6,13 +6,13 @@ Each service documents its own update behaviour; the words and sources below are
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, Iterator, List, Optional
+from typing import Dict, List, Optional
 
-from fmcluster import catalog
-from fmcluster.diff.changes import REPLACED, ResourceChange, Template
+from fmcluster.diff import refusals
+from fmcluster.diff.changes import REPLACED, ResourceChange
 from fmcluster.diff.findings import CAPACITY, NODES, SAFE, Finding
+from fmcluster.diff.groups import NodeUnit
+from fmcluster.diff.scaling import SCALERS
 
 EKS_UPDATE = "https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html"
 EKS_CAPACITY_BLOCKS = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
@@ -33,110 +33,6 @@ PCLUSTER_POLICIES = {
     "SlurmQueues": "RESIZE_UPDATE_STRATEGY_ON_REMOVE",  # removing a queue: likewise
 }
 PCLUSTER_DEFAULT_POLICY = "QUEUE_UPDATE_STRATEGY"  # other queue settings: CustomActions, CapacityType, ...
-
-NODE_TYPES = ("AWS::EKS::Nodegroup", "AWS::PCS::ComputeNodeGroup", "AWS::SageMaker::Cluster", "Custom::PclusterCluster")
-_CAPACITY_KEYS = ("CapacityReservationTarget", "CapacityReservationId", "CapacityReservationResourceGroupArn",
-                  "TrainingPlanArn")
-
-
-@dataclass
-class NodeUnit:
-    """One group of like instances: an EKS node group, a PCS compute node group, a HyperPod instance group,
-    a ParallelCluster compute resource."""
-
-    key: str  # stack/logical id[/group]
-    stack: str
-    logical_id: str
-    service: str  # eks | pcs | hyperpod | parallelcluster
-    instance_type: str
-    count: int  # instances running now (desired, static minimum, instance count)
-    launch_template: Optional[str] = None
-    capacity: FrozenSet[str] = frozenset()
-    config: Any = None  # what a change of which rolls the group (compared as a whole)
-    force_update: bool = False
-    capacity_block: bool = False
-    update_config: Any = None  # EKS UpdateConfig (MaxUnavailable, UpdateStrategy)
-    queue_update_strategy: str = ""
-    lifecycle: Any = None  # HyperPod lifecycle scripts: a change reaches only new instances
-
-    @property
-    def gpus(self) -> int:
-        try:
-            return catalog.get(self.instance_type).gpus * self.count
-        except KeyError:
-            return 0
-
-    def describe(self, count: Optional[int] = None) -> str:
-        n = self.count if count is None else count
-        per = self.gpus // self.count if self.count else 0
-        return f"{n} x {self.instance_type} ({n * per} GPUs)"
-
-
-def _walk_capacity(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if k in _CAPACITY_KEYS:
-                yield json.dumps(v, sort_keys=True)
-            else:
-                yield from _walk_capacity(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _walk_capacity(v)
-
-
-def _ref(value: Any) -> Optional[str]:
-    return value.get("Ref") if isinstance(value, dict) and isinstance(value.get("Ref"), str) else None
-
-
-def units(stack: str, template: Optional[Template]) -> Dict[str, NodeUnit]:
-    """Every node group a stack template declares, by key."""
-    resources = (template or {}).get("Resources", {})
-    out: Dict[str, NodeUnit] = {}
-
-    def lt_data(lid: Optional[str]) -> Dict[str, Any]:
-        return dict(resources.get(lid or "", {}).get("Properties", {}).get("LaunchTemplateData", {}))
-
-    for lid, r in resources.items():
-        p, t = r.get("Properties", {}), r.get("Type")
-        if t == "AWS::EKS::Nodegroup":
-            lt = _ref((p.get("LaunchTemplate") or {}).get("Id"))
-            data = lt_data(lt)
-            itype = (p.get("InstanceTypes") or [data.get("InstanceType", "")])[0]
-            config = {k: v for k, v in p.items() if k not in ("ScalingConfig", "Labels", "Taints", "Tags", "UpdateConfig")}
-            out[f"{stack}/{lid}"] = NodeUnit(
-                f"{stack}/{lid}", stack, lid, "eks", itype, int((p.get("ScalingConfig") or {}).get("DesiredSize", 0)),
-                lt, frozenset(_walk_capacity(data)), config, bool(p.get("ForceUpdateEnabled")),
-                p.get("CapacityType") == "CAPACITY_BLOCK", update_config=p.get("UpdateConfig") or {})
-        elif t == "AWS::PCS::ComputeNodeGroup":
-            lt = _ref((p.get("CustomLaunchTemplate") or {}).get("TemplateId"))
-            itype = ((p.get("InstanceConfigs") or [{}])[0]).get("InstanceType", "")
-            config = {k: v for k, v in p.items() if k not in ("ScalingConfiguration", "Tags")}
-            out[f"{stack}/{lid}"] = NodeUnit(
-                f"{stack}/{lid}", stack, lid, "pcs", itype,
-                int((p.get("ScalingConfiguration") or {}).get("MinInstanceCount", 0)), lt,
-                frozenset(_walk_capacity(lt_data(lt))), config)
-        elif t == "AWS::SageMaker::Cluster":
-            for g in p.get("InstanceGroups", []):
-                name = g.get("InstanceGroupName", "")
-                config = {k: v for k, v in g.items() if k not in ("InstanceCount", "LifeCycleConfig")}
-                out[f"{stack}/{lid}/{name}"] = NodeUnit(
-                    f"{stack}/{lid}/{name}", stack, lid, "hyperpod", g.get("InstanceType", ""),
-                    int(g.get("InstanceCount", 0)), None, frozenset(_walk_capacity(g)), config,
-                    lifecycle=g.get("LifeCycleConfig"))
-        elif t == "Custom::PclusterCluster":
-            scheduling = (p.get("ClusterConfiguration") or {}).get("Scheduling") or {}
-            strategy = str((scheduling.get("SlurmSettings") or {}).get("QueueUpdateStrategy", "COMPUTE_FLEET_STOP"))
-            for q in scheduling.get("SlurmQueues", []):
-                for cr in q.get("ComputeResources", []):
-                    itype = cr.get("InstanceType") or ((cr.get("Instances") or [{}])[0]).get("InstanceType", "")
-                    key = f"{stack}/{lid}/{q.get('Name')}/{cr.get('Name')}"
-                    queue = {k: v for k, v in q.items() if k != "ComputeResources"}
-                    config = {"queue": queue, "resource": {k: v for k, v in cr.items() if k not in ("MinCount", "MaxCount")}}
-                    out[key] = NodeUnit(key, stack, lid, "parallelcluster", itype, int(cr.get("MinCount", 0)), None,
-                                        frozenset(_walk_capacity(cr)) | frozenset(_walk_capacity(queue)), config,
-                                        queue_update_strategy=strategy)
-    return out
-
 
 def _rolling_jobs(u: NodeUnit) -> tuple:
     """(running jobs, sources) when a group's instances are replaced by the orchestrator's own update."""
@@ -189,7 +85,8 @@ def _terminated(u: NodeUnit, count: int, why: str) -> Finding:
 
 
 def findings(old_units: Dict[str, NodeUnit], new_units: Dict[str, NodeUnit],
-             changes: Dict[str, List[ResourceChange]]) -> List[Finding]:
+             changes: Dict[str, List[ResourceChange]], named: Optional[Dict[str, str]] = None) -> List[Finding]:
+    """`named`: replaced resources that keep their custom name (place -> name): CloudFormation refuses those."""
     replaced = {c.where for cs in changes.values() for c in cs if c.action == REPLACED}
     touched = {c.where for cs in changes.values() for c in cs}
     out: List[Finding] = []
@@ -210,6 +107,14 @@ def findings(old_units: Dict[str, NodeUnit], new_units: Dict[str, NodeUnit],
             if a.service == "parallelcluster" and where not in replaced:
                 gone.jobs, gone.sources = _pcluster_jobs(a, PCLUSTER_POLICIES["SlurmQueues"])
             out.append(gone)
+            continue
+        if where in replaced and where in (named or {}):
+            kind = next(c.type for cs in changes.values() for c in cs if c.where == where)
+            out.append(Finding(NODES, key, f"{a.describe()}: a create-only property changed, so CloudFormation would "
+                               f"replace the group; {refusals.refusal(kind, (named or {})[where])}", a.gpus,
+                               "untouched: the update fails and rolls back; the ways through terminate the group's "
+                               "instances (delete first) or need capacity for a second group (rename)",
+                               [refusals.NAME_TYPE], fails=True))
             continue
         if where in replaced:
             out.append(_terminated(a, a.count, "CloudFormation replaces the group (a create-only property changed); "
@@ -236,7 +141,10 @@ def findings(old_units: Dict[str, NodeUnit], new_units: Dict[str, NodeUnit],
                 out.append(Finding(CAPACITY, key, "AWS asks that a Capacity Block node group be scaled to 0 before it "
                                                   f"is updated: scale it to 0 first, deploy, scale it back{surge}",
                                    sources=[EKS_CAPACITY_BLOCKS]))
-        if b.count < a.count:
+        scaler = SCALERS.get(a.service)
+        if scaler is not None:
+            out.extend(scaler(a, b))
+        elif b.count < a.count:
             gone = _terminated(a, a.count - b.count, f"count {a.count} -> {b.count}")
             if a.service == "parallelcluster":
                 gone.jobs, gone.sources = _pcluster_jobs(a, PCLUSTER_POLICIES["MinCount"])

@@ -26,7 +26,8 @@ def as_dict(report: Report) -> Dict[str, Any]:
                 item["replacement"] = "unknown: no resource schema (custom resource or nested stack)"
             entry[c.action].append(item)
         stacks[name] = entry
-    return {"classes": report.classes(), "gpus_affected": report.gpus_affected, "stacks": stacks,
+    return {"classes": report.classes(), "deploy_fails": report.deploy_fails, "gpus_affected": report.gpus_affected,
+            "stacks": stacks,
             "findings": [f.as_dict() for f in report.findings], "notes": report.notes}
 
 
@@ -34,8 +35,11 @@ def as_json(report: Report) -> str:
     return json.dumps(as_dict(report), indent=2, sort_keys=True)
 
 
+FAILS = "The deploy will fail: CloudFormation or the service refuses these changes and the stack rolls back"
+
+
 def _line(f: Finding) -> str:
-    text = f"{f.where}: {f.text}"
+    text = f"{'[deploy fails] ' if f.fails else ''}{f.where}: {f.text}"
     if f.cls == NODES:
         text += f"; running jobs {f.jobs}"
     if f.sources:
@@ -62,6 +66,9 @@ def as_text(report: Report) -> str:
     out = []
     if not any(report.stacks.values()):
         return "no changes\n"
+    failing = [f for f in report.findings if f.fails]
+    if failing:
+        out.append(f"{FAILS} ({len(failing)}): " + ", ".join(f.where for f in failing))
     for cls in CLASSES:
         found = [f for f in report.findings if f.cls == cls]
         if found:
@@ -84,6 +91,9 @@ def as_markdown(report: Report) -> str:
     out.append("**" + (f"Attention: {', '.join(risky)}" if risky else "Safe: no data, node, control-plane or capacity "
                        "consequence") + f"** ({report.gpus_affected} GPUs on replaced or terminated instances)")
     out.append("")
+    failing = [f for f in report.findings if f.fails]
+    if failing:
+        out += [f"### {FAILS}", ""] + [f"- `{f.where}`" for f in failing] + [""]
     for cls in CLASSES:
         found = [f for f in report.findings if f.cls == cls]
         if not found:
@@ -93,7 +103,7 @@ def as_markdown(report: Report) -> str:
         else:
             out += [f"### {TITLES[cls]}", ""]
         for f in found:
-            line = f"- `{f.where}`: {f.text}"
+            line = f"- {'**deploy fails** ' if f.fails else ''}`{f.where}`: {f.text}"
             if f.cls == NODES:
                 line += f". Running jobs {f.jobs}"
             if f.sources:

@@ -82,6 +82,15 @@ class OrchestratorKind(OrchestratorTraits, Generic[S]):
         """How a user reaches the deployed cluster, as commands (reading the cluster stack's outputs), a line each."""
         return []
 
+    def node_arrival(self, spec: ClusterSpec, group: NodeGroup) -> str:
+        """When the group's instances come up, in a line for the synth summary and the first job. Default: at deploy;
+        a Capacity Block's launches succeed only from its start, so deploy the cluster stack after it
+        (docs/capacity.md)."""
+        if group.capacity.type == "capacity-block":
+            return (f"launch at deploy, and only once the Capacity Block {group.capacity.reservation_id} is active: "
+                    "deploy the cluster stack after it starts (fmcluster preflight says)")
+        return "launch at deploy"
+
     def fabric_job(self, spec: ClusterSpec, group: NodeGroup, *, image: Optional[str], spec_file: str) -> Optional[str]:
         """The fabric acceptance job as this kind runs it (Kubernetes manifests); None: the Slurm or hostfile script
         `fmcluster job nccl` writes from the packaged nccl-tests.sbatch."""

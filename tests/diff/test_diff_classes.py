@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import pytest
 
+from fmcluster.cli import main
 from fmcluster.diff import compare
 from fmcluster.diff.consequences import BOOT_POINTERS
 from fmcluster.diff.findings import CAPACITY, CONTROL_PLANE, DATA, NODES, SAFE
@@ -64,7 +65,7 @@ def eks_count_down(t):
 
 
 def eks_count_up(t):
-    first(t, "AWS::EKS::Nodegroup", gpu_nodegroup)["ScalingConfig"].update(DesiredSize=6, MinSize=6, MaxSize=6)
+    first(t, "AWS::EKS::Nodegroup", gpu_nodegroup)["ScalingConfig"].update(DesiredSize=10, MaxSize=16)
 
 
 def eks_capacity_type(t):
@@ -179,46 +180,236 @@ def pcluster_new_queue(t):
     queues.append(extra)
 
 
-CASES = [
-    # (orchestrator example, change, classes that must be present, classes that must be absent)
-    ("eks-p5", eks_count_down, {NODES}, {DATA, CONTROL_PLANE}),
-    ("eks-p5", eks_count_up, {SAFE}, {NODES, DATA}),
-    ("eks-p5", eks_capacity_type, {NODES}, {DATA}),
-    ("eks-p5", eks_kubernetes_version, {CONTROL_PLANE}, {DATA, NODES}),
-    ("eks-p5", launch_template_user_data, {NODES}, {DATA}),
-    ("eks-p6-b200-capacity-block", launch_template_user_data, {NODES, CAPACITY}, {DATA}),
-    ("pcs-p5", pcs_instance_type, {NODES}, {DATA}),
-    ("pcs-p5", pcs_count_down, {NODES}, {DATA, CONTROL_PLANE}),
-    ("pcs-p6-b200-odcr", pcs_capacity_instance_type, {NODES, CAPACITY}, {DATA}),
-    ("hyperpod-eks-p5", hyperpod_count_down, {NODES}, {DATA}),
-    ("hyperpod-eks-p5", hyperpod_new_group, {SAFE}, {NODES, DATA}),
-    ("hyperpod-eks-p5en-training-plan", hyperpod_training_plan_instance_type, {NODES, CAPACITY}, {DATA}),
-    ("hyperpod-slurm-p5", hyperpod_lifecycle, {SAFE}, {NODES, DATA}),
-    ("parallelcluster-p5", pcluster_instance_type, {NODES}, {DATA}),
-    ("parallelcluster-p5", pcluster_queue_removed, {NODES}, {DATA}),
-    ("eks-p5", eks_new_group, {SAFE}, {NODES, DATA}),
-    ("parallelcluster-p5", pcluster_new_queue, {SAFE}, {NODES, DATA}),
-    ("default", fsx_throughput, {SAFE}, {DATA, NODES}),
-    ("hyperpod-eks-p5", fsx_deployment_type, {DATA}, set()),
-    ("default", dra_path, {DATA}, {NODES}),
-    ("default", launch_template_user_data, {SAFE}, {NODES, DATA}),
-    ("hyperpod-eks-p5", alert_email, {SAFE}, {DATA, NODES, CONTROL_PLANE}),
-    ("pcs-p5", node_subnet_cidr, {CONTROL_PLANE, NODES}, set()),
-    ("pcs-p5", runtime_upgrade, {SAFE}, {NODES, DATA, CONTROL_PLANE}),
-    ("eks-p5", runtime_upgrade, {SAFE}, {NODES, DATA, CONTROL_PLANE}),
+def pcluster_count_down(t):
+    pcluster_resource(t).update(MinCount=1)
+
+
+def pcluster_custom_action(t):
+    cfg = first(t, "Custom::PclusterCluster")["ClusterConfiguration"]
+    cfg["Scheduling"]["SlurmQueues"][0]["CustomActions"]["OnNodeConfigured"]["Args"].append("--next")
+
+
+# --- more changes: sizes, refusals, shared storage, versions, schedulers, zones ------------------------------------
+
+def gpu_sizes(t):
+    return first(t, "AWS::EKS::Nodegroup", gpu_nodegroup)["ScalingConfig"]
+
+
+def eks_max_up(t):
+    gpu_sizes(t).update(MaxSize=16)
+
+
+def eks_min_up(t):
+    gpu_sizes(t).update(MinSize=2)
+
+
+def system_count_down(t):
+    first(t, "AWS::EKS::Nodegroup", lambda lid, r: "System" in lid)["ScalingConfig"].update(
+        MinSize=1, DesiredSize=1, MaxSize=1)
+
+
+def eks_version_jump(t):
+    first(t, "AWS::EKS::Cluster")["Version"] = "1.37"
+
+
+def eks_scheduler_volcano(t):
+    cluster = next(st for st in t.values() if any(r["Type"] == "AWS::EKS::Cluster" for r in st["Resources"].values()))
+    lid = next(lid for lid, r in resources(t, "Custom::AWSCDK-EKS-HelmChart") if r["Properties"]["Chart"] == "kueue")
+    volcano = copy.deepcopy(cluster["Resources"].pop(lid))
+    volcano["Properties"].update(Chart="volcano", Release="volcano", Namespace="volcano-system", Version="1.13.0")
+    cluster["Resources"]["EksObjectsVolcano0123ABCD"] = volcano
+
+
+def zone_move(t):
+    """availability_zone changed: every subnet of the GPU zone moves (what the spec edit does to the network stack)."""
+    for lid, r in resources(t, "AWS::EC2::Subnet"):
+        if r["Properties"].get("AvailabilityZone", "").endswith("a"):
+            r["Properties"]["AvailabilityZone"] = r["Properties"]["AvailabilityZone"][:-1] + "c"
+
+
+def block_count_down(t):
+    first(t, "AWS::EKS::Nodegroup", gpu_nodegroup)["ScalingConfig"].update(DesiredSize=1, MaxSize=1)
+
+
+def block_created_at_zero(t):
+    """The template an earlier release deployed: the block's group at desired size 0."""
+    first(t, "AWS::EKS::Nodegroup", gpu_nodegroup)["ScalingConfig"]["DesiredSize"] = 0
+
+
+def earlier_block_count_down(t):
+    block_created_at_zero(t)
+    first(t, "AWS::EKS::Nodegroup", gpu_nodegroup)["ScalingConfig"]["MaxSize"] = 1
+
+
+def block_removed(t):
+    cluster = next(st for st in t.values() if any(r["Type"] == "AWS::EKS::Nodegroup" for r in st["Resources"].values()))
+    lid = next(lid for lid, r in resources(t, "AWS::EKS::Nodegroup") if gpu_nodegroup(lid, r))
+    del cluster["Resources"][lid]
+
+
+def pcs_max_down(t):
+    first(t, "AWS::PCS::ComputeNodeGroup", lambda lid, r: "Login" not in lid)["ScalingConfiguration"].update(
+        MaxInstanceCount=4)
+
+
+def hyperpod_orchestrator(t):
+    first(t, "AWS::SageMaker::Cluster")["VpcConfig"]["SecurityGroupIds"] = ["sg-0123456789abcdef0"]
+
+
+def hyperpod_slurm_count_down(t):
+    hyperpod_group(t, "h100")["InstanceCount"] = 3
+
+
+def pcluster_min_up(t):
+    pcluster_resource(t).update(MinCount=2, MaxCount=4)
+
+
+def pcluster_max_up(t):
+    pcluster_resource(t).update(MaxCount=8)
+
+
+def fsx_storage(gib):
+    def change(t):
+        first(t, "AWS::FSx::FileSystem")["StorageCapacity"] = gib
+    change.__name__ = f"fsx_storage_{gib}"
+    return change
+
+
+def dra_moved(t):
+    """Both the directory and the prefix of an association change: a new association beside the old one."""
+    dra = first(t, "AWS::FSx::DataRepositoryAssociation", lambda lid, r: "Datasets" in lid)
+    dra["FileSystemPath"] = "/datasets-v2"
+    dra["DataRepositoryPath"] = {"Fn::Join": ["", ["s3://", {"Ref": "DataBucket"}, "/datasets-v2/"]]}
+
+
+def existing_data_bucket(t):
+    """storage.data_bucket names a bucket the team owns: the created bucket leaves the stack, the associations move."""
+    storage = next(st for st in t.values() if "DataBucket" in st["Resources"])
+    for lid in [lid for lid in storage["Resources"] if lid.startswith("DataBucket")]:
+        del storage["Resources"][lid]
+    for _, r in resources(t, "AWS::FSx::DataRepositoryAssociation"):
+        path = r["Properties"]["DataRepositoryPath"]["Fn::Join"][1]
+        r["Properties"]["DataRepositoryPath"] = "s3://team-datasets" + path[-1]
+
+
+def pcs_new_prolog(t):
+    cluster = first(t, "AWS::PCS::Cluster")
+    custom = cluster.setdefault("SlurmConfiguration", {}).setdefault("SlurmCustomSettings", [])
+    custom.append({"ParameterName": "HealthCheckProgram", "ParameterValue": "/opt/fmcluster/slurm/health_check.sh"})
+
+
+ALL = {DATA, NODES, CONTROL_PLANE, CAPACITY}
+GATE = "data,nodes,control-plane,capacity"
+
+
+def case(example, change, present, fails, fragment, absent=frozenset()):
+    """One row: after `change`, the classes `present` (and none of `absent`), whether the deploy fails, a phrase the
+    report must say, and the exit code under --fail-on data,nodes,control-plane,capacity."""
+    code = 1 if present & ALL else 0
+    return pytest.param(example, change, set(present), set(absent), fails, fragment, code,
+                        id=f"{example}:{change.__name__}")
+
+
+MATRIX = [
+    # EKS: sizes are sent whole, so what the autoscaler added above the template's count goes
+    case("eks-p5", eks_count_down, {NODES}, False, "up to 6 x p5.48xlarge (48 GPUs) terminated: count 4 -> 2"),
+    case("eks-p5", eks_max_up, {NODES}, False, "up to 4 x p5.48xlarge (32 GPUs) terminated: count 4"),
+    case("eks-p5", eks_min_up, {NODES}, False, "whatever the Cluster Autoscaler scaled it to (0 to 8)"),
+    case("eks-p5", eks_count_up, {SAFE}, False, "6 x p5.48xlarge (48 GPUs) launched", absent=ALL),
+    case("eks-p5", system_count_down, {NODES}, False, "1 x m6i.2xlarge (0 GPUs) terminated: count 2 -> 1"),
+    case("eks-p5", eks_capacity_type, {NODES}, True, "cannot replace AWS::EKS::Nodegroup h100 under the same name"),
+    case("eks-p5", eks_kubernetes_version, {CONTROL_PLANE}, False, "aws eks update-nodegroup-version",
+         absent={DATA, NODES}),
+    case("eks-p5", eks_version_jump, {CONTROL_PLANE}, True, "one minor version at a time"),
+    case("eks-p5", eks_scheduler_volcano, {CONTROL_PLANE}, False, "jobs it holds suspended stay suspended",
+         absent={DATA, NODES}),
+    case("eks-p5", zone_move, {DATA, NODES, CONTROL_PLANE}, True,
+         "EKS accepts new subnets only in the Availability Zones chosen when the cluster was created"),
+    case("eks-p5", launch_template_user_data, {NODES}, False, "1 node(s) at a time", absent={DATA}),
+    case("eks-p5", eks_new_group, {SAFE}, False, "new eks group", absent=ALL),
+    case("eks-p5", runtime_upgrade, {SAFE}, False, "running nodes keep what they booted with", absent=ALL),
+    # EKS on a Capacity Block: the block's nodes are counted, whatever the template's desired size
+    case("eks-p6-b200-capacity-block", block_count_down, {NODES}, False, "the Capacity Block group runs 2 node(s)"),
+    case("eks-p6-b200-capacity-block", block_removed, {NODES, CAPACITY}, False, "2 x p6-b200.48xlarge (16 GPUs)"),
+    case("eks-p6-b200-capacity-block", launch_template_user_data, {NODES, CAPACITY}, False, "scale it to 0 first"),
+    # PCS
+    case("pcs-p5", pcs_instance_type, {NODES}, True, "ComputeNodeGroup h100 under the same name"),
+    case("pcs-p5", pcs_count_down, {NODES}, False, "static instances 4 -> 2", absent={DATA, CONTROL_PLANE}),
+    case("pcs-p5", pcs_max_down, {NODES}, False, "up to 4 x p5.48xlarge (32 GPUs) terminated: maximum 8 -> 4"),
+    case("pcs-p6-b200-odcr", pcs_capacity_instance_type, {NODES, CAPACITY}, True, "under the same name"),
+    case("pcs-p5", node_subnet_cidr, {CONTROL_PLANE, NODES}, True, "1. update or destroy pcs-p5-cluster"),
+    case("pcs-p5", pcs_new_prolog, {CONTROL_PLANE}, False, "must already have the script"),
+    case("pcs-p5", runtime_upgrade, {SAFE}, False, "boot pointers rewritten", absent=ALL),
+    # HyperPod on EKS and on Slurm
+    case("hyperpod-eks-p5", hyperpod_count_down, {NODES}, False, "count 4 -> 2", absent={DATA}),
+    case("hyperpod-eks-p5", hyperpod_new_group, {SAFE}, False, "new hyperpod group", absent=ALL),
+    case("hyperpod-eks-p5", hyperpod_orchestrator, {CONTROL_PLANE}, True, "AWS::SageMaker::Cluster hpeks-p5 under"),
+    case("hyperpod-eks-p5", fsx_deployment_type, {DATA}, False, "the cluster gets a new, empty one"),
+    case("hyperpod-eks-p5", alert_email, {SAFE}, False, "AWS::SNS::Subscription", absent=ALL),
+    case("hyperpod-eks-p5en-training-plan", hyperpod_training_plan_instance_type, {NODES, CAPACITY}, False,
+         "no longer use the reservation or plan"),
+    case("hyperpod-slurm-p5", hyperpod_lifecycle, {SAFE}, False, "running ones keep theirs", absent=ALL),
+    case("hyperpod-slurm-p5", hyperpod_slurm_count_down, {NODES}, False, "1 x ml.p5.48xlarge (8 GPUs) terminated"),
+    # ParallelCluster: its own update checker decides
+    case("parallelcluster-p5", pcluster_instance_type, {NODES}, True, "ParallelCluster refuses this update"),
+    case("parallelcluster-p5", pcluster_count_down, {NODES}, True, "QueueUpdateStrategy:TERMINATE"),
+    case("parallelcluster-p5", pcluster_queue_removed, {NODES}, True, "ParallelCluster refuses this update"),
+    case("parallelcluster-p5", pcluster_custom_action, {NODES}, False, "QueueUpdateStrategy DRAIN lets running jobs"),
+    case("parallelcluster-p5", pcluster_new_queue, {SAFE}, False, "new parallelcluster group", absent=ALL),
+    case("parallelcluster-p5", pcluster_max_up, {SAFE}, False, "", absent=ALL),
+    # no orchestrator: shared storage and the data bucket
+    case("default", fsx_throughput, {CONTROL_PLANE}, False, "plan for an hour without I/O", absent={DATA, NODES}),
+    case("default", fsx_storage(1200), {DATA}, True, "FSx for Lustre storage only grows"),
+    case("default", fsx_storage(9600), {CONTROL_PLANE}, False, "unavailable for a few minutes", absent={DATA}),
+    case("default", dra_path, {DATA}, True, "FSx refuses overlapping paths or prefixes", absent={NODES}),
+    case("default", dra_moved, {DATA}, False, "the files already in the file system stay"),
+    case("default", existing_data_bucket, {DATA}, True, "kept in the account, detached from the stack"),
+    case("default", launch_template_user_data, {SAFE}, False, "new launches use the new version", absent=ALL),
 ]
 
 
-@pytest.mark.parametrize("example, change, present, absent", CASES, ids=[f"{c[0]}:{c[1].__name__}" for c in CASES])
-def test_each_change_is_classified_as_a_reviewer_needs(example, change, present, absent):
-    found = set(classes_of(edit(example, change)))
-    assert present <= found, found
-    assert not (absent & found), found
+@pytest.mark.parametrize("example, change, present, absent, fails, fragment, code", MATRIX)
+def test_each_change_says_its_class_consequence_and_exit(example, change, present, absent, fails, fragment, code,
+                                                         tmp_path, capsys):
+    """Through the command line, as CI runs it: two template folders, JSON out, the four-class gate."""
+    old = templates(example)
+    new = copy.deepcopy(old)
+    change(new)
+    sides = []
+    for side, ts in (("old", old), ("new", new)):
+        folder = tmp_path / side
+        folder.mkdir()
+        for name, t in ts.items():
+            (folder / f"{name}.template.json").write_text(json.dumps(t))
+        sides.append(str(folder))
+    assert main(["diff", *sides, "--json", "--fail-on", GATE]) == code
+    report = json.loads(capsys.readouterr().out)
+    found = set(report["classes"])
+    assert present <= found and not (absent & found), found
+    assert report["deploy_fails"] is fails, [f["text"] for f in report["findings"] if f.get("deploy_fails")]
+    assert fragment in json.dumps(report), [f["text"] for f in report["findings"]]
+    if fails:  # a refused change is never presented as safe, and says its way through
+        failing = [f for f in report["findings"] if f.get("deploy_fails")]
+        assert all(f["class"] != SAFE and "Way through" in f["text"] for f in failing)
 
 
-def test_the_cases_cover_every_orchestrator_kind():
-    examples = {c[0] for c in CASES}
+def test_the_matrix_covers_every_kind_and_at_least_25_changes():
+    examples = {p.values[0] for p in MATRIX}
     assert {"default", "pcs-p5", "hyperpod-slurm-p5", "parallelcluster-p5", "eks-p5", "hyperpod-eks-p5"} <= examples
+    assert len(MATRIX) >= 25
+
+
+def test_an_earlier_releases_block_at_size_0_is_counted_as_the_block_and_its_count_down_scales_it_to_zero():
+    """A cluster deployed when Capacity Block groups were created at desired size 0: a count change sends that 0 over
+    the running block (the hazard this release removes); moving to this release sends the block's count instead."""
+    old = templates("eks-p6-b200-capacity-block")
+    block_created_at_zero(old)
+    down = copy.deepcopy(old)
+    earlier_block_count_down(down)
+    (finding,) = [f for f in compare(old, down).findings if f.cls == NODES]
+    assert finding.gpus == 16 and "sends the template's DesiredSize 0" in finding.text
+    upgrade = compare(old, templates("eks-p6-b200-capacity-block"))
+    assert NODES not in upgrade.classes() and any("count 2" in f.text for f in upgrade.findings)
 
 
 def test_no_change_reports_nothing():
@@ -258,19 +449,18 @@ def test_the_pointer_metadata_name_is_the_one_the_runtime_construct_writes():
     assert BOOT_POINTERS == POINTERS_METADATA
 
 
-def test_count_down_terminates_only_the_removed_instances():
+def test_count_down_of_an_elastic_group_counts_every_node_the_autoscaler_may_have_added():
+    """count 4 -> 2 on a group that may run up to 8: the desired size 2 is sent over whatever runs."""
     (finding,) = [f for f in edit("eks-p5", eks_count_down).findings if f.cls == NODES]
-    assert finding.gpus == 16 and "count 4 -> 2" in finding.text
+    assert finding.gpus == 48 and "count 4 -> 2" in finding.text and finding.text.startswith("up to 6 x")
+    assert "does not respect PodDisruptionBudgets" in finding.jobs
 
 
 def test_parallelcluster_instance_type_is_refused_while_the_fleet_runs():
+    """ParallelCluster's own checker says so; the table fmcluster keeps agrees (test_diff_pcluster_policies)."""
     (finding,) = [f for f in edit("parallelcluster-p5", pcluster_instance_type).findings if f.cls == NODES]
-    assert finding.jobs.startswith("blocked") and "COMPUTE_FLEET_STOP" in finding.jobs
-
-
-def pcluster_custom_action(t):
-    cfg = first(t, "Custom::PclusterCluster")["ClusterConfiguration"]
-    cfg["Scheduling"]["SlurmQueues"][0]["CustomActions"]["OnNodeConfigured"]["Args"].append("--next")
+    assert finding.fails and finding.jobs.startswith("untouched: the update is refused")
+    assert "InstanceType p5.48xlarge -> p5en.48xlarge (update policy COMPUTE_FLEET_STOP" in finding.text
 
 
 def test_parallelcluster_drain_lets_running_jobs_finish_on_a_queue_setting():
@@ -314,13 +504,10 @@ def test_switching_orchestrator_removes_the_old_control_plane_and_nodes():
     assert report.gpus_affected >= 32
 
 
-def pcluster_count_down(t):
-    pcluster_resource(t).update(MinCount=1)
-
-
 def test_parallelcluster_count_down_is_refused_under_drain():
     (finding,) = [f for f in edit("parallelcluster-p5", pcluster_count_down).findings if f.cls == NODES]
-    assert "terminated" in finding.text and "RESIZE_UPDATE_STRATEGY_ON_REMOVE with QueueUpdateStrategy DRAIN" in finding.jobs
+    assert finding.fails and "3 x p5.48xlarge (24 GPUs) terminated: count 4 -> 1" in finding.text
+    assert "MinCount 4 -> 1 (update policy RESIZE_UPDATE_STRATEGY_ON_REMOVE" in finding.text
 
 
 def test_without_cfn_lints_schemas_the_report_says_so_and_documented_facts_still_apply(monkeypatch):

@@ -86,7 +86,9 @@ def test_the_change_sets_replacement_field_decides_and_every_change_set_is_delet
 
     result = compare(deployed.templates, changed_templates(), decided=deployed.decided)
     (finding,) = [f for f in result.findings if f.cls == NODES and f.gpus]
-    assert "CloudFormation replaces the group" in finding.text and finding.gpus == 32
+    # the group keeps its name (h100): CloudFormation cannot replace it, the deploy would fail
+    assert "cannot replace AWS::PCS::ComputeNodeGroup h100 under the same name" in finding.text and finding.fails
+    assert finding.gpus == 32
     (change,) = [c for c in result.stacks[CLUSTER] if c.logical_id == NODE_GROUP]
     assert change.because == ["change set: Replacement True"]
 

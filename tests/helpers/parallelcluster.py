@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import atexit
 import copy
-import hashlib
 import json
 import select
 import subprocess
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
+from fmcluster.diff.pcluster import DISTINCT, PLACEHOLDERS, is_intrinsic, with_placeholders  # noqa: F401 (one home)
 from fmcluster.registry import parse_spec
 from fmcluster.spec import ClusterSpec
 
@@ -29,20 +29,6 @@ BASE: Dict[str, Any] = {
     "node_groups": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}],
 }
 
-# Ids of the right shape for what each key holds (ParallelCluster's id patterns: 8 or 17 lower-case characters,
-# FSx for Lustre exactly 17); the schema cannot read CloudFormation intrinsics, CloudFormation resolves them first.
-PLACEHOLDERS: Dict[str, str] = {
-    "SubnetId": "subnet-0123456789abcdef0",
-    "SubnetIds": "subnet-0123456789abcdef0",
-    "SecurityGroups": "sg-0123456789abcdef0",
-    "FileSystemId": "fs-0123456789abcdef0",
-    "Policy": "arn:aws:iam::123456789012:policy/parallelcluster-placeholder",
-    "Script": "s3://cdk-assets-123456789012-us-east-1/on_node_configured.sh",
-    "Args": "placeholder-argument",
-    "Name": "fmcluster-placement-group",
-}
-
-
 def spec_data(**changes: Any) -> Dict[str, Any]:
     data = copy.deepcopy(BASE)
     data.update(changes)
@@ -55,11 +41,6 @@ def make_spec(settings: Any = None, **changes: Any) -> ClusterSpec:
     if settings is not None:
         data["orchestrator"] = {"type": "parallelcluster", "parallelcluster": settings}
     return parse_spec(data)
-
-
-def is_intrinsic(value: Any) -> bool:
-    return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in (
-        "Ref", "Fn::GetAtt", "Fn::ImportValue", "Fn::Join", "Fn::Sub", "Fn::Select")
 
 
 def cluster_resource(template: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
@@ -83,30 +64,6 @@ def references(config: Any, path: str = "") -> List[Tuple[str, Any]]:
         for i, v in enumerate(config):
             found += references(v, f"{path}[{i}]")
     return found
-
-
-# Keys whose placeholder can carry a digest of the reference it replaces (see with_placeholders' distinct).
-DISTINCT = {"Script": "s3://placeholder-{digest}/script.sh", "Args": "placeholder-{digest}"}
-
-
-def with_placeholders(config: Any, key: str = "", distinct: bool = False) -> Any:
-    """The configuration with every CloudFormation reference replaced by an id of the shape its key takes; an
-    intrinsic under a key without a placeholder is an error (the gate would otherwise see nothing there).
-
-    `distinct`: script URLs and arguments get a placeholder derived from the reference itself, so two renders
-    whose references differ (an asset's content hash) still differ for ParallelCluster's update checker."""
-    if is_intrinsic(config):
-        if key not in PLACEHOLDERS:
-            raise KeyError(f"no placeholder for a reference under {key!r}: {config}")
-        if distinct and key in DISTINCT:
-            digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
-            return DISTINCT[key].format(digest=digest)
-        return PLACEHOLDERS[key]
-    if isinstance(config, dict):
-        return {k: with_placeholders(v, k, distinct) for k, v in config.items()}
-    if isinstance(config, list):
-        return [with_placeholders(v, key, distinct) for v in config]
-    return config
 
 
 class _Gate:

@@ -42,13 +42,15 @@ def test_eks_node_groups_roll_one_node_at_a_time_within_pod_disruption_budgets(s
     assert "UpdateStrategy" not in groups["system"]["UpdateConfig"]
 
 
-def test_eks_capacity_block_groups_are_created_empty_and_roll_without_surge(synth_example):
-    """AWS asks that a Capacity Block group be at size 0 while it is updated (EKS user guide, capacity-blocks-mng);
-    fmcluster diff says so before such an update (fmcluster/diff/nodes.py)."""
+def test_eks_capacity_block_groups_ask_for_the_whole_block_and_roll_without_surge(synth_example):
+    """A Capacity Block group asks for its count from creation (its Auto Scaling group launches when the block starts,
+    EKS user guide, capacity-blocks-mng), so an update never sends a smaller desired size over the running block. AWS
+    asks that such a group be at size 0 while it is updated; fmcluster diff says so before such an update."""
     cluster = synth_example("eks-p6-b200-capacity-block")["eks-b200-cluster"]
     (group,) = [g["Properties"] for g in resources_of(cluster, "AWS::EKS::Nodegroup").values()
                 if g["Properties"]["CapacityType"] == "CAPACITY_BLOCK"]
-    assert group["ScalingConfig"]["DesiredSize"] == 0 and group["ForceUpdateEnabled"] is False
+    assert group["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 2, "MaxSize": 2}
+    assert group["ForceUpdateEnabled"] is False
     assert group["UpdateConfig"] == {"MaxUnavailable": 1, "UpdateStrategy": "MINIMAL"}
 
 

@@ -51,6 +51,13 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
         return way_in(region=spec.region, cluster=spec.name, public=self.settings_of(spec).eks.endpoint.public,
                       target=node)
 
+    def node_arrival(self, spec: ClusterSpec, group: NodeGroup) -> str:
+        if group.capacity.type == "capacity-block":
+            return (f"launch when the Capacity Block {group.capacity.reservation_id} starts, by themselves: the node "
+                    "group asks for them from creation, so deploy before or after the start; pods wait (Pending) "
+                    "until they have booted and passed validation (docs/eks.md, Capacity Blocks)")
+        return super().node_arrival(spec, group)
+
     def fabric_job(self, spec: ClusterSpec, group: NodeGroup, *, image: Optional[str], spec_file: str) -> Optional[str]:
         from fmcluster.orchestrators.eks.first_job import manifests
 

@@ -33,6 +33,9 @@ def manifests(spec: ClusterSpec, group: NodeGroup, *, image: Optional[str], spec
         f"{group.instance_type}",
         f"({t.gpus} GPUs and {t.efa_interfaces} EFA interfaces per node, one worker pod per node taking all of them),",
         f"admitted whole through Kueue's queue {kueue.QUEUE} in namespace {ns}.",
+        *([f"The group runs on Capacity Block {group.capacity.reservation_id}: its nodes launch when the block starts; "
+           "until they have booted and passed validation the job's pods wait (Pending)."]
+          if group.capacity.type == "capacity-block" else []),
         "",
         "fmcluster does not install the MPI operator on EKS; install it first (https://github.com/kubeflow/mpi-operator):",
         f"  kubectl apply --server-side -f {MPI_OPERATOR_MANIFEST}",

@@ -69,12 +69,17 @@ ROLLING_UPDATE = {"force_update": False, "max_unavailable": 1}
 
 def scaling_config(group: NodeGroup) -> Dict[str, int]:
     """The managed node group's sizes: min_count, count and max_count (a static group: count three times), which
-    Cluster Autoscaler moves within for an elastic group. A Capacity Block group (always static: the spec refuses a
-    range on it) is created empty, as the EKS user guide asks of a group created before its block is active: a desired
-    size the block cannot serve yet fails the node group and rolls the stack back. Scale it to `count` once the block
-    is active (docs/eks.md, "Capacity Blocks"); EKS scales it to 0 before the block ends."""
+    Cluster Autoscaler moves within for an elastic group.
+
+    A Capacity Block group (always static: the spec refuses a range on it) asks for its whole count from creation, as
+    the EKS user guide documents for a node group created before its block is active: the Auto Scaling group reports
+    launch errors until the block starts, then launches the nodes, with no step by hand. Its template's desired size
+    is then what the block runs, so a later update never sends a smaller one over the running nodes (CloudFormation
+    sends the whole ScalingConfig when any size changes). Its minimum is 0 so that EKS's own scale-down before the
+    block ends, and the size 0 AWS asks for while such a group is upgraded, stay possible
+    (docs/eks.md, "Capacity Blocks")."""
     if group.capacity.type == "capacity-block":
-        return {"min_size": 0, "desired_size": 0, "max_size": group.count}
+        return {"min_size": 0, "desired_size": group.count, "max_size": group.count}
     return {"min_size": group.min_size, "desired_size": group.count, "max_size": group.max_size}
 
 

@@ -26,9 +26,11 @@ def _eks(ctx: Context, pid: str) -> Item:
         g = eks.describe_nodegroup(clusterName=pid, nodegroupName=name)["nodegroup"]
         gs = g.get("status", "?")
         scaling = g.get("scalingConfig", {})
+        block = (" (a Capacity Block group: its nodes launch when the block starts; launch errors before it are "
+                 "expected)" if g.get("capacityType") == "CAPACITY_BLOCK" else "")
         item.children.append(Item(
             "node group", name, f"{gs} {scaling.get('desiredSize', '?')} x {','.join(g.get('instanceTypes') or ['?'])} "
-            f"{g.get('capacityType', '')}", health(gs, {"ACTIVE"}, {"CREATING", "UPDATING"}), _issues(g)))
+            f"{g.get('capacityType', '')}{block}", health(gs, {"ACTIVE"}, {"CREATING", "UPDATING"}), _issues(g)))
     for listed in paginate(eks, "list_addons", "addons", clusterName=pid):
         name = str(listed)
         a = eks.describe_addon(clusterName=pid, addonName=name)["addon"]

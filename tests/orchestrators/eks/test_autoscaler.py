@@ -56,9 +56,11 @@ def test_a_static_group_is_count_three_times():
     assert scaling_config(g) == {"min_size": 3, "desired_size": 3, "max_size": 3}
 
 
-def test_a_capacity_block_group_is_created_empty_and_bounded_by_its_block():
+def test_a_capacity_block_group_asks_for_its_whole_block_from_creation():
+    """Its nodes launch when the block starts, with nobody scaling it by hand; min 0 leaves room for EKS's own
+    scale-down before the block ends."""
     g = parse_spec(eks_spec(count=4, capacity={"type": "capacity-block", "reservation_id": CR})).node_groups[0]
-    assert scaling_config(g) == {"min_size": 0, "desired_size": 0, "max_size": 4}
+    assert scaling_config(g) == {"min_size": 0, "desired_size": 4, "max_size": 4}
 
 
 def test_a_capacity_block_group_still_refuses_a_range():

@@ -150,9 +150,9 @@ def test_capacity_block_group_one_subnet_no_placement(b200):
     template = b200["eks-b200-cluster"]
     group = node_groups(template)["b200"]
     assert group["CapacityType"] == "CAPACITY_BLOCK" and len(group["Subnets"]) == 1
-    # created empty: a desired size before the block is active fails the node group (EKS user guide,
-    # "capacity-blocks-mng"); scaled to the block's size once it is active
-    assert group["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 0, "MaxSize": 2}
+    # the block's whole count from creation: before the block is active its Auto Scaling group reports launch errors,
+    # then launches the nodes (EKS user guide, "capacity-blocks-mng"); no step by hand
+    assert group["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 2, "MaxSize": 2}
     assert group["AmiType"] == "AL2023_x86_64_NVIDIA"
     data = launch_data(template, group)
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
