@@ -7,8 +7,13 @@ configuration names only keys that never change, and a deployment puts the curre
     s3://<bucket>/fmcluster/on_node_configured.sh   the custom action ParallelCluster downloads and runs
     s3://<bucket>/fmcluster/runtime/<sha256>.zip    the fmcluster runtime, one object per release, never pruned
     s3://<bucket>/fmcluster/settings.json           the node collectors' settings (cluster label, AMP URL, interval)
-                                                    and the runtime's key and sha256 (nodes check what they fetched)
-    s3://<bucket>/fmcluster/profiles/<group>.json   each node group's NodeProfile
+                                                    and the runtime's key and sha256 (nodes check what they fetched):
+                                                    what the head node reads
+    s3://<bucket>/fmcluster/groups/<group>.json     what a compute node of the group reads, in one object: the same
+                                                    settings and the group's NodeProfile, so a node booting while a
+                                                    deploy rewrites the bucket gets one deployment's pair, never a mix
+    s3://<bucket>/fmcluster/profiles/<group>.json   each node group's NodeProfile, as earlier releases' scripts read it
+                                                    (a node running such a script during this release's first deploy)
 
 A node reads them when its action runs: at its launch, and on the head node after every cluster update
 (``OnNodeUpdated``, which ParallelCluster does update; `revision` changes with the head node's inputs so that an
@@ -51,12 +56,20 @@ SCRIPT = "on_node_configured.sh"
 LEGACY_RUNTIME = "runtime.zip"  # the key earlier releases wrote; left in place for nodes still booting from it
 SETTINGS = "settings.json"
 PROFILES = "profiles/"
+GROUPS = "groups/"
+GROUP_SCHEMA = 1
 ACCESS_LOGS_PREFIX = "node-assets/"
 SCRIPT_PATH = Path(__file__).resolve().parent / "node" / SCRIPT  # the kind's node folder
 # How long replaced object versions stay readable (a node that started fetching before a deployment, a rollback).
 NONCURRENT_DAYS = 30
 DEPLOYMENT_ROLE_ID = "NodeAssetsDeploymentRole"
 DEPLOYMENT_LOGS_ID = "NodeAssetsDeploymentLogs"
+def group_document(group: str, settings: Mapping[str, Any], profile_json: str) -> dict:
+    """``groups/<group>.json``: what a compute node of the group reads, in one object (on_node_configured.sh
+    checks the schema and the group)."""
+    return {"schema": GROUP_SCHEMA, "group": group, "settings": dict(settings), "profile": json.loads(profile_json)}
+
+
 class NodeAssets(Construct):
     """The node assets bucket and the deployment that fills it.
 
@@ -133,6 +146,8 @@ class NodeAssets(Construct):
                 s3deploy.Source.data(SCRIPT, script),
                 s3deploy.Source.json_data(SETTINGS, self.settings),
                 *(s3deploy.Source.data(f"{PROFILES}{g}.json", text) for g, text in self.profiles.items()),
+                *(s3deploy.Source.json_data(f"{GROUPS}{g}.json", group_document(g, self.settings, text))
+                  for g, text in self.profiles.items()),
             ],
             destination_bucket=self.bucket,
             destination_key_prefix=PREFIX,
@@ -163,12 +178,12 @@ class NodeAssets(Construct):
         unknown = sorted(set(profiles) - set(self.profile_groups))
         if unknown:
             raise ValueError(f"profiles: no profile published for {', '.join(unknown)}")
-        keys = [SCRIPT, f"{RUNTIME_PREFIX}*", SETTINGS] + [f"{PROFILES}{g}.json" for g in profiles]
+        keys = [SCRIPT, f"{RUNTIME_PREFIX}*", SETTINGS] + [f"{d}{g}.json" for g in profiles for d in (GROUPS, PROFILES)]
         return [self.bucket.arn_for_objects(f"{PREFIX}{k}") for k in keys]
 
     def grant_read(self, grantee: iam.IGrantable, *, profiles: Sequence[str] = ()) -> iam.Grant:
-        """s3:GetObject on exactly the script, the settings and the given groups' profiles, and on the runtime objects
-        (``runtime/*``: whichever settings.json names, checked against its sha256)."""
+        """s3:GetObject on exactly the script, the settings and the given groups' objects and profiles, and on the
+        runtime objects (``runtime/*``: whichever the settings name, checked against its sha256)."""
         grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"],
                                            resource_arns=self.object_arns(profiles))
         if isinstance(grantee, Construct):

@@ -177,7 +177,10 @@ def test_compute_nodes_read_exactly_the_script_the_runtime_the_settings_and_thei
     t = cluster_template(synth_example, P5)
     props = policy(t, "ParallelClusterComputePolicy")
     assert props["ManagedPolicyName"] == "parallelcluster-pc-p5-us-east-1-compute"
-    assert _s3_objects(props) == sorted(NODE_OBJECTS + ["fmcluster/profiles/h100.json", "fmcluster/profiles/prep.json"])
+    # each group's one object (groups/: settings and profile of one deployment) and, for scripts of earlier releases,
+    # its profile
+    assert _s3_objects(props) == sorted(NODE_OBJECTS + [f"fmcluster/{d}/{g}.json" for d in ("groups", "profiles")
+                                                        for g in ("h100", "prep")])
     by_sid = {st.get("Sid"): st for st in statements(props)}
     # the data bucket (storage stack's grant) and AMP (observability's): nothing else
     assert {"SsmAgent", "DataBucketObjects", "DataBucketListing", "DataBucketKey"} <= set(by_sid)
@@ -412,3 +415,13 @@ def test_script_and_assets_props_and_grant(stack):
         assets.grant_read(p, profiles=["other"])
     grant = assets.grant_read(p, profiles=["g"])
     assert isinstance(grant, iam.Grant) and grant.success
+
+
+def test_a_groups_object_carries_the_settings_and_the_profile_of_one_deployment():
+    """What on_node_configured.sh reads on a compute node (test_pc_node_script: the node checks schema and group)."""
+    from fmcluster.orchestrators.parallelcluster.assets import group_document
+
+    settings = {"cluster": "pc-p5", "runtime": {"key": "runtime/" + "a" * 64 + ".zip", "sha256": "a" * 64}}
+    doc = group_document("h100", settings, json.dumps({"group": "h100", "level": "standard", "policy": "fail"}))
+    assert doc == {"schema": 1, "group": "h100", "settings": settings,
+                   "profile": {"group": "h100", "level": "standard", "policy": "fail"}}

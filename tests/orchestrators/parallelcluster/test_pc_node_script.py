@@ -59,7 +59,7 @@ class Node:
         self.bucket = tmp / "bucket"
         for d in (self.log, tmp / "bin", self.root / "proc", self.root / "dev", self.root / "etc" / "docker",
                   self.root / "etc" / "enroot", tmp / "units", tmp / "pcluster" / "scripts" / "imds", tmp / "slurm",
-                  self.bucket / "profiles", self.bucket / "runtime"):
+                  self.bucket / "profiles", self.bucket / "groups", self.bucket / "runtime"):
             d.mkdir(parents=True, exist_ok=True)
         # ParallelCluster's Prolog/Epilog directories, each with its own script (shared from the head node)
         self.scripts = tmp / "slurm-etc" / "scripts"
@@ -69,17 +69,18 @@ class Node:
         self.runtime_key = self.publish_runtime(runtime_zip.read_bytes())
         settings = dict(SETTINGS if settings is None else settings)
         settings.setdefault("runtime", {"key": self.runtime_key, "sha256": self.runtime_key[8:-4]})
-        (self.bucket / "settings.json").write_text(json.dumps(settings))
-        (self.bucket / "profiles" / "gpu.json").write_text(json.dumps(PROFILE if profile is None else profile))
+        self.publish(settings, PROFILE if profile is None else profile)
         for key in missing:
             (self.bucket / (self.runtime_key if key == "runtime" else key)).unlink()
         mounts = "/dev/nvme0n1p1 / ext4 rw 0 0\n" + ("/dev/md0 /opt/dlami/nvme ext4 rw 0 0\n" if nvme else "")
         (self.root / "proc" / "mounts").write_text(mounts)
         if gpu:
             (self.root / "dev" / "nvidia0").write_text("")
-        # aws s3 cp ... SOURCE/KEY DEST: the published object, or a failure
+        # aws s3 cp ... SOURCE/KEY DEST: the published object, S3's 404 as the CLI prints it, or a failure
         copy = (f'src="${{@: -2:1}}"; key="${{src#{SOURCE}}}"\n'
-                f'[ -f "{self.bucket}/$key" ] && cp "{self.bucket}/$key" "${{@: -1}}"\n') if fetch_ok else "exit 1\n"
+                f'[ -f "{self.bucket}/$key" ] || {{ echo "fatal error: An error occurred (404) when calling the '
+                f'HeadObject operation: Key \\"$key\\" does not exist" >&2; exit 1; }}\n'
+                f'cp "{self.bucket}/$key" "${{@: -1}}"\n') if fetch_ok else "exit 1\n"
         self._cmd("aws", f'echo "$@" >> {self.log}/aws.log\n' + copy)
         self._cmd("systemctl", f'echo "$@" >> {self.log}/systemctl.log\ncase "$1" in is-active) exit 1;; esac\n')
         # the short host name is the Slurm node name; the full one carries ParallelCluster's DNS domain
@@ -102,10 +103,19 @@ class Node:
         if nodename_file is not None:
             self.nodename.write_text(nodename_file)
 
+    def publish(self, settings: Dict[str, Any], profile: Dict[str, Any]) -> None:
+        """What NodeAssets writes: settings.json (the head node's), groups/gpu.json (a compute node's: the settings
+        and the profile in one object) and profiles/gpu.json (for scripts of earlier releases)."""
+        (self.bucket / "settings.json").write_text(json.dumps(settings))
+        (self.bucket / "profiles" / "gpu.json").write_text(json.dumps(profile))
+        group = {"schema": 1, "group": "gpu", "settings": settings, "profile": profile}
+        (self.bucket / "groups" / "gpu.json").write_text(json.dumps(group))
+
     def write_settings(self, **changes: Any) -> None:
-        """settings.json as the current deployment writes it, with `changes`."""
+        """The settings as the current deployment writes them, with `changes`."""
         runtime = {"key": self.runtime_key, "sha256": self.runtime_key[8:-4]}
-        (self.bucket / "settings.json").write_text(json.dumps({**SETTINGS, "runtime": runtime, **changes}))
+        profile = json.loads((self.bucket / "profiles" / "gpu.json").read_text())
+        self.publish({**SETTINGS, "runtime": runtime, **changes}, profile)
 
     def publish_runtime(self, data: bytes) -> str:
         """The runtime under its content key, as NodeAssets publishes it; returns the key settings.json names."""
@@ -176,7 +186,7 @@ def test_a_healthy_node_passes(healthy_compute):
     assert "node validation passed" in node.file("log/on-node-configured.log")
     assert not (tmp_path / "units" / "fmcluster-validate.service").exists()
     assert json.loads(node.file("etc/profile.json")) == PROFILE
-    assert node.fetched() == ["settings.json", "profiles/gpu.json", node.runtime_key]
+    assert node.fetched() == ["groups/gpu.json", node.runtime_key]
     assert node.calls("aws")[-1] == (f"s3 cp --only-show-errors --region us-east-1 {SOURCE}{node.runtime_key} "
                                      f"{tmp_path}/home/runtime.zip")
 
@@ -286,9 +296,37 @@ def test_a_runtime_that_cannot_be_fetched_is_an_unhealthy_node(tmp_path, runtime
 
 @pytest.mark.parametrize("missing, what", [("settings.json", "boot.settings"), ("profiles/gpu.json", "boot.profile")])
 def test_settings_or_a_profile_that_cannot_be_fetched_fail_the_node(tmp_path, runtime_zip, missing, what):
-    node = Node(tmp_path, runtime_zip, missing=[missing])
+    """A bucket an earlier release filled (no groups/ object) missing one of the two objects it read."""
+    node = Node(tmp_path, runtime_zip, missing=["groups/gpu.json", missing])
     assert node.run(*compute_args("fail")).returncode == 1
     assert what in node.file("log/on-node-configured.log") and node.calls("validate") == []
+
+
+def test_a_node_gets_one_deployments_settings_runtime_and_profile_from_one_object(tmp_path, runtime_zip):
+    """A deploy rewrites the bucket object by object: a node booting meanwhile may find settings.json already naming
+    the next runtime while its group's object is still the last deployment's. It reads only the group's object, so
+    the runtime and the profile it runs come from the same deployment."""
+    node = Node(tmp_path, runtime_zip, profile={**PROFILE, "level": "fast"})
+    newer = node.publish_runtime(runtime_zip.read_bytes() + b"next release")
+    (node.bucket / "settings.json").write_text(json.dumps({**SETTINGS, "runtime": {"key": newer, "sha256": newer[8:-4]}}))
+    assert node.run(*compute_args()).returncode == 0
+    assert node.fetched() == ["groups/gpu.json", node.runtime_key]
+    assert "--level fast" in node.calls("validate")[0]
+
+
+def test_a_bucket_an_earlier_release_filled_is_read_as_that_release_did(tmp_path, runtime_zip):
+    node = Node(tmp_path, runtime_zip, missing=["groups/gpu.json"])
+    assert node.run(*compute_args()).returncode == 0
+    assert node.fetched() == ["groups/gpu.json", "settings.json", "profiles/gpu.json", node.runtime_key]
+    assert "an earlier layout" in node.file("log/on-node-configured.log")
+
+
+def test_another_groups_object_fails_the_node(tmp_path, runtime_zip):
+    node = Node(tmp_path, runtime_zip)
+    group = json.loads((node.bucket / "groups" / "gpu.json").read_text())
+    (node.bucket / "groups" / "gpu.json").write_text(json.dumps({**group, "group": "cpu"}))
+    assert node.run(*compute_args("fail")).returncode == 1
+    assert "groups/gpu.json is not what fmcluster writes" in node.file("log/on-node-configured.log")
 
 
 def test_settings_that_are_not_fmclusters_fail_the_node(tmp_path, runtime_zip):
@@ -308,7 +346,8 @@ def test_a_new_runtime_reaches_a_node_at_its_next_launch_under_the_same_argument
     with zipfile.ZipFile(newer, "a") as z:
         z.writestr("RELEASE", "a later fmcluster\n")
     key = node.publish_runtime(newer.read_bytes())
-    (node.bucket / "settings.json").write_text(json.dumps({**SETTINGS, "runtime": {"key": key, "sha256": key[8:-4]}}))
+    node.runtime_key = key
+    node.write_settings()
     assert node.run(*compute_args()).returncode == 0
     assert marker.read_text() == "a later fmcluster\n"
     assert (node.bucket / node.runtime_key).exists(), "the older runtime stays for nodes that read older settings"

@@ -10,9 +10,10 @@
 #
 # What changes with fmcluster releases or spec edits is not in the arguments (ParallelCluster cannot update the
 # head node's, and replaces a queue's nodes when its change): the node reads it from stable keys under SOURCE
-# (s3://<bucket>/fmcluster/): settings.json (the collectors' settings, and the runtime's key and sha256), the runtime
-# it names (runtime/<sha256>.zip, checked against that digest) and, on compute nodes, profiles/<group>.json, whose
-# level and policy are the spec's validation.level and validation.policy.
+# (s3://<bucket>/fmcluster/): on compute nodes groups/<group>.json, one object holding the collectors' settings (with
+# the runtime's key and sha256) and the group's profile (whose level and policy are the spec's validation.level and
+# validation.policy), on the head node settings.json; then the runtime they name (runtime/<sha256>.zip, checked
+# against that digest).
 #
 # Usage (the cluster configuration's Args; every value is one word):
 #   on_node_configured.sh --role head|compute --source S3_PREFIX --region REGION --node-group NAME
@@ -43,7 +44,7 @@ role="" source_url="" region="" node_group="" level="" policy="" event=configure
 WORD='^[A-Za-z0-9][A-Za-z0-9._:/@+=-]*$'
 
 usage() {
-  sed -n '17,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '18,21p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -214,15 +215,57 @@ PY
   level=$read_level policy=$read_policy
 }
 
+# fetch_group DEST: the group's one object (groups/<group>.json: the settings and the profile one deployment wrote,
+# together, so a node booting while a deploy rewrites the bucket never pairs one deployment's runtime with another's
+# profile). 0: fetched; 2: not there (a bucket an earlier release filled, or this release's first deploy still
+# writing it): read the two objects earlier releases wrote; 1: failed.
+fetch_group() {
+  local out
+  out=$(timeout --kill-after=10 "$(left 300)" aws s3 cp --only-show-errors --region "$region" \
+    "${source_url}groups/$node_group.json" "$1" 2>&1) && return 0
+  [[ "$out" == *"(404)"* || "$out" == *"Not Found"* || "$out" == *"does not exist"* ]] && return 2
+  fetch "groups/$node_group.json" "$1"
+}
+
+# split_group FILE: its settings and profile into $etc/settings.json and $etc/profile.json, once the document is known
+# (schema 1, this group).
+split_group() {
+  timeout 30 "$python" - "$1" "$etc" "$node_group" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+if not isinstance(doc, dict) or doc.get("schema") != 1 or doc.get("group") != sys.argv[3] \
+        or not isinstance(doc.get("settings"), dict) or not isinstance(doc.get("profile"), dict):
+    sys.exit(1)
+for name in ("settings", "profile"):
+    with open(f"{sys.argv[2]}/{name}.json", "w") as out:
+        json.dump(doc[name], out)
+PY
+}
+
 python=$(pick_python) || unhealthy python "no Python 3.9+ for the fmcluster runtime"
-fetch settings.json "$etc/settings.json" || unhealthy settings "cannot fetch ${source_url}settings.json"
-read_settings "$etc/settings.json" || unhealthy settings "${source_url}settings.json is not what fmcluster writes"
 if [[ "$role" == compute ]]; then
-  fetch "profiles/$node_group.json" "$etc/profile.json" \
-    || unhealthy profile "cannot fetch ${source_url}profiles/$node_group.json"
+  fetch_group "$etc/group.json"
+  case $? in
+    0)
+      split_group "$etc/group.json" \
+        || unhealthy settings "${source_url}groups/$node_group.json is not what fmcluster writes"
+      log "settings, runtime and profile from ${source_url}groups/$node_group.json (one deployment's)"
+      ;;
+    2)
+      log "no ${source_url}groups/$node_group.json: settings.json and profiles/$node_group.json (an earlier layout)"
+      fetch settings.json "$etc/settings.json" || unhealthy settings "cannot fetch ${source_url}settings.json"
+      fetch "profiles/$node_group.json" "$etc/profile.json" \
+        || unhealthy profile "cannot fetch ${source_url}profiles/$node_group.json"
+      ;;
+    *) unhealthy settings "cannot fetch ${source_url}groups/$node_group.json" ;;
+  esac
+  read_settings "$etc/settings.json" || unhealthy settings "the node's settings are not what fmcluster writes"
   read_profile_choices "$etc/profile.json" \
-    || unhealthy profile "${source_url}profiles/$node_group.json names no level fast|standard and policy fail|report"
+    || unhealthy profile "the node's profile names no level fast|standard and policy fail|report"
   log "level=$level policy=$policy (from the profile unless given as arguments)"
+else
+  fetch settings.json "$etc/settings.json" || unhealthy settings "cannot fetch ${source_url}settings.json"
+  read_settings "$etc/settings.json" || unhealthy settings "${source_url}settings.json is not what fmcluster writes"
 fi
 fetch_runtime || unhealthy runtime "cannot fetch the fmcluster runtime ${source_url}$runtime_key"
 
