@@ -16,27 +16,20 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 
 from botocore.exceptions import ClientError
 
+from fmcluster.aws import node_reports
 from fmcluster.aws.context import Context, Progress, bounded, fmt_time, has_code, paginate, past_deadline
 from fmcluster.aws.results import ERROR, classify
 from fmcluster.aws.session import AwsClients, max_attempts
+from fmcluster.aws.status_items import ABSENT, BAD, OK, PENDING, UNKNOWN, WARN, Item, health
+
+__all__ = ["ABSENT", "BAD", "OK", "PENDING", "UNKNOWN", "WARN", "Item", "health", "collect_status"]
 
 if TYPE_CHECKING:
     from fmcluster.spec import ClusterSpec
 
-OK, PENDING, WARN, BAD, UNKNOWN, ABSENT = "ok", "pending", "warn", "bad", "unknown", "absent"
-Describer = Tuple[str, Callable[["Context", str], "Item"]]
+# An answer per resource, and the words for its health: one home (status_items), shared with the describers here.
+Describer = Tuple[str, Callable[["Context", str], Optional["Item"]]]
 STACK_PARTS = ("network", "storage", "observability", "cluster")
-
-
-@dataclass
-class Item:
-    type: str
-    name: str
-    state: str
-    health: str
-    detail: str = ""
-    logical_id: str = ""
-    children: List[Item] = field(default_factory=list)
 
 
 @dataclass
@@ -119,16 +112,6 @@ def stackhealth(status: str) -> str:
     return OK
 
 
-def health(state: str, ok: set, pending: set) -> str:
-    if state in ("?", ""):
-        return UNKNOWN
-    if state in ok:
-        return OK
-    if state in pending:
-        return PENDING
-    return BAD
-
-
 def arn_id(identifier: str, marker: str) -> str:
     """An id from an ARN (`.../marker/ID...`) or the id itself."""
     if identifier.startswith("arn:") and f"{marker}/" in identifier:
@@ -179,6 +162,7 @@ DESCRIBERS: Dict[str, Describer] = {
     "AWS::FSx::DataRepositoryAssociation": ("fsx", _dra),
     "AWS::EC2::PlacementGroup": ("ec2", _placement_group),
     "AWS::APS::Workspace": ("amp", _amp),
+    "AWS::S3::Bucket": ("s3", node_reports.describe),  # which runtime each node runs, where a bucket holds reports
 }
 
 
@@ -209,9 +193,12 @@ def _resources(ctx: Context, stack: str, known: Mapping[str, Describer]) -> List
             items.append(Item(rtype, pid, "unknown", UNKNOWN, f"not read: {ctx.stopped}", logical))
             continue
         try:
-            item = describe(ctx, pid)
+            described = describe(ctx, pid)
         except Exception as e:  # noqa: BLE001 - a resource that cannot be read is an answer
-            item = _unknown(rtype, pid, e, service, ctx)
+            described = _unknown(rtype, pid, e, service, ctx)
+        if described is None:
+            continue  # nothing to say of it (a bucket without node reports)
+        item = described
         item.logical_id = logical
         items.append(item)
     return items

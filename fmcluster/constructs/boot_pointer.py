@@ -32,6 +32,8 @@ from fmcluster.constructs.runtime_archive import object_key
 SCHEMA = 1
 PREFIX = "boot/"
 GROUPS_PREFIX = f"{PREFIX}groups/"
+# Where nodes put their node reports (runtime/node_report.py), per group: read by `fmcluster status`.
+REPORTS_PREFIX = "node-reports/"
 LOGIN_KEY = f"{PREFIX}login.json"
 LEVELS = ("fast", "standard", "deep")
 POLICIES = ("fail", "drain", "taint", "report")
@@ -47,17 +49,22 @@ def group_key(group: str) -> str:
 
 
 def pointer_document(*, group: str, runtime_key: str, sha256: str, level: str, policy: str,
-                     profile_json: Optional[str]) -> Dict[str, Any]:
-    """The pointer of one group (`profile_json` None: a node without boot validation, the login node)."""
+                     profile_json: Optional[str], reports: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """The pointer of one group (`profile_json` None: a node without boot validation, the login node). `reports`:
+    where the group's nodes put their node reports (runtime/node_report.py: url, region, pointer, platform); the
+    reader in user data ignores it, the runtime's bootstrap reads it."""
     if level not in LEVELS:
         raise ValueError(f"level: {level!r} is not one of {', '.join(LEVELS)}")
     if policy not in POLICIES:
         raise ValueError(f"policy: {policy!r} is not one of {', '.join(POLICIES)}")
     if runtime_key != object_key(sha256):
         raise ValueError(f"runtime_key: {runtime_key!r} must be {object_key('<sha256>')}")
-    return {"schema": SCHEMA, "group": group, "level": level, "policy": policy,
-            "runtime": {"key": runtime_key, "sha256": sha256},
-            "profile": json.loads(profile_json) if profile_json is not None else None}
+    document = {"schema": SCHEMA, "group": group, "level": level, "policy": policy,
+                "runtime": {"key": runtime_key, "sha256": sha256},
+                "profile": json.loads(profile_json) if profile_json is not None else None}
+    if reports is not None:
+        document["reports"] = dict(reports)
+    return document
 
 
 # Runs under python3 (3.9+, standard library) on the node: checks the pointer and writes the profile and BOOT_ENV.

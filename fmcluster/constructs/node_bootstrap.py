@@ -100,8 +100,12 @@ class NodeRuntime(Construct):
     def publish(self, *, key: str, group: str, level: str, policy: str, profile_json: Optional[str]) -> str:
         """Write `group`'s pointer under `key` (boot_pointer.group_key or LOGIN_KEY) at deploy time, after the runtime
         it names; returns `key`. Publishing the same key twice must say the same thing."""
+        reports = None if profile_json is None else {
+            "url": f"s3://{self.bucket.bucket_name}/{boot_pointer.REPORTS_PREFIX}{group}/",
+            "region": Stack.of(self).region, "pointer": key, "platform": "ec2"}
         document = boot_pointer.pointer_document(group=group, runtime_key=self.object_key, sha256=self.sha256,
-                                                 level=level, policy=policy, profile_json=profile_json)
+                                                 level=level, policy=policy, profile_json=profile_json,
+                                                 reports=reports)
         if self._documents.get(key, document) != document:
             raise ValueError(f"boot pointer {key}: published twice with different contents")
         if key in self._documents:
@@ -139,6 +143,18 @@ class NodeRuntime(Construct):
             dependent.node.add_dependency(self.deployment)
             if self.pointers is not None:
                 dependent.node.add_dependency(self.pointers)
+
+    def grant_report(self, grantee: iam.IGrantable, *, groups: Sequence[str]) -> iam.Grant:
+        """s3:PutObject under each of `groups`' node-report prefixes: a node of a group writes its own report there
+        (runtime/node_report.py); no read, list or delete."""
+        prefixes = [self.bucket.arn_for_objects(f"{boot_pointer.REPORTS_PREFIX}{g}/*") for g in groups]
+        grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:PutObject"], resource_arns=prefixes)
+        if isinstance(grantee, Construct):
+            for arn in prefixes:
+                acknowledge(grantee, f"AwsSolutions-IAM5[Resource::{nag_resource(Stack.of(self), arn)}]",
+                            "A node writes its own node report (instance id, runtime digest, verdict) under its "
+                            "group's node-reports/ prefix of the cluster's runtime bucket: s3:PutObject only.")
+        return grant
 
     def grant_read(self, grantee: iam.IGrantable, *, groups: Sequence[str] = (), login: bool = False) -> iam.Grant:
         """s3:GetObject on the runtime objects (``runtime/*``: a node may be handed any runtime a pointer named, and a

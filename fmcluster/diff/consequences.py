@@ -215,7 +215,7 @@ def _boot_pointers(c: ResourceChange) -> Optional[Finding]:
     changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
     if not changed:
         return Finding(SAFE, c.where, f"boot pointers' deployment {c.action}; what the pointers say is unchanged")
-    what = sorted({field for k in changed for field in ("runtime", "level", "policy", "profile")
+    what = sorted({field for k in changed for field in ("runtime", "level", "policy", "profile", "reports")
                    if (old.get(k) or {}).get(field) != (new.get(k) or {}).get(field)})
     groups = ", ".join(k.rsplit("/", 1)[-1].removesuffix(".json") for k in changed)
     return Finding(SAFE, c.where, f"boot pointers rewritten for {groups} ({', '.join(what)}): nodes launched from now "

@@ -11,6 +11,8 @@
 #   FMCLUSTER_STATE_DIR where the last report is published for whatever gates scheduling on it, renamed into place
 #                       so a reader never sees half a file (default /var/lib/fmcluster: validation.json; the EKS
 #                       node gate, fmcluster/platforms/kubernetes/node/kube_gate.py, reads it)
+#   FMCLUSTER_POINTER   the pointer this node booted from (default /etc/fmcluster/boot.json): where the node report
+#                       for `fmcluster status` goes (runtime/node_report.py); none named, none sent
 # Exit status: 0 healthy (or a failure handled by drain/taint/report), 1 unhealthy under policy fail.
 set -uo pipefail
 
@@ -68,9 +70,23 @@ publish() {
   mv -f "$state_dir/.validation.json.tmp" "$state_dir/validation.json"
 }
 
+report_node() {
+  # The instance, its group, the runtime it runs and its verdict, to the bucket its pointer names, for `fmcluster
+  # status`; a report that cannot be written or sent is logged, never a failed boot.
+  local pointer="${FMCLUSTER_POINTER:-/etc/fmcluster/boot.json}" where url region
+  [ -f "$pointer" ] || return 0
+  where=$(PYTHONPATH="$home/pkg" timeout --kill-after=5 30 python3 -m fmcluster.runtime.node_report \
+    --pointer "$pointer" --validation "$state_dir/validation.json" --out "$state_dir/node-report.json" \
+    --root "${FMCLUSTER_ROOT:-}") || return 0
+  read -r url region <<<"$where"
+  timeout --kill-after=5 60 aws s3 cp --only-show-errors --region "$region" "$state_dir/node-report.json" "$url" \
+    || echo "$(date -Is) WARNING: the node report did not reach $url"
+}
+
 validate report
 status=$?
 publish "$status"
+report_node
 if [ "$status" -eq 0 ]; then
   echo "$(date -Is) node validation passed"
   exit 0

@@ -167,3 +167,43 @@ def test_real_moto_stack_and_nothing_deployed() -> None:
         StackName="fm-dev-network", TemplateBody='{"Resources": {"B": {"Type": "AWS::S3::Bucket"}}}')
     status = collect_status(spec, make_ctx(spec).aws)
     assert status.stacks[0].state == "CREATE_COMPLETE" and status.overall == "ok" and status.exit_code == 0
+
+
+def test_status_shows_which_runtime_each_node_runs_and_its_verdict() -> None:
+    """Nodes report after their boot validation (runtime/node_report.py); a node launched after a deploy runs the new
+    runtime, one launched before keeps the old: status tells them apart against the group's pointer now. Reports of
+    instances no longer running are left out."""
+    import json
+
+    from fmcluster.aws import node_reports
+    from fmcluster.runtime import node_report
+
+    assert node_reports.SCHEMA == node_report.SCHEMA
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="fm-dev-runtime")
+    new, old = "c" * 64, "d" * 64
+    s3.put_object(Bucket="fm-dev-runtime", Key="boot/groups/h100.json",
+                  Body=json.dumps({"schema": 1, "group": "h100", "runtime": {"sha256": new}}))
+    ec2 = boto3.client("ec2", region_name=REGION)
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    ids = [i["InstanceId"] for i in ec2.run_instances(ImageId=image, MinCount=3, MaxCount=3)["Instances"]]
+    ec2.terminate_instances(InstanceIds=[ids[2]])
+    for instance, runtime, verdict in ((ids[0], new, "pass"), (ids[1], old, "fail"), (ids[2], old, "pass")):
+        report = node_report.build({"group": "h100", "runtime": {"sha256": runtime},
+                                    "reports": {"pointer": "boot/groups/h100.json", "platform": "ec2"}},
+                                   {"verdict": verdict, "failing": ["gpu.count"] if verdict == "fail" else []},
+                                   instance, 0)
+        s3.put_object(Bucket="fm-dev-runtime", Key=f"node-reports/h100/{instance}.json", Body=json.dumps(report))
+    s3.create_bucket(Bucket="fm-dev-data")  # a bucket without reports says nothing
+    ctx = make_ctx(make_spec())
+    stub_stacks(ctx, {"cluster": ("UPDATE_COMPLETE", [res("NodeRuntimeBucket", "AWS::S3::Bucket", "fm-dev-runtime"),
+                                                      res("DataBucket", "AWS::S3::Bucket", "fm-dev-data")])})
+    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
+    [item] = status.stacks[3].resources
+    assert item.type == "node runtimes" and item.health == "warn" and item.state == "2 node(s) reported"
+    assert "1 on the runtime their group's pointer names now, 1 on an older one" in item.detail
+    assert "1 report(s) of instances no longer running left out" in item.detail
+    lines = {c.name: c for c in item.children}
+    assert lines[ids[0]].state == f"h100: runtime {new[:12]} (current), validation pass"
+    assert lines[ids[1]].state == f"h100: runtime {old[:12]} (older), validation fail"
+    assert "failing: gpu.count" in lines[ids[1]].detail and ids[2] not in lines

@@ -16,7 +16,8 @@ SCRIPT = ROOT / "fmcluster" / "runtime" / "node_bootstrap.sh"
 
 
 def run_bootstrap(tmp_path: Path, *, healthy: bool, policy: str, agent: Optional[str] = None,
-                  report: Optional[str] = None) -> subprocess.CompletedProcess:
+                  report: Optional[str] = None, aws: Optional[str] = None,
+                  **env_extra: str) -> subprocess.CompletedProcess:
     """Run the script with a fake python3 standing in for the validator (printing `report`, default a verdict)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -25,11 +26,14 @@ def run_bootstrap(tmp_path: Path, *, healthy: bool, policy: str, agent: Optional
     # so -S: no site-packages, as on a node); everything else is the fake validator
     text = report if report is not None else json.dumps({"verdict": "pass" if healthy else "fail"})
     (tmp_path / "report.txt").write_text(text)
-    fake.write_text(f"#!/bin/sh\ncase \"$*\" in *fmcluster.runtime.contract*|-c*) "
+    fake.write_text(f"#!/bin/sh\ncase \"$*\" in *fmcluster.runtime.contract*|*fmcluster.runtime.node_report*|-c*) "
                     f"PYTHONPATH={ROOT} exec {sys.executable} -S \"$@\";; esac\n"
                     f"echo \"$@\" >> {tmp_path}/validator-args.log\n"
                     f"cat {tmp_path}/report.txt\nexit {0 if healthy else 1}\n")
     fake.chmod(0o755)
+    if aws is not None:
+        (bin_dir / "aws").write_text(aws)
+        (bin_dir / "aws").chmod(0o755)
     systemctl = bin_dir / "systemctl"
     systemctl.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path}/systemctl.log\n")
     systemctl.chmod(0o755)
@@ -38,6 +42,7 @@ def run_bootstrap(tmp_path: Path, *, healthy: bool, policy: str, agent: Optional
                FMCLUSTER_LOG_DIR=str(tmp_path / "log"), FMCLUSTER_TEXTFILE_DIR=str(tmp_path / "textfile"),
                FMCLUSTER_SYSTEMD_DIR=str(tmp_path), FMCLUSTER_PROFILE=str(tmp_path / "profile.json"),
                FMCLUSTER_STATE_DIR=str(tmp_path / "state"))
+    env.update({"FMCLUSTER_POINTER": str(tmp_path / "no-pointer.json"), **env_extra})
     return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -107,3 +112,31 @@ def test_values_reach_the_shell_as_single_words_whatever_they_hold():
     assert words[words.index("--remote-write-url") + 1] == odd
     words = shlex.split(mount_step(dns_name=odd, mount_name=odd, mount_point="/fsx data", efa=False).split("||")[0])
     assert words[words.index("--dns-name") + 1] == odd and words[words.index("--mount-point") + 1] == "/fsx data"
+
+
+def test_the_node_reports_its_runtime_and_verdict_where_its_pointer_says(tmp_path):
+    """For `fmcluster status`: the instance (from the Nitro asset tag), the group, the runtime its pointer named and
+    the verdict, put under the group's node-reports/ prefix; the boot's outcome does not depend on it."""
+    digest = "a" * 64
+    pointer = {"schema": 1, "group": "h100", "runtime": {"key": f"runtime/{digest}.zip", "sha256": digest},
+               "reports": {"url": "s3://runtime-bucket/node-reports/h100/", "region": "us-west-2",
+                           "pointer": "boot/groups/h100.json", "platform": "ec2"}}
+    (tmp_path / "boot.json").write_text(json.dumps(pointer))
+    tag = tmp_path / "root" / "sys" / "devices" / "virtual" / "dmi" / "id" / "board_asset_tag"
+    tag.parent.mkdir(parents=True)
+    tag.write_text("i-0123456789abcdef0\n")
+    aws = f"#!/bin/sh\necho \"$@\" >> {tmp_path}/aws.log\ncp \"$6\" {tmp_path}/uploaded.json\n"
+    r = run_bootstrap(tmp_path, healthy=False, policy="report", aws=aws, FMCLUSTER_POINTER=str(tmp_path / "boot.json"),
+                      FMCLUSTER_ROOT=str(tmp_path / "root"))
+    assert r.returncode == 0
+    (call,) = (tmp_path / "aws.log").read_text().splitlines()
+    assert call.endswith("--region us-west-2 " + f"{tmp_path}/state/node-report.json "
+                         "s3://runtime-bucket/node-reports/h100/i-0123456789abcdef0.json")
+    report = json.loads((tmp_path / "uploaded.json").read_text())
+    assert report["instance_id"] == "i-0123456789abcdef0" and report["runtime"] == digest
+    assert report["verdict"] == "fail" and report["pointer"] == "boot/groups/h100.json"
+
+
+def test_a_node_without_a_pointer_sends_no_report(tmp_path):
+    assert run_bootstrap(tmp_path, healthy=True, policy="report").returncode == 0
+    assert not (tmp_path / "state" / "node-report.json").exists()

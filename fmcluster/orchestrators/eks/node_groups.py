@@ -175,6 +175,7 @@ class EksNodeGroups(Construct):
                     "group's role (EKS user guide, 'Amazon EKS node IAM role'); pull only, no push.")
         self.runtime = context.node_builder.runtime(self)
         self.runtime.grant_read(self.node_role.role, groups=[g.name for g in spec.node_groups])
+        self.runtime.grant_report(self.node_role.role, groups=[g.name for g in spec.node_groups])
         subnets = context.subnets
         self.node_groups: Dict[str, Ec2NodeGroup] = {}
         self.managed: Dict[str, eks.Nodegroup] = {}

@@ -58,16 +58,22 @@ SETTINGS = "settings.json"
 PROFILES = "profiles/"
 GROUPS = "groups/"
 GROUP_SCHEMA = 1
+REPORTS = "node-reports/"  # where compute nodes put their node reports (runtime/node_report.py), per group
 ACCESS_LOGS_PREFIX = "node-assets/"
 SCRIPT_PATH = Path(__file__).resolve().parent / "node" / SCRIPT  # the kind's node folder
 # How long replaced object versions stay readable (a node that started fetching before a deployment, a rollback).
 NONCURRENT_DAYS = 30
 DEPLOYMENT_ROLE_ID = "NodeAssetsDeploymentRole"
 DEPLOYMENT_LOGS_ID = "NodeAssetsDeploymentLogs"
-def group_document(group: str, settings: Mapping[str, Any], profile_json: str) -> dict:
+def group_document(group: str, settings: Mapping[str, Any], profile_json: str,
+                   reports: Optional[Mapping[str, str]] = None) -> dict:
     """``groups/<group>.json``: what a compute node of the group reads, in one object (on_node_configured.sh
-    checks the schema and the group)."""
-    return {"schema": GROUP_SCHEMA, "group": group, "settings": dict(settings), "profile": json.loads(profile_json)}
+    checks the schema and the group); `reports`: where its nodes put their node reports (runtime/node_report.py)."""
+    document = {"schema": GROUP_SCHEMA, "group": group, "settings": dict(settings),
+                "profile": json.loads(profile_json)}
+    if reports is not None:
+        document["reports"] = dict(reports)
+    return document
 
 
 class NodeAssets(Construct):
@@ -146,12 +152,15 @@ class NodeAssets(Construct):
                 s3deploy.Source.data(SCRIPT, script),
                 s3deploy.Source.json_data(SETTINGS, self.settings),
                 *(s3deploy.Source.data(f"{PROFILES}{g}.json", text) for g, text in self.profiles.items()),
-                *(s3deploy.Source.json_data(f"{GROUPS}{g}.json", group_document(g, self.settings, text))
+                *(s3deploy.Source.json_data(f"{GROUPS}{g}.json", group_document(g, self.settings, text, {
+                    "url": f"s3://{self.bucket.bucket_name}/{PREFIX}{REPORTS}{g}/", "region": stack.region,
+                    "pointer": f"{PREFIX}{GROUPS}{g}.json", "platform": "ec2"}))
                   for g, text in self.profiles.items()),
             ],
             destination_bucket=self.bucket,
             destination_key_prefix=PREFIX,
-            exclude=[f"{RUNTIME_PREFIX}*", LEGACY_RUNTIME],  # prune stale profiles, never a runtime
+            # prune stale profiles, never a runtime nor what nodes wrote
+            exclude=[f"{RUNTIME_PREFIX}*", LEGACY_RUNTIME, f"{REPORTS}*"],
             role=role.without_policy_updates(),
             log_group=log_group,
         )
@@ -191,6 +200,18 @@ class NodeAssets(Construct):
             acknowledge(grantee, f"AwsSolutions-IAM5[Resource::{nag_resource(Stack.of(self), runtimes)}]",
                         "Nodes read any fmcluster runtime object of the cluster's own node assets bucket (s3:GetObject "
                         "only): which one is named by settings.json, and checked against its sha256.")
+        return grant
+
+    def grant_report(self, grantee: iam.IGrantable, *, groups: Sequence[str]) -> iam.Grant:
+        """s3:PutObject under each of `groups`' node-report prefixes: a node writes its own report there; no read,
+        list or delete."""
+        prefixes = [self.bucket.arn_for_objects(f"{PREFIX}{REPORTS}{g}/*") for g in groups]
+        grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:PutObject"], resource_arns=prefixes)
+        if isinstance(grantee, Construct):
+            for arn in prefixes:
+                acknowledge(grantee, f"AwsSolutions-IAM5[Resource::{nag_resource(Stack.of(self), arn)}]",
+                            "A compute node writes its own node report (instance id, runtime digest, verdict) under "
+                            "its group's node-reports/ prefix of the node assets bucket: s3:PutObject only.")
         return grant
 
     def depend_on_contents(self, construct: IConstruct) -> None:

@@ -84,6 +84,7 @@ class ParallelClusterOrchestration(Construct):
                                            description=f"fmcluster {spec.name}: ParallelCluster head node")
         # compute nodes read their profiles; the head node runs the same script (collectors, no validation)
         self.assets.grant_read(self.compute_policy, profiles=[g.name for g in spec.node_groups])
+        self.assets.grant_report(self.compute_policy, groups=[g.name for g in spec.node_groups])
         self.assets.grant_read(self.head_node_policy)
         if context.remote_write_url is not None and context.grant_remote_write is not None:
             context.grant_remote_write(self.head_node_policy)

@@ -38,6 +38,7 @@ class Ec2Nodes(Construct):
         self.node_role = NodeRole(self, "NodeRole", path=role_path, description=f"fmcluster {context.spec.name} nodes")
         self.runtime = context.node_builder.runtime(self)
         self.runtime.grant_read(self.node_role.role, groups=[g.name for g in context.spec.node_groups])
+        self.runtime.grant_report(self.node_role.role, groups=[g.name for g in context.spec.node_groups])
         self.node_groups: Dict[str, Ec2NodeGroup] = {
             group.name: context.node_builder.build(
                 self,

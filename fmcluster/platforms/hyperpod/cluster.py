@@ -213,6 +213,7 @@ def cfn_cluster(scope: Construct, *, cluster_name: str, instance_groups: Sequenc
     """The AWS::SageMaker::Cluster (id ``Resource`` under `scope`) of the instance groups in the VPC, whatever
     orchestrates it: the role may read the lifecycle, and the cluster waits for its node inputs."""
     lifecycle.grant_read(role)
+    lifecycle.grant_report(role)
     cluster = sagemaker.CfnCluster(
         scope,
         "Resource",

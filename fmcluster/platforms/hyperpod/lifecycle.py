@@ -29,6 +29,7 @@ from constructs import Construct
 
 from fmcluster.constructs import node_bootstrap
 from fmcluster.constructs.boot_pointer import GROUPS_PREFIX as POINTER_PREFIX
+from fmcluster.constructs.boot_pointer import REPORTS_PREFIX
 from fmcluster.constructs.bucket_deployment import (
     acknowledge_deployment_handler,
     deployment_log_group,
@@ -167,7 +168,10 @@ class LifecycleScripts(Construct):
         self.pointer_documents = {
             lifecycle_entry.pointer_key(group): lifecycle_entry.pointer_document(
                 group=group, runtime_key=self.runtime_key, sha256=self.runtime_sha256, parameters=parameters,
-                profile_json=profiles.get(group))
+                profile_json=profiles.get(group),
+                reports=None if profiles.get(group) is None else {
+                    "url": f"s3://{bucket_name}/{REPORTS_PREFIX}{group}/", "region": stack.region,
+                    "pointer": lifecycle_entry.pointer_key(group), "platform": "hyperpod"})
             for group in sorted(set(self.entries.values()))
         }
         self.pointers = s3deploy.BucketDeployment(
@@ -237,6 +241,21 @@ class LifecycleScripts(Construct):
     def deployments(self) -> List[s3deploy.BucketDeployment]:
         """What must finish before nodes boot (the cluster depends on these)."""
         return [self.runtime, self.pointers, self.scripts]
+
+    def grant_report(self, grantee: iam.IGrantable) -> Optional[iam.Grant]:
+        """s3:PutObject under the node-report prefix of each group whose nodes validate (runtime/node_report.py): a
+        node writes its own report; no read, list or delete."""
+        groups = sorted(d["group"] for d in self.pointer_documents.values() if d.get("reports"))
+        if not groups:
+            return None
+        prefixes = [self.bucket.arn_for_objects(f"{REPORTS_PREFIX}{g}/*") for g in groups]
+        grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:PutObject"], resource_arns=prefixes)
+        if isinstance(grantee, Construct):
+            for arn in prefixes:
+                acknowledge(grantee, f"AwsSolutions-IAM5[Resource::{nag_resource(Stack.of(self), arn)}]",
+                            "A node writes its own node report (instance id, runtime digest, verdict) under its "
+                            "group's node-reports/ prefix of the cluster's lifecycle bucket: s3:PutObject only.")
+        return grant
 
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """What nodes read: the entries (s3:GetObject under ``lifecycle/``, s3:ListBucket limited to that prefix, as

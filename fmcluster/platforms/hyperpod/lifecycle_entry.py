@@ -37,13 +37,18 @@ RUNTIME_SCRIPTS = {"OnInitComplete": "on_init_complete.sh", "OnCreate": "on_crea
 
 
 def pointer_document(*, group: str, runtime_key: str, sha256: str, parameters: Mapping[str, Any],
-                     profile_json: Optional[str]) -> Dict[str, Any]:
+                     profile_json: Optional[str], reports: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """One group's pointer (`profile_json` None: a group without boot validation, e.g. the Slurm controller).
-    `parameters` may hold deploy-time tokens (the file system's address)."""
+    `parameters` may hold deploy-time tokens (the file system's address); `reports`: where the group's nodes put
+    their node reports (runtime/node_report.py), which the reader below ignores."""
     if runtime_key != object_key(sha256):
         raise ValueError(f"runtime_key: {runtime_key!r} must be {RUNTIME_PREFIX}<sha256>.zip")
-    return {"schema": SCHEMA, "group": group, "runtime": {"key": runtime_key, "sha256": sha256},
-            "parameters": dict(parameters), "profile": json.loads(profile_json) if profile_json is not None else None}
+    document = {"schema": SCHEMA, "group": group, "runtime": {"key": runtime_key, "sha256": sha256},
+                "parameters": dict(parameters),
+                "profile": json.loads(profile_json) if profile_json is not None else None}
+    if reports is not None:
+        document["reports"] = dict(reports)
+    return document
 
 
 # Runs under python3 (3.9+, standard library) on the node. Arguments: the pointer file, the staging directory, the

@@ -193,9 +193,14 @@ def _statements(template, role_prefix):
 
 
 def test_the_node_role_cannot_touch_the_data_bucket_or_write_metrics(p5):
-    """With IMDS at one hop a pod cannot read the node role's credentials anyway; the role holds neither."""
-    actions = json.dumps([st["Action"] for st in _statements(p5["eks-p5-cluster"], "EksNodesNodeRole")])
-    assert "s3:PutObject" not in actions and "aps:RemoteWrite" not in actions and "kms:" not in actions
+    """With IMDS at one hop a pod cannot read the node role's credentials anyway; the role holds neither. Its one
+    write is the node's own report (runtime/node_report.py) under its group's prefix of the runtime bucket."""
+    statements = _statements(p5["eks-p5-cluster"], "EksNodesNodeRole")
+    actions = json.dumps([st["Action"] for st in statements])
+    assert "aps:RemoteWrite" not in actions and "kms:" not in actions
+    (put,) = [st for st in statements if "s3:PutObject" in json.dumps(st["Action"])]
+    assert put["Action"] == "s3:PutObject" and "/node-reports/h100/*" in json.dumps(put["Resource"])
+    assert "NodeRuntimeBucket" in json.dumps(put["Resource"])
 
 
 def test_training_pods_get_the_data_bucket_through_pod_identity(p5):

@@ -185,7 +185,11 @@ def test_compute_nodes_read_exactly_the_script_the_runtime_the_settings_and_thei
     # the data bucket (storage stack's grant) and AMP (observability's): nothing else
     assert {"SsmAgent", "DataBucketObjects", "DataBucketListing", "DataBucketKey"} <= set(by_sid)
     extra = [st for st in statements(props) if st.get("Sid") is None and "s3:GetObject" not in actions_of(st)]
-    assert [actions_of(st) for st in extra] == [["aps:RemoteWrite"]]
+    # its node report (runtime/node_report.py), written under its group's prefix of the node assets bucket, and
+    # metrics
+    assert [actions_of(st) for st in extra] == [["s3:PutObject"], ["aps:RemoteWrite"]]
+    assert [object_arn_key(r) for r in extra[0]["Resource"]] == ["fmcluster/node-reports/h100/*",
+                                                                 "fmcluster/node-reports/prep/*"]
 
 
 def test_the_head_node_reads_the_script_runtime_and_settings_and_writes_metrics_nothing_more(synth_example):
@@ -299,7 +303,8 @@ def test_the_node_assets_bucket(synth_example):
     # runtimes are never pruned (a node that read older settings still finds its runtime), and settings.json is
     # written only after the runtime it names
     assert runtime["Properties"]["Prune"] is False and runtime_id in contents["DependsOn"]
-    assert set(contents["Properties"]["Exclude"]) == {"runtime/*", "runtime.zip"}
+    # and what the nodes wrote (their node reports) is never pruned either
+    assert set(contents["Properties"]["Exclude"]) == {"runtime/*", "runtime.zip", "node-reports/*"}
 
 
 def test_the_node_assets_bucket_logs_its_access_to_a_retained_log_bucket(synth_example):

@@ -77,10 +77,14 @@ class Node:
         if gpu:
             (self.root / "dev" / "nvidia0").write_text("")
         # aws s3 cp ... SOURCE/KEY DEST: the published object, S3's 404 as the CLI prints it, or a failure
-        copy = (f'src="${{@: -2:1}}"; key="${{src#{SOURCE}}}"\n'
+        # aws s3 cp ... FILE SOURCE/KEY: an upload (a node report) into the bucket directory
+        copy = (f'src="${{@: -2:1}}"; dst="${{@: -1}}"\n'
+                f'case "$src" in s3://*) ;; *) mkdir -p "$(dirname "{self.bucket}/${{dst#{SOURCE}}}")"; '
+                f'exec cp "$src" "{self.bucket}/${{dst#{SOURCE}}}";; esac\n'
+                f'key="${{src#{SOURCE}}}"\n'
                 f'[ -f "{self.bucket}/$key" ] || {{ echo "fatal error: An error occurred (404) when calling the '
                 f'HeadObject operation: Key \\"$key\\" does not exist" >&2; exit 1; }}\n'
-                f'cp "{self.bucket}/$key" "${{@: -1}}"\n') if fetch_ok else "exit 1\n"
+                f'cp "{self.bucket}/$key" "$dst"\n') if fetch_ok else "exit 1\n"
         self._cmd("aws", f'echo "$@" >> {self.log}/aws.log\n' + copy)
         self._cmd("systemctl", f'echo "$@" >> {self.log}/systemctl.log\ncase "$1" in is-active) exit 1;; esac\n')
         # the short host name is the Slurm node name; the full one carries ParallelCluster's DNS domain
@@ -108,7 +112,9 @@ class Node:
         and the profile in one object) and profiles/gpu.json (for scripts of earlier releases)."""
         (self.bucket / "settings.json").write_text(json.dumps(settings))
         (self.bucket / "profiles" / "gpu.json").write_text(json.dumps(profile))
-        group = {"schema": 1, "group": "gpu", "settings": settings, "profile": profile}
+        group = {"schema": 1, "group": "gpu", "settings": settings, "profile": profile,
+                 "reports": {"url": f"{SOURCE}node-reports/gpu/", "region": "us-east-1",
+                             "pointer": "fmcluster/groups/gpu.json", "platform": "ec2"}}
         (self.bucket / "groups" / "gpu.json").write_text(json.dumps(group))
 
     def write_settings(self, **changes: Any) -> None:
@@ -146,7 +152,7 @@ class Node:
 
     def fetched(self) -> List[str]:
         """The keys fetched under SOURCE, in order."""
-        return [c.split()[-2][len(SOURCE):] for c in self.calls("aws")]
+        return [c.split()[-2][len(SOURCE):] for c in self.calls("aws") if c.split()[-2].startswith(SOURCE)]
 
     def file(self, rel: str) -> str:
         return (self.tmp / rel).read_text()
@@ -319,6 +325,17 @@ def test_a_bucket_an_earlier_release_filled_is_read_as_that_release_did(tmp_path
     assert node.run(*compute_args()).returncode == 0
     assert node.fetched() == ["groups/gpu.json", "settings.json", "profiles/gpu.json", node.runtime_key]
     assert "an earlier layout" in node.file("log/on-node-configured.log")
+
+
+def test_a_compute_node_reports_its_runtime_and_verdict_for_status(tmp_path, runtime_zip):
+    node = Node(tmp_path, runtime_zip, healthy=False, report=FAILED_REPORT, profile={**PROFILE, "policy": "report"})
+    tag = node.root / "sys" / "devices" / "virtual" / "dmi" / "id" / "board_asset_tag"
+    tag.parent.mkdir(parents=True)
+    tag.write_text("i-0123456789abcdef0\n")
+    assert node.run(*compute_args()).returncode == 0
+    report = json.loads((node.bucket / "node-reports" / "gpu" / "i-0123456789abcdef0.json").read_text())
+    assert report["verdict"] == "fail" and report["failing"] == ["gpu.count"]
+    assert report["runtime"] == node.runtime_key[8:-4] and report["group"] == "gpu"
 
 
 def test_another_groups_object_fails_the_node(tmp_path, runtime_zip):

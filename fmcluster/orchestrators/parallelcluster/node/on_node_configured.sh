@@ -435,8 +435,22 @@ validate() {
 
 # slurmd is not running yet, and the node's Slurm state belongs to ParallelCluster until it resumes the node:
 # neither can be checked here.
+# report_node: the instance, its group, runtime and verdict, to where its group's object says, for `fmcluster status`
+# (runtime/node_report.py); only a node that read the group's object has one; a report not sent is logged, no more.
+report_node() {
+  local where url report_region
+  [[ -f "$etc/group.json" ]] || return 0
+  where=$(PYTHONPATH="$home/pkg" timeout --kill-after=5 "$(left 30)" "$python" -m fmcluster.runtime.node_report \
+    --pointer "$etc/group.json" --validation "$log_dir/validate.json" --out "$etc/node-report.json" \
+    --root "$root") || return 0
+  read -r url report_region <<<"$where"
+  timeout --kill-after=5 "$(left 60)" aws s3 cp --only-show-errors --region "$report_region" \
+    "$etc/node-report.json" "$url" || log "WARNING: the node report did not reach $url"
+}
+
 validate report --skip orch.agent --skip orch.slurm_node >"$log_dir/validate.json"
 status=$?
+report_node
 if [[ "$status" -eq 0 ]]; then
   log "node validation passed"
   exit 0

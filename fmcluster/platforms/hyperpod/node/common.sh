@@ -193,7 +193,7 @@ run_boot_validator() {
   if ! env FMCLUSTER_HOME="$FMCLUSTER_HOME" FMCLUSTER_PROFILE="$profile" FMCLUSTER_LEVEL="${NODE[level]}" \
     FMCLUSTER_POLICY="$node_policy" FMCLUSTER_LOG_DIR="$LOG_DIR" \
     FMCLUSTER_TEXTFILE_DIR="$ROOT/var/lib/node_exporter/textfile_collector" \
-    FMCLUSTER_SYSTEMD_DIR="$ROOT/etc/systemd/system" "$@" \
+    FMCLUSTER_SYSTEMD_DIR="$ROOT/etc/systemd/system" FMCLUSTER_POINTER="$SRC_PREFIX/pointer.json" "$@" \
     bash "$FMCLUSTER_HOME/pkg/fmcluster/runtime/node_bootstrap.sh"; then
     fail "node validation failed under policy ${NODE[policy]}; report in $LOG_DIR/validate.json"
   fi
