@@ -8,7 +8,7 @@ CreateFileSystemLustreMetadataConfiguration, CreateDataRepositoryAssociation).
 from __future__ import annotations
 
 import re
-from typing import List, Literal, Optional, Tuple
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
 from pydantic import Field, field_validator, model_validator
 
@@ -19,6 +19,9 @@ CAPACITY_SMALL_GIB = (1200, 2400)
 CAPACITY_STEP_GIB = 2400
 PERSISTENT_2_THROUGHPUT = (125, 250, 500, 1000)  # MB/s per TiB
 MAX_DATA_REPOSITORY_ASSOCIATIONS = 8  # per file system (CreateDataRepositoryAssociation)
+# "A lifecycle configuration can have up to 1,000 rules" (Amazon S3 User Guide, Lifecycle configuration elements:
+# https://docs.aws.amazon.com/AmazonS3/latest/userguide/intro-lifecycle-rules.html).
+MAX_LIFECYCLE_RULES = 1000
 Event = Literal["NEW", "CHANGED", "DELETED"]
 IMPORT_EVENTS: Tuple[Event, ...] = ("NEW", "CHANGED", "DELETED")
 S3_PATH_PATTERN = r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/([^\s]*/)?$"
@@ -275,6 +278,21 @@ class DataBucket(SpecModel):
         description="Lifecycle of a bucket fmcluster creates (default: noncurrent versions expire after 30 days).",
     )
     access_log_retention_days: int = Field(365, ge=1, description="Server access logs kept this long.")
+
+    @field_validator("lifecycle_rules")
+    @classmethod
+    def _rules(cls, v: List[LifecycleRule]) -> List[LifecycleRule]:
+        if len(v) > MAX_LIFECYCLE_RULES:
+            raise ValueError(f"{len(v)} rules; S3 takes at most {MAX_LIFECYCLE_RULES:,} in a bucket's lifecycle "
+                             "configuration (Amazon S3 User Guide, lifecycle configuration elements)")
+        first: Dict[Tuple[Any, ...], int] = {}
+        found = []
+        for i, rule in enumerate(v):
+            j = first.setdefault(tuple(sorted(rule.model_dump().items())), i)
+            if j != i:
+                found.append((f"[{i}]", f"the same rule as entry {j}; give each rule once"))
+        raise_problems(found)
+        return v
 
 
 class Storage(SpecModel):
