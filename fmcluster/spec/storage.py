@@ -42,6 +42,13 @@ def _nested(a: str, b: str) -> bool:
     return a.startswith(b) or b.startswith(a)
 
 
+def _same_bucket_nested(a: DataRepositoryAssociation, b: DataRepositoryAssociation) -> bool:
+    """Both link the cluster's data bucket, or both another bucket, at prefixes one inside the other."""
+    if a.repository_path is None and b.repository_path is None:
+        return _nested(f"s3://data/{a.data_bucket_prefix}", f"s3://data/{b.data_bucket_prefix}")
+    return bool(a.repository_path and b.repository_path and _nested(a.repository_path, b.repository_path))
+
+
 class DataRepositoryAssociation(SpecModel):
     """A file system directory linked to an S3 prefix: lazy import in, automatic export out."""
 
@@ -210,26 +217,26 @@ class Fsx(SpecModel):
         found = []
         dras = self.data_repository_associations
         if len(dras) > MAX_DATA_REPOSITORY_ASSOCIATIONS:
-            found.append(("data_repository_associations", f"{len(dras)} associations; FSx allows at most "
-                          f"{MAX_DATA_REPOSITORY_ASSOCIATIONS} per file system"))
+            # the paths are not compared: entries must go first, and comparing every pair is quadratic
+            return [("data_repository_associations", f"{len(dras)} associations; FSx allows at most "
+                     f"{MAX_DATA_REPOSITORY_ASSOCIATIONS} per file system")]
         for i, dra in enumerate(dras):
             found += self._repeats_mount_point(i, dra.file_system_path)
-            for j in range(i):
-                other = dras[j]
-                if dra.file_system_path == other.file_system_path:
-                    found.append((f"data_repository_associations[{i}].file_system_path",
-                                  f"{dra.file_system_path} is already linked by entry {j}; each directory links once"))
-                elif _nested(dra.file_system_path, other.file_system_path):
-                    found.append((f"data_repository_associations[{i}].file_system_path",
-                                  f"{dra.file_system_path} and {other.file_system_path} (entry {j}) are nested; "
-                                  "FSx refuses overlapping association paths"))
-                mine, theirs = dra.repository_path, other.repository_path
-                if mine is None and theirs is None:
-                    mine, theirs = f"s3://data/{dra.data_bucket_prefix}", f"s3://data/{other.data_bucket_prefix}"
-                if mine and theirs and _nested(mine, theirs):
-                    found.append((f"data_repository_associations[{i}]",
-                                  f"its S3 location overlaps entry {j}'s; each association needs its own bucket or "
-                                  "prefix, not nested in another's"))
+            earlier = dras[:i]
+            j = next((j for j, other in enumerate(earlier)
+                      if _nested(dra.file_system_path, other.file_system_path)), None)
+            if j is not None:
+                other_path = dras[j].file_system_path
+                found.append((f"data_repository_associations[{i}].file_system_path",
+                              f"{dra.file_system_path} is already linked by entry {j}; each directory links once"
+                              if other_path == dra.file_system_path else
+                              f"{dra.file_system_path} and {other_path} (entry {j}) are nested; "
+                              "FSx refuses overlapping association paths"))
+            j = next((j for j, other in enumerate(earlier) if _same_bucket_nested(dra, other)), None)
+            if j is not None:
+                found.append((f"data_repository_associations[{i}]",
+                              f"its S3 location overlaps entry {j}'s; each association needs its own bucket or "
+                              "prefix, not nested in another's"))
         return found
 
     def _repeats_mount_point(self, index: int, path: str) -> List[tuple[str, str]]:
