@@ -52,16 +52,16 @@ def check_aliases(root: Node, limit: int = MAX_ALIAS_NODES) -> None:
         if key in size:  # reached again: an alias, which repeats the whole value
             added += size[key]
             if added > limit:
-                raise AliasError("too many aliases", f"aliases expand the spec past {limit:,} nodes here (each *alias repeats its "
-                                 "&anchor's whole value); a spec needs far fewer", (parent or node).start_mark)
+                raise AliasError("too many aliases", f"aliases expand the spec past {limit:,} nodes here (each *alias "
+                                 "repeats its &anchor's whole value); a spec needs far fewer", (parent or node).start_mark)
             continue
         children = _children(node)
         if not children:
             size[key] = 1
             continue
         if key in open_:
-            raise AliasError("recursive alias", "an alias names a collection it is inside of (a recursive value); a spec cannot hold "
-                             "one", (parent or node).start_mark)
+            raise AliasError("recursive alias", "an alias names a collection it is inside of (a recursive value); a "
+                             "spec cannot hold one", (parent or node).start_mark)
         open_.add(key)
         stack.append((node, parent, True))
         stack.extend((child, node, False) for child in reversed(children))

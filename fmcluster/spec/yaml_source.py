@@ -45,7 +45,7 @@ class _StrictConstruction:
             return super().construct_object(node, deep)  # type: ignore[misc]
         except _VALUE_ERRORS as e:
             kind = node.tag.rsplit(":", 1)[-1]
-            shown = clipped_repr(node.value, 60) if isinstance(node.value, str) else f"a {node.id}"
+            shown = clipped_repr(node.value, 60) if isinstance(node.value, str) else f"a {getattr(node, 'id', 'node')}"
             raise ConstructorError(None, None, f"cannot read {kind} {shown} ({one_line(str(e), 200)})",
                                    node.start_mark) from None
 
