@@ -10,6 +10,7 @@ the link stays.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,8 @@ class Output:
     mode: Optional[int]
 
     def refuse(self, why: str) -> OutputRefused:
-        return OutputRefused(f"{self.option} {self.given}: {why}")
+        shown = re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group())[1:-1], self.given)  # one line, whatever the path
+        return OutputRefused(f"{self.option} {shown}: {why}")
 
 
 def _same_file(a: Path, b: str) -> bool:
@@ -51,13 +53,18 @@ def _same_file(a: Path, b: str) -> bool:
 
 def is_own(path: Path) -> bool:
     """True when `path` is a regular file fmcluster wrote and nobody changed since."""
-    try:
-        with open(path, "rb") as f:
-            if os.fstat(f.fileno()).st_size > MAX_OWN_BYTES:
-                return False
-            return signed(f.read(MAX_OWN_BYTES + 1))
+    try:  # non-blocking and not through a link: a pipe put there meanwhile must not hang the read
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return False
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_OWN_BYTES:
+            return False
+        try:
+            return signed(f.read(MAX_OWN_BYTES + 1))
+        except OSError:
+            return False
 
 
 def _judge(out: Output) -> bool:
