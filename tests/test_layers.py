@@ -2,6 +2,7 @@
 
     runtime <- catalog <- spec <- constructs <- orchestration <- stacks <- app <- cli
                               \\<- aws (boto3: preflight, status), tools (plan)  <- cli
+    outputs (files written for the user) <- tools, cli
     spec, orchestration, aws <- kinds (each kind's declaration) <- composition (fmcluster/registry.py) <- app, tools, cli
 
 runtime (what runs on the nodes) imports nothing else of the package, and a platform's or kind's node folder
@@ -41,6 +42,8 @@ def layer_of(module: str) -> str:
         return "constructs"
     if head == "profiles":
         return "orchestration"
+    if head == "outputs":
+        return "outputs"  # files written for the user: signed, never over one fmcluster did not write
     if head in ("plan", "planner", "acceptance", "diff"):  # acceptance: reads nccl-tests logs against the plan
         return "tools"
     if head in ("orchestrators", "platforms"):
@@ -71,9 +74,10 @@ MAY_IMPORT: Dict[str, Set[str]] = {
     "kinds": {"runtime", "catalog", "spec", "constructs", "orchestration", "aws", "kinds"},
     "composition": {"runtime", "catalog", "spec", "kinds", "composition"},
     "app": {"runtime", "catalog", "spec", "constructs", "orchestration", "stacks", "composition", "app"},
-    "tools": {"runtime", "catalog", "spec", "composition", "tools"},
+    "outputs": {"outputs"},
+    "tools": {"runtime", "catalog", "spec", "composition", "outputs", "tools"},
     "cli": {"runtime", "catalog", "spec", "constructs", "orchestration", "stacks", "app", "aws", "kinds",
-            "composition", "tools", "cli"},
+            "composition", "outputs", "tools", "cli"},
     "top": {"app", "spec", "composition", "cli"},
 }
 

@@ -169,6 +169,11 @@ def classify(exc: BaseException, service: str = "", attempts: Optional[int] = No
         return Fault(Outcome(ERROR, f"unreadable answer from the {service or 'AWS'} endpoint "
                              f"({type(exc).__name__}: {short(str(exc))})", "a well-formed AWS response",
                              "check AWS_ENDPOINT_URL, proxies and emulators between fmcluster and AWS", ran=False))
+    from fmcluster.aws.session import AwsSetupError
+
+    if isinstance(exc, AwsSetupError):  # the local setup, not a bug
+        return Fault(Outcome(ERROR, f"AWS configuration: {short(str(exc))}", "a usable AWS configuration",
+                             "fix the setting named", ran=False), fatal=True)
     if isinstance(exc, bx.BotoCoreError):
         return Fault(Outcome(ERROR, f"{type(exc).__name__}: {short(str(exc))}", "a successful call",
                              "check the AWS configuration"))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
+from urllib.parse import urlsplit
 
 import boto3
 from botocore.config import Config
@@ -62,6 +63,37 @@ def _service_models() -> Any:
     return create_loader()
 
 
+def _url_problem(url: str) -> Optional[str]:
+    """Why botocore cannot use `url` as an endpoint (None when it can)."""
+    from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in range
+        valid = is_valid_endpoint_url(url) or is_valid_ipv6_endpoint_url(url)
+    except ValueError as e:
+        return f"not a URL ({e})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "give http:// or https:// and a host, e.g. http://localhost:5000"
+    return None if valid else "not a host name or address botocore takes"
+
+
+def endpoint_problem(environ: Mapping[str, str], config: Mapping[str, Any]) -> Optional[str]:
+    """The first endpoint URL set in the environment (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>) or the profile
+    (endpoint_url) that botocore cannot use, and why; user input, so refused before any call."""
+    if environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() == "true":
+        return None
+    found = [(name, environ[name]) for name in sorted(environ)
+             if name == "AWS_ENDPOINT_URL" or name.startswith("AWS_ENDPOINT_URL_")]
+    if isinstance(config.get("endpoint_url"), str):
+        found.append(("endpoint_url in the AWS config", config["endpoint_url"]))
+    for name, url in found:
+        why = _url_problem(url) if url else None
+        if why:
+            return f"{name}={url[:200]!r}: {why}"
+    return None
+
+
 def new_session(profile: Optional[str], region: str) -> boto3.Session:
     import botocore.session
 
@@ -97,11 +129,19 @@ class AwsClients:
                 raise AwsSetupError(f"--profile: no AWS profile named {self.profile!r} in the shared config") from None
             except botocore.exceptions.BotoCoreError as e:
                 raise AwsSetupError(f"AWS configuration: {e}") from None
+            problem = endpoint_problem(os.environ, self._session._session.get_scoped_config())
+            if problem:
+                self._session = None
+                raise AwsSetupError(problem)
         return self._session
 
     def client(self, service: str) -> Any:
         if service not in self._clients:
-            self._clients[service] = self.session.client(service, region_name=self.region, config=self.config)
+            try:
+                self._clients[service] = self.session.client(service, region_name=self.region, config=self.config)
+            except ValueError as e:  # botocore's word for an endpoint it cannot use (a service's own, say)
+                raise AwsSetupError(f"the {service} endpoint: {e}; check AWS_ENDPOINT_URL, "
+                                    f"AWS_ENDPOINT_URL_{service.upper()} and endpoint_url in the AWS config") from None
         return self._clients[service]
 
     def set(self, service: str, client: Any) -> None:

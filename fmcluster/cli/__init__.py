@@ -64,13 +64,14 @@ def run() -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from fmcluster.outputs.write import OutputRefused
     from fmcluster.spec import SpecError
 
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
         return int(args.func(args))
-    except UsageError as e:
+    except (UsageError, OutputRefused) as e:
         print(f"fmcluster: {e}", file=sys.stderr)
         return EXIT_USAGE
     except SpecError as e:

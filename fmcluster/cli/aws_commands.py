@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 # The whole preflight or status run ends within this many seconds unless --deadline says otherwise.
 DEFAULT_DEADLINE_S = 240.0
+# A day: far past what either run needs, and within what a thread's wait takes (threading.TIMEOUT_MAX).
+MAX_DEADLINE_S = 86_400.0
 
 
 def _progress(message: str) -> None:
@@ -76,9 +78,10 @@ def _seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a positive, finite number of seconds")
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of seconds") from None
+    if not math.isfinite(value) or not 0 < value <= MAX_DEADLINE_S:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give a number of seconds greater than 0 and at most "
+                                         f"{MAX_DEADLINE_S:.0f} (a day)")
     return value
 
 

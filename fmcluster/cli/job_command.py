@@ -9,10 +9,8 @@ manifests, carrying the same script).
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
-from pathlib import Path
 from typing import Any, List
 
 from fmcluster.cli.errors import EXIT_OK, UsageError
@@ -65,8 +63,12 @@ def render(spec: Any, group: Any, spec_file: str) -> str:
 
 
 def cmd_job_nccl(args: argparse.Namespace) -> int:
+    from fmcluster.outputs import marker
+    from fmcluster.outputs.write import claim, write
     from fmcluster.registry import kind_of, load_spec
 
+    # judged before anything is read or rendered; 0o700: the owner's script (sbatch and bash read it either way)
+    out = claim(args.out, "--out", marker.HASH, force=args.force, spec=args.file, mode=0o700) if args.out else None
     spec = load_spec(args.file)
     group = fabric_group(spec, args.group)
     try:
@@ -78,26 +80,11 @@ def cmd_job_nccl(args: argparse.Namespace) -> int:
             raise UsageError(f"--image: orchestrator {spec.orchestrator.type} runs the job on the nodes' own image "
                              "(the Deep Learning AMI's nccl-tests); --image applies to the Kubernetes kinds")
         text = render(spec, group, args.file)
-    if args.out is None:
+    if out is None:
         sys.stdout.write(text)
         return EXIT_OK
-    out = Path(args.out)
-    if out.is_dir():
-        raise UsageError(f"--out {out}: is a directory")
-    import tempfile
-
-    tmp = None
-    try:  # renamed into place: never a half-written job
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o700)  # the owner's script; sbatch and bash read it either way
-        os.replace(tmp, out)
-    except OSError as e:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-        raise UsageError(f"--out {out}: cannot write there ({e.strerror or e})") from None
-    print(f"wrote {out}", file=sys.stderr)
+    write(out, text.encode("utf-8"))
+    print(f"wrote {args.out}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -110,6 +97,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sp.set_defaults(func=cmd_job_nccl)
     sp.add_argument("file")
     sp.add_argument("--group", help="Node group to run on (default: the first GPU group with EFA and 2+ nodes).")
-    sp.add_argument("--out", help="Write the script here (default: standard output).")
+    sp.add_argument("--out", help="Write the script here (default: standard output); a file fmcluster did not write is "
+                                  "replaced only with --force.")
+    sp.add_argument("--force", action="store_true", help="Replace --out even when fmcluster did not write it or it "
+                                                         "was edited since (never the spec).")
     sp.add_argument("--image", help="Kubernetes kinds: the nccl-tests container image, e.g. a copy in the cluster's "
                                     "region (default: AWS's build on Amazon ECR Public).")

@@ -1,13 +1,11 @@
 """`fmcluster plan-rules SPEC --model ...`: the plan's bound as Prometheus recording rules (fmcluster.plan), for the
-job dashboard. The planner's own arguments and report; nothing half-written (the file is renamed into place)."""
+job dashboard. The planner's own arguments and report; --out is judged before planning and written whole
+(fmcluster.outputs)."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from fmcluster.cli.errors import EXIT_OK, UsageError
@@ -17,10 +15,13 @@ def cmd_plan_rules(args: argparse.Namespace) -> int:
     import yaml
 
     from fmcluster.acceptance.plan_rules import rule_groups
+    from fmcluster.outputs import marker
+    from fmcluster.outputs.write import claim, write
     from fmcluster.planner.cli import PlanUsageError, number, resolve_model
     from fmcluster.planner.report import PlanOptions, build
     from fmcluster.registry import load_spec
 
+    out = claim(args.out, "--out", marker.HASH, force=args.force, spec=args.file) if args.out else None
     try:
         model = resolve_model(args)
         if model is None:
@@ -38,20 +39,11 @@ def cmd_plan_rules(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     text = ("# fmcluster plan-rules: the plan's bound per GPU node group (docs/observability.md, \"Job dashboard and the "
             "plan's bound\")\n" + yaml.safe_dump(rule_groups(spec, report), sort_keys=False, width=120))
-    if args.out is None:
+    if out is None:
         sys.stdout.write(text)
         return EXIT_OK
-    out = Path(args.out)
-    if not out.parent.is_dir():
-        raise UsageError(f"--out: {out.parent} is not a directory")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, out)
-    except OSError as e:
-        raise UsageError(f"--out: cannot write {out} ({e.strerror or e})") from None
-    print(f"wrote {out}", file=sys.stderr)
+    write(out, text.encode("utf-8"))
+    print(f"wrote {args.out}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -63,4 +55,5 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sp = sub.add_parser("plan-rules", help=help_, description=help_)
     sp.set_defaults(func=cmd_plan_rules)
     add_plan_arguments(sp)
-    sp.add_argument("--out", help="write the rule file here (default: standard output)")
+    sp.add_argument("--out", help="write the rule file here (default: standard output); with --force even over a file "
+                    "fmcluster did not write")

@@ -74,11 +74,11 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 
 def cmd_synth(args: argparse.Namespace) -> int:
     spec = _load(args.file)
+    out = Path(args.out)
+    target = synth_output.target_of(out, Path(args.file))  # refused before the CDK loads or anything is synthesized
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     from fmcluster import app
 
-    out = Path(args.out)
-    target = synth_output.target_of(out, Path(args.file))  # refused before any synthesis
     # Synthesize next to the target and swap in only on success: nothing half-written.
     try:
         staging = synth_output.staging_beside(target)
@@ -89,15 +89,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
         try:
             app.build_app(spec, outdir=str(staging)).synth()
         except RuntimeError as e:
-            report = staging / "validation-report.json"
-            if report.exists():
-                kept = target.parent / f"{target.name}.validation-report.json"
-                shutil.copyfile(report, kept)
-                print(f"synthesis failed: cdk-nag findings no construct acknowledges (full report: {kept})",
-                      file=sys.stderr)
-                print(_summarize_report(kept), file=sys.stderr)
-            else:
-                print(f"synthesis failed: {e}", file=sys.stderr)
+            _report_failure(e, staging, target, args)
             return EXIT_FAILED
         synth_output.swap_in(staging, target)
     finally:
@@ -112,8 +104,30 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _summarize_report(path: Path) -> str:
-    data = json.loads(path.read_text())
+def _report_failure(error: Exception, staging: Path, target: Path, args: argparse.Namespace) -> None:
+    """Say why synthesis failed. cdk-nag's report is kept beside --out (the staging folder it was written to goes);
+    no line names the staging folder."""
+    from fmcluster.outputs import marker
+    from fmcluster.outputs.write import OutputRefused, claim, write
+
+    try:
+        data = json.loads((staging / "validation-report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        print(f"synthesis failed: {str(error).replace(str(staging), '<synth staging folder, removed>')}",
+              file=sys.stderr)
+        return
+    kept = f"{target.parent / target.name}.validation-report.json"
+    try:
+        write(claim(kept, "report", marker.JSON, force=args.force, spec=args.file),
+              json.dumps(data, indent=2).encode("utf-8"))
+        where = f"full report: {kept}"
+    except OutputRefused as e:
+        where = f"full report not kept: {e}"
+    print(f"synthesis failed: cdk-nag findings no construct acknowledges ({where})", file=sys.stderr)
+    print(_summarize_report(data), file=sys.stderr)
+
+
+def _summarize_report(data: Any) -> str:
     lines = []
     for plugin in data.get("pluginReports", []):
         for v in plugin.get("violations", []):
@@ -146,3 +160,5 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sp.add_argument("--out", default="cdk.out", help="Output directory (default cdk.out); an existing one is replaced "
                     "only when an earlier synth wrote it.")
     sp.add_argument("--json", action="store_true", help="Print the summary (stacks, deploy order, next commands) as JSON.")
+    sp.add_argument("--force", action="store_true", help="After a failed synthesis, replace OUT.validation-report.json "
+                    "even when fmcluster did not write it. Never makes --out replace a folder with foreign entries.")

@@ -1,10 +1,12 @@
 """Where `fmcluster synth --out DIR` may write, and the swap that replaces an earlier synth's output.
 
-An existing DIR is replaced only when it is a CDK cloud assembly an earlier synth wrote: a ``manifest.json`` with a
-``version`` beside a ``cdk.out`` file, and nothing but the entries a synth writes (cloud assembly layout:
-https://github.com/aws/aws-cdk-cli/tree/main/packages/%40aws-cdk/cloud-assembly-schema). Anything else in it is
-a user's and makes the command refuse (exit 2), as do the working directory, a folder above it and a folder that
-holds the spec. A symlinked DIR is followed: its target is judged and replaced, the link stays.
+An existing DIR is replaced only when it is a CDK cloud assembly an earlier synth wrote and holds nothing else: a
+``manifest.json`` with a ``version`` beside a ``cdk.out`` file, and no entry but those the manifest names (templates,
+asset manifests, metadata, the construct tree, nested assemblies), the assets its asset manifests list, and the files
+CDK keeps beside them (cloud assembly layout: https://github.com/aws/aws-cdk-cli/tree/main/packages/%40aws-cdk/
+cloud-assembly-schema). Anything else in it, even one named like CDK output (``x.template.json``, ``asset.y``), is a
+user's and makes the command refuse (exit 2), as do the working directory, a folder above it and a folder that holds
+the spec. A symlinked DIR is followed: its target is judged and replaced, the link stays.
 """
 
 from __future__ import annotations
@@ -15,19 +17,53 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import List
+from typing import Any, Iterator, List, Optional, Set
 
 from fmcluster.cli.errors import UsageError
 
-# What `cdk synth` and cdk-nag write into an output folder (the CDK CLI adds its lock files).
-SYNTH_ENTRY = re.compile(
-    r"^(manifest\.json|cdk\.out|tree\.json|validation-report\.json|synth\.lock|read\.[\w.-]+\.lock"
-    r"|.+\.(template|assets|metadata)\.json|asset\.[\w.-]+|assembly-[\w.-]+|[\w.-]+-NagReport\.(csv|json))$"
-)
+# What CDK writes into an assembly besides what its manifest names: the manifest, the assembly's version file, the
+# policy validation report (cdk-nag's findings), and the CDK CLI's lock files while it reads the folder.
+BOOKKEEPING = re.compile(r"^(manifest\.json|cdk\.out|validation-report\.json|synth\.lock|read\.[\w.-]+\.lock)$")
+# A manifest larger than this is not one a synth wrote (four stacks' is about 40 KB); it is not read.
+MAX_MANIFEST_BYTES = 32 * 1024 * 1024
 
 
 def _is_within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
+
+
+def _json(path: Path) -> Any:
+    if path.stat().st_size > MAX_MANIFEST_BYTES:
+        raise ValueError(f"{path.name} is larger than a synth writes")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _strings(data: Any, *keys: str) -> Iterator[str]:
+    """data[keys[0]][keys[1]]... where each step is a mapping and the end a string ('*': every value)."""
+    if not keys:
+        if isinstance(data, str):
+            yield data
+        return
+    if isinstance(data, dict):
+        for v in (data.values() if keys[0] == "*" else [data.get(keys[0])]):
+            yield from _strings(v, *keys[1:])
+
+
+def named_by_manifest(folder: Path) -> Optional[Set[str]]:
+    """The entries of `folder` its synth wrote, as its manifests name them; None when it is no cloud assembly."""
+    manifest = _json(folder / "manifest.json")
+    if not (isinstance(manifest, dict) and "version" in manifest and (folder / "cdk.out").is_file()):
+        return None
+    names: Set[str] = set()
+    for path in (("artifacts", "*", "properties", "templateFile"), ("artifacts", "*", "properties", "file"),
+                 ("artifacts", "*", "properties", "directoryName"), ("artifacts", "*", "additionalMetadataFile")):
+        names.update(_strings(manifest, *path))
+    for name in [n for n in names if n.endswith(".assets.json") and os.path.basename(n) == n]:
+        if (folder / name).is_file():
+            assets = _json(folder / name)
+            names.update(_strings(assets, "files", "*", "source", "path"))
+            names.update(_strings(assets, "dockerImages", "*", "source", "directory"))
+    return {n for n in names if os.path.basename(n) == n and n not in ("", ".", "..")}
 
 
 def foreign_entries(folder: Path) -> List[str]:
@@ -36,13 +72,12 @@ def foreign_entries(folder: Path) -> List[str]:
     if not names:
         return []
     try:
-        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        recognised = isinstance(manifest, dict) and "version" in manifest and (folder / "cdk.out").is_file()
+        ours = named_by_manifest(folder)
     except (OSError, ValueError):
-        recognised = False
-    if not recognised:
+        ours = None
+    if ours is None:
         return names
-    return [n for n in names if not SYNTH_ENTRY.match(n)]
+    return [n for n in names if n not in ours and not BOOKKEEPING.match(n)]
 
 
 def target_of(out: Path, spec_file: Path) -> Path:
@@ -64,8 +99,9 @@ def target_of(out: Path, spec_file: Path) -> Path:
         raise UsageError(f"--out {out}: cannot read it ({e.strerror or e})") from None
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        raise UsageError(f"--out {out}: not the output of an earlier synth (it holds {shown}); synth replaces only "
-                         "its own output: name an empty or new folder")
+        raise UsageError(f"--out {out}: not the output of an earlier synth (it holds {shown}, which no synth manifest "
+                         "there names); synth replaces only its own output: remove those, or name an empty or new "
+                         "folder")
     return target
 
 

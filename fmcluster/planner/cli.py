@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from fmcluster.outputs import marker
+from fmcluster.outputs.write import Output, OutputRefused, claim, write
 from fmcluster.planner.errors import PlanUsageError
 
 __all__ = ["PlanUsageError", "add_plan_arguments", "run_plan", "add_diagram_arguments", "run_diagram", "main"]
@@ -22,6 +24,9 @@ SIZE_FLAGS = ("params", "layers", "hidden", "experts", "active_experts")
 # argparse reads "-5B" as an option unless it looks like a negative number: count suffixes and exponents make it one,
 # so `--params -5B` reaches the documented "--params: must be greater than 0" instead of "expected one argument".
 NEGATIVE_COUNT = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[kKmMbBgGtT]?$")
+# How each diagram format carries fmcluster's mark (outputs/marker.py): a PDF has no place for one.
+DIAGRAM_STYLES: Dict[str, marker.Style] = {"svg": marker.XML, "png": marker.PNG, "pdf": None, "dot": marker.DOT,
+                                           "gv": marker.DOT}
 
 
 def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,11 +65,15 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gradient-gb", default="14", help="gradient size for the cluster all-reduce figures (GB)")
     parser.add_argument("--json", action="store_true", help="every figure with its formula and inputs")
     parser.add_argument("--html", metavar="OUT", help="write one self-contained HTML page (tables, diagram, step chart)")
+    parser.add_argument("--force", action="store_true", help="replace the output file even when fmcluster did not "
+                        "write it or it was edited since (never the spec)")
 
 
 def add_diagram_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the cluster spec (YAML)")
     parser.add_argument("--out", required=True, help="output file: .svg, .png, .pdf, or .dot/.gv for the Graphviz source")
+    parser.add_argument("--force", action="store_true", help="replace --out even when fmcluster did not write it or it "
+                        "was edited since (a PDF carries no mark: an existing one is replaced only with --force)")
 
 
 def number(args: Any, name: str, integer: bool = False, upper: Optional[float] = None) -> Optional[float]:
@@ -154,6 +163,20 @@ def reservation_prices(given: List[str], spec: Any) -> Dict[str, float]:
     return out
 
 
+def _claim(path: str, option: str, style: marker.Style, args: Any) -> Output:
+    try:
+        return claim(path, option, style, force=getattr(args, "force", False), spec=args.file)
+    except OutputRefused as e:
+        raise PlanUsageError(str(e)) from None
+
+
+def _write(out: Output, data: bytes) -> None:
+    try:
+        write(out, data)
+    except OutputRefused as e:
+        raise PlanUsageError(str(e)) from None
+
+
 def run_plan(args: Any) -> int:
     from fmcluster.planner.frameworks import framework
     from fmcluster.planner.report import PlanOptions, build
@@ -169,20 +192,15 @@ def run_plan(args: Any) -> int:
         framework=framework(getattr(args, "framework", None) or "megatron").key,
     )
     model = resolve_model(args)
-    html_out = Path(args.html) if args.html else None
-    if html_out is not None and not html_out.parent.is_dir():
-        raise PlanUsageError(f"--html: {html_out.parent} is not a directory")
+    html_out = _claim(args.html, "--html", marker.XML, args) if args.html else None
     spec = load_spec(args.file)
     opts.reservation_prices = reservation_prices(getattr(args, "price", None) or [], spec)
     report = build(spec, model, opts)
     if html_out is not None:
         from fmcluster.planner.html import page
 
-        try:
-            html_out.write_text(page(report, spec), encoding="utf-8")
-        except OSError as e:
-            raise PlanUsageError(f"--html: cannot write {html_out} ({e.strerror or e})") from None
-        print(f"wrote {html_out}", file=sys.stderr)
+        _write(html_out, page(report, spec).encode("utf-8"))
+        print(f"wrote {args.html}", file=sys.stderr)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -193,23 +211,21 @@ def run_plan(args: Any) -> int:
 
 
 def run_diagram(args: Any) -> int:
-    from fmcluster.planner.diagram import DiagramUnavailable, write
+    from fmcluster.planner.diagram import DiagramUnavailable, file_bytes
     from fmcluster.registry import load_spec
 
     out = Path(args.out)
     fmt = out.suffix.lower().lstrip(".")
-    if fmt not in ("svg", "png", "pdf", "dot", "gv"):
+    if fmt not in DIAGRAM_STYLES:
         raise PlanUsageError(f"--out: {out.name} needs a .svg, .png, .pdf, .dot or .gv suffix")
-    if not out.parent.is_dir():
-        raise PlanUsageError(f"--out: {out.parent} is not a directory")
+    target = _claim(args.out, "--out", DIAGRAM_STYLES[fmt], args)
     spec = load_spec(args.file)
     try:
-        write(spec, out, fmt)
+        data = file_bytes(spec, fmt)
     except DiagramUnavailable as e:
         print(f"fmcluster diagram: {e}", file=sys.stderr)
         return 1
-    except OSError as e:
-        raise PlanUsageError(f"--out: cannot write {out} ({e.strerror or e})") from None
+    _write(target, data)
     print(f"wrote {out}")
     return 0
 

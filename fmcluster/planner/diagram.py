@@ -8,7 +8,6 @@ associations), the orchestrator, and AMP/Grafana when observability is on.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any, List
 
 FONT = "DejaVu Sans"
@@ -165,8 +164,8 @@ def svg(spec: Any) -> str:
     return text[text.find("<svg"):]
 
 
-def write(spec: Any, out: Path, fmt: str) -> None:
+def file_bytes(spec: Any, fmt: str) -> bytes:
+    """What `diagram --out` writes: the Graphviz source for dot and gv, else what dot renders."""
     if fmt in ("dot", "gv"):
-        out.write_text(graph(spec).source, encoding="utf-8")
-        return
-    out.write_bytes(render(spec, fmt))
+        return graph(spec).source.encode("utf-8")
+    return render(spec, fmt)

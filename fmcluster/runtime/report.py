@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import sys
 import tempfile
 from typing import Any, Dict, List, Optional
@@ -83,8 +85,29 @@ def to_prom(report: Dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write text to path via a temporary file in the same directory and a rename (node_exporter textfile rule)."""
+def replaceable(path: str) -> Optional[str]:
+    """Why `path` cannot take a file `write_atomic` writes (None when it can): its directory is missing, or something
+    other than a regular file is there (a device such as /dev/full, a directory, a link, a pipe), which a rename over
+    it would destroy."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        directory = os.path.dirname(os.path.abspath(path))
+        return None if os.path.isdir(directory) else f"{directory} is not a directory"
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror or exc})"
+    if not stat.S_ISREG(mode):
+        return "exists and is not a regular file (a device, directory, link, pipe or socket); give a file's path"
+    return None
+
+
+def write_atomic(path: str, text: str, regular_only: bool = False) -> None:
+    """Write text to path via a temporary file in the same directory, synced, and a rename (node_exporter textfile
+    rule); with `regular_only`, only where nothing or a regular file is (else OSError)."""
+    if regular_only:
+        problem = replaceable(path)
+        if problem:
+            raise OSError(errno.EEXIST, problem)
     directory = os.path.dirname(os.path.abspath(path)) or "."
     fd, tmp = tempfile.mkstemp(prefix=".fmcluster-", suffix=".tmp", dir=directory)
     try:
@@ -100,6 +123,21 @@ def write_atomic(path: str, text: str) -> None:
         except OSError:
             pass
         raise
+    _sync_directory(directory)
+
+
+def _sync_directory(directory: str) -> None:
+    """Make the rename durable (best effort: not every file system syncs a directory)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 # A failure summary goes into places with small limits (a bootstrap error message, a journal line): each line is cut.

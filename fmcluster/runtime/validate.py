@@ -133,13 +133,19 @@ def build_report(profile: NodeProfile, level: str, outcomes: List[Outcome], star
     }
 
 
+# The most --deadline and --tool-timeout take: a day, far past the deep level's 30 minutes and within what a
+# thread's or a process's wait takes (1e308 overflowed time_t into a traceback).
+MAX_SECONDS = 86_400.0
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give a positive, finite number of seconds")
+    if not math.isfinite(value) or not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give a number of seconds greater than 0 and at most "
+                                         f"{MAX_SECONDS:.0f} (a day)")
     return value
 
 
@@ -157,7 +163,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--root", default="/", help="prefix for every file read (fixture trees); default /")
     ap.add_argument("--level", choices=LEVELS, help="default: the profile's level (standard)")
     ap.add_argument("--format", choices=("text", "json"), default="text")
-    ap.add_argument("--prom", metavar="FILE", help="write a Prometheus textfile (atomically)")
+    ap.add_argument("--prom", metavar="FILE", help="write a Prometheus textfile (atomically: a temporary file beside "
+                    "it, synced, renamed); FILE must be absent or a regular file")
     ap.add_argument("--policy", choices=POLICIES, help="action when unhealthy; default: the profile's (report)")
     ap.add_argument("--node-name", help="node name for drain/taint; default: hostname")
     ap.add_argument("--tool-timeout", type=_seconds,
@@ -207,6 +214,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if unknown:
         print(f"error: --skip {one_line(', '.join(unknown))}: no such check", file=sys.stderr)
         return 2
+    problem = report.replaceable(args.prom) if args.prom else None
+    if problem:
+        print(f"error: --prom {one_line(args.prom)}: {problem}", file=sys.stderr)
+        return 2
     started, t0 = time.time(), time.monotonic()
     try:
         return _validate(args, profile, tool_timeout, started, t0)
@@ -239,7 +250,7 @@ def _validate(args: argparse.Namespace, profile: NodeProfile, tool_timeout: floa
 def _write(args: argparse.Namespace, rep: Dict[str, Any]) -> None:
     if args.prom:
         try:
-            report.write_atomic(args.prom, report.to_prom(rep))
+            report.write_atomic(args.prom, report.to_prom(rep), regular_only=True)
         except OSError as exc:
             print(f"warning: cannot write {args.prom}: {exc}", file=sys.stderr)
     sys.stdout.write(report.to_json(rep) if args.format == "json" else report.to_text(rep))

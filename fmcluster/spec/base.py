@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import List, Sequence, Tuple
+from typing import Any, Iterator, List, Sequence, Set, Tuple
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -22,6 +22,43 @@ def one_line(text: str, limit: int = PROBLEM_LINE_LIMIT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit - 40]}... ({len(text) - limit + 40} more characters)"
+
+
+def _pieces(value: Any, open_: Set[int]) -> Iterator[str]:
+    """repr(value) piece by piece, lists and dicts lazily (repr's own marks for a value inside itself)."""
+    kind = type(value)
+    if kind is not list and kind is not dict:
+        yield repr(value)
+        return
+    if id(value) in open_:
+        yield "[...]" if kind is list else "{...}"
+        return
+    open_.add(id(value))
+    yield "[" if kind is list else "{"
+    for i, item in enumerate(value.items() if kind is dict else value):
+        if i:
+            yield ", "
+        if kind is dict:
+            yield from _pieces(item[0], open_)
+            yield ": "
+            item = item[1]
+        yield from _pieces(item, open_)
+    yield "]" if kind is list else "}"
+    open_.discard(id(value))
+
+
+def clipped_repr(value: Any, limit: int = 80) -> str:
+    """`one_line(repr(value), limit)`, rendering no more of a list or dict than the line shows: what YAML aliases
+    make can be far larger than its file (spec/yaml_aliases.py)."""
+    text, shown = "", 0
+    for piece in _pieces(value, set()):
+        text += piece
+        shown += len(piece)
+        if shown > limit:
+            if type(value) in (list, dict):
+                return one_line(text[:limit - 20], limit) + "... (more not shown)"
+            break
+    return one_line(text, limit)
 
 
 class SpecError(Exception):

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 from pydantic import BaseModel, Field, ValidationError, create_model
 from typing_extensions import Annotated
 
-from fmcluster.spec.base import SpecError, one_line
+from fmcluster.spec.base import SpecError, clipped_repr
 from fmcluster.spec.cluster import ClusterSpec, OrchestratorTraits
 from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY
 from fmcluster.spec.orchestrator import OrchestratorSettings
@@ -88,10 +88,10 @@ def _walk(root: Type[ClusterSpec], loc: Loc) -> Tuple[str, Optional[Type[BaseMod
 
 
 def _shown(value: Any) -> str:
-    """A user's value as YAML spells it (yes, not True), cut short."""
+    """A user's value as YAML spells it (yes, not True), cut short without rendering the rest."""
     if isinstance(value, bool):
         return "true/yes" if value else "false/no"
-    return one_line(repr(value), 80)
+    return clipped_repr(value, 80)
 
 
 def _format_one(root: Type[ClusterSpec], e: Dict[str, Any]) -> List[str]:

@@ -8,7 +8,7 @@ CreateFileSystemLustreMetadataConfiguration, CreateDataRepositoryAssociation).
 from __future__ import annotations
 
 import re
-from typing import List, Literal, Optional, Tuple
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
 from pydantic import Field, field_validator, model_validator
 
@@ -19,6 +19,9 @@ CAPACITY_SMALL_GIB = (1200, 2400)
 CAPACITY_STEP_GIB = 2400
 PERSISTENT_2_THROUGHPUT = (125, 250, 500, 1000)  # MB/s per TiB
 MAX_DATA_REPOSITORY_ASSOCIATIONS = 8  # per file system (CreateDataRepositoryAssociation)
+# "A lifecycle configuration can have up to 1,000 rules" (Amazon S3 User Guide, Lifecycle configuration elements:
+# https://docs.aws.amazon.com/AmazonS3/latest/userguide/intro-lifecycle-rules.html).
+MAX_LIFECYCLE_RULES = 1000
 Event = Literal["NEW", "CHANGED", "DELETED"]
 IMPORT_EVENTS: Tuple[Event, ...] = ("NEW", "CHANGED", "DELETED")
 S3_PATH_PATTERN = r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/([^\s]*/)?$"
@@ -37,6 +40,13 @@ def _nested(a: str, b: str) -> bool:
     """True when one path is the other or lies below it (compared by whole components)."""
     a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
     return a.startswith(b) or b.startswith(a)
+
+
+def _same_bucket_nested(a: DataRepositoryAssociation, b: DataRepositoryAssociation) -> bool:
+    """Both link the cluster's data bucket, or both another bucket, at prefixes one inside the other."""
+    if a.repository_path is None and b.repository_path is None:
+        return _nested(f"s3://data/{a.data_bucket_prefix}", f"s3://data/{b.data_bucket_prefix}")
+    return bool(a.repository_path and b.repository_path and _nested(a.repository_path, b.repository_path))
 
 
 class DataRepositoryAssociation(SpecModel):
@@ -207,26 +217,26 @@ class Fsx(SpecModel):
         found = []
         dras = self.data_repository_associations
         if len(dras) > MAX_DATA_REPOSITORY_ASSOCIATIONS:
-            found.append(("data_repository_associations", f"{len(dras)} associations; FSx allows at most "
-                          f"{MAX_DATA_REPOSITORY_ASSOCIATIONS} per file system"))
+            # the paths are not compared: entries must go first, and comparing every pair is quadratic
+            return [("data_repository_associations", f"{len(dras)} associations; FSx allows at most "
+                     f"{MAX_DATA_REPOSITORY_ASSOCIATIONS} per file system")]
         for i, dra in enumerate(dras):
             found += self._repeats_mount_point(i, dra.file_system_path)
-            for j in range(i):
-                other = dras[j]
-                if dra.file_system_path == other.file_system_path:
-                    found.append((f"data_repository_associations[{i}].file_system_path",
-                                  f"{dra.file_system_path} is already linked by entry {j}; each directory links once"))
-                elif _nested(dra.file_system_path, other.file_system_path):
-                    found.append((f"data_repository_associations[{i}].file_system_path",
-                                  f"{dra.file_system_path} and {other.file_system_path} (entry {j}) are nested; "
-                                  "FSx refuses overlapping association paths"))
-                mine, theirs = dra.repository_path, other.repository_path
-                if mine is None and theirs is None:
-                    mine, theirs = f"s3://data/{dra.data_bucket_prefix}", f"s3://data/{other.data_bucket_prefix}"
-                if mine and theirs and _nested(mine, theirs):
-                    found.append((f"data_repository_associations[{i}]",
-                                  f"its S3 location overlaps entry {j}'s; each association needs its own bucket or "
-                                  "prefix, not nested in another's"))
+            earlier = dras[:i]
+            j = next((j for j, other in enumerate(earlier)
+                      if _nested(dra.file_system_path, other.file_system_path)), None)
+            if j is not None:
+                other_path = dras[j].file_system_path
+                found.append((f"data_repository_associations[{i}].file_system_path",
+                              f"{dra.file_system_path} is already linked by entry {j}; each directory links once"
+                              if other_path == dra.file_system_path else
+                              f"{dra.file_system_path} and {other_path} (entry {j}) are nested; "
+                              "FSx refuses overlapping association paths"))
+            j = next((j for j, other in enumerate(earlier) if _same_bucket_nested(dra, other)), None)
+            if j is not None:
+                found.append((f"data_repository_associations[{i}]",
+                              f"its S3 location overlaps entry {j}'s; each association needs its own bucket or "
+                              "prefix, not nested in another's"))
         return found
 
     def _repeats_mount_point(self, index: int, path: str) -> List[tuple[str, str]]:
@@ -275,6 +285,21 @@ class DataBucket(SpecModel):
         description="Lifecycle of a bucket fmcluster creates (default: noncurrent versions expire after 30 days).",
     )
     access_log_retention_days: int = Field(365, ge=1, description="Server access logs kept this long.")
+
+    @field_validator("lifecycle_rules")
+    @classmethod
+    def _rules(cls, v: List[LifecycleRule]) -> List[LifecycleRule]:
+        if len(v) > MAX_LIFECYCLE_RULES:
+            raise ValueError(f"{len(v)} rules; S3 takes at most {MAX_LIFECYCLE_RULES:,} in a bucket's lifecycle "
+                             "configuration (Amazon S3 User Guide, lifecycle configuration elements)")
+        first: Dict[Tuple[Any, ...], int] = {}
+        found = []
+        for i, rule in enumerate(v):
+            j = first.setdefault(tuple(sorted(rule.model_dump().items())), i)
+            if j != i:
+                found.append((f"[{i}]", f"the same rule as entry {j}; give each rule once"))
+        raise_problems(found)
+        return v
 
 
 class Storage(SpecModel):

@@ -49,7 +49,8 @@ def test_the_job_dashboard_reads_the_plan_and_the_job_rules():
 @pytest.mark.parametrize("argv, message", [
     ([SPEC], "--model: plan-rules needs a model"),
     ([SPEC, "--model", "llama3-70b", "--mfu", "2"], "--mfu: must be at most 1"),
-    ([SPEC, "--model", "llama3-70b", "--out", "/nonexistent/dir/x.yaml"], "--out: /nonexistent/dir is not a directory"),
+    ([SPEC, "--model", "llama3-70b", "--out", "/nonexistent/dir/x.yaml"],
+     "--out /nonexistent/dir/x.yaml: /nonexistent/dir is not a directory"),
 ])
 def test_bad_input_exits_2(capsys, argv, message):
     assert main(["plan-rules", *argv]) == 2

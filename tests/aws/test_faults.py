@@ -122,6 +122,30 @@ def test_bad_input_exits_2(spec_file: str, tmp_path: Path, capsys: Any) -> None:
     assert main(["status", str(tmp_path / "missing.yaml")]) == 2
 
 
+@pytest.mark.parametrize("name, url, why", [
+    ("AWS_ENDPOINT_URL", "http://[::1", "not a URL (Invalid IPv6 URL)"),
+    ("AWS_ENDPOINT_URL", "localhost:5000", "give http:// or https:// and a host"),
+    ("AWS_ENDPOINT_URL_EC2", "http://moto:99999", "not a URL"),
+])
+def test_an_endpoint_url_botocore_cannot_use_is_bad_input_not_a_bug(spec_file: str, capsys: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     name: str, url: str, why: str) -> None:
+    monkeypatch.setenv(name, url)
+    for command in ("preflight", "status"):
+        assert main([command, spec_file]) == 2
+        [line] = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"fmcluster: {name}={url!r}: {why}") and "fmcluster bug" not in line
+
+
+def test_an_endpoint_botocore_refuses_mid_run_is_the_configuration_s_fault(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fmcluster.aws.results import classify
+    from fmcluster.aws.session import AwsSetupError
+
+    fault = classify(AwsSetupError("the ec2 endpoint: Invalid endpoint: x"), "ec2")
+    assert fault.fatal and "AWS configuration: the ec2 endpoint" in fault.outcome.observed
+    assert "fmcluster bug" not in fault.outcome.remedy
+
+
 def test_sessions_share_the_service_models_but_not_their_settings(aws_env: Any) -> None:
     """Each preflight or status run makes its own session; the models botocore ships are read once per process."""
     from fmcluster.aws.session import AwsClients

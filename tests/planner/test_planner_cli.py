@@ -95,7 +95,7 @@ def test_plan_json_every_figure_carries_formula_and_inputs(capsys):
     (["--model", "llama3-8b", "--mfu", "0"], "--mfu: must be greater than 0"),
     (["--model", "llama3-8b", "--tokens", "lots"], "--tokens: 'lots' is not a number"),
     (["--model", "llama3-8b", "--group", "nope"], "--group: no GPU node group named 'nope'"),
-    (["--model", "llama3-8b", "--html", "/no/such/dir/p.html"], "--html:"),
+    (["--model", "llama3-8b", "--html", "/no/such/dir/p.html"], "--html /no/such/dir/p.html: /no/such/dir is not a"),
 ])
 def test_bad_options_raise_a_usage_error_naming_the_option(argv, option):
     args = harness().parse_args(["plan", DEFAULT, *argv])

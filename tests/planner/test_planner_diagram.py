@@ -81,7 +81,8 @@ def test_diagram_writes_svg(tmp_path, capsys):
 def test_dot_source_needs_no_binary(tmp_path):
     out = tmp_path / "cluster.dot"
     assert main(["diagram", str(EXAMPLES / "default.yaml"), "--out", str(out)]) == 0
-    assert out.read_text().startswith("digraph")
+    mark, source = out.read_text().split("\n", 1)
+    assert mark.startswith("// fmcluster-output sha256=") and source.startswith("digraph")  # outputs/marker.py
 
 
 def test_bad_out_is_a_usage_error(tmp_path):

@@ -121,6 +121,7 @@ def test_deeply_nested_profile_json_is_one_line_exit_2(p5: Any) -> None:
 
 @pytest.mark.parametrize("args, env", [
     (["--deadline", "inf"], {}), (["--deadline", "nan"], {}), (["--tool-timeout", "nan"], {}),
+    (["--deadline", "1e308"], {}), (["--tool-timeout", "1e12"], {}),  # finite, but past what a wait takes
     ([], {"FMCLUSTER_TOOL_TIMEOUT": "abc"}), ([], {"FMCLUSTER_TOOL_TIMEOUT": "-1"}),
 ])
 def test_bad_arguments_are_one_line_exit_2(p5: Any, args: List[str], env: dict) -> None:
@@ -147,3 +148,30 @@ def test_a_node_never_ends_without_its_report(p5: Any, monkeypatch: pytest.Monke
                         "--format", "json"])
     report = json.loads(capsys.readouterr().out)
     assert rc == 1 and report["verdict"] == "error" and "a bug in the report" in report["error"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_prom_refuses_a_path_that_is_not_a_regular_file_before_any_check(p5: Any, tmp_path: Path) -> None:
+    pipe, folder, link = tmp_path / "pipe", tmp_path / "folder", tmp_path / "link.prom"
+    os.mkfifo(pipe)
+    folder.mkdir()
+    link.symlink_to(tmp_path / "elsewhere.prom")
+    for target in (pipe, folder, link, "/dev/full", tmp_path / "missing" / "x.prom"):
+        res = p5.run("--level", "fast", "--prom", str(target))
+        assert res.rc == 2 and res.stdout == "", res.stderr  # refused before checking: no report
+        assert res.stderr.startswith(f"error: --prom {target}: ") and len(res.stderr.splitlines()) == 1
+    assert pipe.is_fifo() and folder.is_dir() and link.is_symlink() and os.path.exists("/dev/full")
+
+
+def test_prom_replaces_a_regular_file_whole_and_leaves_no_temporary_file(p5: Any, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from fmcluster.runtime import report
+
+    prom = tmp_path / "validate.prom"
+    prom.write_text("old\n")
+    synced: List[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(report.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    assert p5.run("--level", "fast", "--prom", str(prom)).rc in (0, 1)
+    assert "fmcluster_node_validation_healthy" in prom.read_text() and len(synced) >= 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["validate.prom"]

@@ -1,5 +1,6 @@
 """`validate` refuses what synth or deploy would: AWS's tag rules, integers beyond what AWS takes, more node groups
-than one template holds, and numbers that are not whole; each with the field and the limit."""
+than one template holds, numbers that are not whole, more alert addresses than the observability stack holds and more
+lifecycle rules than S3 takes, or either twice; each with the field and the limit."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 from fmcluster.registry import parse_spec
 from fmcluster.spec import SpecError
 from fmcluster.spec.node_group import MAX_NODE_GROUPS
+from fmcluster.spec.observability import MAX_ALERT_EMAILS
+from fmcluster.spec.storage import MAX_LIFECYCLE_RULES
 
 BASE: Dict[str, Any] = {
     "name": "fm-dev",
@@ -85,3 +88,37 @@ def test_more_node_groups_than_one_template_holds_are_refused() -> None:
     assert line.startswith(f"node_groups: {MAX_NODE_GROUPS + 1} groups; at most {MAX_NODE_GROUPS} (")
     assert "1 MB" in line and "200-output" in line
     parse_spec({**BASE, "node_groups": groups[:MAX_NODE_GROUPS]})
+
+
+def emails(n: int) -> Dict[str, Any]:
+    return {"alert_emails": [f"oncall-{i}@example.com" for i in range(n)]}
+
+
+def rules(n: int) -> Dict[str, Any]:
+    return {"data_bucket": {"lifecycle_rules": [{"prefix": f"run-{i}/", "expiration_days": 7} for i in range(n)]}}
+
+
+def test_more_alert_addresses_than_the_observability_stack_holds_are_refused_with_the_quota() -> None:
+    [line] = problems(observability=emails(600))
+    assert line.startswith(f"observability.alert_emails: 600 addresses; at most {MAX_ALERT_EMAILS}: ")
+    assert "500 resources per stack" in line
+    assert len(parse_spec({**BASE, "observability": emails(MAX_ALERT_EMAILS)}).observability.alert_emails) == 100
+
+
+def test_an_alert_address_given_twice_is_refused_at_its_entry() -> None:
+    found = problems(observability={"alert_emails": ["a@example.com", "b@example.com", "A@Example.com"]})
+    assert found == ["observability.alert_emails[2]: A@Example.com is entry 0 again (addresses compare without "
+                     "case); each address is subscribed once"]
+
+
+def test_more_lifecycle_rules_than_s3_takes_are_refused_with_the_limit() -> None:
+    [line] = problems(storage=rules(1200))
+    assert line.startswith("storage.data_bucket.lifecycle_rules: 1200 rules; S3 takes at most 1,000 ")
+    assert len(parse_spec({**BASE, "storage": rules(MAX_LIFECYCLE_RULES)}).storage.data_bucket.lifecycle_rules) == 1000
+
+
+def test_a_lifecycle_rule_given_twice_is_refused_at_its_entry() -> None:
+    rule = {"prefix": "checkpoints/", "noncurrent_version_expiration_days": 14}
+    found = problems(storage={"data_bucket": {"lifecycle_rules": [rule, {"prefix": "logs/", "expiration_days": 3},
+                                                                  dict(rule)]}})
+    assert found == ["storage.data_bucket.lifecycle_rules[2]: the same rule as entry 0; give each rule once"]

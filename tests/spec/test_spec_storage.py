@@ -142,6 +142,16 @@ def test_association_mistakes_name_their_field(data, path, words):
     assert any(p.startswith(f"{path}:") and words in p for p in found), found
 
 
+def test_overlapping_associations_get_one_line_each_and_a_thousand_get_one_line():
+    same = {"file_system_path": "/data", "data_bucket_prefix": "data/"}
+    found = problems(dras(*[dict(same) for _ in range(5)]))  # every pair overlaps twice: 20 lines before
+    assert [p.split(":")[0] for p in found] == [
+        f"storage.fsx.data_repository_associations[{i}]{part}" for i in range(1, 5) for part in (".file_system_path", "")]
+    assert all("entry 0" in p for p in found)
+    [line] = problems(dras(*[dict(same) for _ in range(1002)]))  # a million lines in 82 s before
+    assert line == "storage.fsx.data_repository_associations: 1002 associations; FSx allows at most 8 per file system"
+
+
 @pytest.mark.parametrize("mount_point, path, seen, instead", [
     ("/fsx", "/fsx/datasets", "/fsx/fsx/datasets", "/datasets"),
     ("/fsx", "/fsx", "/fsx/fsx", "/"),
