@@ -148,14 +148,32 @@ def _observability(g: Any, spec: Any) -> None:
         g.edge("amp", "grafana", style="dashed")
 
 
+DOT_TIMEOUT_S = 60  # a cluster's diagram renders in well under a second
+DOT_MAX_BYTES = 32 << 20
+
+
 def render(spec: Any, fmt: str = "svg") -> bytes:
-    gv = _graphviz()
-    try:
-        data: bytes = graph(spec).pipe(format=fmt)
-    except gv.ExecutableNotFound:
+    """What Graphviz's dot renders of the spec's graph, under a timeout and an output bound."""
+    import shutil
+    import subprocess
+
+    dot = shutil.which("dot")
+    if dot is None:
         raise DiagramUnavailable("Graphviz's dot is not installed (Debian/Ubuntu: apt-get install graphviz; "
-                                 "make setup installs it)") from None
-    return data
+                                 "make setup installs it)")
+    try:
+        done = subprocess.run([dot, f"-T{fmt}"], input=graph(spec).source.encode("utf-8"), capture_output=True,
+                              timeout=DOT_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise DiagramUnavailable(f"Graphviz's dot did not finish within {DOT_TIMEOUT_S} s") from None
+    except OSError as e:
+        raise DiagramUnavailable(f"Graphviz's dot could not run ({e})") from None
+    if done.returncode != 0 or not done.stdout:
+        reason = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+        raise DiagramUnavailable(f"Graphviz's dot failed: {reason[0][:200]}")
+    if len(done.stdout) > DOT_MAX_BYTES:
+        raise DiagramUnavailable(f"Graphviz's dot wrote more than {DOT_MAX_BYTES >> 20} MB")
+    return done.stdout
 
 
 def svg(spec: Any) -> str:

@@ -98,3 +98,19 @@ def test_without_dot_diagram_exits_1_with_a_clear_message(tmp_path):
                         "--out", str(tmp_path / "c.svg")], capture_output=True, text=True, cwd=ROOT, env=env)
     assert r.returncode == 1, r.stderr
     assert "Graphviz's dot is not installed" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("body, words", [("exec sleep 30", "did not finish within"), ("echo 'Error: syntax' >&2; exit 1",
+                                                                                  "dot failed: Error: syntax")])
+def test_a_dot_that_hangs_or_fails_is_a_bounded_error(tmp_path, monkeypatch, body, words):
+    """Every external command runs under a timeout: a hung or broken dot is an error line, never a hang."""
+    from fmcluster.planner import diagram
+    from fmcluster.registry import load_spec
+
+    fake = tmp_path / "dot"
+    fake.write_text(f"#!/bin/sh\n{body}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.setattr(diagram, "DOT_TIMEOUT_S", 0.5)
+    with pytest.raises(diagram.DiagramUnavailable, match=words):
+        diagram.render(load_spec(ROOT / "examples" / "default.yaml"), "svg")
