@@ -180,7 +180,7 @@ def test_compute_nodes_read_exactly_the_script_the_runtime_the_settings_and_thei
     assert _s3_objects(props) == sorted(NODE_OBJECTS + ["fmcluster/profiles/h100.json", "fmcluster/profiles/prep.json"])
     by_sid = {st.get("Sid"): st for st in statements(props)}
     # the data bucket (storage stack's grant) and AMP (observability's): nothing else
-    assert {"SsmAgent", "DataBucketObjects", "DataBucketListing", "DataBucketKey"} <= set(by_sid)
+    assert {"SsmAgent", "DataBucketRead", "DataBucketListing", "DataBucketKey"} <= set(by_sid)
     extra = [st for st in statements(props) if st.get("Sid") is None and "s3:GetObject" not in actions_of(st)]
     assert [actions_of(st) for st in extra] == [["aps:RemoteWrite"]]
 
@@ -191,7 +191,7 @@ def test_the_head_node_reads_the_script_runtime_and_settings_and_writes_metrics_
     assert props["ManagedPolicyName"] == "parallelcluster-pc-p5-us-east-1-head"
     assert _s3_objects(props) == NODE_OBJECTS
     sids = [st.get("Sid") for st in statements(props)]
-    assert "DataBucketObjects" not in sids
+    assert "DataBucketRead" not in sids
     assert sorted(tuple(actions_of(st)) for st in statements(props) if st.get("Sid") is None) == [
         ("aps:RemoteWrite",), ("s3:GetObject",)]
 
