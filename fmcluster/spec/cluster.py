@@ -26,7 +26,7 @@ from fmcluster.spec.network import (
 )
 from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY, NodeGroup
 from fmcluster.spec.observability import Observability
-from fmcluster.spec.orchestrator import BilledService, ExtraInstance, OrchestratorSettings
+from fmcluster.spec.orchestrator import BilledService, ExtraInstance, OrchestratorSettings, SpecWarning
 from fmcluster.spec.storage import Storage
 from fmcluster.spec.tags import MAX_USER_TAGS, tag_problems
 from fmcluster.spec.validation import Validation
@@ -104,6 +104,10 @@ class OrchestratorTraits:
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
         """Services it runs that bill by the hour beside the instances (``plan``'s cost)."""
+        return []
+
+    def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
+        """What a valid spec of this kind does that costs or risks more than expected (``validate`` prints them)."""
         return []
 
     def expected_nodes(self, spec: ClusterSpec) -> Dict[str, int]:
