@@ -17,9 +17,9 @@ SPEC = """name: kk
 region: us-east-1
 availability_zone: us-east-1a
 network: {new_vpc: {cidr: 10.0.0.0/16}}
-orchestrator: {type: eks, eks: {admins: [%s]%s}}
+orchestrator: {type: eks, eks: {admins: [ADMIN]EXTRA}}
 node_groups: [{name: gpu, instance_type: p5.48xlarge, count: 2, capacity: {type: on-demand}}]
-""" % (ADMIN, "%s")
+""".replace("ADMIN", ADMIN)
 
 
 @pytest.mark.parametrize("kind, written", [("eks", "1.35"), ("hyperpod-eks", "1.34")])
@@ -38,7 +38,7 @@ def test_init_writes_the_newest_version_in_standard_support_the_kind_supports(tm
 
 def test_a_spec_without_a_version_is_warned_that_the_default_applies_and_what_it_costs(tmp_path, capsys):
     path = tmp_path / "c.yaml"
-    path.write_text(SPEC % "")
+    path.write_text(SPEC.replace("EXTRA", ""))
     assert main(["validate", str(path)]) == 0
     out = capsys.readouterr()
     assert out.out.startswith(f"{path}: valid")
@@ -54,7 +54,7 @@ def test_a_spec_without_a_version_is_warned_that_the_default_applies_and_what_it
 def test_a_version_in_standard_support_written_down_is_not_warned_about_until_it_leaves_it(tmp_path, capsys,
                                                                                          monkeypatch):
     path = tmp_path / "c.yaml"
-    path.write_text(SPEC % ', kubernetes_version: "1.35"')
+    path.write_text(SPEC.replace("EXTRA", ', kubernetes_version: "1.35"'))
     assert main(["validate", str(path)]) == 0 and capsys.readouterr().err == ""
     monkeypatch.setattr(support, "today", lambda: date(2027, 3, 27))
     assert main(["validate", str(path)]) == 0
