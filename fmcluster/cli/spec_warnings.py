@@ -1,6 +1,7 @@
-"""What `fmcluster validate` warns about in a valid spec (exit 0): the kind's warnings (`spec_warnings`: a Kubernetes
-version left to the default or in extended support) with the monthly difference a costlier choice makes, from the
-planner's price data (730 hours a month)."""
+"""What `fmcluster validate` warns about in a valid spec (exit 0): an instance type with no known EC2 offering in the
+Region (spec/regions.py) and the kind's warnings (`spec_warnings`: a Kubernetes version left to the default or in
+extended support), with the monthly difference a costlier choice makes, from the planner's price data (730 hours a
+month)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from fmcluster.spec.orchestrator import SpecWarning
 
 
 def warnings_of(spec: Any) -> List[SpecWarning]:
-    return list(spec.orchestrator_kind.spec_warnings(spec))
+    from fmcluster.spec.regions import offering_warnings
+
+    return offering_warnings(spec) + list(spec.orchestrator_kind.spec_warnings(spec))
 
 
 def _cost(warning: SpecWarning) -> str:

@@ -8,11 +8,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Tuple, Type
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from fmcluster.runtime.contract import NODE_AGENTS
 from fmcluster.runtime.profile import POLICIES as VALIDATION_POLICIES
 from fmcluster.spec import checkpoints as checkpoint_rules
+from fmcluster.spec import regions
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
 from fmcluster.spec.checkpoints import Checkpoints
 from fmcluster.spec.network import (
@@ -155,6 +156,14 @@ class ClusterSpec(SpecModel):
     checkpoints: Optional[Checkpoints] = Field(
         None, description="Where training jobs write checkpoints (docs/checkpoints.md); absent: the example jobs' "
                           "defaults, and `plan` shows every tier.")
+
+    @field_validator("region")
+    @classmethod
+    def _known_region(cls, v: str) -> str:
+        # the pattern admits names AWS never made (us-west-9); the partition data says which exist
+        if v not in regions.known():
+            raise ValueError(regions.unknown_region(v))
+        return v
 
     @model_validator(mode="before")
     @classmethod
