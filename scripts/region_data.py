@@ -12,8 +12,8 @@ import importlib.util
 import json
 import sys
 from datetime import datetime, timezone
-from pathlib import Path
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Dict
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -49,7 +49,7 @@ def test_a_type_with_no_known_offering_in_the_region_is_warned_about_naming_the_
     assert main(["validate", str(path)]) == 0
     err = capsys.readouterr().err
     as_of = json.loads((ROOT / "fmcluster" / "spec" / "regions.json").read_text())["offerings"]["as_of"]
-    assert (f"warning: node_groups[0].instance_type: p5.48xlarge has no EC2 offering in eu-west-1 in the data (cfn-lint "
+    assert ("warning: node_groups[0].instance_type: p5.48xlarge has no EC2 offering in eu-west-1 in the data (cfn-lint "
             in err) and f"read {as_of}" in err and "plan prices it at the us-east-1 rate" in err
 
 
