@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 from fmcluster.orchestrators.eks import settings
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold, SpecWarning
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
-from fmcluster.platforms.kubernetes.support import control_plane_service, version_for_a_new_cluster, version_warnings
+from fmcluster.platforms.kubernetes.support import billed_services, version_for_a_new_cluster, version_warnings
 from fmcluster.platforms.kubernetes.versions import KUBERNETES_VERSIONS
 from fmcluster.spec import checkpoints
 
@@ -36,7 +36,7 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
         return settings.extra_instances(spec)
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
-        return [control_plane_service(self.settings_of(spec).eks.kubernetes_version)]
+        return billed_services(spec, self.settings_of(spec).eks.kubernetes_version)
 
     def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
         return version_warnings(self.settings_of(spec).eks, path="orchestrator.eks.kubernetes_version",

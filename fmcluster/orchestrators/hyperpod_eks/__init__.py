@@ -12,7 +12,7 @@ from fmcluster.orchestrators.hyperpod_eks import settings
 from fmcluster.orchestrators.hyperpod_eks.versions import KUBERNETES_VERSIONS
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold, SpecWarning
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
-from fmcluster.platforms.kubernetes.support import control_plane_service, version_for_a_new_cluster, version_warnings
+from fmcluster.platforms.kubernetes.support import billed_services, version_for_a_new_cluster, version_warnings
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -33,7 +33,7 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
         return settings.extra_instances(spec)
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
-        return [control_plane_service(self.settings_of(spec).eks.kubernetes_version)]
+        return billed_services(spec, self.settings_of(spec).eks.kubernetes_version)
 
     def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
         return version_warnings(self.settings_of(spec).eks, path="orchestrator.eks.kubernetes_version",

@@ -10,6 +10,7 @@ from fmcluster.platforms.kubernetes.versions import END_OF_STANDARD_SUPPORT
 from fmcluster.spec.orchestrator import BilledService, SpecWarning
 
 STANDARD, EXTENDED = "eks-cluster", "eks-cluster-extended-support"  # their prices' keys in the planner's data
+AMP_COLLECTOR = "amp-collector"
 
 
 def today() -> date:
@@ -29,6 +30,15 @@ def control_plane_service(version: str, *, on: Optional[date] = None) -> BilledS
                                        f"(a version in standard support costs less)")
     return BilledService(STANDARD, f"1 cluster, Kubernetes {version}: standard support; extended support, at a higher "
                                    f"rate, from {end.isoformat()}")
+
+
+def billed_services(spec: Any, version: str) -> List[BilledService]:
+    """What a Kubernetes kind runs that bills by the hour: the control plane, and the AMP managed collector (the
+    scraper) when the spec deploys observability."""
+    found = [control_plane_service(version)]
+    if spec.observability.enabled:
+        found.append(BilledService(AMP_COLLECTOR, "1 managed collector (the cluster's scraper)"))
+    return found
 
 
 def in_standard_support(version: str, *, on: Optional[date] = None) -> bool:
