@@ -1,6 +1,6 @@
 """Each service figure the plan uses is held to the sentence of the AWS page it was read from, with the day it was
 read; a service with no such page read is unpriced and says what was searched (docs/planning.md, "Prices not
-found"). Issue 37 item 12's four lines: FSx for Lustre, the EKS control plane, the PCS controller, HyperPod's ml. rates."""
+found"): FSx for Lustre, the EKS control plane, the PCS controller, the AMP collector, HyperPod's ml. rates."""
 
 from __future__ import annotations
 
