@@ -68,3 +68,14 @@ def test_the_readmes_first_screen_is_the_first_page_path():
     at = [first.index(step) for step in steps]
     assert at == sorted(at), "the steps in the order a new user takes them"
     assert readme.index("## Your first cluster") < 1500, "on the first screen"
+
+
+def test_the_reservations_size_is_written_so_a_count_it_cannot_hold_is_refused_offline(tmp_path, capsys):
+    block = ["--capacity", "capacity-block", "--reservation-id", "cr-0123456789abcdef0", "--reservation-size"]
+    code, spec, out = init(tmp_path, capsys, *BASE, *block, "16")
+    assert code == 0 and load_spec(spec).node_groups[0].capacity.size == 16
+    spec.unlink()
+    code, spec, out = init(tmp_path, capsys, *BASE[:-4], "--count", "16", "--region", "us-west-2", *block, "8")
+    assert code == 2 and "16 exceeds capacity.size 8 of the reservation" in out.err and not spec.exists()
+    code, spec, out = init(tmp_path, capsys, *BASE, "--reservation-size", "8")
+    assert code == 2 and "--reservation-size: applies with --capacity odcr, capacity-block or training-plan" in out.err

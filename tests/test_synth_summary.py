@@ -10,6 +10,7 @@ from typing import Any, Dict
 import pytest
 
 from fmcluster.cli import main
+from fmcluster.cli.cdk_cli import CDK_CLI_VERSION
 from fmcluster.cli.synth_summary import AssemblyUnreadable, render, stacks_of, summary
 from fmcluster.registry import load_spec
 
@@ -81,7 +82,9 @@ def test_synth_json_and_text_summary_of_the_default_example(tmp_path, capsys):
     storage = by_name["fm-dev-storage"]
     assert storage["termination_protection"] and s["termination_protected"] == ["fm-dev-storage"]
     assert {"AWS::FSx::FileSystem", "AWS::S3::Bucket"} <= {k["type"] for k in storage["retained"]}
-    assert s["next_commands"] == [f"fmcluster preflight {DEFAULT}", f"npx cdk deploy --app {out} --all",
+    # the pinned CDK CLI, whatever directory it is run from (npx cdk outside the clone fetches the newest)
+    assert s["next_commands"] == [f"fmcluster preflight {DEFAULT}",
+                                  f"npx --yes aws-cdk@{CDK_CLI_VERSION} deploy --app {out} --all",
                                   f"fmcluster status {DEFAULT}", f"fmcluster job nccl {DEFAULT} --out nccl-tests.sbatch"]
     assert s["way_in"][-1].startswith("aws ssm start-session --region us-east-1 --target $(aws ec2 describe-instances")
     assert [a["node_path"] for a in s["file_system"]["associations"]] == ["/fsx/datasets", "/fsx/checkpoints"]
@@ -90,7 +93,7 @@ def test_synth_json_and_text_summary_of_the_default_example(tmp_path, capsys):
     assert "deploy order: fm-dev-network -> fm-dev-storage -> fm-dev-observability -> fm-dev-cluster" in text
     assert f"fm-dev-storage: {storage['resources']} resources, after fm-dev-network, termination protection on" in text
     assert "1 AWS::FSx::FileSystem" in text and "/fsx/datasets <- s3://<fm-dev data bucket>/datasets/" in text
-    assert f"npx cdk deploy --app {out} --all" in text
+    assert f"npx --yes aws-cdk@{CDK_CLI_VERSION} deploy --app {out} --all" in text
     assert "bills until you delete it" in text and "docs/teardown.md" in text
     assert "way in, after deploy (also the cluster stack's outputs):" in text
 
@@ -103,3 +106,10 @@ def test_an_unreadable_assembly_costs_the_summary_only_never_a_traceback(tmp_pat
     print_summary(load_spec(DEFAULT), tmp_path, str(DEFAULT), as_json=False)
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith("no summary:") and "manifest.json" in captured.err
+
+
+def test_the_printed_cdk_cli_is_the_one_package_json_pins():
+    import json as json_
+
+    pinned = json_.loads((ROOT / "package.json").read_text())["devDependencies"]["aws-cdk"]
+    assert CDK_CLI_VERSION == pinned, "package.json moved the CDK CLI: update fmcluster/cli/cdk_cli.py"

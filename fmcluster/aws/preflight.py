@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence
 
 from botocore.exceptions import ClientError
 
-from fmcluster.aws import amp_quotas, capacity, fsx_quotas, network, quotas
+from fmcluster.aws import amp_quotas, capacity, fsx_quotas, network, quotas, repositories
 from fmcluster.aws.context import (
     Context,
     PreflightCheck,
@@ -218,6 +218,9 @@ def checks_for(spec: ClusterSpec, kind_checks: Sequence[PreflightCheck] = ()) ->
     bucket = network.existing_bucket_name(spec)
     if bucket:
         p.append(PreflightCheck("bucket", f"bucket {bucket}", "s3", partial(network.check_bucket, bucket=bucket)))
+    for linked in repositories.linked_buckets(spec):
+        p.append(PreflightCheck(f"repository:{linked}", f"data repository bucket {linked}", "s3",
+                                partial(repositories.check_repository_bucket, bucket=linked)))
     p.append(PreflightCheck("cdk-bootstrap", "CDK bootstrap", "ssm", check_cdk_bootstrap))
     p.append(PreflightCheck("stacks", "existing stacks", "cloudformation", check_stacks))
     return p

@@ -36,6 +36,17 @@ def group_name(instance_type: str) -> str:
 
 
 def capacity_of(args: argparse.Namespace) -> Dict[str, Any]:
+    """The node group's capacity; a reservation's size (--reservation-size) lets validate refuse a count it cannot hold."""
+    capacity = _capacity_type(args)
+    if args.reservation_size is not None:
+        if args.capacity == "on-demand":
+            raise UsageError("--reservation-size: applies with --capacity odcr, capacity-block or training-plan "
+                             "(the instances the reservation holds), not on-demand")
+        capacity["size"] = args.reservation_size
+    return capacity
+
+
+def _capacity_type(args: argparse.Namespace) -> Dict[str, Any]:
     if args.capacity in ("odcr", "capacity-block"):
         if not args.reservation_id:
             raise UsageError(f"--reservation-id: --capacity {args.capacity} needs the reservation's id (cr-...)")
@@ -125,8 +136,10 @@ def cmd_init(args: argparse.Namespace) -> int:
     f = args.file
     print(f"wrote {f}: {parsed.name}, {args.count} x {args.instance_type} under {args.orchestrator} in "
           f"{parsed.availability_zone}", file=sys.stderr)
-    print("\n".join([f"fmcluster validate {f}", f"fmcluster plan {f}", f"fmcluster synth {f}",
-                     f"fmcluster preflight {f}", "npx cdk deploy --app cdk.out --all",
+    from fmcluster.cli.cdk_cli import cdk
+
+    print("\n".join([f"fmcluster validate {f}", f"fmcluster plan {f}", f"fmcluster synth {f} --out cdk.out",
+                     f"fmcluster preflight {f}", cdk("deploy --app cdk.out --all"),
                      f"fmcluster job nccl {f} --out <file>"]))
     return EXIT_OK
 
@@ -145,6 +158,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sp.add_argument("--capacity", default="on-demand", choices=CAPACITY_TYPES, help="How the GPUs are bought.")
     sp.add_argument("--reservation-id", help="cr-...: the ODCR or Capacity Block (with --capacity odcr | capacity-block).")
     sp.add_argument("--training-plan-arn", help="The SageMaker training plan (with --capacity training-plan).")
+    sp.add_argument("--reservation-size", type=_count, help="Instances the reservation or training plan holds: "
+                    "validate then refuses a --count it cannot hold (capacity.size).")
     sp.add_argument("--availability-zone", help="The GPUs' AZ (default: the region's a; a reservation's own AZ).")
     sp.add_argument("--name", help="Cluster name, prefix of every stack (default from orchestrator and GPU).")
     sp.add_argument("--admin", action="append", help="IAM role or user ARN administering an EKS cluster (repeatable).")

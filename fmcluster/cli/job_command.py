@@ -47,6 +47,11 @@ def render(spec: Any, group: Any, spec_file: str) -> str:
     header += ([f"# Run: sbatch <this file>   then: fmcluster accept nccl-tests_<jobid>.out --spec {spec_file}"] if slurm else
                [f"# Run: HOSTFILE=hosts bash <this file> > nccl-tests.out   (hosts: the {group.count} nodes, one a line)",
                 f"#   then: fmcluster accept nccl-tests.out --spec {spec_file}"])
+    from fmcluster.cli import job_transfer
+
+    moved = (job_transfer.lines(spec, SCRIPT, "nccl-tests_<jobid>.out", "sbatch {script}") if slurm else
+             job_transfer.lines(spec, SCRIPT, "nccl-tests.out", "HOSTFILE=hosts bash {script} > nccl-tests.out"))
+    header += [f"# {line}" for line in moved]
     replacements = [
         (r"^#SBATCH --nodes=\d+$", f"#SBATCH --nodes={group.count}"),
         (r"^#SBATCH --ntasks-per-node=\d+$", f"#SBATCH --ntasks-per-node={t.gpus}"),

@@ -21,10 +21,14 @@ def _load(path: str) -> Any:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from fmcluster.cli import spec_warnings
+
     spec = _load(args.file)
     elastic = "".join(f", {g.name} {g.min_size}-{g.max_size}" for g in spec.node_groups if g.elastic)
     print(f"{args.file}: valid ({len(spec.node_groups)} node group(s), {sum(g.count for g in spec.node_groups)} nodes"
           f"{elastic})")
+    for line in spec_warnings.lines(spec):  # valid all the same: exit 0
+        print(line, file=sys.stderr)
     return EXIT_OK
 
 

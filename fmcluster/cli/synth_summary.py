@@ -69,6 +69,7 @@ def stacks_of(out: Path) -> List[Dict[str, Any]]:
 
 def summary(spec: Any, out: Path, spec_file: str) -> Dict[str, Any]:
     """The summary as data: what `--json` prints and the text is rendered from."""
+    from fmcluster.cli.cdk_cli import cdk
     from fmcluster.registry import kind_of
 
     stacks = stacks_of(out)
@@ -79,7 +80,7 @@ def summary(spec: Any, out: Path, spec_file: str) -> Dict[str, Any]:
         "deploy_order": [s["stack"] for s in stacks],
         "next_commands": [
             f"fmcluster preflight {spec_file}",
-            f"npx cdk deploy --app {out} --all",
+            cdk(f"deploy --app {out} --all"),
             f"fmcluster status {spec_file}",
             f"fmcluster job nccl {spec_file} --out {_job_file(spec)}",
         ],

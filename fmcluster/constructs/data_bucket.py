@@ -99,21 +99,29 @@ class DataBucket(Construct):
     def bucket_arn(self) -> str:
         return self.bucket.bucket_arn
 
-    def grant_read_write(self, grantee: iam.IGrantable, prefix: str = "") -> iam.Grant:
+    def grant_read_write(self, grantee: iam.IGrantable, *, write_prefixes: Sequence[str] = (),
+                         delete_prefixes: Sequence[str] = ()) -> iam.Grant:
         """See `grant_data_access` (the key is granted only for a bucket created here)."""
         return grant_data_access(grantee, bucket_arn=self.bucket.bucket_arn, key_arn=self.key.key_arn if self.key else None,
-                          prefix=prefix)
+                                 write_prefixes=write_prefixes, delete_prefixes=delete_prefixes)
 
 
-def grant_data_access(grantee: iam.IGrantable, *, bucket_arn: str, key_arn: Optional[str], prefix: str = "") -> iam.Grant:
-    """Read, write and delete objects under `prefix`, list the bucket, and use its key. Every action is
-    named (the L2 grant uses s3:GetObject*, s3:List* and kms:ReEncrypt*)."""
-    grant = _named_grant(grantee, "DataBucketObjects",
-                         ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:GetObjectVersion",
-                          "s3:ListMultipartUploadParts", "s3:PutObject"], [f"{bucket_arn}/{prefix}*"])
+def grant_data_access(grantee: iam.IGrantable, *, bucket_arn: str, key_arn: Optional[str],
+                      write_prefixes: Sequence[str] = (), delete_prefixes: Sequence[str] = ()) -> iam.Grant:
+    """Read every object and list the bucket; put objects (multipart uploads included) only under `write_prefixes`,
+    delete them only under `delete_prefixes` (prefixes relative, ending in /); use the bucket's key. Every action is
+    named (the L2 grant uses s3:GetObject*, s3:List* and kms:ReEncrypt*); none removes an object version."""
+    grant = _named_grant(grantee, "DataBucketRead", ["s3:GetObject", "s3:GetObjectVersion"], [f"{bucket_arn}/*"])
     grant = grant.combine(_named_grant(grantee, "DataBucketListing",
                                        ["s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketMultipartUploads"],
                                        [bucket_arn]))
+    if write_prefixes:
+        grant = grant.combine(_named_grant(grantee, "DataBucketWrite",
+                                           ["s3:AbortMultipartUpload", "s3:ListMultipartUploadParts", "s3:PutObject"],
+                                           [f"{bucket_arn}/{p}*" for p in write_prefixes]))
+    if delete_prefixes:
+        grant = grant.combine(_named_grant(grantee, "DataBucketDelete", ["s3:DeleteObject"],
+                                           [f"{bucket_arn}/{p}*" for p in delete_prefixes]))
     if key_arn is not None:
         grant = grant.combine(_named_grant(grantee, "DataBucketKey",
                                            ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"], [key_arn]))

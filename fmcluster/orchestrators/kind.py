@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Generic, List, Mapping, Optional, Tuple, TypeVar, cast
 
 from fmcluster.spec.cluster import OrchestratorTraits
-from fmcluster.spec.orchestrator import BilledService, ExtraInstance, OrchestratorSettings, orchestrator_settings
+from fmcluster.spec.orchestrator import (
+    BilledService,
+    ExtraInstance,
+    OrchestratorSettings,
+    SpecWarning,
+    orchestrator_settings,
+)
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -31,7 +37,7 @@ if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
 
-__all__ = ["BilledService", "ExtraInstance", "OrchestratorKind", "OrchestratorSettings", "Scaffold"]
+__all__ = ["BilledService", "ExtraInstance", "OrchestratorKind", "OrchestratorSettings", "Scaffold", "SpecWarning"]
 
 S = TypeVar("S", bound=OrchestratorSettings)
 

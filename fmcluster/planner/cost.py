@@ -1,4 +1,4 @@
-"""What an hour of the whole cluster costs, and what N tokens cost at the step bound.
+"""What an hour (and a month of 730 hours) of the whole cluster costs, and what N tokens cost at the step bound.
 
 Prices are data (data/prices.json: EC2 On-Demand from the AWS Price List, us-east-1 and other regions; and the
 services the stacks create, each with its source and date), never fetched. A region or type the data lacks falls back to
@@ -62,7 +62,8 @@ def _line(item: str, instance_type: str, count: int, region: str, capacity: str,
     price: Optional[float] = listed
     if yours is not None:  # the reservation's own price, as the user gave it
         price, status = yours, "yours"
-        notes.append("your price for the reservation (plan --price)")
+        notes.append(varies["capacity-block-priced"] if capacity == "capacity-block"
+                     else "your price for the reservation (plan --price)")
     elif capacity in RESERVED:
         price, status = None, "unpriced"
         reference = f"; On-Demand would be ${listed:,.2f}/h each" if listed is not None else ""
@@ -85,21 +86,40 @@ def _line(item: str, instance_type: str, count: int, region: str, capacity: str,
     return line
 
 
+def _os_fee(group: Any) -> Dict[str, Any]:
+    """A Capacity Block's second charge: the operating system fee while its instances run (no figure in the data)."""
+    return {"item": f"node group {group.name}: operating system fee", "instance_type": None,
+            "detail": f"{group.count} x {group.instance_type} while running", "count": group.count,
+            "capacity": "capacity-block", "usd_per_hour_each": None, "price_status": "unpriced",
+            "notes": [prices()["varies"]["capacity-block-os-fee"]], "gpu_group": group.name if group.role == "gpu"
+            else None}
+
+
 def hourly_cost(spec: Any, reservation_prices: Optional[Dict[str, float]] = None) -> Dict[str, Any]:
-    """Every priced part the stacks create, per hour; `reservation_prices`: node group -> the USD per instance-hour
-    the user pays for its reservation."""
+    """Every priced part the stacks create, per hour and per month (730 hours); `reservation_prices`: node group ->
+    the USD per instance-hour the user pays for its reservation. A Capacity Block is billed as AWS bills it: the
+    reservation fee (the user's price, charged up front for the whole block) and the operating system fee while its
+    instances run, a line of its own that the data does not price."""
     yours = reservation_prices or {}
     kind = spec.orchestrator_kind
     service = not kind.instances_in_account
     # An elastic group is priced at count, the size it is planned and deployed at; its ceiling (max_count) is shown
     # beside it, and the quotas preflight checks are for the ceiling.
-    lines = [_elastic(_line(f"node group {g.name}", g.instance_type, g.count, spec.region, g.capacity.type, service,
-                            g.name if g.role == "gpu" else None, yours.get(g.name)), g) for g in spec.node_groups]
+    lines: List[Dict[str, Any]] = []
+    for g in spec.node_groups:
+        lines.append(_elastic(_line(f"node group {g.name}", g.instance_type, g.count, spec.region, g.capacity.type,
+                                    service, g.name if g.role == "gpu" else None, yours.get(g.name)), g))
+        if g.capacity.type == "capacity-block" and g.name in yours:
+            lines.append(_os_fee(g))
     for extra in kind.extra_instances(spec):
         lines.append(_line(f"{kind.summary}: {extra.role}", extra.instance_type, extra.count, spec.region, "on-demand",
                            service))
     data = prices()
     lines += service_lines(spec, data["services"])
+    hours = data["services"]["hours_per_month"]
+    for ln in lines:
+        if "usd_per_hour" in ln:
+            ln["usd_per_month"] = monthly(ln["usd_per_hour"]["value"], hours)
     known = [ln for ln in lines if "usd_per_hour" in ln]
     total = sum(ln["usd_per_hour"]["value"] for ln in known)
     ceiling = sum(ln["usd_per_hour_at_max"]["value"] if "usd_per_hour_at_max" in ln else ln["usd_per_hour"]["value"]
@@ -115,6 +135,9 @@ def hourly_cost(spec: Any, reservation_prices: Optional[Dict[str, float]] = None
         "total_usd_per_hour": fig(total, "USD/h", "sum of the priced lines", lines=len(known)),
         "max_usd_per_hour": fig(ceiling, "USD/h", "sum of the priced lines with elastic groups at max_count",
                                 lines=len(known)),
+        "hours_per_month": hours,
+        "total_usd_per_month": monthly(total, hours),
+        "max_usd_per_month": monthly(ceiling, hours),
         "elastic": any("max_count" in ln for ln in lines),
         "unpriced": unpriced,
         # the total covers everything only when every line is priced and nothing is left out, which usage-billed
@@ -124,6 +147,12 @@ def hourly_cost(spec: Any, reservation_prices: Optional[Dict[str, float]] = None
         "source": source, "as_of": as_of, "services_as_of": data["services"]["as_of"],
         "price_change": data["price_change"]["announcement"], "not_included": data["not_included"],
     }
+
+
+def monthly(usd_per_hour: float, hours: int) -> Dict[str, Any]:
+    """An hourly figure as a month of it (AWS's pricing pages count 730 hours a month)."""
+    return fig(usd_per_hour * hours, "USD/month", "USD per hour x hours per month", usd_per_hour=usd_per_hour,
+               hours_per_month=hours)
 
 
 def _elastic(line: Dict[str, Any], group: Any) -> Dict[str, Any]:

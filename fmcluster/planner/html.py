@@ -70,11 +70,15 @@ def cards(report: Dict[str, Any]) -> str:
     t = report["cluster"]["total"]
     cost = report["cost"]
     hourly = money(val(cost["total_usd_per_hour"])) + "/h"
+    monthly = money(val(cost["total_usd_per_month"])) + "/month"
     if cost["unpriced"]:
         hourly = f"{hourly} + unpriced" if val(cost["total_usd_per_hour"]) else "unpriced"
+        monthly = f"{monthly} + unpriced" if val(cost["total_usd_per_hour"]) else "unpriced"
+    estimate = " (estimate)" if cost["estimate"] else ""
     items = [(str(t["gpus"]), "GPUs"), (f"{plain(t['bf16_dense_pflops'], 6)}", "PFLOPS dense BF16"),
              (f"{plain(t['hbm_tib'], 6)} TiB", "HBM"),
-             (hourly, "per hour, usage not included" + (" (estimate)" if cost["estimate"] else ""))]
+             (hourly, "per hour, usage not included" + estimate),
+             (monthly, f"per month of {cost['hours_per_month']} hours" + estimate)]
     for j in report.get("jobs", []):
         if j["fits"]:
             best = j["best"][0]["step"]
@@ -233,9 +237,11 @@ def cost_section(report: Dict[str, Any]) -> str:
              else f"{ln['count']} x {escape(ln['instance_type'])}", escape(ln["capacity"]),
              money(ln["usd_per_hour_each"]) if ln["usd_per_hour_each"] is not None else "not priced",
              money(val(ln["usd_per_hour"])) if "usd_per_hour" in ln else "-",
+             money(val(ln["usd_per_month"])) if "usd_per_month" in ln else "-",
              escape("; ".join([ln["price_status"], *ln["notes"]])))
             for ln in cost["lines"]]
     rows.append(("<b>total</b>", "", "", "", f"<b>{money(val(cost['total_usd_per_hour']))}</b>",
+                 f"<b>{money(val(cost['total_usd_per_month']))}</b>",
                  "priced lines only" if cost["unpriced"] else "usage not included"))
     tokens = "".join(f"<p>{human_count(j['tokens']['count'])} tokens on {escape(j['group'])}: about "
                      f"{human_seconds(val(j['tokens']['estimate_hours']) * 3600)} at the estimate "
@@ -246,8 +252,9 @@ def cost_section(report: Dict[str, Any]) -> str:
                      for j in report.get("jobs", []) if j["fits"])
     src = cost["source"]
     excluded = "".join(f"<li>{escape(x)}</li>" for x in cost["not_included"])
-    return ("<section><h2>Cost per hour</h2>" + table(("item", "what", "capacity", "USD/h each", "USD/h", "price, notes"),
-                                                      rows, numeric=(3, 4)) + tokens
+    return ("<section><h2>Cost per hour and per month</h2>"
+            + table(("item", "what", "capacity", "USD/h each", "USD/h", f"USD/month ({cost['hours_per_month']} h)",
+                     "price, notes"), rows, numeric=(3, 4, 5)) + tokens
             + f"<p><b>Not included</b> (billed by usage, per user or per key):</p><ul>{excluded}</ul>"
             + f'<p class="note">Instance prices as of {escape(cost["as_of"])}: {escape(src["page"])}; '
             + f'{escape(src["data"])}. Service prices as of {escape(cost["services_as_of"])}, each line\'s source in '

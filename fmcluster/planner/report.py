@@ -96,10 +96,12 @@ def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, 
     out["warnings"] = [f"{b['layout']['description']}: {b['layout']['batch_warning']}" for b in out["best"]
                        if b["layout"]["batch_warning"]]
     lines = priced_for_job(cost, group.name)
-    priced = all("usd_per_hour" in ln for ln in lines)
+    # as token_cost: an unpriced instance leaves the job unpriced; an unpriced service is left out (its line says so)
+    priced = all("usd_per_hour" in ln for ln in lines if ln["instance_type"])
     out["checkpoint"] = checkpoint(model, group, spec, best.step, best.memory.scheme.weight_bytes,
                                    best.memory.scheme.optimizer_bytes,
-                                   sum(val(ln["usd_per_hour"]) for ln in lines) if priced else None)
+                                   sum(val(ln["usd_per_hour"]) for ln in lines if "usd_per_hour" in ln) if priced
+                                   else None)
     out["data_path"] = data_path(best.step, spec, opts.bytes_per_token)
     out["tokens"] = dict(token_cost(opts.tokens, best.step.tokens_per_s, priced_for_job(cost, group.name)),
                          count=opts.tokens)

@@ -57,14 +57,15 @@ def service_lines(spec: Any, services: Dict[str, Any]) -> List[Dict[str, Any]]:
     fsx = spec.storage.fsx
     if fsx is not None:
         entry = services["fsx-lustre"]
-        table, why = _regional(entry["usd_per_gib_month"], spec.region)
+        table, why = _regional(entry["usd_per_gib_month"], spec.region) if "usd_per_gib_month" in entry else ({}, None)
         by_type = table.get(fsx.deployment_type)
         per_gib = (by_type.get(str(fsx.throughput_per_tib)) if isinstance(by_type, dict) else by_type)
         detail = f"{fsx.deployment_type} {fsx.storage_capacity_gib} GiB" + (
-            f", {fsx.throughput_per_tib} MB/s per TiB" if isinstance(by_type, dict) else "")
+            f", {fsx.throughput_per_tib} MB/s per TiB" if fsx.deployment_type != "SCRATCH_2" else "")
         notes = [why] if why else []
         if per_gib is None:
-            notes.append(f"no figure for {detail} in the data")
+            notes.append(f"no figure for {detail} in the data" + (f": {entry['searched']}" if "searched" in entry
+                                                                     else ""))
         usd = None if per_gib is None else fsx.storage_capacity_gib * per_gib / hours
         lines.append(service_line("FSx for Lustre", detail, usd, entry, notes,
                                   "GiB x USD per GiB-month / hours per month", gib=fsx.storage_capacity_gib,
@@ -73,6 +74,9 @@ def service_lines(spec: Any, services: Dict[str, Any]) -> List[Dict[str, Any]]:
         entry = services[billed.key]
         rate = entry.get("usd_per_hour")
         price, why = (rate, None) if not isinstance(rate, dict) else _regional(rate, spec.region)
-        lines.append(service_line(entry["item"], billed.detail, price, entry, [why] if why else [],
+        notes = [why] if why else []
+        if price is None and "searched" in entry:
+            notes.append(entry["searched"])
+        lines.append(service_line(entry["item"], billed.detail, price, entry, notes,
                                   f"count x USD per {entry['per']}-hour", count=billed.count, usd_per_hour_each=price))
     return lines

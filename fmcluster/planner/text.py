@@ -72,13 +72,15 @@ def cost_lines(cost: Dict[str, Any]) -> List[str]:
     if not any(ln["usd_per_hour_each"] is not None for ln in cost["lines"]):
         lines = [f"cost: no price for any line{mark}, {dates}"]
     else:
-        lines = [f"cost: {money(total)}/h{partial}{mark}, {dates}"]
+        month = f" ({money(val(cost['total_usd_per_month']))} a month of {cost['hours_per_month']} h)"
+        lines = [f"cost: {money(total)}/h{month}{partial}{mark}, {dates}"]
         if cost.get("elastic"):
-            lines.append(f"  up to {money(val(cost['max_usd_per_hour']))}/h with every elastic group at max_count")
+            lines.append(f"  up to {money(val(cost['max_usd_per_hour']))}/h ({money(val(cost['max_usd_per_month']))} a "
+                         "month) with every elastic group at max_count")
     for ln in cost["lines"]:
         each = ln["usd_per_hour_each"]
-        price = (f"{money(val(ln['usd_per_hour']))}/h{PRICE_MARKS[ln['price_status']]}" if each is not None
-                 else "not priced")
+        price = (f"{money(val(ln['usd_per_hour']))}/h ({money(val(ln['usd_per_month']))}/month)"
+                 f"{PRICE_MARKS[ln['price_status']]}" if each is not None else "not priced")
         what = ln["detail"] if ln["instance_type"] is None else f"{ln['count']} x {ln['instance_type']}"
         lines.append(f"  {ln['item']}: {what} {price}" + "".join(f"; {n}" for n in ln["notes"]))
     if cost["unpriced"]:

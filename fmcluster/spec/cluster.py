@@ -8,11 +8,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Tuple, Type
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from fmcluster.runtime.contract import NODE_AGENTS
 from fmcluster.runtime.profile import POLICIES as VALIDATION_POLICIES
 from fmcluster.spec import checkpoints as checkpoint_rules
+from fmcluster.spec import regions
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
 from fmcluster.spec.checkpoints import Checkpoints
 from fmcluster.spec.network import (
@@ -26,7 +27,7 @@ from fmcluster.spec.network import (
 )
 from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY, NodeGroup
 from fmcluster.spec.observability import Observability
-from fmcluster.spec.orchestrator import BilledService, ExtraInstance, OrchestratorSettings
+from fmcluster.spec.orchestrator import BilledService, ExtraInstance, OrchestratorSettings, SpecWarning
 from fmcluster.spec.storage import Storage
 from fmcluster.spec.tags import MAX_USER_TAGS, tag_problems
 from fmcluster.spec.validation import Validation
@@ -106,6 +107,10 @@ class OrchestratorTraits:
         """Services it runs that bill by the hour beside the instances (``plan``'s cost)."""
         return []
 
+    def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
+        """What a valid spec of this kind does that costs or risks more than expected (``validate`` prints them)."""
+        return []
+
     def expected_nodes(self, spec: ClusterSpec) -> Dict[str, int]:
         """Node group name -> how many of its nodes are expected up and reporting (the inventory alerts compare the
         nodes that report with it). Default: every node of a static group, the floor (min_count) of an elastic one. A
@@ -151,6 +156,14 @@ class ClusterSpec(SpecModel):
     checkpoints: Optional[Checkpoints] = Field(
         None, description="Where training jobs write checkpoints (docs/checkpoints.md); absent: the example jobs' "
                           "defaults, and `plan` shows every tier.")
+
+    @field_validator("region")
+    @classmethod
+    def _known_region(cls, v: str) -> str:
+        # the pattern admits names AWS never made (us-west-9); the partition data says which exist
+        if v not in regions.known():
+            raise ValueError(regions.unknown_region(v))
+        return v
 
     @model_validator(mode="before")
     @classmethod

@@ -5,7 +5,7 @@ kind says it runs beside the node groups (`ExtraInstance`). What the spec knows 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Type, TypeVar
+from typing import Optional, Tuple, Type, TypeVar
 
 from fmcluster.spec.base import SpecModel
 
@@ -34,6 +34,17 @@ class BilledService:
     key: str
     detail: str
     count: int = 1
+
+
+@dataclass(frozen=True)
+class SpecWarning:
+    """What a valid spec does that costs or risks more than its author may expect: `fmcluster validate` prints it and
+    still exits 0. ``costs_more``: (the billed service's key, the key of the one it is billed instead of), for
+    validate to add the monthly difference from the planner's price data."""
+
+    path: str
+    message: str
+    costs_more: Optional[Tuple[str, str]] = None
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,9 @@ class DataRepositoryAssociation(SpecModel):
         description="Directory from the file system's root, e.g. /datasets; nodes see it below mount_point (/fsx/datasets)."
     )
     repository_path: Optional[str] = Field(
-        None, description="s3://bucket/prefix/ of another bucket; give this or data_bucket_prefix."
+        None, description="s3://bucket/prefix/ of a bucket you own; give this or data_bucket_prefix. Automatic import "
+                          "needs it in the cluster's Region; an SSE-KMS key must let FSx's service-linked role use it "
+                          "(fmcluster preflight checks; docs/preflight.md)."
     )
     data_bucket_prefix: Optional[str] = Field(
         None, description="Prefix in the cluster's data bucket, e.g. checkpoints/; give this or repository_path."

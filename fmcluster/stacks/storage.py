@@ -17,6 +17,7 @@ from fmcluster.constructs.fsx_lustre import LustreFileSystem, LustreSecurityGrou
 from fmcluster.constructs.kms import KEY_USE_ACTIONS, ClusterKey
 from fmcluster.nag import acknowledge
 from fmcluster.spec import ClusterSpec, DataRepositoryAssociation, Fsx
+from fmcluster.spec.data_access import node_data_access
 from fmcluster.stacks.network import NetworkStack
 
 # FSx creates one service-linked role per file system to read and write linked buckets.
@@ -85,17 +86,21 @@ class StorageStack(Stack):
         return Fn.import_value(self.export_name(name))
 
     def grant_data_access(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Read, write and delete objects anywhere in the data bucket, list it, use its key (checkpoints and
-        datasets also move to and from S3 directly, not only through the file system's links)."""
-        grant = grant_data_access(grantee, bucket_arn=self.imported("DataBucketArn"), key_arn=self.data_key_arn)
+        """Read the data bucket, list it and use its key; put and delete objects only where the spec's associations
+        make S3 the source (spec/data_access.py: never the checkpoint prefix, never an exported prefix)."""
+        access = node_data_access(self.spec)
+        bucket = self.export_name("DataBucketArn")
+        grant = grant_data_access(grantee, bucket_arn=self.imported("DataBucketArn"), key_arn=self.data_key_arn,
+                                  write_prefixes=access.write, delete_prefixes=access.delete)
         principal = grantee.grant_principal
         if isinstance(principal, Construct):
-            acknowledge(
-                principal,
-                f"AwsSolutions-IAM5[Resource::{self.export_name('DataBucketArn')}/*]",
-                "Nodes read datasets and write checkpoints anywhere in the cluster's own data bucket; the object "
-                "actions are named one by one (no s3:* or s3:GetObject*).",
-            )
+            acknowledge(principal, f"AwsSolutions-IAM5[Resource::{bucket}/*]",
+                        "Nodes read datasets anywhere in the cluster's own data bucket (GetObject and GetObjectVersion "
+                        "only; writes and deletes are granted per prefix).")
+            for prefix in sorted(set(access.write)):
+                acknowledge(principal, f"AwsSolutions-IAM5[Resource::{bucket}/{prefix}*]",
+                            f"Objects under {prefix}, the S3 side of a data repository association that imports into "
+                            "the file system; the object actions are named one by one.")
         return grant
 
     @property

@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from fmcluster.orchestrators.eks import settings
-from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
+from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold, SpecWarning
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
-from fmcluster.platforms.kubernetes.support import control_plane_service
+from fmcluster.platforms.kubernetes.support import billed_services, version_for_a_new_cluster, version_warnings
+from fmcluster.platforms.kubernetes.versions import KUBERNETES_VERSIONS
 from fmcluster.spec import checkpoints
 
 if TYPE_CHECKING:
@@ -35,13 +36,18 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
         return settings.extra_instances(spec)
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
-        return [control_plane_service(self.settings_of(spec).eks.kubernetes_version)]
+        return billed_services(spec, self.settings_of(spec).eks.kubernetes_version)
+
+    def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
+        return version_warnings(self.settings_of(spec).eks, path="orchestrator.eks.kubernetes_version",
+                                versions=KUBERNETES_VERSIONS, kind=self.name)
 
     def scaffold(self, request: Scaffold) -> Dict[str, Any]:
         if not request.admins:
             raise ValueError("--admin: an EKS cluster needs the IAM role or user ARN that administers it "
                              "(arn:aws:iam::ACCOUNT:role/NAME; the role you deploy and run kubectl as)")
-        return {"type": self.name, "eks": {"admins": list(request.admins)}}
+        return {"type": self.name, "eks": {"kubernetes_version": version_for_a_new_cluster(KUBERNETES_VERSIONS),
+                                             "admins": list(request.admins)}}
 
     def way_in(self, spec: ClusterSpec) -> List[str]:
         from fmcluster.platforms.ec2.access import find_instance_command

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from fmcluster.orchestrators.eks import kueue
-from fmcluster.orchestrators.eks.settings import settings_of
+from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
 from fmcluster.platforms.kubernetes import fabric_job, labels
 from fmcluster.spec.cluster import ClusterSpec
 from fmcluster.spec.node_group import NodeGroup
@@ -42,7 +42,18 @@ def manifests(spec: ClusterSpec, group: NodeGroup, *, image: Optional[str], spec
         "  kubectl apply -f <this file>",
         f"  kubectl -n {ns} logs -f job/{fabric_job.JOB_NAME}-launcher > nccl-tests.out",
         f"  fmcluster accept nccl-tests.out --spec {spec_file}",
+        "",
+        f"The launcher runs on a system node (Kueue's {kueue.SYSTEM_FLAVOR} flavor): a worker takes its GPU node's CPU "
+        "but what the",
+        f"DaemonSets need. Each worker asks for {fabric_job.WORKER_HUGEPAGES_2MI} of hugepages-2Mi, as AWS's EFA jobs "
+        "do; if the Workload says",
+        "\"hugepages-2Mi ... > node allocatable 0\", the nodes reserve none (docs/eks.md, \"Pod requests\"): check with",
+        "  kubectl get nodes -l fmcluster.io/node-group -o custom-columns=NAME:.metadata.name,"
+        "HUGEPAGES:.status.allocatable.hugepages-2Mi",
     ]
+    # The launcher tolerates the system flavor's taint (a Kueue admission gate; the nodes have none) and selects the
+    # system nodes, so Kueue charges it there and the scheduler places it there.
+    launcher = {"nodeSelector": {labels.GROUP: SYSTEM_GROUP}, "tolerations": labels.tolerate(kueue.SYSTEM_FLAVOR_TAINT)}
     return fabric_job.manifests(group, namespace=ns, job_labels={kueue.QUEUE_LABEL: kueue.QUEUE}, header=header,
                                 image=image, efa_claim=s.efa_device == "dra" and group.efa_enabled,
-                                worker_annotations=annotations)
+                                worker_annotations=annotations, launcher_placement=launcher, hugepages=True)

@@ -10,7 +10,8 @@ from typing import Any, Dict, List
 
 import yaml
 
-from fmcluster.orchestrators.eks.settings import EksSettings
+from fmcluster import catalog
+from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, EksSettings
 from fmcluster.platforms.kubernetes import devices, labels
 from fmcluster.spec import NodeGroup
 
@@ -27,6 +28,17 @@ FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob", "kub
 # EFA's hugepages (the EFA sample jobs request hugepages-2Mi) are not quota: Kueue would refuse a workload asking for
 # a resource its ClusterQueue does not cover.
 EXCLUDED_RESOURCE_PREFIXES = ("hugepages-",)
+# The system nodes' flavor, for the small pods a job runs beside its GPU pods (an MPIJob's launcher): without it Kueue
+# charges them to a GPU group's flavor and they take the CPU a whole-node worker leaves the node's DaemonSets. Kueue
+# admits a pod set to a flavor with nodeTaints only when its pods tolerate them (ResourceFlavor docs, "taints for
+# user-selective scheduling"), so nothing lands on the system nodes' quota unless it asks to; the nodes carry no taint.
+SYSTEM_FLAVOR = SYSTEM_GROUP
+SYSTEM_FLAVOR_TAINT: Dict[str, str] = {"key": "fmcluster.io/system-nodes", "value": "true", "effect": "NoSchedule"}
+# In a ClusterQueue whose flavors all name a Topology, a pod set without a topology annotation is placed by
+# topology-aware scheduling too; in a mixed one such a pod set may use no TAS flavor at all (kueue v0.19.2
+# pkg/scheduler/flavorassigner, isTASImplied and checkPodSetAndFlavorMatchForTAS). The system flavor names a
+# host-level Topology exactly when the GPU flavors all do, so adding it never changes which flavors other jobs can use.
+HOST_TOPOLOGY = "hosts"
 
 
 def topology_name(instance_type: str) -> str:
@@ -80,12 +92,19 @@ def chart_values(settings: EksSettings, *, system_selector: Dict[str, str]) -> D
     }
 
 
-def _topologies(groups: List[NodeGroup]) -> List[Dict[str, Any]]:
+def tas_only(groups: List[NodeGroup], settings: EksSettings) -> bool:
+    """Every node group's flavor names a Topology (Kueue then places every pod set by topology)."""
+    return settings.kueue.topology_aware and all(labels.topology_levels(g.instance_type) for g in groups)
+
+
+def _topologies(groups: List[NodeGroup], settings: EksSettings) -> List[Dict[str, Any]]:
     found: Dict[str, List[str]] = {}
     for g in groups:
         levels = labels.topology_levels(g.instance_type)
         if levels:
             found[topology_name(g.instance_type)] = levels
+    if tas_only(groups, settings):
+        found[HOST_TOPOLOGY] = [labels.HOSTNAME]
     return [{"apiVersion": API, "kind": "Topology", "metadata": {"name": name},
              "spec": {"levels": [{"nodeLabel": level} for level in levels]}} for name, levels in sorted(found.items())]
 
@@ -99,6 +118,23 @@ def flavor(group: NodeGroup, *, topology_aware: bool) -> Dict[str, Any]:
     if topology_aware and labels.topology_levels(group.instance_type):
         spec["topologyName"] = topology_name(group.instance_type)
     return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": group.name}, "spec": spec}
+
+
+def system_flavor(groups: List[NodeGroup], settings: EksSettings) -> Dict[str, Any]:
+    """The system nodes' flavor: only pod sets that tolerate its taint are admitted to it."""
+    spec: Dict[str, Any] = {"nodeLabels": {labels.GROUP: SYSTEM_FLAVOR}, "nodeTaints": [dict(SYSTEM_FLAVOR_TAINT)]}
+    if tas_only(groups, settings):
+        spec["topologyName"] = HOST_TOPOLOGY
+    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": SYSTEM_FLAVOR}, "spec": spec}
+
+
+def system_quotas(settings: EksSettings) -> List[Dict[str, Any]]:
+    """The system nodes' CPU and memory; no GPU or EFA (every flavor names every covered resource)."""
+    t = catalog.get(settings.system_nodes.instance_type)
+    nodes = settings.system_nodes.count
+    amounts = {"cpu": t.vcpus * nodes, "memory": f"{t.memory_mib * nodes}Mi", labels.GPU_RESOURCE: 0,
+               labels.EFA_RESOURCE: 0}
+    return [{"name": r, "nominalQuota": amounts[r]} for r in covered_resources(settings.efa_device)]
 
 
 def covered_resources(efa_device: str) -> List[str]:
@@ -126,17 +162,20 @@ def quotas(group: NodeGroup, efa_device: str) -> List[Dict[str, Any]]:
 
 
 def queue_objects(groups: List[NodeGroup], settings: EksSettings) -> List[Dict[str, Any]]:
-    """Topologies, flavors, the ClusterQueue and the LocalQueue, in the order they must be applied."""
+    """Topologies, flavors (the node groups', then the system nodes', tried in that order), the ClusterQueue and the
+    LocalQueue, in the order they must be applied."""
     topology_aware = settings.kueue.topology_aware
-    objects = _topologies(groups) if topology_aware else []
+    objects = _topologies(groups, settings) if topology_aware else []
     objects += [flavor(g, topology_aware=topology_aware) for g in groups]
+    objects.append(system_flavor(groups, settings))
     objects.append({
         "apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": QUEUE},
         "spec": {
             "namespaceSelector": {},
             "resourceGroups": [{
                 "coveredResources": covered_resources(settings.efa_device),
-                "flavors": [{"name": g.name, "resources": quotas(g, settings.efa_device)} for g in groups],
+                "flavors": [{"name": g.name, "resources": quotas(g, settings.efa_device)} for g in groups]
+                + [{"name": SYSTEM_FLAVOR, "resources": system_quotas(settings)}],
             }],
         },
     })

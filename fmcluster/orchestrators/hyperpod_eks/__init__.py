@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from fmcluster.orchestrators.hyperpod_eks import settings
-from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
+from fmcluster.orchestrators.hyperpod_eks.versions import KUBERNETES_VERSIONS
+from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold, SpecWarning
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
-from fmcluster.platforms.kubernetes.support import control_plane_service
+from fmcluster.platforms.kubernetes.support import billed_services, version_for_a_new_cluster, version_warnings
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -32,7 +33,11 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
         return settings.extra_instances(spec)
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
-        return [control_plane_service(self.settings_of(spec).eks.kubernetes_version)]
+        return billed_services(spec, self.settings_of(spec).eks.kubernetes_version)
+
+    def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
+        return version_warnings(self.settings_of(spec).eks, path="orchestrator.eks.kubernetes_version",
+                                versions=KUBERNETES_VERSIONS, kind=self.name)
 
     def plan_notes(self, spec: ClusterSpec) -> List[str]:
         return settings.plan_notes(spec)
@@ -46,7 +51,8 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
                              "(arn:aws:iam::ACCOUNT:role/NAME; the role you deploy and run kubectl as)")
         gpus = catalog.get(ec2_type(request.instance_type)).gpus * request.count
         # one team owning every GPU of the group: jobs go through its queue; add teams as they come
-        return {"type": self.name, "eks": {"admins": list(request.admins)},
+        return {"type": self.name, "eks": {"kubernetes_version": version_for_a_new_cluster(KUBERNETES_VERSIONS),
+                                             "admins": list(request.admins)},
                 "task_governance": {"teams": [{"name": "ml", "gpus": {request.group: gpus}}]}}
 
     def way_in(self, spec: ClusterSpec) -> List[str]:

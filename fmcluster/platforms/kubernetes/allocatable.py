@@ -8,8 +8,11 @@ ladder: 6% of the first core, 1% of the second, 0.5% of the third and fourth, 0.
 (amazon-eks-ami, nodeadm `getCPUMillicoresToReserve`; the same table GKE documents). Kueue's topology-aware
 scheduling places a pod set by its full PodSpec requests against that allocatable (kueue v0.19.2,
 `tas_flavorassigner.go` podSetTopologyRequest), so a request the node cannot hold keeps the workload from being
-admitted at all. No AMI fmcluster uses reserves hugepages (nothing in the AL2023 NVIDIA AMI's nodeadm configuration
-sets `vm.nr_hugepages`), so a node's allocatable `hugepages-2Mi` is 0 and a pod asking for it never fits.
+admitted at all. Hugepages: AWS documents that instances with the EFA driver installed pre-allocate 5128 2 MiB huge
+pages, which pods request as `hugepages-2Mi` (EKS user guide, "Run machine learning training on Amazon EKS with
+Elastic Fabric Adapter"); both AMIs the Kubernetes kinds run install the EFA driver (the AL2023 NVIDIA AMI through
+the EFA installer's --minimal install: amazon-eks-ami templates/al2023/provisioners/install-efa.sh). That the
+--minimal install reserves them too is unverified (docs/eks.md, "Pod requests").
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from __future__ import annotations
 from typing import Dict
 
 from fmcluster.catalog import InstanceType
+
+HUGEPAGES_2MI = "hugepages-2Mi"
+EFA_HUGEPAGES_2MI = 5128 * 2 * 2**20  # bytes: 5128 pages of 2 MiB on a node with the EFA driver
 
 # CPU left for the node's DaemonSet pods (VPC CNI, kube-proxy, Pod Identity agent, FSx CSI node plugin, device
 # plugins, node monitoring agent, the exporters): their requests add up to well under this, which also leaves a margin
@@ -49,12 +55,13 @@ def whole_node_cpu_request(instance: InstanceType, threads_per_core: int = 2) ->
 
 
 def allocatable(instance: InstanceType, threads_per_core: int = 2) -> Dict[str, float]:
-    """The node's allocatable for the resources a training pod asks for (cpu in cores; hugepages none)."""
+    """The node's allocatable for the resources a training pod asks for (cpu in cores; hugepages in bytes: the EFA
+    driver's on EFA types, none elsewhere)."""
     vcpus = node_vcpus(instance, threads_per_core)
     return {
         "cpu": vcpus - kube_reserved_cpu_millicores(vcpus) / 1000,
         "nvidia.com/gpu": instance.gpus,
         "vpc.amazonaws.com/efa": instance.efa_interfaces,
-        "hugepages-2Mi": 0,
+        HUGEPAGES_2MI: EFA_HUGEPAGES_2MI if instance.efa_interfaces else 0,
         "hugepages-1Gi": 0,
     }

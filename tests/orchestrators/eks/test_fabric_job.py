@@ -45,6 +45,55 @@ def admitted_whole(spec, job) -> None:
             assert charged[labels.EFA_RESOURCE] == group.count * group.instance.efa_interfaces
 
 
+def test_the_launcher_runs_on_a_system_node_and_leaves_each_gpu_node_to_its_worker():
+    """Each worker takes its GPU node's CPU but the DaemonSets' allowance, so the launcher's 2 CPUs cannot sit beside
+    one (they left 0.45 CPU for every DaemonSet of a p5 node): Kueue charges the launcher to the system nodes' flavor,
+    which only pod sets tolerating its taint reach, and the scheduler follows its node selector there."""
+    for example in EXAMPLES:
+        spec = load_spec(ROOT / "examples" / example)
+        settings = spec.orchestrator.eks
+        (group,) = spec.gpu_groups
+        objects_ = kueue.queue_objects(spec.node_groups, settings)
+        (cq,) = [o for o in objects_ if o["kind"] == "ClusterQueue"]
+        flavors = {o["metadata"]["name"]: o for o in objects_ if o["kind"] == "ResourceFlavor"}
+        claims = ({t["metadata"]["name"]: t for t in devices.efa_claim_templates(spec.node_groups, "training")}
+                  if settings.efa_device == "dra" else {})
+        job = generated(example)["MPIJob"]
+        placed = {}
+        for role, replica in job["spec"]["mpiReplicaSpecs"].items():
+            requests = kueue_rules.podset_requests(replica["template"]["spec"], replica["replicas"], claims,
+                                                   kueue.configuration(settings))
+            placed[role] = kueue_rules.flavor_for(replica["template"], requests, cq, flavors)
+        assert placed == {"Launcher": kueue.SYSTEM_FLAVOR, "Worker": group.name}, example
+        launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+        assert launcher["nodeSelector"] == {labels.GROUP: "system"}
+        (worker,) = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+        left = allocatable.allocatable(group.instance)["cpu"] - float(worker["resources"]["requests"]["cpu"])
+        assert left >= allocatable.DAEMONSET_CPU_MILLICORES / 1000, example
+
+
+def test_a_job_that_does_not_ask_for_the_system_nodes_is_never_charged_to_them():
+    """The system flavor is the launcher's: a pod set that does not tolerate its taint (any other job) skips it."""
+    spec = load_spec(ROOT / "examples" / "eks-p5.yaml")
+    objects_ = kueue.queue_objects(spec.node_groups, spec.orchestrator.eks)
+    (cq,) = [o for o in objects_ if o["kind"] == "ClusterQueue"]
+    flavors = {o["metadata"]["name"]: o for o in objects_ if o["kind"] == "ResourceFlavor"}
+    with pytest.raises(kueue_rules.Inadmissible, match="untolerated taint .* in flavor system"):
+        kueue_rules.flavor_for({"spec": {"containers": [{"name": "c"}]}}, {"cpu": 10_000}, cq, flavors)
+
+
+def test_each_worker_asks_for_hugepages_as_aws_efa_jobs_do_and_its_node_holds_them():
+    """AWS's EFA MPIJob (EKS user guide) asks each worker for 5120Mi of hugepages-2Mi, from the 5128 pages the EFA
+    driver pre-allocates; Kueue leaves them out of quota and topology-aware scheduling fits them to the node."""
+    spec = load_spec(ROOT / "examples" / "eks-p5.yaml")
+    (group,) = spec.gpu_groups
+    worker = generated("eks-p5.yaml")["MPIJob"]["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    resources = worker["containers"][0]["resources"]
+    assert resources["requests"]["hugepages-2Mi"] == resources["limits"]["hugepages-2Mi"] == "5120Mi"
+    assert kueue_rules.node_fit_problems(worker, allocatable.allocatable(group.instance)) == []
+    assert "hugepages-2Mi" not in kueue_rules.podset_requests(worker, 1, {}, kueue.configuration(spec.orchestrator.eks))
+
+
 def test_the_generated_job_is_the_example_job():
     assert generated("eks-p5.yaml") == objects("nccl-tests-eks.yaml")
 

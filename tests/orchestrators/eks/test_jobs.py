@@ -99,11 +99,11 @@ def test_one_worker_pod_fits_one_node_as_topology_aware_scheduling_places_it(job
     assert kueue_rules.node_fit_problems(pod, allocatable.allocatable(group.instance)) == []
 
 
-def test_no_node_reserves_hugepages_so_a_pod_asking_for_them_never_fits(spec):
+def test_a_pod_asking_for_more_hugepages_than_the_efa_driver_reserves_never_fits(spec):
     (group,) = spec.gpu_groups
-    pod = {"containers": [{"name": "c", "resources": {"requests": {"hugepages-2Mi": "5120Mi", "cpu": "96"}}}]}
+    pod = {"containers": [{"name": "c", "resources": {"requests": {"hugepages-2Mi": "10258Mi", "cpu": "96"}}}]}
     assert kueue_rules.node_fit_problems(pod, allocatable.allocatable(group.instance)) == [
-        "hugepages-2Mi: 5.36871e+09 > node allocatable 0"]
+        "hugepages-2Mi: 1.07563e+10 > node allocatable 1.07542e+10"]
 
 
 def test_kueue_admits_the_job_on_the_plugin_cluster(job_objects, spec):

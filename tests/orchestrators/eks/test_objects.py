@@ -105,7 +105,8 @@ def test_the_validator_refuses_what_an_api_server_would():
 
 def test_kueue_flavors_quotas_and_topology_follow_the_node_groups(synth_example):
     objects = applied_objects(synth_example("eks-p5")["eks-p5-cluster"])
-    queue = {o["kind"]: o for o in next(v for k, v in objects.items() if k.startswith("EksObjectsKueueQueues"))}
+    applied = next(v for k, v in objects.items() if k.startswith("EksObjectsKueueQueues"))
+    queue = {o["kind"]: o for o in applied if o["metadata"]["name"] not in (kueue.SYSTEM_FLAVOR, kueue.HOST_TOPOLOGY)}
     assert queue["Topology"]["spec"]["levels"] == [
         {"nodeLabel": "topology.k8s.aws/network-node-layer-1"}, {"nodeLabel": "topology.k8s.aws/network-node-layer-2"},
         {"nodeLabel": "topology.k8s.aws/network-node-layer-3"}, {"nodeLabel": "kubernetes.io/hostname"}]
@@ -116,13 +117,21 @@ def test_kueue_flavors_quotas_and_topology_follow_the_node_groups(synth_example)
     quota = {r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]}
     # the elastic group's ceiling (max_count 8): a job beyond count must be admitted for its pods to wait for nodes
     assert quota == {"cpu": 1536, "memory": "16777216Mi", "nvidia.com/gpu": 64, "vpc.amazonaws.com/efa": 256}
+    # last, the system nodes' flavor (2 x m6i.2xlarge): for launchers that tolerate its taint, placed per host
+    system = next(o for o in applied if o["kind"] == "ResourceFlavor" and o["metadata"]["name"] == kueue.SYSTEM_FLAVOR)
+    assert system["spec"] == {"nodeLabels": {labels.GROUP: "system"}, "nodeTaints": [kueue.SYSTEM_FLAVOR_TAINT],
+                              "topologyName": kueue.HOST_TOPOLOGY}
+    assert group["flavors"][-1] == {"name": "system", "resources": [
+        {"name": "cpu", "nominalQuota": 16}, {"name": "memory", "nominalQuota": "65536Mi"},
+        {"name": "nvidia.com/gpu", "nominalQuota": 0}, {"name": "vpc.amazonaws.com/efa", "nominalQuota": 0}]}
     assert queue["LocalQueue"]["metadata"]["namespace"] == "training"
     assert queue["LocalQueue"]["spec"] == {"clusterQueue": "training"}
 
 
 def test_four_layer_topology_and_dra_quotas_on_p6(synth_example):
     objects = applied_objects(synth_example("eks-p6-b200-capacity-block")["eks-b200-cluster"])
-    queue = {o["kind"]: o for o in next(v for k, v in objects.items() if k.startswith("EksObjectsKueueQueues"))}
+    applied = next(v for k, v in objects.items() if k.startswith("EksObjectsKueueQueues"))
+    queue = {o["kind"]: o for o in applied if o["metadata"]["name"] not in (kueue.SYSTEM_FLAVOR, kueue.HOST_TOPOLOGY)}
     assert [level["nodeLabel"] for level in queue["Topology"]["spec"]["levels"]][-2:] == [
         "topology.k8s.aws/network-node-layer-4", "kubernetes.io/hostname"]
     (group,) = queue["ClusterQueue"]["spec"]["resourceGroups"]

@@ -183,7 +183,7 @@ def test_compute_nodes_read_exactly_the_script_the_runtime_the_settings_and_thei
                                                         for g in ("h100", "prep")])
     by_sid = {st.get("Sid"): st for st in statements(props)}
     # the data bucket (storage stack's grant) and AMP (observability's): nothing else
-    assert {"SsmAgent", "DataBucketObjects", "DataBucketListing", "DataBucketKey"} <= set(by_sid)
+    assert {"SsmAgent", "DataBucketRead", "DataBucketListing", "DataBucketKey"} <= set(by_sid)
     extra = [st for st in statements(props) if st.get("Sid") is None and "s3:GetObject" not in actions_of(st)]
     # its node report (runtime/node_report.py), written under its group's prefix of the node assets bucket, and
     # metrics
@@ -198,7 +198,7 @@ def test_the_head_node_reads_the_script_runtime_and_settings_and_writes_metrics_
     assert props["ManagedPolicyName"] == "parallelcluster-pc-p5-us-east-1-head"
     assert _s3_objects(props) == NODE_OBJECTS
     sids = [st.get("Sid") for st in statements(props)]
-    assert "DataBucketObjects" not in sids
+    assert "DataBucketRead" not in sids
     assert sorted(tuple(actions_of(st)) for st in statements(props) if st.get("Sid") is None) == [
         ("aps:RemoteWrite",), ("s3:GetObject",)]
 

@@ -10,7 +10,12 @@ at tag v0.19.2):
   logical resources, times the pod count (pkg/workload/workload.go, totalRequestsFromPodSets);
 - `admission_problems`: a ClusterQueue must cover every requested resource ("resource %s unavailable in
   ClusterQueue", pkg/scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets), and one flavor of the
-  resource group must hold all of them within its nominal quota (borrowing and preemption left out).
+  resource group must hold all of them within its nominal quota (borrowing and preemption left out);
+- `flavor_for`: which flavor a pod set gets: the resource group's flavors in order, skipping one whose nodeLabels
+  the pod's nodeSelector contradicts, one with a nodeTaint the pod does not tolerate (flavorassigner.go
+  checkFlavorForPodSets) and, by topology-aware scheduling, a TAS flavor for a pod set without a topology request in
+  a ClusterQueue that is not TAS-only or a non-TAS flavor for a pod set with one (checkPodSetAndFlavorMatchForTAS,
+  isTASImplied), then the first whose quota holds the requests.
 
 Simplifications, all on the strict side: one resource group, no cohort, no TAS (TAS places by the pod spec's own
 requests, tas_flavorassigner.go podSetTopologyRequest, so DRA logical resources never meet node capacity), no
@@ -186,3 +191,50 @@ def node_fit_problems(pod_spec: Mapping[str, Any], allocatable: Mapping[str, flo
             per_pod[name] = per_pod.get(name, 0.0) + quantity(value)
     return [f"{name}: {per_pod[name]:g} > node allocatable {allocatable[name]:g}" for name in sorted(per_pod)
             if name in allocatable and per_pod[name] > allocatable[name]]
+
+
+TOPOLOGY_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology",
+                        "kueue.x-k8s.io/podset-unconstrained-topology")
+
+
+def _tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, str]) -> bool:
+    for t in tolerations:
+        if t.get("effect") not in (None, "", taint["effect"]) or t.get("key") not in (None, "", taint["key"]):
+            continue
+        if t.get("operator") == "Exists" or t.get("value") == taint.get("value"):
+            return True
+    return False
+
+
+def flavor_for(template: Mapping[str, Any], requests: Mapping[str, float], cluster_queue: Mapping[str, Any],
+               flavors: Mapping[str, Mapping[str, Any]]) -> str:
+    """The flavor Kueue assigns the pod set of pod `template` (metadata and spec) with quota `requests`, or
+    Inadmissible with each flavor's reason."""
+    (group,) = cluster_queue["spec"]["resourceGroups"]
+    pod = template["spec"]
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    explicit_tas = any(a in annotations for a in TOPOLOGY_ANNOTATIONS)
+    tas_only = all("topologyName" in flavors[f["name"]]["spec"] for f in group["flavors"])
+    selector = pod.get("nodeSelector") or {}
+    reasons: List[str] = []
+    for entry in group["flavors"]:
+        name, spec = entry["name"], flavors[entry["name"]]["spec"]
+        if any(k in selector and selector[k] != v for k, v in (spec.get("nodeLabels") or {}).items()):
+            reasons.append(f"flavor {name} doesn't match node affinity")
+            continue
+        untolerated = [t for t in spec.get("nodeTaints") or [] if not _tolerates(pod.get("tolerations") or [], t)]
+        if untolerated:
+            reasons.append(f"untolerated taint {untolerated[0]} in flavor {name}")
+            continue
+        if explicit_tas and "topologyName" not in spec:
+            reasons.append(f"Flavor {name!r} does not support TopologyAwareScheduling")
+            continue
+        if not explicit_tas and not tas_only and "topologyName" in spec:
+            reasons.append(f"Flavor {name!r} supports only TopologyAwareScheduling")
+            continue
+        quota = {r["name"]: quantity(r["nominalQuota"]) for r in entry["resources"]}
+        short = [f"{r}: {requests[r]:g} > {quota.get(r, 0):g}" for r in sorted(requests) if requests[r] > quota.get(r, 0)]
+        if not short:
+            return str(name)
+        reasons.append(f"flavor {name}: insufficient quota ({'; '.join(short)})")
+    raise Inadmissible("; ".join(reasons))

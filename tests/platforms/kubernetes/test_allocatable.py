@@ -19,4 +19,10 @@ def test_a_whole_node_pod_asks_for_less_than_the_node_has():
     assert allocatable.whole_node_cpu_request(p5) == 189  # 192 - 0.55 - 2
     assert allocatable.whole_node_cpu_request(p5, threads_per_core=1) == 93  # 96 - 0.31 - 2
     node = allocatable.allocatable(p5, threads_per_core=1)
-    assert node["cpu"] < 96 and node["hugepages-2Mi"] == 0 and node["nvidia.com/gpu"] == 8
+    assert node["cpu"] < 96 and node["nvidia.com/gpu"] == 8
+
+
+def test_nodes_with_the_efa_driver_hold_its_hugepages_and_others_none():
+    """EKS user guide: instances with the EFA driver installed pre-allocate 5128 2 MiB huge pages."""
+    assert allocatable.allocatable(catalog.get("p5.48xlarge"))["hugepages-2Mi"] == 5128 * 2 * 2**20
+    assert allocatable.allocatable(catalog.get("m5.xlarge"))["hugepages-2Mi"] == 0
