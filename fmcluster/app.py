@@ -100,7 +100,10 @@ def new_app(
 ) -> cdk.App:
     """An empty app with the context every fmcluster app gets (feature flags, offline AZs) and, with `nag`,
     cdk-nag's AwsSolutions pack at synth. `build_stacks` starts from it; so do tests that build parts."""
-    app = cdk.App(outdir=outdir, context=app_context(spec, context))
+    # aws-cdk-lib's built-in CloudFormation validation (a WebAssembly engine) took about 40% of a synth, most of it
+    # starting its engine, and by default it reports what it finds as warnings only; every example's templates pass
+    # the stricter cfn-lint in CI instead, and cdk-nag still runs (docs/architecture.md, "Synthesis cost").
+    app = cdk.App(outdir=outdir, context=app_context(spec, context), builtin_cloud_formation_validation=False)
     if nag:
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app

@@ -18,11 +18,17 @@ Path_ = Tuple[str, ...]
 
 @cache
 def _schema_root() -> Optional[Path]:
+    """cfn-lint's package data, found without importing cfn-lint (its import takes seconds; only files are read)."""
+    from importlib.util import find_spec
+
     try:
-        import cfnlint  # noqa: F401  (only its package data is read)
-    except ImportError:
+        found = find_spec("cfnlint")
+    except (ImportError, ValueError):
         return None
-    root = Path(cfnlint.__file__).parent / "data" / "schemas"
+    locations = list(found.submodule_search_locations or []) if found is not None else []
+    if not locations:
+        return None
+    root = Path(locations[0]) / "data" / "schemas"
     return root if (root / "providers").is_dir() else None
 
 
