@@ -164,6 +164,20 @@ def grant_destination(role: iam.Role, bucket: s3.IBucket, prefix: str) -> None:
     )
 
 
+def grant_node_reports(grantee: iam.IGrantable, bucket: s3.IBucket, prefixes: List[str], *, bucket_role: str
+                       ) -> iam.Grant:
+    """s3:PutObject under each node-report prefix (``.../node-reports/<group>/``): a node writes its own report there
+    (runtime/node_report.py); no read, list or delete. `bucket_role` names the bucket in the acknowledgment."""
+    arns = [bucket.arn_for_objects(f"{prefix}*") for prefix in prefixes]
+    grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:PutObject"], resource_arns=arns)
+    if isinstance(grantee, Construct):
+        for arn in arns:
+            acknowledge(grantee, f"AwsSolutions-IAM5[Resource::{nag_resource(Stack.of(bucket), arn)}]",
+                        "A node writes its own node report (instance id, runtime digest, verdict) under its group's "
+                        f"node-reports/ prefix of {bucket_role}: s3:PutObject only.")
+    return grant
+
+
 def acknowledge_deployment_handler(stack: Stack) -> None:
     for child in stack.node.children:
         if child.node.id.startswith("Custom::CDKBucketDeployment"):

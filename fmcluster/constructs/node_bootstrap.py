@@ -23,6 +23,7 @@ from fmcluster.constructs.bucket_deployment import (
     deployment_role,
     explicit_bucket_policy,
     grant_destination,
+    grant_node_reports,
     nag_resource,
     secure_bucket,
     server_access_log_bucket,
@@ -145,16 +146,9 @@ class NodeRuntime(Construct):
                 dependent.node.add_dependency(self.pointers)
 
     def grant_report(self, grantee: iam.IGrantable, *, groups: Sequence[str]) -> iam.Grant:
-        """s3:PutObject under each of `groups`' node-report prefixes: a node of a group writes its own report there
-        (runtime/node_report.py); no read, list or delete."""
-        prefixes = [self.bucket.arn_for_objects(f"{boot_pointer.REPORTS_PREFIX}{g}/*") for g in groups]
-        grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:PutObject"], resource_arns=prefixes)
-        if isinstance(grantee, Construct):
-            for arn in prefixes:
-                acknowledge(grantee, f"AwsSolutions-IAM5[Resource::{nag_resource(Stack.of(self), arn)}]",
-                            "A node writes its own node report (instance id, runtime digest, verdict) under its "
-                            "group's node-reports/ prefix of the cluster's runtime bucket: s3:PutObject only.")
-        return grant
+        """s3:PutObject under each of `groups`' node-report prefixes (runtime/node_report.py)."""
+        return grant_node_reports(grantee, self.bucket, [f"{boot_pointer.REPORTS_PREFIX}{g}/" for g in groups],
+                                  bucket_role="the cluster's runtime bucket")
 
     def grant_read(self, grantee: iam.IGrantable, *, groups: Sequence[str] = (), login: bool = False) -> iam.Grant:
         """s3:GetObject on the runtime objects (``runtime/*``: a node may be handed any runtime a pointer named, and a

@@ -43,6 +43,7 @@ from fmcluster.constructs.bucket_deployment import (
     deployment_role,
     explicit_bucket_policy,
     grant_destination,
+    grant_node_reports,
     nag_resource,
     secure_bucket,
     server_access_log_bucket,
@@ -203,16 +204,9 @@ class NodeAssets(Construct):
         return grant
 
     def grant_report(self, grantee: iam.IGrantable, *, groups: Sequence[str]) -> iam.Grant:
-        """s3:PutObject under each of `groups`' node-report prefixes: a node writes its own report there; no read,
-        list or delete."""
-        prefixes = [self.bucket.arn_for_objects(f"{PREFIX}{REPORTS}{g}/*") for g in groups]
-        grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:PutObject"], resource_arns=prefixes)
-        if isinstance(grantee, Construct):
-            for arn in prefixes:
-                acknowledge(grantee, f"AwsSolutions-IAM5[Resource::{nag_resource(Stack.of(self), arn)}]",
-                            "A compute node writes its own node report (instance id, runtime digest, verdict) under "
-                            "its group's node-reports/ prefix of the node assets bucket: s3:PutObject only.")
-        return grant
+        """s3:PutObject under each of `groups`' node-report prefixes (runtime/node_report.py)."""
+        return grant_node_reports(grantee, self.bucket, [f"{PREFIX}{REPORTS}{g}/" for g in groups],
+                                  bucket_role="the node assets bucket")
 
     def depend_on_contents(self, construct: IConstruct) -> None:
         """`construct` (the cluster) is created and updated after the objects are in place, and deleted before the

@@ -36,6 +36,7 @@ from fmcluster.constructs.bucket_deployment import (
     deployment_role,
     explicit_bucket_policy,
     grant_destination,
+    grant_node_reports,
     nag_resource,
     secure_bucket,
     server_access_log_bucket,
@@ -243,19 +244,12 @@ class LifecycleScripts(Construct):
         return [self.runtime, self.pointers, self.scripts]
 
     def grant_report(self, grantee: iam.IGrantable) -> Optional[iam.Grant]:
-        """s3:PutObject under the node-report prefix of each group whose nodes validate (runtime/node_report.py): a
-        node writes its own report; no read, list or delete."""
+        """s3:PutObject under the node-report prefix of each group whose nodes validate (runtime/node_report.py)."""
         groups = sorted(d["group"] for d in self.pointer_documents.values() if d.get("reports"))
         if not groups:
             return None
-        prefixes = [self.bucket.arn_for_objects(f"{REPORTS_PREFIX}{g}/*") for g in groups]
-        grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:PutObject"], resource_arns=prefixes)
-        if isinstance(grantee, Construct):
-            for arn in prefixes:
-                acknowledge(grantee, f"AwsSolutions-IAM5[Resource::{nag_resource(Stack.of(self), arn)}]",
-                            "A node writes its own node report (instance id, runtime digest, verdict) under its "
-                            "group's node-reports/ prefix of the cluster's lifecycle bucket: s3:PutObject only.")
-        return grant
+        return grant_node_reports(grantee, self.bucket, [f"{REPORTS_PREFIX}{g}/" for g in groups],
+                                  bucket_role="the cluster's lifecycle bucket")
 
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """What nodes read: the entries (s3:GetObject under ``lifecycle/``, s3:ListBucket limited to that prefix, as
