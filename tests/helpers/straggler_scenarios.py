@@ -148,9 +148,11 @@ def kubernetes_jobs() -> Scenario:
     jobset[11].clock = 990.0  # GPU 3 of the second node
     # MPIJob nccl: workers owned by the MPIJob, the launcher a batch Job it owns (no GPU)
     _job_owner(s, ns, "nccl-launcher", "MPIJob", "nccl")
-    mpi = _pod(s, "ip-10-0-1-3", ns, "nccl-worker-0", "MPIJob", "nccl") + _pod(s, "ip-10-0-1-4", ns, "nccl-worker-1", "MPIJob", "nccl")
+    mpi = (_pod(s, "ip-10-0-1-3", ns, "nccl-worker-0", "MPIJob", "nccl")
+           + _pod(s, "ip-10-0-1-4", ns, "nccl-worker-1", "MPIJob", "nccl"))
     _pod(s, "ip-10-0-1-9", ns, "nccl-launcher-xyz12", "Job", "nccl-launcher", gpus=0)
-    torch = _pod(s, "ip-10-0-1-5", ns, "ft-master-0", "PyTorchJob", "ft") + _pod(s, "ip-10-0-1-6", ns, "ft-worker-0", "PyTorchJob", "ft")
+    torch = (_pod(s, "ip-10-0-1-5", ns, "ft-master-0", "PyTorchJob", "ft")
+             + _pod(s, "ip-10-0-1-6", ns, "ft-worker-0", "PyTorchJob", "ft"))
     # a CronJob's run and a bare pod: each its own job
     _job_owner(s, ns, "eval-29000000", "CronJob", "eval")
     cron = _pod(s, "ip-10-0-1-7", ns, "eval-29000000-k2j4l", "Job", "eval-29000000", gpus=2)
