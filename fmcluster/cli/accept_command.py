@@ -104,8 +104,12 @@ def cmd_accept(args: argparse.Namespace) -> int:
             raise UsageError(f"--nodes: run {i} lists no ranks (its header is missing); give the node count")
         per_host = run.ranks_per_host or (instance.gpus if instance is not None else 8)
         ranks = len(run.ranks) or nodes * per_host
-        model = (fabric_model.expect(fabric_model.Fabric.of(instance), run.collective, nodes, per_host)
-                 if instance is not None and ranks > 1 else None)
+        model = None
+        if instance is not None and ranks > 1:
+            try:
+                model = fabric_model.expect(fabric_model.Fabric.of(instance), run.collective, nodes, per_host)
+            except ValueError:  # GPUs with no NVLink between them on one host: no fabric to model
+                model = None
         plan = plan_bound(group, run.collective, ranks, per_host) if group is not None and ranks > 1 else None
         results.append(verdict.judge(run, hosts=nodes, ranks=ranks, instance_type=instance_type, model=model,
                                      thresholds=thresholds, plan=plan))
