@@ -1,4 +1,5 @@
-"""The planner's bandwidth bound for one nccl-tests collective on a node group, as nccl-tests' busbw.
+"""The planner's bandwidth bound for one nccl-tests collective on a node group, as nccl-tests' busbw: shown beside
+`accept`'s verdict, never the pass line (fabric_model.py is: NCCL overlaps the phases this bound adds).
 
 Only public planner functions are used (hardware.of_group, collectives.members_per_domain / hierarchical /
 all_to_all), so the bound is the one `fmcluster plan` puts into step times: the NVLink and EFA phases added
@@ -10,7 +11,7 @@ so the bound's busbw does not depend on the message size.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 from fmcluster.planner import collectives as c
 from fmcluster.planner import hardware
@@ -33,10 +34,15 @@ class Bound:
     formula: str
 
 
-def plan_bound(group: Any, collective: str, ranks: int) -> Bound:
-    """`group` is a spec NodeGroup with GPUs; `ranks` the GPUs the run used (from its log, or the group's)."""
+def plan_bound(group: Any, collective: str, ranks: int, ranks_per_host: Optional[int] = None) -> Bound:
+    """`group` is a spec NodeGroup with GPUs; `ranks` the GPUs the run used and `ranks_per_host` how many ran on each
+    host (from its log, or the group's). A run of 2 hosts x 4 GPUs spans two NVLink domains of 4, not one of 8."""
     hw = hardware.of_group(group, "bf16")
-    per_domain = c.members_per_domain(ranks, 1, hw.domain, ranks)
+    if ranks_per_host:
+        hosts_per_domain = max(1, hw.domain // max(hw.gpus_per_node, 1))
+        per_domain = min(ranks, ranks_per_host * hosts_per_domain)
+    else:
+        per_domain = c.members_per_domain(ranks, 1, hw.domain, ranks)
     if collective == "alltoall":
         nvl, net = c.all_to_all(_PROBE_BYTES, ranks, per_domain, hw.nvlink_bytes_s, hw.internode_bytes_s_per_gpu)
         formula = "(n-1)/n x size / (NVLink phase + EFA phase), planner all_to_all"

@@ -1,17 +1,30 @@
-"""Parse nccl-tests output (all_reduce_perf, alltoall_perf, ...) as the binaries print it.
+"""Parse nccl-tests output (all_reduce_perf, alltoall_perf, ...) as the binaries print it, in every form they print.
 
-The format is nccl-tests' own (src/common.cu): a header of `#` lines (`# nThread ... minBytes ... maxBytes`, one
-`#  Rank  N Group  G Pid P on HOST device D [bus] NAME` line per rank, the two column header lines), one line per
-message size with the out-of-place and in-place `time algbw busbw #wrong` columns, then `# Out of bounds values`
-and `# Avg bus bandwidth`. Versions before 2.x have no `root` column. Newer versions print
-`# Collective test starting: NAME`. A failed run prints `HOST: Test NCCL failure FILE:LINE 'reason'` and
-` .. HOST pid N: Test failure FILE:LINE`. Launchers may prefix every line (`[1,0]<stdout>:` from OpenMPI's
---tag-output, `0: ` from srun --label); the prefix is dropped.
+The format is nccl-tests' own (src/common.cu and src/util.cu): a header of `#` lines (`# nThread ... minBytes ...
+maxBytes`, one `#  Rank  N Group  G Pid P on HOST device D [bus] NAME` line per rank, the two column header lines),
+one line per message size, then `# Out of bounds values` and `# Avg bus bandwidth`. Newer versions print
+`# Collective test starting: NAME` first and `# Collective test concluded: NAME` last. A size line is
+`size count type redop root`, then for out-of-place and for in-place `time algbw busbw #wrong`, where:
+
+- `root` is missing before nccl-tests 2.x, whose fourth column was the largest error (`error`), not a count;
+- `#wrong` is `N/A` when results are not checked (`-c 0`), and printed with `%g` (1e+06 for a million);
+- `-C 1` reports CPU time (`cputime`) in place of GPU time: the same columns;
+- `-a` chooses how ranks' times are combined (average, min, max): the same columns;
+- `-I 1` adds `i_min i_max i_p99 i_cv%` after each `#wrong` (per-iteration timing);
+- `-S 1` appends the time of day, `YYYY-MM-DD HH:MM:SS`, to each line (two more words);
+- `-T N` stops a collective that takes longer than N seconds and prints `HOST: Test timeout (Ns) FILE:LINE`.
+
+The column header line says which columns there are; a log without it (a launcher that dropped `#` lines) is read
+by its column count. A failed run prints `HOST: Test NCCL failure FILE:LINE 'reason'` (or `Test CUDA failure`) and
+` .. HOST pid N: Test failure FILE:LINE`. Launchers may prefix every line (`[1,0]<stdout>:` from Open MPI's
+--tag-output, `0: ` from srun --label); the prefix is dropped. A line that looks like a size line but cannot be
+read is kept, with why, in the run's `unread`: dropping it silently would hide what the run measured.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -19,14 +32,47 @@ COLLECTIVES = ("all_reduce", "alltoall", "all_gather", "reduce_scatter")
 _PREFIX = re.compile(r"^\s*(?:\[\d+,\d+\]<std(?:out|err)>:|\d+:\s)")
 _NAME = re.compile(r"\b(" + "|".join(COLLECTIVES) + r")_perf\b")
 _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
-_FAILURE = re.compile(r"Test (?:NCCL |CUDA )?failure\b.*|NCCL failure\b.*")
+_FAILURE = re.compile(r"Test (?:NCCL |CUDA )?failure\b.*|NCCL failure\b.*|Test timeout \(\d+s\).*")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s+(\w+)")
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{2}:\d{2}:\d{2}$")
 _MAX_LINES = 200_000  # a log is read whole; this bounds what one bad file costs
+_MAX_UNREAD = 20  # kept per run, with their reasons
 
 
 class OutputError(ValueError):
     """The text is not nccl-tests output (bad input)."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a size line's values are: the word index of each placement's busbw and #wrong (or error), and whether
+    the wrong column counts wrong elements (`#wrong`) or is an error magnitude (`error`, before 2.x)."""
+
+    words: int  # without a timestamp
+    busbw: Tuple[int, int]
+    wrong: Tuple[int, int]
+    counts_wrong: bool = True
+
+
+def _layout(root: bool, per_iteration: bool, counts_wrong: bool = True) -> Layout:
+    start = 5 if root else 4
+    placement = 8 if per_iteration else 4  # time algbw busbw #wrong [i_min i_max i_p99 i_cv%]
+    return Layout(start + 2 * placement, (start + 2, start + placement + 2), (start + 3, start + placement + 3),
+                  counts_wrong)
+
+
+# every layout nccl-tests prints, by its word count without a timestamp
+_BY_WORDS = {lay.words: lay for lay in (_layout(True, False), _layout(False, False, counts_wrong=False),
+                                        _layout(True, True), _layout(False, True))}
+
+
+def header_layout(words: List[str]) -> Optional[Layout]:
+    """The layout a column header line (`# size count type redop root time algbw busbw #wrong ...`) announces."""
+    if words[:3] != ["size", "count", "type"] or "busbw" not in words:
+        return None
+    wrong = "#wrong" if "#wrong" in words else "error"
+    return _layout("root" in words, "i_min" in words, counts_wrong=wrong == "#wrong")
 
 
 @dataclass
@@ -37,7 +83,7 @@ class Row:
     redop: str
     out_busbw: float
     in_busbw: float
-    wrong: int  # #wrong of both columns summed; 0 when validation was off (N/A)
+    wrong: int  # wrong elements of both placements summed; 0 when results were not checked (N/A) or before 2.x
 
     @property
     def busbw(self) -> float:
@@ -53,6 +99,8 @@ class Run:
     avg_busbw: Optional[float] = None
     out_of_bounds: Optional[int] = None
     failures: List[str] = field(default_factory=list)
+    unread: List[str] = field(default_factory=list)  # size lines that could not be read, each with why
+    layout: Optional[Layout] = None
 
     @property
     def complete(self) -> bool:
@@ -63,6 +111,12 @@ class Run:
         return sorted({h for _, h, _ in self.ranks})
 
     @property
+    def ranks_per_host(self) -> int:
+        """The fewest ranks any host of the run ran (0 without rank lines)."""
+        counts = Counter(h for _, h, _ in self.ranks)
+        return min(counts.values()) if counts else 0
+
+    @property
     def device(self) -> Optional[str]:
         return self.ranks[0][2].strip() if self.ranks else None
 
@@ -71,17 +125,28 @@ def _number(token: str) -> float:
     return float(token)
 
 
-def _row(tokens: List[str]) -> Optional[Row]:
-    # size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong
-    if len(tokens) not in (12, 13) or not tokens[0].isdigit() or not tokens[1].isdigit():
-        return None
-    offset = 5 if len(tokens) == 13 else 4
+def _wrong(word: str, counts: bool) -> int:
+    if not counts or word == "N/A":
+        return 0
+    return int(float(word))  # %g: 3, or 1e+06
+
+
+def _row(words: List[str], layout: Optional[Layout]) -> Tuple[Optional[Row], Optional[str]]:
+    """(row, None), or (None, why) for a size line that cannot be read, or (None, None) for a line that is none."""
+    if len(words) < 2 or not words[0].isdigit() or not words[1].isdigit():
+        return None, None
+    if len(words) >= 2 and all(_TIMESTAMP.match(w) for w in words[-2:]):
+        words = words[:-2]  # -S 1: the time of day
+    lay = layout if layout is not None and layout.words == len(words) else _BY_WORDS.get(len(words))
+    if lay is None:
+        expected = f"{layout.words} per the column header" if layout else f"one of {sorted(_BY_WORDS)}"
+        return None, f"{len(words)} columns, expected {expected}"
     try:
-        out_bus, in_bus = _number(tokens[offset + 2]), _number(tokens[offset + 6])
-        wrong = sum(int(t) if t.isdigit() else 0 for t in (tokens[offset + 3], tokens[offset + 7]))
-    except ValueError:
-        return None
-    return Row(int(tokens[0]), int(tokens[1]), tokens[2], tokens[3], out_bus, in_bus, wrong)
+        out_bus, in_bus = _number(words[lay.busbw[0]]), _number(words[lay.busbw[1]])
+        wrong = sum(_wrong(words[i], lay.counts_wrong) for i in lay.wrong)
+    except ValueError as e:
+        return None, f"not a number ({e})"
+    return Row(int(words[0]), int(words[1]), words[2], words[3], out_bus, in_bus, wrong), None
 
 
 def parse(text: str, collective: Optional[str] = None) -> List[Run]:
@@ -129,10 +194,15 @@ def parse(text: str, collective: Optional[str] = None) -> List[Run]:
             current.out_of_bounds = int(oob.group(1))
             continue
         if stripped.startswith("#"):
+            announced = header_layout(stripped.lstrip("#").split())
+            if announced is not None:
+                current.layout = announced
             continue
-        row = _row(stripped.split())
+        row, why = _row(stripped.split(), current.layout)
         if row is not None:
             current.rows.append(row)
+        elif why is not None and len(current.unread) < _MAX_UNREAD:
+            current.unread.append(f"{stripped[:120]!r}: {why}")
     if not runs:
         raise OutputError("no nccl-tests run found (no '# nThread ... minBytes ... maxBytes' header line)")
     return runs

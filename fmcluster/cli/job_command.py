@@ -3,15 +3,18 @@
 The script is the packaged copy of examples/jobs/nccl-tests.sbatch (a test keeps them equal) with its node count,
 GPUs per node and (Slurm) partition taken from the spec: every Slurm kind names a node group's partition after the
 group. A kind that runs jobs otherwise writes its own (`OrchestratorKind.fabric_job`: the Kubernetes kinds' MPIJob
-manifests, carrying the same script).
+manifests, carrying the same script). `--cover pairs` sets the script's COVER default (every node with two partners,
+acceptance/cover.py), and every job's header says what it covers and about how many minutes it takes; a Slurm job's
+time limit is set from that.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
-from typing import Any, List
+from typing import Any, List, Optional, Tuple
 
 from fmcluster.cli.errors import EXIT_OK, UsageError
 
@@ -67,6 +70,46 @@ def render(spec: Any, group: Any, spec_file: str) -> str:
     return "\n".join([shebang, *header, rest])
 
 
+_COVER_LINE = re.compile(r'^(\s*)COVER="\$\{COVER:-all\}"$', re.M)
+
+
+def _workers(text: str) -> Optional[int]:
+    """The MPIJob's worker count in Kubernetes manifests (HyperPod on EKS runs on as many nodes as a team's quota
+    holds), else None."""
+    import yaml
+
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError:
+        return None
+    for doc in docs:
+        if isinstance(doc, dict) and doc.get("kind") == "MPIJob":
+            return int(doc["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"])
+    return None
+
+
+def with_cover(text: str, group: Any, mode: str) -> Tuple[str, str]:
+    """The job set to `mode`, with a header line saying what it covers and its cost; and that line."""
+    from fmcluster.acceptance import cover, fabric_model
+
+    script = text.startswith("#!")
+    nodes = group.count if script else (_workers(text) or group.count)
+    estimate = cover.estimate(fabric_model.Fabric.of(group.instance), mode, nodes)
+    if mode != "all":
+        text, n = _COVER_LINE.subn(lambda m: f'{m.group(1)}COVER="${{COVER:-{mode}}}"', text, count=1)
+        if n != 1:
+            raise RuntimeError(f"{SCRIPT}: no COVER default line to set")
+    if script:  # the Slurm time limit: twice the estimate, whole 10 minutes, at least an hour
+        limit = max(60, math.ceil(estimate.minutes * 2 / 10) * 10)
+        text = re.sub(r"^#SBATCH --time=.*$", f"#SBATCH --time={limit // 60:02d}:{limit % 60:02d}:00", text, count=1,
+                      flags=re.M)
+    line = f"This job {estimate.describe(group.name, group.count)}."
+    if script:
+        shebang, rest = text.split("\n", 1)
+        return "\n".join([shebang, f"# {line}", rest]), line
+    return f"# {line}\n" + text, line
+
+
 def cmd_job_nccl(args: argparse.Namespace) -> int:
     from fmcluster.outputs import marker
     from fmcluster.outputs.write import claim, write
@@ -85,6 +128,8 @@ def cmd_job_nccl(args: argparse.Namespace) -> int:
             raise UsageError(f"--image: orchestrator {spec.orchestrator.type} runs the job on the nodes' own image "
                              "(the Deep Learning AMI's nccl-tests); --image applies to the Kubernetes kinds")
         text = render(spec, group, args.file)
+    text, covered = with_cover(text, group, args.cover)
+    print(covered, file=sys.stderr)
     if out is None:
         sys.stdout.write(text)
         return EXIT_OK
@@ -106,5 +151,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                                   "replaced only with --force.")
     sp.add_argument("--force", action="store_true", help="Replace --out even when fmcluster did not write it or it "
                                                          "was edited since (never the spec).")
+    sp.add_argument("--cover", choices=["all", "pairs"], default="all",
+                    help="all (default): each test once across every node of the group; pairs: all_reduce_perf on "
+                         "pairs of nodes, every node with two partners, so `fmcluster accept` can name a slow node. "
+                         "The job's header says about how many minutes it takes.")
     sp.add_argument("--image", help="Kubernetes kinds: the nccl-tests container image, e.g. a copy in the cluster's "
                                     "region (default: AWS's build on Amazon ECR Public).")

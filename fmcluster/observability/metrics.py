@@ -16,7 +16,8 @@ Producers, all deployed by fmcluster on every node (fmcluster/runtime/observabil
 - ``fmcluster-slurm``: ``fmcluster/runtime/observability/slurm_textfile.py`` (``sinfo``) on one Slurm client node
   per cluster (HyperPod controller, AWS PCS login node, ParallelCluster head node), a textfile read by node_exporter.
 - ``fmcluster-bootstrap``: the node's bootstrap itself, a textfile read by node_exporter: a GPU node that cannot run
-  dcgm-exporter says so (ParallelCluster's official AMI has no docker: fmcluster/orchestrators/parallelcluster/node/).
+  dcgm-exporter says so (ParallelCluster's official AMI has no docker: fmcluster/orchestrators/parallelcluster/node/),
+  and a node that shuts down cleanly says so in its last scrapes (install.sh's shutdown unit).
 - ``prometheus``: series every scrape produces (``up``) and the AMP ruler writes (``ALERTS``).
 - ``training-job``: a training job's rank 0, a textfile in ``TEXTFILE_DIR`` read by node_exporter (optional: the job
   dashboard's tokens per second; docs/observability.md, "Job dashboard and the plan's bound").
@@ -176,6 +177,10 @@ CATALOG: Tuple[Metric, ...] = (
     _m("fmcluster_gpu_metrics_unavailable", BOOTSTRAP, "gauge",
        "1 on a GPU node that runs no GPU exporter, with the reason (no-docker); absent where dcgm-exporter runs.",
        "reason"),
+    # --- the node's shutdown unit (install.sh: fmcluster-shutdown-mark.service, runtime/observability/shutdown_mark.py)
+    _m("fmcluster_node_shutting_down", BOOTSTRAP, "gauge",
+       "1 in the node's last scrapes when its operating system shuts down cleanly (scale-in, replacement, teardown); "
+       "absent otherwise."),
     # --- every scrape ---------------------------------------------------------------------------------
     _m("up", PROMETHEUS, "gauge", "1 when the last scrape of the target succeeded.", "job"),
     # --- the AMP ruler, for every alerting rule ---------------------------------------------------------
@@ -189,6 +194,11 @@ CATALOG: Tuple[Metric, ...] = (
     # --- kube-state-metrics: which workload owns a pod (a job's GPUs on Kubernetes; default pod metric) -------------
     _m("kube_pod_owner", KUBE_STATE_METRICS, "gauge", "1 per pod and owner reference.",
        "namespace", "pod", "owner_kind", "owner_name", "owner_is_controller"),
+    # a batch Job's owner: a JobSet's child Jobs, the MPI operator's launcher Job (owner_kind "<none>" without one)
+    _m("kube_job_owner", KUBE_STATE_METRICS, "gauge", "1 per Job and owner reference.",
+       "namespace", "job_name", "owner_kind", "owner_name", "owner_is_controller"),
+    # one series per Node object: gone when the Node is deleted (scale-in, replacement), kept while it is NotReady
+    _m("kube_node_info", KUBE_STATE_METRICS, "gauge", "1 per Node object, with its versions and addresses.", "node"),
 )
 
 BY_NAME: Dict[str, Metric] = {m.name: m for m in CATALOG}

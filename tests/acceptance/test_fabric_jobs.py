@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from helpers.jobs import objects
 
 from fmcluster.acceptance import nccl_output
@@ -46,7 +47,8 @@ def run_script(tmp_path, **env):
             "HOSTFILE": str(hostfile), "MPIRUN_ARGS": str(tmp_path / "args"),
             "FIXTURE_ALL_REDUCE": str(FIXTURES / "p5-2node-all_reduce.log")}
     r = subprocess.run(["bash", str(SCRIPT)], env={**base, **env}, capture_output=True, text=True, timeout=60)
-    return r, (tmp_path / "args").read_text().splitlines()
+    args = tmp_path / "args"
+    return r, args.read_text().splitlines() if args.exists() else []
 
 
 def test_the_script_parses_and_is_shellcheck_clean():
@@ -100,3 +102,53 @@ def test_the_launcher_runs_the_same_script_with_the_operators_hostfile(name):
     env = {e["name"]: e["value"] for e in launcher["env"]}
     assert env["HOSTFILE"] == "/etc/mpi/hostfile" and launcher["command"][-1] == "/scripts/nccl-tests.sh"
     assert objs["MPIJob"]["spec"]["runPolicy"]["suspend"] is True
+
+
+# --- covering every node: pairs ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [2, 3, 4, 5])
+def test_pairs_run_every_node_with_two_partners_in_the_order_cover_plans(tmp_path, count):
+    from fmcluster.acceptance import cover
+
+    hosts = [f"h{i}" for i in range(count)]
+    (tmp_path / "pair-hosts").write_text("# the MPI operator's form\n" + "".join(f"{h} slots=8\n" for h in hosts))
+    r, calls = run_script(tmp_path, COVER="pairs", HOSTFILE=str(tmp_path / "pair-hosts"))
+    assert r.returncode == 0, r.stderr
+    ran = [tuple(h.split(":")[0] for h in c.split("--host ")[1].split()[0].split(",")) for c in calls]
+    assert ran == cover.pairs(hosts)
+    assert all("-n 16 -N 8 " in c and "/all_reduce_perf -b 1G -e 16G " in c for c in calls), "large messages only"
+    partners = {h: {p for pair in ran if h in pair for p in pair if p != h} for h in hosts}
+    assert all(len(p) == min(2, count - 1) for p in partners.values()), partners
+    assert f"== fmcluster nccl-tests: all_reduce_perf on 2 node(s): {hosts[0]} {hosts[1]} ==" in r.stdout
+
+
+def test_an_unknown_cover_mode_is_refused(tmp_path):
+    r, calls = run_script(tmp_path, COVER="some")
+    assert r.returncode == 2 and "COVER=some: use all or pairs" in r.stderr and calls == []
+
+
+def test_the_job_says_what_it_covers_and_how_long_it_takes(tmp_path, capsys):
+    from fmcluster.cli import main
+
+    spec = str(ROOT / "examples" / "pcs-p5.yaml")  # 4 x p5.48xlarge
+    assert main(["job", "nccl", spec, "--cover", "pairs"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[1].startswith("# This job covers all 4 nodes of group h100 (--cover pairs): all_reduce_perf on 4 pairs")
+    assert "about 2 min" in lines[1] and lines[1][2:] in err
+    assert 'COVER="${COVER:-pairs}"' in lines and "#SBATCH --time=01:00:00" in lines
+    assert main(["job", "nccl", str(ROOT / "examples" / "eks-p5.yaml"), "--cover", "pairs"]) == 0
+    config_map, _ = yaml.safe_load_all(capsys.readouterr().out)
+    assert 'COVER="${COVER:-pairs}"' in config_map["data"]["nccl-tests.sh"].splitlines()
+
+
+def test_the_estimate_grows_with_the_nodes_and_sets_the_slurm_time_limit():
+    from fmcluster import catalog
+    from fmcluster.acceptance import cover, fabric_model
+
+    p5 = fabric_model.Fabric.of(catalog.get("p5.48xlarge"))
+    small, large = cover.estimate(p5, "pairs", 4), cover.estimate(p5, "pairs", 256)
+    assert (small.runs, large.runs) == (4, 256)
+    assert large.minutes > 100 * small.minutes / 2 and large.minutes == pytest.approx(256 * small.minutes / 4)
+    assert cover.estimate(p5, "all", 256).runs == 2

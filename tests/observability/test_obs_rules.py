@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import promtool_tests, straggler_scenarios
 
 from fmcluster import observability as obs
 
@@ -35,9 +36,14 @@ def test_promtool_check_rules(promtool, rules):
     assert "SUCCESS" in out.stdout
 
 
-@pytest.mark.parametrize("tests", ["rules_test.yaml", "hyperpod_rules_test.yaml", "straggler_rules_test.yaml"])
-def test_promtool_rule_unit_tests(promtool, tests):
-    out = subprocess.run([promtool, "test", "rules", str(Path(__file__).parent / tests)], capture_output=True, text=True)
+def test_promtool_rule_unit_tests(promtool, tmp_path):
+    """One promtool call: the hand-written tests beside this file and the straggler scenarios
+    (tests/helpers/straggler_scenarios.py), rendered into a test file of promtool's own format."""
+    stragglers = tmp_path / "straggler_rules_test.yaml"
+    stragglers.write_text(yaml.safe_dump(promtool_tests.test_file([str(obs.RULES_FILE)], straggler_scenarios.scenarios()),
+                                         sort_keys=False, width=200))
+    files = [str(Path(__file__).parent / name) for name in ("rules_test.yaml", "hyperpod_rules_test.yaml")]
+    out = subprocess.run([promtool, "test", "rules", *files, str(stragglers)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
 
 

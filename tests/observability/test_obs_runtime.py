@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from fmcluster import observability as obs
 from fmcluster.observability import metrics
 from fmcluster.runtime import observability as rt
-from fmcluster.runtime.observability import collector_config, efa_textfile, slurm_textfile
+from fmcluster.runtime.observability import collector_config, efa_textfile, shutdown_mark, slurm_textfile
 
 RUNTIME_DIR = Path(rt.__file__).parent
 INSTALL = RUNTIME_DIR / "install.sh"
@@ -58,9 +59,20 @@ def test_exporters_listen_on_loopback_only():
 
 
 def test_dcgm_exporter_counts_xids_over_the_window_the_rules_assume():
+    """GpuXidError says "in the last 10 minutes": the host collectors' exporter (install.sh) and every Kubernetes
+    DaemonSet of it (dcgm-exporter's own default is 5 minutes) count over that window."""
+    from fmcluster.platforms.kubernetes import metrics as k8s_metrics
+
+    assert rt.XID_COUNT_WINDOW_MS == 10 * 60 * 1000
+    assert "10 minutes" in next(r for _, r in obs.iter_rules() if r.get("alert") == "GpuXidError")["annotations"]["description"]
     text = INSTALL.read_text()
-    assert re.search(r"^XID_COUNT_WINDOW_MS=600000$", text, re.M)
+    assert re.search(rf"^XID_COUNT_WINDOW_MS={rt.XID_COUNT_WINDOW_MS}$", text, re.M)
     assert "--xid-count-window-size $XID_COUNT_WINDOW_MS" in text
+    daemonsets = [o for o in k8s_metrics.dcgm_exporter(["p5.48xlarge", "p6-b200.48xlarge"]) if o["kind"] == "DaemonSet"]
+    assert len(daemonsets) == 2
+    for ds in daemonsets:
+        args = ds["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[args.index("--xid-count-window-size") + 1] == str(rt.XID_COUNT_WINDOW_MS), ds["metadata"]["name"]
     counters = (RUNTIME_DIR / "dcgm-counters.csv").read_text()
     assert re.search(r"^DCGM_EXP_XID_ERRORS_COUNT, gauge,", counters, re.M)  # a windowed count, not a counter
     assert not re.search(r"^DCGM_FI_DEV_XID_ERRORS\b", counters, re.M)  # the latched last value is not collected
@@ -295,3 +307,36 @@ def test_runtime_observability_imports_only_the_standard_library():
 def test_textfile_directory_is_agreed():
     assert rt.TEXTFILE_DIR == metrics.TEXTFILE_DIR
     assert rt.VALIDATOR_PROM_FILE.startswith(rt.TEXTFILE_DIR + "/") and rt.VALIDATOR_PROM_FILE.endswith(".prom")
+
+
+# --- the shutdown mark (NodeStoppedReporting leaves out a node that shut down on purpose) ----------------------
+
+
+def test_a_clean_shutdown_marks_the_node_and_waits_for_the_agent_to_send_it(tmp_path, promtool):
+    out = tmp_path / "fmcluster_node_shutting_down.prom"
+    waited = []
+    assert shutdown_mark.stop(str(out), 45, state=lambda: "stopping", sleep=waited.append) == 0
+    assert waited == [45]
+    text = out.read_text()
+    assert "fmcluster_node_shutting_down 1\n" in text and "fmcluster_node_shutting_down" in metrics.BY_NAME
+    check = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert shutdown_mark.start(str(out)) == 0 and not out.exists(), "the next boot clears it"
+    assert shutdown_mark.start(str(out)) == 0, "nothing to clear is fine"
+
+
+@pytest.mark.parametrize("state", ["running", "degraded", ""])
+def test_a_restart_of_the_unit_on_a_running_node_writes_no_mark(tmp_path, state):
+    out = tmp_path / "mark.prom"
+    assert shutdown_mark.stop(str(out), 45, state=lambda: state, sleep=lambda s: None) == 0
+    assert not out.exists()
+
+
+def test_install_orders_the_shutdown_unit_after_the_collector_and_never_restarts_it():
+    text = INSTALL.read_text()
+    unit = text[text.index("write_unit fmcluster-shutdown-mark.service"):]
+    unit = unit[:unit.index("\nEOF\n")]
+    assert "After=fmcluster-collector.service fmcluster-node-exporter.service" in unit  # stopped before them
+    assert "shutdown_mark stop --wait $((interval + 15))" in unit and "TimeoutStopSec=$((interval + 45))" in unit
+    assert 'systemctl restart "${units[@]}"' in text and "systemctl start fmcluster-shutdown-mark.service" in text
+    assert rt.SHUTDOWN_PROM_FILE == metrics.TEXTFILE_DIR + "/fmcluster_node_shutting_down.prom"

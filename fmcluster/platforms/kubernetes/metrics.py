@@ -13,7 +13,13 @@ from typing import Any, Dict, List, Sequence
 
 from fmcluster.platforms.kubernetes import devices, gate, labels
 from fmcluster.platforms.kubernetes.versions import DCGM_EXPORTER_IMAGE, KUBE_STATE_METRICS_IMAGE, NODE_EXPORTER_IMAGE
-from fmcluster.runtime.observability import DCGM_EXPORTER_PORT, NODE_EXPORTER_PORT, TEXTFILE_DIR, dcgm_fields
+from fmcluster.runtime.observability import (
+    DCGM_EXPORTER_PORT,
+    NODE_EXPORTER_PORT,
+    TEXTFILE_DIR,
+    XID_COUNT_WINDOW_MS,
+    dcgm_fields,
+)
 
 NAMESPACE = gate.NAMESPACE
 MIN_SCRAPE_INTERVAL_S = 30
@@ -98,7 +104,9 @@ def _dcgm_exporter_for(name: str, fields: str, instance_types: Sequence[str]) ->
         "containers": [{
             "name": "dcgm-exporter",
             "image": DCGM_EXPORTER_IMAGE,
-            "args": ["-f", "/etc/dcgm-exporter/fmcluster/counters.csv", "-a", f":{DCGM_EXPORTER_PORT}"],
+            # the Xid window the rules are written for, as install.sh runs the host exporter
+            "args": ["-f", "/etc/dcgm-exporter/fmcluster/counters.csv", "-a", f":{DCGM_EXPORTER_PORT}",
+                     "--xid-count-window-size", str(XID_COUNT_WINDOW_MS)],
             # every GPU of the node, through the NVIDIA container runtime, without claiming any
             "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
                     {"name": "DCGM_EXPORTER_KUBERNETES", "value": "true"},

@@ -9,6 +9,7 @@ Runs on the nodes with the node's own python3 (3.9+), standard library only; imp
 - ``efa_textfile``: EFA port state and hardware counters from sysfs → a textfile.
 - ``slurm_textfile``: Slurm node states from ``sinfo`` → a textfile (one Slurm client node per cluster).
 - ``slurm_job_map``: Slurm Prolog/Epilog writing which job holds each GPU, for dcgm-exporter's ``hpc_job`` label.
+- ``shutdown_mark``: on a clean shutdown, a textfile saying so in the node's last scrapes (NodeStoppedReporting).
 - ``profiling_pause.sh``: stop and restart dcgm-exporter around an Nsight session (one profiling client per GPU).
 
 The validator writes its textfile into `TEXTFILE_DIR` too: ``--prom {VALIDATOR_PROM_FILE}``.
@@ -20,6 +21,12 @@ TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
 VALIDATOR_PROM_FILE = f"{TEXTFILE_DIR}/fmcluster_node_validation.prom"
 EFA_PROM_FILE = f"{TEXTFILE_DIR}/fmcluster_efa.prom"
 SLURM_PROM_FILE = f"{TEXTFILE_DIR}/fmcluster_slurm.prom"
+SHUTDOWN_PROM_FILE = f"{TEXTFILE_DIR}/fmcluster_node_shutting_down.prom"
+
+# dcgm-exporter counts Xid events over this window (--xid-count-window-size, ms; its default is 5 minutes): 10
+# minutes spans a missed scrape or two, and the Xid alerts in rules.yaml are written for it. install.sh (host
+# collectors) and the Kubernetes DaemonSets (platforms/kubernetes/metrics.py) both pass it.
+XID_COUNT_WINDOW_MS = 600000
 
 NODE_EXPORTER_PORT = 9100
 DCGM_EXPORTER_PORT = 9400

@@ -224,6 +224,26 @@ AccuracySec=1s
 WantedBy=timers.target
 EOF
 
+  # On a clean shutdown (scale-in, replacement, teardown) the node says so in its last scrapes, so
+  # NodeStoppedReporting leaves it out (shutdown_mark.py). Ordered after the collector and node_exporter: systemd
+  # stops it first, and they still run while its stop writes the mark and waits a scrape interval and a margin.
+  write_unit fmcluster-shutdown-mark.service <<EOF
+[Unit]
+Description=fmcluster: say in the last scrapes that this node shuts down on purpose
+After=fmcluster-collector.service fmcluster-node-exporter.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+Environment=PYTHONPATH=$PKG_ROOT
+ExecStart=/usr/bin/env python3 -m fmcluster.runtime.observability.shutdown_mark start
+ExecStop=/usr/bin/env python3 -m fmcluster.runtime.observability.shutdown_mark stop --wait $((interval + 15))
+TimeoutStopSec=$((interval + 45))
+
+[Install]
+WantedBy=multi-user.target
+EOF
+
   local units=(fmcluster-node-exporter.service fmcluster-collector.service fmcluster-efa-textfile.timer)
 
   if [[ "$slurm_collector" -eq 1 ]]; then
@@ -292,8 +312,10 @@ EOF
   fi
 
   systemctl daemon-reload
-  systemctl enable "${units[@]}"
+  systemctl enable "${units[@]}" fmcluster-shutdown-mark.service
   systemctl restart "${units[@]}"
+  # started, never restarted: its stop marks the node only while the system shuts down, and a start is all it needs
+  systemctl start fmcluster-shutdown-mark.service
   log "running: ${units[*]}; validator textfile: $TEXTFILE_DIR/fmcluster_node_validation.prom"
 }
 
