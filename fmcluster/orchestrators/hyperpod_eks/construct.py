@@ -4,8 +4,8 @@
 2. HyperPod's dependency Helm chart (`GitHelmChart`, from its repository at the pinned commit);
 3. the instance role, the lifecycle bucket with one OnCreate entry per instance group, and the
    AWS::SageMaker::Cluster (Orchestrator.Eks), which depends on 1 and 2;
-4. task governance: the cluster policy and the teams' compute quotas (they name the HyperPod cluster), and the
-   training operator add-on when asked for (it needs the HyperPod cluster);
+4. the training operator add-on when asked for (it needs the HyperPod cluster), then task governance: its add-on,
+   the cluster policy and the teams' compute quotas (they name the HyperPod cluster);
 5. in the cluster: the node gate, the exporters, the teams' volumes and the Deployment that creates what fmcluster
    puts into the namespaces task governance creates for the quotas (the teams' claims, the checkpoint service
    account), whenever they appear (fmcluster never owns those namespaces, and the stack never waits for them), and
@@ -133,11 +133,16 @@ class HyperPodEksOrchestration(Construct):
         # the scheduler config and the quotas act through the add-on's Kueue
         self.governance.policy.node.add_dependency(task_governance)
         if s.hyperpod.training_operator:
+            # Created before task governance, never after it: its Deployment goes into aws-hyperpod, which Kueue's
+            # fail-closed Deployment and Pod webhooks cover, and under Continuous provisioning CloudFormation ends the
+            # HyperPod cluster once its cluster-level resources are ready, before any node may run Kueue's webhook
+            # server (docs/hyperpod-eks.md, "What is built, in order").
             operator = self.control_plane.add_addon(
                 TRAINING_OPERATOR, kubernetes_version=s.eks.kubernetes_version,
                 service_account=TRAINING_OPERATOR_SERVICE_ACCOUNT, managed_policies=[TRAINING_OPERATOR_POLICY],
-                after=["eks-pod-identity-agent", TASK_GOVERNANCE])
+                after=["eks-pod-identity-agent"])
             operator.node.add_dependency(self.hyperpod.cluster, self.dependencies.resource)
+            task_governance.node.add_dependency(operator)
         # managed tiered checkpointing: the training pods' Pod Identity role (docs/checkpoints.md)
         self.checkpoint_access = checkpoint_access.for_spec(self, context=context, control_plane=self.control_plane,
                                                              cluster_name=self.cluster.cluster_name)
