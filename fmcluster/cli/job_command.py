@@ -2,8 +2,9 @@
 
 The script is the packaged copy of examples/jobs/nccl-tests.sbatch (a test keeps them equal) with its node count,
 GPUs per node and (Slurm) partition taken from the spec: every Slurm kind names a node group's partition after the
-group. A kind that runs jobs otherwise writes its own (`OrchestratorKind.fabric_job`: the Kubernetes kinds' MPIJob
-manifests, carrying the same script).
+group. Its preparation looks for nccl-tests where the kind's image keeps them (`OrchestratorTraits.job_image`) and
+otherwise builds them once where every node sees them (`build_root`). A kind that runs jobs otherwise writes its own
+(`OrchestratorKind.fabric_job`: the Kubernetes kinds' MPIJob manifests, carrying the same script).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import textwrap
 from typing import Any, List
 
 from fmcluster.cli.errors import EXIT_OK, UsageError
@@ -33,6 +35,15 @@ def fabric_group(spec: Any, name: str | None) -> Any:
     return group
 
 
+def build_root(spec: Any) -> str:
+    """Where the job builds NCCL and nccl-tests when the kind's image has none: the user's home where every node shares
+    it (always writable by the user), else the shared file system, else nowhere ("": the job stops and says so)."""
+    if spec.orchestrator_kind.job_image.shared_home:
+        return "$HOME/.fmcluster/nccl"
+    fsx = spec.storage.fsx
+    return f"{fsx.mount_point}/fmcluster/nccl" if fsx is not None else ""
+
+
 def render(spec: Any, group: Any, spec_file: str) -> str:
     from importlib import resources  # here, not at the top: every command imports this module
 
@@ -52,10 +63,21 @@ def render(spec: Any, group: Any, spec_file: str) -> str:
     moved = (job_transfer.lines(spec, SCRIPT, "nccl-tests_<jobid>.out", "sbatch {script}") if slurm else
              job_transfer.lines(spec, SCRIPT, "nccl-tests.out", "HOSTFILE=hosts bash {script} > nccl-tests.out"))
     header += [f"# {line}" for line in moved]
+    image, root = spec.orchestrator_kind.job_image, build_root(spec)
+    said = (f"The nodes run {image.name}: "
+            + (f"nccl-tests from {image.nccl_tests} (the newest)" if image.nccl_tests else "it has no nccl-tests")
+            + (f"; without them the first job builds NCCL and nccl-tests once under {root}, before its tests, from "
+               "pinned and checksummed sources on github.com (the nodes need HTTPS out), and later jobs reuse the build"
+               if root else "; without them set NCCL_TESTS_DIR, or NCCL_BUILD_ROOT to a directory every node mounts")
+            + ". NCCL_PREPARE_ONLY=1 stops after that preparation.")
+    header += [f"# {line}" for line in textwrap.wrap(said, 114, break_on_hyphens=False)]
     replacements = [
         (r"^#SBATCH --nodes=\d+$", f"#SBATCH --nodes={group.count}"),
         (r"^#SBATCH --ntasks-per-node=\d+$", f"#SBATCH --ntasks-per-node={t.gpus}"),
         (r'^GPUS_PER_NODE="\$\{GPUS_PER_NODE:-\d+\}"$', f'GPUS_PER_NODE="${{GPUS_PER_NODE:-{t.gpus}}}"'),
+        (r'^IMAGE_NCCL_TESTS="\$\{IMAGE_NCCL_TESTS:-[^"]*\}"$',
+         f'IMAGE_NCCL_TESTS="${{IMAGE_NCCL_TESTS:-{image.nccl_tests}}}"'),
+        (r'^NCCL_BUILD_ROOT="\$\{NCCL_BUILD_ROOT:-\}"$', f'NCCL_BUILD_ROOT="${{NCCL_BUILD_ROOT:-{root}}}"'),
     ]
     if slurm:
         replacements.append((r"^(#SBATCH --job-name=nccl-tests)$", f"\\1\n#SBATCH --partition={group.name}"))
@@ -83,7 +105,7 @@ def cmd_job_nccl(args: argparse.Namespace) -> int:
     if text is None:
         if args.image:
             raise UsageError(f"--image: orchestrator {spec.orchestrator.type} runs the job on the nodes' own image "
-                             "(the Deep Learning AMI's nccl-tests); --image applies to the Kubernetes kinds")
+                             f"({spec.orchestrator_kind.job_image.name}); --image applies to the Kubernetes kinds")
         text = render(spec, group, args.file)
     if out is None:
         sys.stdout.write(text)

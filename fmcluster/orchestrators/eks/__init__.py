@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from fmcluster.orchestrators.eks import settings
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold, SpecWarning
+from fmcluster.platforms.kubernetes import job_image
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
 from fmcluster.platforms.kubernetes.support import billed_services, version_for_a_new_cluster, version_warnings
 from fmcluster.platforms.kubernetes.versions import KUBERNETES_VERSIONS
@@ -103,6 +104,7 @@ KIND = Eks(
     elastic_groups=True,
     uses_image_family=False,  # EKS picks the AL2023 NVIDIA AMI from the node group's AMI type
     addresses_per_node=POD_ADDRESSES_PER_NODE,
+    job_image=job_image.CONTAINER,  # the MPIJob's pods run AWS's nccl-tests image
     validation_policies=settings.POLICIES,
     validation_policy_note="drain is Slurm's, and fail cannot stop provisioning: EKS joins a node whatever its user "
     "data returns. taint: the node gate keeps a failed node tainted, with the reason. replace is HyperPod's: EKS node "

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, List, Mapping
 from fmcluster.orchestrators.hyperpod_slurm import settings
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
 from fmcluster.spec import checkpoints
+from fmcluster.spec.orchestrator import DLAMI_NCCL_TESTS, JobImage
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -72,6 +73,11 @@ KIND = HyperPodSlurm(
     instances_in_account=False,
     places_instances=False,  # HyperPod places its instances; the templates create no placement group
     uses_image_family=False,
+    # HyperPod's release notes publish no NCCL or nccl-tests for its Slurm AMI (docs/validation.md, "Each
+    # orchestrator's default AMI"): the Deep Learning AMI's place is looked at, and without a build there the job
+    # builds one on the shared file system
+    job_image=JobImage(name="the SageMaker HyperPod AMI for Slurm", nccl_tests=DLAMI_NCCL_TESTS,
+                       source="https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-release-ami-slurm.html"),
     validation_policies=("drain", "replace", "fail", "report"),
     validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason; replace "
     "asks HyperPod for a new instance when a hardware check failed (state fail, reason Action:Replace) and drains "

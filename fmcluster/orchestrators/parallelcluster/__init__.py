@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Dict, List, Mapping
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
 from fmcluster.orchestrators.parallelcluster import settings
 from fmcluster.spec import checkpoints
+from fmcluster.spec.orchestrator import JobImage
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -69,6 +70,11 @@ KIND = ParallelCluster(
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
     elastic_groups=True,  # MinCount static nodes, up to MaxCount dynamic nodes Slurm starts for jobs
     uses_image_family=False,  # ParallelCluster picks the image from its Image.Os (or the group's ami_id)
+    # The official AMI has CUDA, the EFA installer (Open MPI, aws-ofi-nccl) and no NCCL (docs/parallelcluster.md, "Node
+    # software on the official AMI"); the head node shares /home with every node (HeadNode/SharedStorageType)
+    job_image=JobImage(name=f"the official ParallelCluster {settings.PCLUSTER_VERSION} AMI", nccl_tests="",
+                       shared_home=True,
+                       source="https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html"),
     validation_policies=settings.POLICIES,
     validation_policy_note="taint is Kubernetes'; drain would loop: clustermgtd terminates a drained static node and "
     "launches a replacement, which fails and drains again, and the bootstrap succeeded, so protected mode never "

@@ -12,13 +12,10 @@ from typing import Any, Dict, List, Mapping, Optional
 import yaml
 
 from fmcluster.platforms.kubernetes import allocatable, devices, labels
+from fmcluster.platforms.kubernetes.job_image import NCCL_TESTS_DIR, NCCL_TESTS_IMAGE
 from fmcluster.spec.node_group import NodeGroup
 
-# AWS's nccl-tests build (EFA installer, aws-ofi-nccl, NCCL, nccl-tests under /opt/nccl-tests/build) on Amazon ECR
-# Public (https://gallery.ecr.aws/hpc-cloud/nccl-tests), which every region pulls from; `--image` names a copy in
-# the cluster's own region (a private ECR repository) instead. Unverified: that this tag stays published.
-NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda13.0.2-efa1.48.0-ofiv1.19.0-ncclv2.30.4-1-testsv2.18.3"
-NCCL_TESTS_DIR = "/opt/nccl-tests/build"
+__all__ = ["NCCL_TESTS_DIR", "NCCL_TESTS_IMAGE", "manifests", "script", "worker_resources"]
 SCRIPT = "nccl-tests.sbatch"
 JOB_NAME = "nccl-tests"
 # the launcher only runs mpirun
