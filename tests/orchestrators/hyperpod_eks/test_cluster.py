@@ -186,7 +186,9 @@ def test_task_governance_objects(p5):
     props = research["Properties"]
     assert props["ComputeQuotaTarget"] == {"TeamName": "research"}
     assert props["ComputeQuotaConfig"] == {
-        "ComputeQuotaResources": [{"InstanceType": "ml.p5.48xlarge", "Accelerators": 16}],
+        "ComputeQuotaResources": [{"InstanceType": "ml.p5.48xlarge", "Accelerators": 16},
+                                  # room for two MPI launchers on the system nodes (docs/hyperpod-eks.md, "The first job")
+                                  {"InstanceType": "ml.m5.4xlarge", "VCpu": 4, "MemoryInGiB": 4}],
         "ResourceSharingConfig": {"Strategy": "LendAndBorrow", "BorrowLimit": 100}, "PreemptTeamTasks": "LowerPriority"}
     assert {"Key": "fmcluster:cluster", "Value": "hpeks-p5"} in props["Tags"], "a plain CfnResource: tagged by hand"
     _, policy_res = one(p5, "AWS::SageMaker::ClusterSchedulerConfig")
