@@ -148,8 +148,13 @@ class HyperPodEksOrchestration(Construct):
                                                              cluster_name=self.cluster.cluster_name)
         self.objects = ClusterObjects(self, "Objects", cluster=self.control_plane.icluster)
         if elastic:
-            # Karpenter's kinds exist once HyperPod runs it for the cluster (unverified how soon: docs/resilience.md)
-            self.objects.manifest("Karpenter", autoscaling.karpenter_objects(spec), after=[self.hyperpod.cluster])
+            # Karpenter's kinds exist once HyperPod runs it for the cluster: the objects wait for its autoscaling to be
+            # InService, which it reports apart from the cluster (docs/resilience.md)
+            self.autoscaling_ready = autoscaling.AutoscalingReady(
+                self, "AutoscalingReady", cluster_name=spec.name, cluster_arn=self.hyperpod.cluster_arn)
+            self.autoscaling_ready.resource.node.add_dependency(self.hyperpod.cluster)
+            self.objects.manifest("Karpenter", autoscaling.karpenter_objects(spec),
+                                  after=[self.autoscaling_ready.resource])
         # our Deployments and DaemonSets outside the teams' namespaces go in before Kueue's webhooks exist
         for workload in self._install(context):
             task_governance.node.add_dependency(workload)
