@@ -40,8 +40,16 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
         return billed_services(spec, self.settings_of(spec).eks.kubernetes_version)
 
     def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
+        from fmcluster.spec.placement_advice import on_demand_together
+
         return version_warnings(self.settings_of(spec).eks, path="orchestrator.eks.kubernetes_version",
-                                versions=KUBERNETES_VERSIONS, kind=self.name)
+                                versions=KUBERNETES_VERSIONS, kind=self.name) + on_demand_together(
+            spec, {g.name: g.count for g in spec.node_groups},
+            "the managed node group's Auto Scaling group launches them and retries the launches that fail for "
+            "capacity, and EKS reports those as the group's AsgInstanceLaunchFailures health issue "
+            "(https://docs.aws.amazon.com/eks/latest/APIReference/API_Issue.html); whether CloudFormation then fails the "
+            "node group, rolling the cluster stack back, or completes it short of nodes is unverified, and a job for "
+            "all of them waits until they are there")
 
     def scaffold(self, request: Scaffold) -> Dict[str, Any]:
         if not request.admins:

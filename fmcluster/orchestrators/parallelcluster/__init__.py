@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, List, Mapping
 
-from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
+from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind, SpecWarning
 from fmcluster.orchestrators.parallelcluster import settings
 from fmcluster.spec import checkpoints
 from fmcluster.spec.orchestrator import JobImage
@@ -31,6 +31,9 @@ class ParallelCluster(OrchestratorKind[settings.ParallelClusterOrchestrator]):
 
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
         return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", checkpoints.MANAGED_NEEDS_HYPERPOD_EKS)
+
+    def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
+        return settings.spec_warnings(spec)
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
