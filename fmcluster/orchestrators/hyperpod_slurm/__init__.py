@@ -28,7 +28,18 @@ HYPERPOD_SLURM_NO_MANAGED_TIER = (
     f"; {checkpoints.MANAGED_SETUP_URL})")
 
 
+# AWS, "Using an external accounting database with SageMaker HyperPod Slurm clusters": "By default, SageMaker HyperPod
+# deploys MariaDB on your cluster's controller instance, so accounting works with no database for you to manage."
+ACCOUNTING_GUIDE = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-external-accounting-db-slurm.html"
+
+
 class HyperPodSlurm(OrchestratorKind[settings.HyperPodSlurmOrchestrator]):
+    def plan_notes(self, spec: ClusterSpec) -> List[str]:
+        return [f"Slurm accounting (sacct, sreport): HyperPod's slurmdbd with MariaDB on the controller, set up by "
+                f"HyperPod ({ACCOUNTING_GUIDE}); the history lives on the controller and goes with a replaced one. An "
+                "external database (Orchestrator.Slurm.AccountingDatabase) needs continuous provisioning and cannot be "
+                "detached again: not built by fmcluster (docs/hyperpod-slurm.md)"]
+
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
         return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", HYPERPOD_SLURM_NO_MANAGED_TIER)
 

@@ -22,7 +22,17 @@ if TYPE_CHECKING:
     from fmcluster.spec.node_group import NodeGroup
 
 
+# ParallelCluster keeps Slurm accounting only in a MySQL-compatible database it is given (SlurmSettings/Database, or an
+# external slurmdbd), "Slurm accounting with AWS ParallelCluster"
+ACCOUNTING_GUIDE = "https://docs.aws.amazon.com/parallelcluster/latest/ug/slurm-accounting-v3.html"
+
+
 class ParallelCluster(OrchestratorKind[settings.ParallelClusterOrchestrator]):
+    def plan_notes(self, spec: ClusterSpec) -> List[str]:
+        return [f"Slurm accounting (sacct) is off: ParallelCluster keeps it only in a MySQL-compatible database given "
+                f"as SlurmSettings/Database or an external slurmdbd ({ACCOUNTING_GUIDE}), which fmcluster does not "
+                "create (docs/parallelcluster.md)"]
+
     def way_in(self, spec: ClusterSpec) -> List[str]:
         head = (f"aws cloudformation describe-stacks --region {spec.region} --stack-name {spec.stack_name('cluster')} --query "
                 "\"Stacks[0].Outputs[?OutputKey=='HeadNodeInstanceId'].OutputValue\" --output text")

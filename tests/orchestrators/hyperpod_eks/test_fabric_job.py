@@ -115,3 +115,16 @@ def test_more_teams_than_the_system_group_holds_launchers_for_are_refused():
         update={"hyperpod": hp, "task_governance": tg.model_copy(update={"teams": many})})})
     problems = [m for path, m in spec_rules(crowded) if path == "orchestrator.task_governance.teams"]
     assert any("for MPI launchers" in m and "36 vCPUs" in m and "has 32" in m for m in problems), problems
+
+
+def test_the_job_keeps_its_efa_request_and_its_header_says_how_to_see_whether_task_governance_admits_it():
+    """Whether task governance's ClusterQueues cover vpc.amazonaws.com/efa is not published: the job keeps the
+    request (without it NCCL silently uses TCP) and names the commands that show which way it went."""
+    spec = load_spec(ROOT / "examples" / "hyperpod-eks-p5.yaml")
+    (group,) = spec.gpu_groups
+    text = spec.orchestrator_kind.fabric_job(spec, group, image=None, spec_file="examples/hyperpod-eks-p5.yaml")
+    header = "\n".join(line for line in text.splitlines() if line.startswith("#"))
+    assert "that its ClusterQueues cover vpc.amazonaws.com/efa" in header
+    assert "kubectl -n hyperpod-ns-research describe workload" in header and "report what task governance" in header
+    worker = dict((role, pod) for role, _, pod in pods(generated(spec, "hyperpod-eks-p5.yaml")["MPIJob"]))["Worker"]
+    assert worker["containers"][0]["resources"]["limits"][labels.EFA_RESOURCE] == group.instance.efa_interfaces
