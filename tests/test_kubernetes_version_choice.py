@@ -18,8 +18,8 @@ region: us-east-1
 availability_zone: us-east-1a
 network: {new_vpc: {cidr: 10.0.0.0/16}}
 orchestrator: {type: eks, eks: {admins: [ADMIN]EXTRA}}
-node_groups: [{name: gpu, instance_type: p5.48xlarge, count: 2, capacity: {type: on-demand}}]
-""".replace("ADMIN", ADMIN)
+node_groups: [{name: gpu, instance_type: p5.48xlarge, count: 2, capacity: {type: odcr, reservation_id: cr-0123456789abcdef0}}]
+""".replace("ADMIN", ADMIN)  # reserved capacity: validate's only warnings here are the version's
 
 
 @pytest.mark.parametrize("kind, written", [("eks", "1.35"), ("hyperpod-eks", "1.34")])

@@ -2,10 +2,11 @@
 
 The script is the packaged copy of examples/jobs/nccl-tests.sbatch (a test keeps them equal) with its node count,
 GPUs per node and (Slurm) partition taken from the spec: every Slurm kind names a node group's partition after the
-group. A kind that runs jobs otherwise writes its own (`OrchestratorKind.fabric_job`: the Kubernetes kinds' MPIJob
-manifests, carrying the same script). `--cover pairs` sets the script's COVER default (every node with two partners,
-acceptance/cover.py), and every job's header says what it covers and about how many minutes it takes; a Slurm job's
-time limit is set from that.
+group. Its preparation looks for nccl-tests where the kind's image keeps them (`OrchestratorTraits.job_image`) and
+otherwise builds them once where every node sees them (`build_root`). A kind that runs jobs otherwise writes its own
+(`OrchestratorKind.fabric_job`: the Kubernetes kinds' MPIJob manifests, carrying the same script). `--cover pairs`
+sets the script's COVER default (every node with two partners, acceptance/cover.py), and every job's header says what
+it covers and about how many minutes it takes; a Slurm job's time limit is set from that.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import math
 import re
 import sys
+import textwrap
 from typing import Any, List, Optional, Tuple
 
 from fmcluster.cli.errors import EXIT_OK, UsageError
@@ -36,6 +38,15 @@ def fabric_group(spec: Any, name: str | None) -> Any:
     return group
 
 
+def build_root(spec: Any) -> str:
+    """Where the job builds NCCL and nccl-tests when the kind's image has none: the user's home where every node shares
+    it (always writable by the user), else the shared file system, else nowhere ("": the job stops and says so)."""
+    if spec.orchestrator_kind.job_image.shared_home:
+        return "$HOME/.fmcluster/nccl"
+    fsx = spec.storage.fsx
+    return f"{fsx.mount_point}/fmcluster/nccl" if fsx is not None else ""
+
+
 def render(spec: Any, group: Any, spec_file: str) -> str:
     from importlib import resources  # here, not at the top: every command imports this module
 
@@ -55,10 +66,21 @@ def render(spec: Any, group: Any, spec_file: str) -> str:
     moved = (job_transfer.lines(spec, SCRIPT, "nccl-tests_<jobid>.out", "sbatch {script}") if slurm else
              job_transfer.lines(spec, SCRIPT, "nccl-tests.out", "HOSTFILE=hosts bash {script} > nccl-tests.out"))
     header += [f"# {line}" for line in moved]
+    image, root = spec.orchestrator_kind.job_image, build_root(spec)
+    said = (f"The nodes run {image.name}: "
+            + (f"nccl-tests from {image.nccl_tests} (the newest)" if image.nccl_tests else "it has no nccl-tests")
+            + (f"; without them the first job builds NCCL and nccl-tests once under {root}, before its tests, from "
+               "pinned and checksummed sources on github.com (the nodes need HTTPS out), and later jobs reuse the build"
+               if root else "; without them set NCCL_TESTS_DIR, or NCCL_BUILD_ROOT to a directory every node mounts")
+            + ". NCCL_PREPARE_ONLY=1 stops after that preparation.")
+    header += [f"# {line}" for line in textwrap.wrap(said, 114, break_on_hyphens=False)]
     replacements = [
         (r"^#SBATCH --nodes=\d+$", f"#SBATCH --nodes={group.count}"),
         (r"^#SBATCH --ntasks-per-node=\d+$", f"#SBATCH --ntasks-per-node={t.gpus}"),
         (r'^GPUS_PER_NODE="\$\{GPUS_PER_NODE:-\d+\}"$', f'GPUS_PER_NODE="${{GPUS_PER_NODE:-{t.gpus}}}"'),
+        (r'^IMAGE_NCCL_TESTS="\$\{IMAGE_NCCL_TESTS:-[^"]*\}"$',
+         f'IMAGE_NCCL_TESTS="${{IMAGE_NCCL_TESTS:-{image.nccl_tests}}}"'),
+        (r'^NCCL_BUILD_ROOT="\$\{NCCL_BUILD_ROOT:-\}"$', f'NCCL_BUILD_ROOT="${{NCCL_BUILD_ROOT:-{root}}}"'),
     ]
     if slurm:
         replacements.append((r"^(#SBATCH --job-name=nccl-tests)$", f"\\1\n#SBATCH --partition={group.name}"))
@@ -88,6 +110,9 @@ def _workers(text: str) -> Optional[int]:
     return None
 
 
+BUILD_ALLOWANCE_MIN = 60  # a first job may build NCCL and nccl-tests before it runs (BUILD_TIMEOUT in the script)
+
+
 def with_cover(text: str, group: Any, mode: str) -> Tuple[str, str]:
     """The job set to `mode`, with a header line saying what it covers and its cost; and that line."""
     from fmcluster.acceptance import cover, fabric_model
@@ -99,8 +124,9 @@ def with_cover(text: str, group: Any, mode: str) -> Tuple[str, str]:
         text, n = _COVER_LINE.subn(lambda m: f'{m.group(1)}COVER="${{COVER:-{mode}}}"', text, count=1)
         if n != 1:
             raise RuntimeError(f"{SCRIPT}: no COVER default line to set")
-    if script:  # the Slurm time limit: twice the estimate, whole 10 minutes, at least an hour
-        limit = max(60, math.ceil(estimate.minutes * 2 / 10) * 10)
+    if script:  # the Slurm time limit: twice the estimate, whole 10 minutes, plus an hour for a first build of
+        # nccl-tests on shared storage (the script's preparation), at least the script's own two hours
+        limit = max(BUILD_ALLOWANCE_MIN * 2, math.ceil(estimate.minutes * 2 / 10) * 10 + BUILD_ALLOWANCE_MIN)
         text = re.sub(r"^#SBATCH --time=.*$", f"#SBATCH --time={limit // 60:02d}:{limit % 60:02d}:00", text, count=1,
                       flags=re.M)
     line = f"This job {estimate.describe(group.name, group.count)}."
@@ -126,7 +152,7 @@ def cmd_job_nccl(args: argparse.Namespace) -> int:
     if text is None:
         if args.image:
             raise UsageError(f"--image: orchestrator {spec.orchestrator.type} runs the job on the nodes' own image "
-                             "(the Deep Learning AMI's nccl-tests); --image applies to the Kubernetes kinds")
+                             f"({spec.orchestrator_kind.job_image.name}); --image applies to the Kubernetes kinds")
         text = render(spec, group, args.file)
     text, covered = with_cover(text, group, args.cover)
     print(covered, file=sys.stderr)

@@ -46,6 +46,7 @@ class NodeUnit:
     scaling: Any = None  # the sizes CloudFormation sends when they change (EKS ScalingConfig, PCS ScalingConfiguration)
     min_size: int = 0
     max_size: int = 0  # the most instances that can be running (an autoscaler or Slurm moves within min..max)
+    autoscaled: bool = False  # a HyperPod instance group HyperPod's Karpenter scales (InstanceCount 0, AutoScaling on)
 
     @property
     def gpus(self) -> int:
@@ -111,13 +112,15 @@ def units(stack: str, template: Optional[Template]) -> Dict[str, NodeUnit]:
                 f"{stack}/{lid}", stack, lid, "pcs", itype, low, lt, frozenset(_walk_capacity(lt_data(lt))), config,
                 scaling=sizes, min_size=low, max_size=max(low, high))
         elif t == "AWS::SageMaker::Cluster":
+            karpenter = (p.get("AutoScaling") or {}).get("Mode") == "Enable"
             for g in p.get("InstanceGroups", []):
                 name = g.get("InstanceGroupName", "")
                 config = {k: v for k, v in g.items() if k not in ("InstanceCount", "LifeCycleConfig")}
+                count = size_of(g.get("InstanceCount"))
                 out[f"{stack}/{lid}/{name}"] = NodeUnit(
                     f"{stack}/{lid}/{name}", stack, lid, "hyperpod", g.get("InstanceType", ""),
-                    size_of(g.get("InstanceCount")), None, frozenset(_walk_capacity(g)), config,
-                    lifecycle=g.get("LifeCycleConfig"))
+                    count, None, frozenset(_walk_capacity(g)), config,
+                    lifecycle=g.get("LifeCycleConfig"), autoscaled=karpenter and count == 0)
         elif t == "Custom::PclusterCluster":
             scheduling = (p.get("ClusterConfiguration") or {}).get("Scheduling") or {}
             strategy = str((scheduling.get("SlurmSettings") or {}).get("QueueUpdateStrategy", "COMPUTE_FLEET_STOP"))

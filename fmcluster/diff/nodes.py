@@ -22,6 +22,9 @@ HYPERPOD_LIFECYCLE_UPDATE = ("https://docs.aws.amazon.com/sagemaker/latest/dg/"
                              "sagemaker-hyperpod-lifecycle-best-practices-slurm-slurm-update-cluster-lifecycle.html")
 HYPERPOD_UPDATE_CLUSTER = ("https://docs.aws.amazon.com/sagemaker/latest/dg/"
                            "sagemaker-hyperpod-eks-operate-cli-command-update-cluster.html")
+HYPERPOD_AUTOSCALING = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-autoscaling-nodeclass.html"
+CFN_SAGEMAKER_CLUSTER = ("https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/"
+                         "aws-resource-sagemaker-cluster.html")
 PCLUSTER_UPDATE = "https://docs.aws.amazon.com/parallelcluster/latest/ug/using-pcluster-update-cluster-v3.html"
 PCLUSTER_CFN = "https://docs.aws.amazon.com/parallelcluster/latest/ug/cfn-cluster-ops.html"
 
@@ -141,6 +144,16 @@ def findings(old_units: Dict[str, NodeUnit], new_units: Dict[str, NodeUnit],
                 out.append(Finding(CAPACITY, key, "AWS asks that a Capacity Block node group be scaled to 0 before it "
                                                   f"is updated: scale it to 0 first, deploy, scale it back{surge}",
                                    sources=[EKS_CAPACITY_BLOCKS]))
+        if a.autoscaled and where in touched:
+            out.append(Finding(
+                NODES, key, f"{a.instance_type} instance group scaled by HyperPod's Karpenter: this update of the "
+                "HyperPod cluster sends every instance group again, this one with InstanceCount 0, the count it was "
+                "created with; whether HyperPod then removes the nodes Karpenter started is not documented "
+                "(AWS: an autoscaled group must start at 0, and Karpenter scales a group that starts with nodes down "
+                "to 0)", 0,
+                "unverified, so at risk: deploy while the group has no running pods (kubectl get nodes -l "
+                f"fmcluster.io/node-group={key.rsplit('/', 1)[-1]}), or drain it first",
+                [HYPERPOD_AUTOSCALING, CFN_SAGEMAKER_CLUSTER]))
         scaler = SCALERS.get(a.service)
         if scaler is not None:
             out.extend(scaler(a, b))

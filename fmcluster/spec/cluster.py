@@ -27,7 +27,7 @@ from fmcluster.spec.network import (
 )
 from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY, NodeGroup
 from fmcluster.spec.observability import Observability
-from fmcluster.spec.orchestrator import BilledService, ExtraInstance, OrchestratorSettings, SpecWarning
+from fmcluster.spec.orchestrator import DLAMI, BilledService, ExtraInstance, JobImage, OrchestratorSettings, SpecWarning
 from fmcluster.spec.storage import Storage
 from fmcluster.spec.tags import MAX_USER_TAGS, tag_problems
 from fmcluster.spec.validation import Validation
@@ -66,6 +66,8 @@ class OrchestratorTraits:
     :param elastic_note: why it takes no elastic groups, with a public source (said when a spec asks for one).
     :param rule_groups: extra alert rule files the observability stack adds for this kind, by name:
         ``fmcluster/observability/rules.<name>.yaml`` (rules on metrics only this kind produces).
+    :param job_image: what its nodes' default image holds for the first job (`fmcluster job nccl`): where nccl-tests
+        are, or that the job builds them on shared storage (default: fmcluster's launch templates' Deep Learning AMI).
 
     The methods below are a kind's facts that depend on the spec; a kind overrides those that differ.
     """
@@ -84,6 +86,7 @@ class OrchestratorTraits:
     elastic_groups: bool = False
     elastic_note: str = ""
     rule_groups: Tuple[str, ...] = ()
+    job_image: JobImage = DLAMI
 
     def __post_init__(self) -> None:
         if self.node_agent is not None and self.node_agent not in NODE_AGENTS:

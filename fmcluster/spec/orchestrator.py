@@ -54,3 +54,37 @@ class ExtraInstance:
     role: str
     instance_type: str  # as the service names it (``ml.`` prefixed for SageMaker HyperPod)
     count: int = 1
+
+
+# The Deep Learning AMI keeps nccl-tests (built with MPI) per CUDA version, beside the NCCL it links in <cuda>/lib: the
+# directories AWS's own DLAMI job uses (aws-samples/awsome-distributed-training, micro-benchmarks/nccl-tests/slurm/
+# nccl-tests-ami.sbatch: /usr/local/cuda-<v>/efa/test-cuda-<v>/all_reduce_perf with <cuda>/lib on the library path).
+DLAMI_NCCL_TESTS = "/usr/local/cuda-*/efa/test-cuda-*"
+DLAMI_SOURCE = "https://github.com/aws-samples/awsome-distributed-training/tree/main/micro-benchmarks/nccl-tests/slurm"
+
+
+@dataclass(frozen=True)
+class JobImage:
+    """What a kind's nodes, as fmcluster deploys them, hold for the first job (`fmcluster job nccl`).
+
+    :param name: the image, in words (the job's header names it).
+    :param nccl_tests: a shell glob of the image's nccl-tests builds (made with MPI=1; the newest in version order is
+        taken); "" where the image has none: the job's preparation then builds NCCL and nccl-tests once, from pinned
+        and checksummed sources, on storage every node mounts.
+    :param shared_home: users' home directories are on storage every node mounts (a place for that build when the
+        spec has no shared file system).
+    :param container: the job runs in a container image that brings nccl-tests (the Kubernetes kinds' MPIJob), not
+        on the node's own image.
+    :param source: the public page that says what the image holds.
+    """
+
+    name: str
+    nccl_tests: str
+    source: str
+    shared_home: bool = False
+    container: bool = False
+
+
+DLAMI = JobImage(name="the Deep Learning Base OSS NVIDIA Driver GPU AMI (Ubuntu 22.04)", nccl_tests=DLAMI_NCCL_TESTS,
+                 source=DLAMI_SOURCE)
+

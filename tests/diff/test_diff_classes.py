@@ -111,8 +111,8 @@ def hyperpod_count_down(t):
 
 def hyperpod_new_group(t):
     groups = first(t, "AWS::SageMaker::Cluster")["InstanceGroups"]
-    extra = copy.deepcopy(hyperpod_group(t, "h100"))
-    extra.update(InstanceGroupName="h100b", InstanceCount=2)
+    extra = copy.deepcopy(groups[0])  # the GPU group
+    extra.update(InstanceGroupName=f"{groups[0]['InstanceGroupName']}b", InstanceCount=2)
     groups.append(extra)
 
 
@@ -342,7 +342,10 @@ MATRIX = [
     case("pcs-p5", runtime_upgrade, {SAFE}, False, "boot pointers rewritten", absent=ALL),
     # HyperPod on EKS and on Slurm
     case("hyperpod-eks-p5", hyperpod_count_down, {NODES}, False, "count 4 -> 2", absent={DATA}),
-    case("hyperpod-eks-p5", hyperpod_new_group, {SAFE}, False, "new hyperpod group", absent=ALL),
+    case("hyperpod-eks-p5en-training-plan", hyperpod_new_group, {SAFE}, False, "new hyperpod group", absent=ALL),
+    # with a Karpenter-scaled group, any change of the HyperPod cluster sends that group's InstanceCount 0 again
+    case("hyperpod-eks-p5", hyperpod_new_group, {SAFE, NODES}, False, "with InstanceCount 0",
+         absent={DATA, CONTROL_PLANE, CAPACITY}),
     case("hyperpod-eks-p5", hyperpod_orchestrator, {CONTROL_PLANE}, True, "AWS::SageMaker::Cluster hpeks-p5 under"),
     case("hyperpod-eks-p5", fsx_deployment_type, {DATA}, False, "the cluster gets a new, empty one"),
     case("hyperpod-eks-p5", alert_email, {SAFE}, False, "AWS::SNS::Subscription", absent=ALL),
@@ -538,3 +541,25 @@ def test_a_new_slurm_prolog_on_pcs_says_running_nodes_must_have_the_script_first
     assert "slurmd drains it" in finding.text
     unrelated = edit("pcs-p5", lambda t: first(t, "AWS::PCS::Cluster").update(Size="MEDIUM"))
     assert not any("on every node" in f.text for f in unrelated.findings)
+
+
+def hyperpod_eks_count_up(t):
+    cluster = first(t, "AWS::SageMaker::Cluster")
+    next(g for g in cluster["InstanceGroups"] if g["InstanceGroupName"] == "h100")["InstanceCount"] = 5
+
+
+def karpenter_pool_only(t):
+    for lid, r in resources(t, "Custom::AWSCDK-EKS-KubernetesResource"):
+        if "Karpenter" in lid:
+            r["Properties"]["Manifest"] = r["Properties"]["Manifest"].replace('"10m"', '"20m"')
+
+
+def test_an_update_of_the_hyperpod_cluster_warns_for_the_karpenter_scaled_group_it_resends_at_zero():
+    """CloudFormation sends every instance group with any change of the HyperPod cluster: the Karpenter-scaled group
+    goes again with InstanceCount 0, and what HyperPod does with the nodes Karpenter started is not documented."""
+    findings = edit("hyperpod-eks-p5", hyperpod_eks_count_up).findings
+    (resent,) = [f for f in findings if f.where.endswith("/prep")]
+    assert resent.cls == NODES and "InstanceCount 0" in resent.text and "Karpenter" in resent.text
+    assert "kubectl get nodes -l fmcluster.io/node-group=prep" in resent.jobs and resent.sources
+    assert not any(f.where.endswith("/prep") for f in edit("hyperpod-eks-p5", karpenter_pool_only).findings), \
+        "a change that leaves the HyperPod cluster alone re-sends nothing"

@@ -1,6 +1,7 @@
 """The README's first page, walked as a new user walks it: `fmcluster init` with a few flags, then validate, plan,
-synth (with its summary) and the first job, all in a fresh folder. Each kind's tests walk it with their own flags
-(tests/orchestrators/<kind>/test_first_run.py); the walk synthesizes once per kind."""
+synth (with its summary) and the first job, all in a fresh folder, and the first job's preparation run on a stand-in
+of the kind's default image (helpers/job_images.py): the job finds or builds its nccl-tests there. Each kind's tests
+walk it with their own flags (tests/orchestrators/<kind>/test_first_run.py); the walk synthesizes once per kind."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from fmcluster.cli import main
+from fmcluster.registry import load_spec
+from helpers.job_images import Prepared, prepare
 
 
 @dataclass
@@ -20,6 +23,7 @@ class Walk:
     summary: Dict[str, Any]
     outputs: Dict[str, Any]  # the cluster stack's outputs, by logical id
     job: str
+    prepared: Prepared  # the job's preparation on the kind's image: its nccl-tests directory, or how it failed
 
 
 def walk(folder: Path, capsys: Any, flags: List[str]) -> Walk:
@@ -40,7 +44,10 @@ def walk(folder: Path, capsys: Any, flags: List[str]) -> Walk:
     outputs = json.loads((out / cluster["template"]).read_text()).get("Outputs", {})
     job_file = folder / "first-job"
     run("job", "nccl", str(spec_file), "--out", str(job_file))
-    return Walk(spec_file, plan, summary, outputs, job_file.read_text())
+    job = job_file.read_text()
+    prepared = prepare(job, load_spec(spec_file).orchestrator.type, folder / "first-job-node")
+    assert prepared.rc == 0, f"the first job's preparation: exit {prepared.rc}\n{prepared.stderr}"
+    return Walk(spec_file, plan, summary, outputs, job, prepared)
 
 
 def output(outputs: Dict[str, Any], name: str) -> Dict[str, Any]:

@@ -166,4 +166,4 @@ def test_what_a_failed_validation_may_do_on_each_kind():
     """docs/validation.md's table: the default first."""
     assert {k.name: k.validation_policies for k in registry.kinds()} == {
         "none": ("report", "fail"), "pcs": ("drain", "fail", "report"), "hyperpod-slurm": ("drain", "replace", "fail", "report"),
-        "eks": ("taint", "report"), "hyperpod-eks": ("taint", "replace", "fail", "report"), "parallelcluster": ("fail", "report")}
+        "eks": ("taint", "report"), "hyperpod-eks": ("taint", "replace", "fail", "report"), "parallelcluster": ("report", "fail")}

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from fmcluster.orchestrators.eks import settings
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold, SpecWarning
+from fmcluster.platforms.kubernetes import job_image
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
 from fmcluster.platforms.kubernetes.support import billed_services, version_for_a_new_cluster, version_warnings
 from fmcluster.platforms.kubernetes.versions import KUBERNETES_VERSIONS
@@ -39,8 +40,16 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
         return billed_services(spec, self.settings_of(spec).eks.kubernetes_version)
 
     def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
+        from fmcluster.spec.placement_advice import on_demand_together
+
         return version_warnings(self.settings_of(spec).eks, path="orchestrator.eks.kubernetes_version",
-                                versions=KUBERNETES_VERSIONS, kind=self.name)
+                                versions=KUBERNETES_VERSIONS, kind=self.name) + on_demand_together(
+            spec, {g.name: g.count for g in spec.node_groups},
+            "the managed node group's Auto Scaling group launches them and retries the launches that fail for "
+            "capacity, and EKS reports those as the group's AsgInstanceLaunchFailures health issue "
+            "(https://docs.aws.amazon.com/eks/latest/APIReference/API_Issue.html); whether CloudFormation then fails the "
+            "node group, rolling the cluster stack back, or completes it short of nodes is unverified, and a job for "
+            "all of them waits until they are there")
 
     def scaffold(self, request: Scaffold) -> Dict[str, Any]:
         if not request.admins:
@@ -103,6 +112,7 @@ KIND = Eks(
     elastic_groups=True,
     uses_image_family=False,  # EKS picks the AL2023 NVIDIA AMI from the node group's AMI type
     addresses_per_node=POD_ADDRESSES_PER_NODE,
+    job_image=job_image.CONTAINER,  # the MPIJob's pods run AWS's nccl-tests image
     validation_policies=settings.POLICIES,
     validation_policy_note="drain is Slurm's, and fail cannot stop provisioning: EKS joins a node whatever its user "
     "data returns. taint: the node gate keeps a failed node tainted, with the reason. replace is HyperPod's: EKS node "

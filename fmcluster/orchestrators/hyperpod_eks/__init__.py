@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 from fmcluster.orchestrators.hyperpod_eks import settings
 from fmcluster.orchestrators.hyperpod_eks.versions import KUBERNETES_VERSIONS
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold, SpecWarning
+from fmcluster.platforms.kubernetes import job_image
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
 from fmcluster.platforms.kubernetes.support import billed_services, version_for_a_new_cluster, version_warnings
 
@@ -104,6 +105,7 @@ KIND = HyperPodEks(
     uses_image_family=False,  # HyperPod runs its own EKS AMI
     # pods take VPC addresses on the instance's one ENI, as on EKS managed nodes (same VPC CNI settings)
     addresses_per_node=POD_ADDRESSES_PER_NODE,
+    job_image=job_image.CONTAINER,  # the MPIJob's pods run AWS's nccl-tests image
     rule_groups=("hyperpod",),
     validation_policies=settings.POLICIES,
     validation_policy_note="drain is Slurm's. taint: the node gate keeps a failed node out of work, with the reason; "

@@ -4,8 +4,8 @@
 2. HyperPod's dependency Helm chart (`GitHelmChart`, from its repository at the pinned commit);
 3. the instance role, the lifecycle bucket with one OnCreate entry per instance group, and the
    AWS::SageMaker::Cluster (Orchestrator.Eks), which depends on 1 and 2;
-4. task governance: the cluster policy and the teams' compute quotas (they name the HyperPod cluster), and the
-   training operator add-on when asked for (it needs the HyperPod cluster);
+4. the training operator add-on when asked for (it needs the HyperPod cluster), then task governance: its add-on,
+   the cluster policy and the teams' compute quotas (they name the HyperPod cluster);
 5. in the cluster: the node gate, the exporters, the teams' volumes and the Deployment that creates what fmcluster
    puts into the namespaces task governance creates for the quotas (the teams' claims, the checkpoint service
    account), whenever they appear (fmcluster never owns those namespaces, and the stack never waits for them), and
@@ -133,18 +133,28 @@ class HyperPodEksOrchestration(Construct):
         # the scheduler config and the quotas act through the add-on's Kueue
         self.governance.policy.node.add_dependency(task_governance)
         if s.hyperpod.training_operator:
+            # Created before task governance, never after it: its Deployment goes into aws-hyperpod, which Kueue's
+            # fail-closed Deployment and Pod webhooks cover, and under Continuous provisioning CloudFormation ends the
+            # HyperPod cluster once its cluster-level resources are ready, before any node may run Kueue's webhook
+            # server (docs/hyperpod-eks.md, "What is built, in order").
             operator = self.control_plane.add_addon(
                 TRAINING_OPERATOR, kubernetes_version=s.eks.kubernetes_version,
                 service_account=TRAINING_OPERATOR_SERVICE_ACCOUNT, managed_policies=[TRAINING_OPERATOR_POLICY],
-                after=["eks-pod-identity-agent", TASK_GOVERNANCE])
+                after=["eks-pod-identity-agent"])
             operator.node.add_dependency(self.hyperpod.cluster, self.dependencies.resource)
+            task_governance.node.add_dependency(operator)
         # managed tiered checkpointing: the training pods' Pod Identity role (docs/checkpoints.md)
         self.checkpoint_access = checkpoint_access.for_spec(self, context=context, control_plane=self.control_plane,
                                                              cluster_name=self.cluster.cluster_name)
         self.objects = ClusterObjects(self, "Objects", cluster=self.control_plane.icluster)
         if elastic:
-            # Karpenter's kinds exist once HyperPod runs it for the cluster (unverified how soon: docs/resilience.md)
-            self.objects.manifest("Karpenter", autoscaling.karpenter_objects(spec), after=[self.hyperpod.cluster])
+            # Karpenter's kinds exist once HyperPod runs it for the cluster: the objects wait for its autoscaling to be
+            # InService, which it reports apart from the cluster (docs/resilience.md)
+            self.autoscaling_ready = autoscaling.AutoscalingReady(
+                self, "AutoscalingReady", cluster_name=spec.name, cluster_arn=self.hyperpod.cluster_arn)
+            self.autoscaling_ready.resource.node.add_dependency(self.hyperpod.cluster)
+            self.objects.manifest("Karpenter", autoscaling.karpenter_objects(spec),
+                                  after=[self.autoscaling_ready.resource])
         # our Deployments and DaemonSets outside the teams' namespaces go in before Kueue's webhooks exist
         for workload in self._install(context):
             task_governance.node.add_dependency(workload)

@@ -18,7 +18,7 @@ from aws_cdk import Acknowledgment, CfnResource, Validations
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from fmcluster.orchestrators.hyperpod_eks.settings import TaskGovernance, Team, team_gpus_by_type
+from fmcluster.orchestrators.hyperpod_eks.settings import TaskGovernance, Team, launcher_quota, team_gpus_by_type
 from fmcluster.platforms.ec2.node_builder import construct_id
 from fmcluster.spec import ClusterSpec
 
@@ -47,7 +47,9 @@ def quota_name(cluster: str, team: Team) -> str:
 def compute_quota(spec: ClusterSpec, team: Team, cluster_arn: str,
                   tags: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """AWS::SageMaker::ComputeQuota properties of one team: its GPUs per ml. instance type (accelerators; SageMaker
-    fills vCPUs and memory in proportion), how it shares idle compute, whether its tasks preempt its own. `tags` (the
+    fills vCPUs and memory in proportion), a few vCPUs and GiB of the system instance type for its MPI launchers
+    (`launcher_quota`; docs/hyperpod-eks.md, "The first job"), how it shares idle compute, whether its tasks preempt
+    its own. `tags` (the
     stacks' tags: fmcluster:cluster and the spec's, `OrchestrationContext.instance_tags`) are set here: CDK's tagging
     reaches L1 resources only, and the type is taggable (its CloudFormation schema: Tags, tagOnCreate)."""
     sharing: Dict[str, Any] = {"Strategy": SHARING[team.sharing]}
@@ -63,8 +65,9 @@ def compute_quota(spec: ClusterSpec, team: Team, cluster_arn: str,
         "ActivationState": "Enabled",
         "ComputeQuotaTarget": target,
         "ComputeQuotaConfig": {
-            "ComputeQuotaResources": [{"InstanceType": ml, "Accelerators": gpus}
-                                      for ml, gpus in sorted(team_gpus_by_type(spec, team).items())],
+            "ComputeQuotaResources": [*({"InstanceType": ml, "Accelerators": gpus}
+                                        for ml, gpus in sorted(team_gpus_by_type(spec, team).items())),
+                                      launcher_quota(spec)],
             "ResourceSharingConfig": sharing,
             "PreemptTeamTasks": PREEMPTION[team.preempt_team_tasks],
         },

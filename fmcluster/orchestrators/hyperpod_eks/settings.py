@@ -47,6 +47,10 @@ TEAM_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$"
 PRIORITY_CLASS_PATTERN = TEAM_NAME_PATTERN
 MAX_PRIORITY_CLASSES = 10  # ClusterSchedulerConfig: PriorityClasses maxItems
 MAX_QUOTA_NAME = 63  # ComputeQuota Name (CloudFormation schema); fmcluster names a quota <cluster>-<team>
+# What each team's compute quota holds of the system instance type, for MPI launchers (the first job's launcher asks
+# for 2 CPUs and 2 GiB: platforms/kubernetes/fabric_job.LAUNCHER_RESOURCES, a test holds them equal): two at a time.
+# ComputeQuotaResourceConfig takes VCpu and MemoryInGiB for any instance type of the cluster (SageMaker API reference).
+LAUNCHER_VCPUS, LAUNCHER_MEMORY_GIB, LAUNCHERS_PER_TEAM = 2, 2, 2
 # The validation policies a HyperPod on EKS node can honour: fail (the lifecycle script fails, HyperPod provisions
 # another instance), taint (the node gate keeps it out of work with the reason) or report. drain is Slurm's.
 POLICIES = ("taint", "replace", "fail", "report")
@@ -271,8 +275,35 @@ def _elastic_rules(at: str, g: NodeGroup) -> List[Problem]:
     return found
 
 
+def launcher_quota(spec: ClusterSpec) -> Dict[str, Any]:
+    """The system instance type's share of one team's compute quota: room for its jobs' MPI launchers, so task
+    governance's Kueue can admit a launcher onto a system node rather than beside a GPU worker."""
+    return {"InstanceType": settings_of(spec).hyperpod.system_instance_type,
+            "VCpu": LAUNCHER_VCPUS * LAUNCHERS_PER_TEAM, "MemoryInGiB": LAUNCHER_MEMORY_GIB * LAUNCHERS_PER_TEAM}
+
+
+def _launcher_rules(spec: ClusterSpec, governance: TaskGovernance) -> List[Problem]:
+    """The teams' launcher shares of the system group must fit in it (quotas are guaranteed capacity)."""
+    from fmcluster import catalog
+    from fmcluster.runtime.contract import ec2_type
+
+    hp = settings_of(spec).hyperpod
+    system = catalog.get(ec2_type(hp.system_instance_type))
+    if system is None:
+        return []
+    share = launcher_quota(spec)
+    teams = len(governance.teams)
+    vcpus, memory_gib = system.vcpus * hp.system_count, system.memory_mib // 1024 * hp.system_count
+    if teams * share["VCpu"] <= vcpus and teams * share["MemoryInGiB"] <= memory_gib:
+        return []
+    return [("orchestrator.task_governance.teams", f"each team's quota holds {share['VCpu']} vCPUs and "
+             f"{share['MemoryInGiB']} GiB of the system group for MPI launchers; {teams} teams need "
+             f"{teams * share['VCpu']} vCPUs, the system group has {vcpus} ({hp.system_count} x "
+             f"{hp.system_instance_type}): raise orchestrator.hyperpod.system_count or system_instance_type")]
+
+
 def _team_rules(spec: ClusterSpec, governance: TaskGovernance) -> List[Problem]:
-    found: List[Problem] = []
+    found: List[Problem] = _launcher_rules(spec, governance)
     groups = {g.name: g for g in spec.node_groups}
     at = "orchestrator.task_governance.teams"
     for i, team in enumerate(governance.teams):

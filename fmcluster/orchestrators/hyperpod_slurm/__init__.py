@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, List, Mapping
 from fmcluster.orchestrators.hyperpod_slurm import settings
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
 from fmcluster.spec import checkpoints
+from fmcluster.spec.orchestrator import DLAMI_NCCL_TESTS, JobImage
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -27,7 +28,18 @@ HYPERPOD_SLURM_NO_MANAGED_TIER = (
     f"; {checkpoints.MANAGED_SETUP_URL})")
 
 
+# AWS, "Using an external accounting database with SageMaker HyperPod Slurm clusters": "By default, SageMaker HyperPod
+# deploys MariaDB on your cluster's controller instance, so accounting works with no database for you to manage."
+ACCOUNTING_GUIDE = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-external-accounting-db-slurm.html"
+
+
 class HyperPodSlurm(OrchestratorKind[settings.HyperPodSlurmOrchestrator]):
+    def plan_notes(self, spec: ClusterSpec) -> List[str]:
+        return [f"Slurm accounting (sacct, sreport): HyperPod's slurmdbd with MariaDB on the controller, set up by "
+                f"HyperPod ({ACCOUNTING_GUIDE}); the history lives on the controller and goes with a replaced one. An "
+                "external database (Orchestrator.Slurm.AccountingDatabase) needs continuous provisioning and cannot be "
+                "detached again: not built by fmcluster (docs/hyperpod-slurm.md)"]
+
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
         return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", HYPERPOD_SLURM_NO_MANAGED_TIER)
 
@@ -72,6 +84,11 @@ KIND = HyperPodSlurm(
     instances_in_account=False,
     places_instances=False,  # HyperPod places its instances; the templates create no placement group
     uses_image_family=False,
+    # HyperPod's release notes publish no NCCL or nccl-tests for its Slurm AMI (docs/validation.md, "Each
+    # orchestrator's default AMI"): the Deep Learning AMI's place is looked at, and without a build there the job
+    # builds one on the shared file system
+    job_image=JobImage(name="the SageMaker HyperPod AMI for Slurm", nccl_tests=DLAMI_NCCL_TESTS,
+                       source="https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-release-ami-slurm.html"),
     validation_policies=("drain", "replace", "fail", "report"),
     validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason; replace "
     "asks HyperPod for a new instance when a hardware check failed (state fail, reason Action:Replace) and drains "

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, List, Mapping
 
-from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
+from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind, SpecWarning
 from fmcluster.orchestrators.parallelcluster import settings
 from fmcluster.spec import checkpoints
+from fmcluster.spec.orchestrator import JobImage
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -21,7 +22,17 @@ if TYPE_CHECKING:
     from fmcluster.spec.node_group import NodeGroup
 
 
+# ParallelCluster keeps Slurm accounting only in a MySQL-compatible database it is given (SlurmSettings/Database, or an
+# external slurmdbd), "Slurm accounting with AWS ParallelCluster"
+ACCOUNTING_GUIDE = "https://docs.aws.amazon.com/parallelcluster/latest/ug/slurm-accounting-v3.html"
+
+
 class ParallelCluster(OrchestratorKind[settings.ParallelClusterOrchestrator]):
+    def plan_notes(self, spec: ClusterSpec) -> List[str]:
+        return [f"Slurm accounting (sacct) is off: ParallelCluster keeps it only in a MySQL-compatible database given "
+                f"as SlurmSettings/Database or an external slurmdbd ({ACCOUNTING_GUIDE}), which fmcluster does not "
+                "create (docs/parallelcluster.md)"]
+
     def way_in(self, spec: ClusterSpec) -> List[str]:
         head = (f"aws cloudformation describe-stacks --region {spec.region} --stack-name {spec.stack_name('cluster')} --query "
                 "\"Stacks[0].Outputs[?OutputKey=='HeadNodeInstanceId'].OutputValue\" --output text")
@@ -30,6 +41,9 @@ class ParallelCluster(OrchestratorKind[settings.ParallelClusterOrchestrator]):
 
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
         return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", checkpoints.MANAGED_NEEDS_HYPERPOD_EKS)
+
+    def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
+        return settings.spec_warnings(spec)
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
@@ -69,6 +83,11 @@ KIND = ParallelCluster(
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
     elastic_groups=True,  # MinCount static nodes, up to MaxCount dynamic nodes Slurm starts for jobs
     uses_image_family=False,  # ParallelCluster picks the image from its Image.Os (or the group's ami_id)
+    # The official AMI has CUDA, the EFA installer (Open MPI, aws-ofi-nccl) and no NCCL (docs/parallelcluster.md, "Node
+    # software on the official AMI"); the head node shares /home with every node (HeadNode/SharedStorageType)
+    job_image=JobImage(name=f"the official ParallelCluster {settings.PCLUSTER_VERSION} AMI", nccl_tests="",
+                       shared_home=True,
+                       source="https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html"),
     validation_policies=settings.POLICIES,
     validation_policy_note="taint is Kubernetes'; drain would loop: clustermgtd terminates a drained static node and "
     "launches a replacement, which fails and drains again, and the bootstrap succeeded, so protected mode never "

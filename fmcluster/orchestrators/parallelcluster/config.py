@@ -156,6 +156,11 @@ def queue(spec: ClusterSpec, group: NodeGroup, inputs: ClusterInputs) -> Dict[st
         "Iam": {"AdditionalIamPolicies": [{"Policy": inputs.compute_policy_arn}]},
         "ComputeResources": [compute_resource(spec, group)],
     }
+    if group.instance.is_gpu:
+        # Slurm partition OverSubscribe=EXCLUSIVE: a job gets its nodes whole, so no second job shares a node's GPUs,
+        # EFA interfaces or NVMe with a training job that did not ask for --exclusive (SlurmQueues/
+        # JobExclusiveAllocation; update policy SUPPORTED in ParallelCluster's schema)
+        section["JobExclusiveAllocation"] = True
     if group.ami_id:
         section["Image"] = {"CustomAmi": group.ami_id}
     actions = inputs.compute_actions.get(group.name)

@@ -11,7 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from fmcluster import catalog
 from fmcluster.spec.base import Problem, SpecModel
 from fmcluster.spec.node_group import AMI_PATTERN
-from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings, orchestrator_settings
+from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings, SpecWarning, orchestrator_settings
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
@@ -53,8 +53,9 @@ DEFAULT_HEAD_NODE = {"x86_64": "m7i.2xlarge", "arm64": "m7g.2xlarge"}
 HEAD_NODE_GROUP = "head-node"
 # What a failed boot validation may do on ParallelCluster (validation.policy), the default first. drain is refused:
 # ParallelCluster's clustermgtd terminates a drained static node and launches a replacement (docs/parallelcluster.md),
-# so drain would only loop.
-POLICIES = ("fail", "report")
+# so drain would only loop. report is the default: the official AMI's versions are read from release notes, not from
+# an inspected AMI, and under fail a check that misjudges it fails every node's bootstrap and rolls the creation back.
+POLICIES = ("report", "fail")
 # validation.level values that fit a node's bootstrap and CloudFormation's one-hour wait (deep is refused).
 LEVELS = ("fast", "standard")
 # Outputs of the cluster stack that `fmcluster status` reads back.
@@ -299,3 +300,24 @@ def _queue_problems(spec: ClusterSpec, i: int, g: NodeGroup) -> List[Problem]:
                       "group unless its reservation places the nodes (capacity-block, or odcr); use cluster or "
                       "partition, name yours with existing_group, or leave placement out"))
     return found
+
+
+def spec_warnings(spec: ClusterSpec) -> List[SpecWarning]:
+    """fail on a group that runs the official AMI, and static on-demand GPU nodes in one placement group."""
+    from fmcluster.spec.placement_advice import on_demand_together
+
+    found: List[SpecWarning] = []
+    custom_ami = orchestrator_settings(spec.orchestrator, ParallelClusterOrchestrator).parallelcluster.custom_ami
+    official = [g.name for g in spec.node_groups if g.instance.is_gpu and not g.ami_id and custom_ami is None]
+    if spec.validation_policy == "fail" and official:
+        found.append(SpecWarning("validation.policy", (
+            f"fail on the official ParallelCluster AMI ({', '.join(official)}): its versions come from release notes, "
+            "not from an inspected AMI (docs/validation.md, \"Each orchestrator's default AMI\"), and a check that "
+            "misjudges it fails every node's bootstrap, so creation waits until protected mode stops the queue and "
+            "rolls back. Deploy first with policy report (the default), read a node's report (fmcluster status), "
+            "then set fail")))
+    found += on_demand_together(spec, static_nodes(spec), (
+        "creation waits for every static node within the head node's wait, and one that cannot launch rolls the "
+        "whole creation back (docs/parallelcluster.md, \"Preflight and status\")"))
+    return found
+

@@ -48,10 +48,12 @@ def node_vcpus(instance: InstanceType, threads_per_core: int = 2) -> int:
     return instance.vcpus if threads_per_core == 2 else instance.vcpus // 2
 
 
-def whole_node_cpu_request(instance: InstanceType, threads_per_core: int = 2) -> int:
-    """Whole cores a pod that takes the node can request: allocatable CPU less the DaemonSets' allowance."""
+def whole_node_cpu_request(instance: InstanceType, threads_per_core: int = 2,
+                           daemonset_millicores: int = DAEMONSET_CPU_MILLICORES) -> int:
+    """Whole cores a pod that takes the node can request: allocatable CPU less what the DaemonSets request
+    (`daemonset_millicores`: a kind that has the sum from its DaemonSets' sources passes it; else the allowance)."""
     vcpus = node_vcpus(instance, threads_per_core)
-    return int((vcpus * 1000 - kube_reserved_cpu_millicores(vcpus) - DAEMONSET_CPU_MILLICORES) // 1000)
+    return int((vcpus * 1000 - kube_reserved_cpu_millicores(vcpus) - daemonset_millicores) // 1000)
 
 
 def allocatable(instance: InstanceType, threads_per_core: int = 2) -> Dict[str, float]:

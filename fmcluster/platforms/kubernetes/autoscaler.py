@@ -96,6 +96,11 @@ def chart_values(*, cluster_name: str, region: str, kubernetes_version: str,
             # the validation gate's taint is on every new node and removed once its boot validation passes: not a
             # reason to think the group cannot run a pending pod (--startup-taint)
             "startup-taint": labels.VALIDATION_TAINT_KEY,
+            # A node whose validation failed keeps that taint (value "failed"), and the autoscaler "treats nodes
+            # tainted with startup taints as unready": by default it would delete such a node once unneeded and start
+            # another for the pending pods, relaunching GPU instances without end on a failure the image repeats.
+            # Under policy taint a failed node stays, with its reason, until someone acts (docs/eks.md, "The validation gate").
+            "scale-down-unready-enabled": False,
         },
     }
 

@@ -12,13 +12,10 @@ from typing import Any, Dict, List, Mapping, Optional
 import yaml
 
 from fmcluster.platforms.kubernetes import allocatable, devices, labels
+from fmcluster.platforms.kubernetes.job_image import NCCL_TESTS_DIR, NCCL_TESTS_IMAGE
 from fmcluster.spec.node_group import NodeGroup
 
-# AWS's nccl-tests build (EFA installer, aws-ofi-nccl, NCCL, nccl-tests under /opt/nccl-tests/build) on Amazon ECR
-# Public (https://gallery.ecr.aws/hpc-cloud/nccl-tests), which every region pulls from; `--image` names a copy in
-# the cluster's own region (a private ECR repository) instead. Unverified: that this tag stays published.
-NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda13.0.2-efa1.48.0-ofiv1.19.0-ncclv2.30.4-1-testsv2.18.3"
-NCCL_TESTS_DIR = "/opt/nccl-tests/build"
+__all__ = ["NCCL_TESTS_DIR", "NCCL_TESTS_IMAGE", "manifests", "script", "worker_resources"]
 SCRIPT = "nccl-tests.sbatch"
 JOB_NAME = "nccl-tests"
 # the launcher only runs mpirun
@@ -36,7 +33,7 @@ def script() -> str:
 
 
 def worker_resources(group: NodeGroup, *, threads_per_core: int, efa_claim: bool,
-                     hugepages: bool = False) -> Dict[str, Any]:
+                     hugepages: bool = False, daemonset_millicores: Optional[int] = None) -> Dict[str, Any]:
     """Every GPU and EFA interface of the node (without the EFA request a pod gets no EFA device and NCCL falls back
     to TCP), the node's CPU less what the DaemonSets keep, a quarter of its memory and, with `hugepages`, the hugepages
     AWS's EFA jobs request."""
@@ -46,7 +43,8 @@ def worker_resources(group: NodeGroup, *, threads_per_core: int, efa_claim: bool
     limits: Dict[str, Any] = {labels.GPU_RESOURCE: t.gpus}
     if not efa_claim:
         requests[labels.EFA_RESOURCE] = limits[labels.EFA_RESOURCE] = t.efa_interfaces
-    requests["cpu"] = str(allocatable.whole_node_cpu_request(t, threads_per_core))
+    requests["cpu"] = str(allocatable.whole_node_cpu_request(
+        t, threads_per_core, allocatable.DAEMONSET_CPU_MILLICORES if daemonset_millicores is None else daemonset_millicores))
     requests["memory"] = limits["memory"] = memory
     if hugepages and group.efa_enabled:  # hugepages must be requested and limited alike (Kubernetes, "Manage HugePages")
         requests[allocatable.HUGEPAGES_2MI] = limits[allocatable.HUGEPAGES_2MI] = WORKER_HUGEPAGES_2MI
@@ -60,10 +58,13 @@ def manifests(group: NodeGroup, *, namespace: str, job_labels: Mapping[str, str]
               image: Optional[str] = None, threads_per_core: int = 2, efa_claim: bool = False,
               worker_annotations: Optional[Mapping[str, str]] = None,
               node_selector: Optional[Mapping[str, str]] = None, workers: Optional[int] = None,
-              launcher_placement: Optional[Mapping[str, Any]] = None, hugepages: bool = False) -> str:
+              launcher_placement: Optional[Mapping[str, Any]] = None, hugepages: bool = False,
+              daemonset_millicores: Optional[int] = None) -> str:
     """The ConfigMap holding the script and the MPIJob, as one multi-document YAML file led by `header` comments;
     one worker per node of the group unless `workers` says fewer. `launcher_placement`: the launcher pod's
-    nodeSelector and tolerations, where the kind has nodes for it (else it goes where its queue puts it)."""
+    nodeSelector and tolerations, where the kind has nodes for it (else it goes where its queue puts it).
+    `daemonset_millicores`: the CPU the DaemonSets on a worker's node request, where the kind has the sum from their
+    sources (else allocatable's allowance)."""
     t = group.instance
     image = image or NCCL_TESTS_IMAGE
     config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": JOB_NAME, "namespace": namespace},
@@ -76,7 +77,7 @@ def manifests(group: NodeGroup, *, namespace: str, job_labels: Mapping[str, str]
                 "resources": LAUNCHER_RESOURCES, "volumeMounts": [{"name": "scripts", "mountPath": "/scripts"}]}
     worker = {"name": "worker", "image": image, "command": ["/usr/sbin/sshd", "-De"],  # mpirun reaches it over SSH
               "resources": worker_resources(group, threads_per_core=threads_per_core, efa_claim=efa_claim,
-                                            hugepages=hugepages),
+                                            hugepages=hugepages, daemonset_millicores=daemonset_millicores),
               "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}  # noqa: S108 - NCCL's shared memory, in RAM
     worker_pod: Dict[str, Any] = {"containers": [worker],
                                   "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}}]}

@@ -3,9 +3,14 @@ exporters through the Kubernetes API (its service-linked role gets an access ent
 in API authentication mode) and writes to the observability stack's workspace.
 
 AMP user guide, "Using an AWS managed collector": subnets in at least two AZs, the cluster's security group, the EKS
-private endpoint on. The workspace is encrypted with a customer managed key, for which the guide has the scraper write
-through a source role (trusted by the scraper service) and a target role (trusted by the source role, allowed to
-remote-write), both in this account. https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-collector-how-to.html
+private endpoint on. https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-collector-how-to.html
+
+No ``RoleConfiguration``: the API documents it for cross-account scraping only ("Use this structure to enable
+cross-account access", API_RoleConfiguration); in one account the collector writes with AMP's service-linked role,
+AWSServiceRoleForAmazonPrometheusScraper (AMP user guide, "Using service-linked roles"). The workspace's customer
+managed key is AMP's to use (its grant at the workspace's creation): a writer needs aps:RemoteWrite only, as the other
+kinds' nodes remote-write with no KMS permission. Unverified: no AWS page states that a managed collector writes into a
+workspace encrypted with a customer managed key (docs/eks.md, "Observability").
 """
 
 from __future__ import annotations
@@ -14,15 +19,11 @@ import base64
 from typing import Any, Dict, Sequence
 
 import yaml
-from aws_cdk import Stack
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.platforms.kubernetes.cluster import known_zones
-
-SCRAPER_SERVICE = "scraper.aps.amazonaws.com"
 
 
 class ManagedScraper(Construct):
@@ -35,7 +36,7 @@ class ManagedScraper(Construct):
     :param workspace_arn: the AMP workspace.
     :param config: the Prometheus scrape configuration (kubernetes_sd_configs only).
 
-    Exposes ``scraper`` (the CfnScraper), ``source_role`` and ``target_role``.
+    Exposes ``scraper`` (the CfnScraper).
     """
 
     def __init__(self, scope: Construct, id: str, *, alias: str, cluster_arn: str, subnets: Sequence[ec2.ISubnet],
@@ -46,20 +47,6 @@ class ManagedScraper(Construct):
             raise ValueError("subnets: a managed scraper needs subnets in at least two availability zones")
         if any("static_configs" in job for job in config.get("scrape_configs", [])):
             raise ValueError("config: a managed scraper discovers targets with kubernetes_sd_configs only")
-        stack = Stack.of(self)
-        scrapers = f"arn:{stack.partition}:aps:{stack.region}:{stack.account}:scraper/*"
-        # the scraper's ARN does not exist before the scraper: both trusts name this account's scrapers
-        self.source_role = iam.Role(self, "SourceRole", description=f"AMP scraper of {alias}: assumes the target role",
-                                    assumed_by=iam.PrincipalWithConditions(iam.ServicePrincipal(SCRAPER_SERVICE), {
-                                        "StringEquals": {"aws:SourceAccount": stack.account},
-                                        "ArnLike": {"aws:SourceArn": scrapers}}))
-        self.target_role = iam.Role(self, "TargetRole", description=f"AMP scraper of {alias}: writes to the workspace",
-                                    assumed_by=iam.PrincipalWithConditions(iam.ArnPrincipal(self.source_role.role_arn), {
-                                        "StringLike": {"sts:ExternalId": scrapers}}))
-        self.target_role.add_to_policy(iam.PolicyStatement(sid="RemoteWrite", actions=["aps:RemoteWrite"],
-                                                           resources=[workspace_arn]))
-        self.source_role.add_to_policy(iam.PolicyStatement(sid="AssumeTarget", actions=["sts:AssumeRole"],
-                                                           resources=[self.target_role.role_arn]))
         blob = base64.b64encode(yaml.safe_dump(config, sort_keys=False).encode()).decode()
         self.scraper = aps.CfnScraper(
             self,
@@ -73,8 +60,6 @@ class ManagedScraper(Construct):
             scrape_configuration=aps.CfnScraper.ScrapeConfigurationProperty(configuration_blob=blob),
             destination=aps.CfnScraper.DestinationProperty(
                 amp_configuration=aps.CfnScraper.AmpConfigurationProperty(workspace_arn=workspace_arn)),
-            role_configuration=aps.CfnScraper.RoleConfigurationProperty(
-                source_role_arn=self.source_role.role_arn, target_role_arn=self.target_role.role_arn),
         )
 
     @property

@@ -114,6 +114,16 @@ def test_cluster_autoscaler_runs_on_the_system_nodes_and_discovers_this_clusters
     assert identity["Namespace"] == "kube-system"
 
 
+def test_a_node_that_failed_validation_is_not_deleted_and_relaunched_by_the_autoscaler(p5):
+    """The gate's failed taint has the startup taint's key, and the autoscaler "treats nodes tainted with startup
+    taints as unready" and by default scales unready nodes down once unneeded: it would delete the failed node and
+    start another for the pending pods, without end when the image fails the same way (eks-p5's policy is taint)."""
+    (chart,) = [r["Properties"] for r in resources_of(p5, "Custom::AWSCDK-EKS-HelmChart").values()
+                if r["Properties"]["Chart"] == "cluster-autoscaler"]
+    args = json.loads(chart["Values"])["extraArgs"]
+    assert args["startup-taint"] == "fmcluster.io/node-validation" and args["scale-down-unready-enabled"] is False
+
+
 def test_every_kubernetes_version_has_its_own_autoscaler_minor():
     assert set(CLUSTER_AUTOSCALER_TAGS) == set(KUBERNETES_VERSIONS)
     for version, tag in CLUSTER_AUTOSCALER_TAGS.items():

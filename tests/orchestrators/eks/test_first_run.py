@@ -23,6 +23,7 @@ def test_the_first_page_walks_from_init_to_the_first_job(tmp_path, capsys):
     assert any("--tls-server-name=$HOST" in line for line in w.summary["way_in"])
     _, job = yaml.safe_load_all(w.job)
     assert job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 16
+    assert w.prepared.tests_dir.endswith("/opt/nccl-tests/build"), "the container image's build"
 
 
 def test_without_an_admin_init_says_which_flag_and_writes_nothing(tmp_path, capsys):

@@ -131,6 +131,17 @@ def test_task_governance_comes_after_the_cluster_the_chart_and_our_workloads(p5)
     assert tg_id in config["DependsOn"]
 
 
+def test_the_training_operator_is_created_before_task_governance_never_after(p5):
+    """The operator's Deployment goes into aws-hyperpod, which Kueue's fail-closed Deployment and Pod webhooks cover;
+    under Continuous provisioning the HyperPod cluster is complete before a node can serve them. Created before the
+    task-governance add-on, it never meets a webhook without an endpoint."""
+    addons = by_name(p5, "AWS::EKS::Addon", "AddonName")
+    operator_id, operator = addons[TRAINING_OPERATOR]
+    tg_id, tg = addons[TASK_GOVERNANCE]
+    assert operator_id in tg["DependsOn"], "task governance waits for the training operator"
+    assert tg_id not in operator["DependsOn"], "the operator must not wait for Kueue's webhooks"
+
+
 def test_the_chart_is_fetched_at_deploy_time_at_the_pinned_commit(p5):
     chart_id, chart = one(p5, "Custom::GitHelmChart")
     props = chart["Properties"]
@@ -175,7 +186,9 @@ def test_task_governance_objects(p5):
     props = research["Properties"]
     assert props["ComputeQuotaTarget"] == {"TeamName": "research"}
     assert props["ComputeQuotaConfig"] == {
-        "ComputeQuotaResources": [{"InstanceType": "ml.p5.48xlarge", "Accelerators": 16}],
+        "ComputeQuotaResources": [{"InstanceType": "ml.p5.48xlarge", "Accelerators": 16},
+                                  # room for two MPI launchers on the system nodes (docs/hyperpod-eks.md, "The first job")
+                                  {"InstanceType": "ml.m5.4xlarge", "VCpu": 4, "MemoryInGiB": 4}],
         "ResourceSharingConfig": {"Strategy": "LendAndBorrow", "BorrowLimit": 100}, "PreemptTeamTasks": "LowerPriority"}
     assert {"Key": "fmcluster:cluster", "Value": "hpeks-p5"} in props["Tags"], "a plain CfnResource: tagged by hand"
     _, policy_res = one(p5, "AWS::SageMaker::ClusterSchedulerConfig")

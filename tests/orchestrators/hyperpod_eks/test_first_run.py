@@ -19,3 +19,4 @@ def test_the_first_page_walks_from_init_to_the_first_job(tmp_path, capsys):
     _, job = yaml.safe_load_all(w.job)
     assert job["metadata"]["namespace"] == "hyperpod-ns-ml"
     assert job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 4
+    assert w.prepared.tests_dir.endswith("/opt/nccl-tests/build"), "the container image's build"

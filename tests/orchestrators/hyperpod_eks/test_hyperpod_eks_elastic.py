@@ -71,12 +71,14 @@ def test_karpenter_gets_a_node_class_and_a_pool_limited_to_max_count(example):
     assert pool["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty", "training pods are never moved"
 
 
-def test_the_karpenter_objects_are_applied_after_the_hyperpod_cluster(p5):
+def test_the_karpenter_objects_are_applied_after_the_hyperpod_clusters_autoscaling_is_in_service(p5):
+    """After the cluster and after its autoscaling reports InService (test_autoscaling_waiter.py)."""
     manifests = {lid: r for lid, r in resources_of(p5, "Custom::AWSCDK-EKS-KubernetesResource").items()
                  if "HyperpodNodeClass" in json.dumps(r["Properties"]["Manifest"])}
     ((_, manifest),) = manifests.items()
     (cluster_id,) = resources_of(p5, "AWS::SageMaker::Cluster")
-    assert cluster_id in manifest["DependsOn"]
+    ((ready_id, ready),) = resources_of(p5, "Custom::HyperPodAutoscalingReady").items()
+    assert ready_id in manifest["DependsOn"] and cluster_id in ready["DependsOn"]
 
 
 def test_a_gpu_pool_is_limited_in_gpus(example):

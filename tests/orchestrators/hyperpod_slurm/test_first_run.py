@@ -17,3 +17,5 @@ def test_the_first_page_walks_from_init_to_the_first_job(tmp_path, capsys):
     assert "--instance-group-name-contains controller" in session
     assert "sagemaker-cluster:$(aws sagemaker describe-cluster" in w.summary["way_in"][-1]
     assert "#SBATCH --partition=h100" in w.job and "#SBATCH --nodes=2" in w.job
+    # HyperPod publishes no nccl-tests for its Slurm AMI: the first job builds them once on the shared file system
+    assert "/fsx/fmcluster/nccl/nccl-2.30.4-1-tests-2.18.3-" in w.prepared.tests_dir

@@ -18,3 +18,4 @@ def test_the_first_page_walks_from_init_to_the_first_job(tmp_path, capsys):
     assert session.startswith("aws ssm start-session --region us-west-2 --target $(aws ec2 describe-instances")
     assert "Name=tag:fmcluster:cluster,Values=none-h100" in session
     assert "HOSTFILE=hosts bash" in w.job and "#SBATCH --nodes=2" in w.job
+    assert w.prepared.tests_dir.endswith("/usr/local/cuda-13.2/efa/test-cuda-13.2"), "the Deep Learning AMI's build"

@@ -251,7 +251,7 @@ def test_every_queue_runs_the_validator_with_its_own_profile_holding_the_spec_le
         assert profile == node_profile_json(spec, group)
         loaded = NodeProfile.from_json(profile)
         assert loaded.orchestrator == "slurm" and loaded.group == group.name and loaded.facts["vcpus"] == group.instance.vcpus
-        assert loaded.policy == "fail" and loaded.level == "standard"
+        assert loaded.policy == "report" and loaded.level == "standard"  # the example's
     head = config["HeadNode"]["CustomActions"]
     assert _args(head["OnNodeConfigured"]) == {"--role": "head", "--source": source, "--region": "us-east-1",
                                                "--node-group": "head-node"}

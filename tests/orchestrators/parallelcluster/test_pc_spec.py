@@ -214,7 +214,7 @@ def test_drain_exits_2_naming_what_parallelcluster_allows(tmp_path, capsys):
     """Clustermgtd replaces drained static nodes, so drain would loop; fail and report remain."""
     err = problems_of(spec_data(validation={"policy": "drain"}), tmp_path, capsys)
     assert "validation.policy: drain does not apply to orchestrator parallelcluster" in err and "drain would loop" in err
-    assert "use fail or report" in err
+    assert "use report or fail" in err
     for policy in ("fail", "report"):
         assert make_spec(validation={"policy": policy}).validation_policy == policy
 
@@ -228,9 +228,18 @@ def test_deep_validation_exits_2_naming_validation_level(tmp_path, capsys):
         make_spec(validation={"level": level})
 
 
-def test_without_a_policy_parallelcluster_nodes_fail_their_bootstrap():
-    """ParallelCluster's default policy is fail: the node is replaced, bounded by ParallelCluster's protected mode."""
-    assert make_spec().validation_policy == "fail"
+def test_without_a_policy_parallelcluster_nodes_report_and_fail_on_the_official_ami_is_warned():
+    """The official AMI's versions come from release notes, not an inspected AMI: under fail a misjudged check fails
+    every node's bootstrap and rolls creation back, so the default is report and validate warns when fail is set on
+    it (not with a custom AMI someone inspected)."""
+    from fmcluster.orchestrators.parallelcluster.settings import spec_warnings
+
+    assert make_spec().validation_policy == "report"
+    assert not [w for w in spec_warnings(make_spec()) if w.path == "validation.policy"]
+    (warned,) = [w for w in spec_warnings(make_spec(validation={"policy": "fail"})) if w.path == "validation.policy"]
+    assert "official ParallelCluster AMI" in warned.message and "rolls back" in warned.message
+    custom = make_spec({"custom_ami": "ami-0123456789abcdef0"}, validation={"policy": "fail"})
+    assert not [w for w in spec_warnings(custom) if w.path == "validation.policy"]
 
 
 def test_training_plans_are_not_parallelcluster_capacity(tmp_path, capsys):

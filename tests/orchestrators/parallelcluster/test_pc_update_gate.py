@@ -6,6 +6,7 @@ running cluster without touching the compute fleet. ParallelCluster's checker ru
 
 from __future__ import annotations
 
+import copy
 import shutil
 from pathlib import Path
 from typing import Any, Dict
@@ -99,3 +100,17 @@ def test_a_cluster_created_before_the_head_node_timeout_takes_it_in_an_update(ba
     changed = {**base, "DevSettings": {"Timeouts": {"HeadNodeBootstrapTimeout": 3300}}}
     code, report = pcluster_update_check(pcluster_python, base, changed, "pc-p5", tmp_path)
     assert code == 1 and [c["policy"] for c in report["changes"]] == ["UNSUPPORTED"]
+
+
+def test_gpu_queues_allocate_whole_nodes_and_a_running_cluster_takes_it_in_an_update(base, pcluster_python, tmp_path):
+    """JobExclusiveAllocation on every GPU queue (OverSubscribe=EXCLUSIVE: no second job on a node's GPUs and EFA
+    interfaces), not on CPU queues; a cluster created without it takes it in an update ParallelCluster's own checker
+    accepts (SUPPORTED) with the fleet running."""
+    queues = {q["Name"]: q for q in base["Scheduling"]["SlurmQueues"]}
+    assert queues["h100"]["JobExclusiveAllocation"] is True and "JobExclusiveAllocation" not in queues["prep"]
+    before = copy.deepcopy(base)
+    for q in before["Scheduling"]["SlurmQueues"]:
+        q.pop("JobExclusiveAllocation", None)
+    code, report = pcluster_update_check(pcluster_python, before, base, "pc-p5", tmp_path)
+    assert code == 0 and report["allowed"], report["changes"]
+    assert [(c["parameter"], c["policy"]) for c in report["changes"]] == [("JobExclusiveAllocation", "SUPPORTED")]

@@ -17,6 +17,7 @@ def test_the_first_page_walks_from_init_to_the_first_job(tmp_path, capsys):
     session = flattened(output(w.outputs, "LoginSessionCommand")["Value"])
     assert session == w.summary["way_in"][-1] and "Name=tag:fmcluster:node-group,Values=login" in session
     assert "#SBATCH --partition=h100" in w.job and "#SBATCH --nodes=4" in w.job
+    assert w.prepared.tests_dir.endswith("/efa/test-cuda-13.2"), "the PCS AMI is built from the Deep Learning AMI"
 
 
 def test_without_the_pcs_ami_init_says_which_flag_and_writes_nothing(tmp_path, capsys):

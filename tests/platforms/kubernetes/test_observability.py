@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import actions_of, resources_of
+from helpers import resources_of
 
 from fmcluster.platforms.kubernetes import metrics, versions
 from fmcluster.platforms.kubernetes.scraper import ManagedScraper
@@ -84,18 +84,12 @@ def test_series_get_the_labels_the_rules_group_by():
     assert jobs["node"]["relabel_configs"][0]["source_labels"] == ["__meta_kubernetes_node_label_fmcluster_io_node_group"]
 
 
-def test_scraper_roles_trust_only_this_accounts_scrapers(template):
-    roles = {k: r["Properties"] for k, r in resources_of(template, "AWS::IAM::Role").items() if k.startswith("EksScraper")}
-    source = next(r for k, r in roles.items() if "Source" in k)
-    target = next(r for k, r in roles.items() if "Target" in k)
-    (trust,) = source["AssumeRolePolicyDocument"]["Statement"]
-    assert trust["Principal"] == {"Service": "scraper.aps.amazonaws.com"}
-    assert set(trust["Condition"]) == {"StringEquals", "ArnLike"}
-    (trust,) = target["AssumeRolePolicyDocument"]["Statement"]
-    assert "Fn::GetAtt" in json.dumps(trust["Principal"]) and "sts:ExternalId" in json.dumps(trust["Condition"])
-    policies = [r["Properties"] for k, r in resources_of(template, "AWS::IAM::Policy").items() if k.startswith("EksScraper")]
-    actions = sorted(a for p in policies for st in p["PolicyDocument"]["Statement"] for a in actions_of(st))
-    assert actions == ["aps:RemoteWrite", "sts:AssumeRole"]
+def test_the_scraper_writes_with_amps_own_role_not_a_cross_account_pair(template, scraper):
+    """RoleConfiguration is AMP's cross-account setup ("Use this structure to enable cross-account access"); in one
+    account the collector writes with AMP's service-linked role, and the workspace's key is AMP's to use."""
+    assert "RoleConfiguration" not in scraper
+    assert not [k for k in resources_of(template, "AWS::IAM::Role") if k.startswith("EksScraper")]
+    assert "scraper.aps.amazonaws.com" not in json.dumps(template["Resources"])
 
 
 def test_exporters_are_the_versions_the_other_nodes_run():
