@@ -20,7 +20,8 @@ DeepSpeed ZeRO (Rajbhandari et al., arXiv:1910.02054 §3.1, §5): 2 + 2 + K, K =
 gradients on the wire; stage 1 shards the optimizer state, 2 also gradients, 3 also weights.
 
 Each framework also says how it splits layers unevenly over pipeline stages (the flag a layout whose layers do not
-divide by pp x vp needs) and which pipeline schedule it runs by default.
+divide by pp x vp needs), its default pipeline schedule, and how it interleaves virtual stages (DeepSpeed's
+PipelineModule runs 1F1B only).
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ class Framework:
     source: str
     uneven_stages: str = ""  # the option that splits layers unevenly over pipeline stages; "" = layers must divide
     default_schedule: str = "1F1B"
+    interleaving: str = ""  # the option that interleaves virtual stages; "" = the framework runs plain 1F1B only
     conventional: Tuple[Tuple[str, ...], ...] = ()  # sharding tiers in the order a team reaches for them
 
     def sharding_rank(self, key: str) -> int:
@@ -105,9 +107,8 @@ MEGATRON = Framework("megatron", "Megatron-LM / NeMo (bf16 weights, fp32 gradien
     Sharding("optim_grads_params", "Megatron-FSDP optim_grads_params", 2, 4, 12, True, True, True, 4, 2,
              GATHER_FOR_COMPUTE),
 ), "https://docs.nvidia.com/megatron-core/developer-guide/latest/distrib_optimizer.html",
-    uneven_stages="--pipeline-model-parallel-layout (or --decoder-first-pipeline-num-layers / "
-                  "--decoder-last-pipeline-num-layers)",
-    default_schedule="1F1B (interleaved with --num-virtual-stages-per-pipeline-rank)",
+    uneven_stages="--pipeline-model-parallel-layout",
+    interleaving="--num-virtual-stages-per-pipeline-rank",
     conventional=(("distopt", "optim_grads"), ("ddp",), ("optim_grads_params",)))
 
 FSDP = Framework("fsdp", "PyTorch FSDP2 (fp32 sharded weights, bf16 compute, fp32 gradient reduction)", (
@@ -118,9 +119,8 @@ FSDP = Framework("fsdp", "PyTorch FSDP2 (fp32 sharded weights, bf16 compute, fp3
     Sharding("fsdp_pp", "FSDP2, weights kept after forward (pipeline parallel)", 2, 4, 12, False, False, True, 4, 2,
              SCATTER_GATHER_ONCE, pipeline="with", saved_weight_bytes=4),
 ), "https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html",
-    uneven_stages="torchtitan --parallelism.pipeline_parallel_first_stage_less_layers / "
-                  "--parallelism.pipeline_parallel_last_stage_less_layers",
-    default_schedule="1F1B (torchtitan --parallelism.pipeline_parallel_schedule)",
+    uneven_stages="torchtitan --parallelism.pipeline_parallel_first_stage_less_layers",
+    interleaving="torchtitan --parallelism.pipeline_parallel_schedule Interleaved1F1B",
     conventional=(("fsdp",), ("fsdp_pp",), ("ddp",)))
 
 DEEPSPEED = Framework("deepspeed", "DeepSpeed ZeRO (bf16 weights and gradients, K = 12)", (
@@ -129,7 +129,7 @@ DEEPSPEED = Framework("deepspeed", "DeepSpeed ZeRO (bf16 weights and gradients, 
     Sharding("zero2", "ZeRO-2", 2, 2, 12, False, True, True, 2, 2, SCATTER_EVERY_MICROBATCH),
     Sharding("zero3", "ZeRO-3", 2, 2, 12, True, True, True, 2, 2, GATHER_FOR_COMPUTE),
 ), "https://arxiv.org/abs/1910.02054",
-    uneven_stages="PipelineModule(partition_method='parameters')", default_schedule="1F1B (PipelineModule)",
+    uneven_stages="PipelineModule(partition_method='parameters')",
     conventional=(("zero1", "zero2"), ("ddp",), ("zero3",)))
 
 FRAMEWORKS: Dict[str, Framework] = {f.key: f for f in (MEGATRON, FSDP, DEEPSPEED)}

@@ -73,6 +73,8 @@ def layout_for(model: Model, hw: Hardware, given: Dict[str, int], global_batch_t
     if pp == 1 and vp > 1:
         raise PlanUsageError(f"--layout: vp={vp} needs pipeline parallelism (pp > 1)")
     fw = framework(framework_key)
+    if vp > 1 and not fw.interleaving:
+        raise PlanUsageError(f"--layout: vp={vp}: {fw.key} runs plain 1F1B only (no interleaved virtual stages)")
     if model.layers % (pp * vp) and not fw.uneven_stages:
         raise PlanUsageError(f"--layout: {model.layers} layers do not divide by pp x vp = {pp * vp}, and {fw.key} does "
                              "not split stages unevenly")

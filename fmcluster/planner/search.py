@@ -55,7 +55,8 @@ def best_for(model: Model, hw: Hardware, base: Layout, fw: Framework, mfu: Optio
     Policies are tried in the order given: none, then selective, then full, each slower and smaller than the last."""
     best: Optional[Candidate] = None
     smallest: Optional[tuple] = None
-    for layout in (replace(base, vp=v) for v in (vps or virtual_stages(model, base, bool(fw.uneven_stages)))):
+    options = virtual_stages(model, base, bool(fw.uneven_stages)) if fw.interleaving else [1]
+    for layout in (replace(base, vp=v) for v in (vps or options)):
         for sharding in shardings or [x for x in fw.shardings if x.allowed(layout.pp)]:
             if shardings is None and sharding is not fw.shardings[0] and layout.dense_dp == 1:
                 continue  # nothing to shard over

@@ -70,23 +70,31 @@ def same_layout(a: Candidate, b: Candidate) -> bool:
 
 
 def why(group: TieGroup, hw: Hardware, seq: int) -> List[str]:
-    """The pick's reasons, one per rule that set it apart from the rest of the group."""
+    """The pick's reasons, one per rule of conventional_key that set it apart from the rest of the group."""
     pick, others = group.pick, group.members[1:]
-    lay = pick.layout
+    lay, fw = pick.layout, framework(pick.framework)
     reasons = []
     if lay.cp == 1:
         reasons.append(f"no context parallelism at {seq:,} tokens" + (", which others in the group use"
                                                                       if any(o.layout.cp > 1 for o in others) else ""))
     else:
         reasons.append(f"context parallelism {lay.cp}, the least any layout in the group needs")
-    fewest = min([lay.pp] + [o.layout.pp for o in others])
-    reasons.append("no pipeline parallelism" if lay.pp == 1 else
-                   f"{lay.pp} pipeline stages" + (", the fewest in the group" if lay.pp == fewest and others else ""))
+    fewer = [o for o in others if o.layout.cp == lay.cp and o.layout.pp < lay.pp]
+    if any(fw.sharding_rank(o.memory.sharding) > fw.sharding_rank(pick.memory.sharding) for o in fewer):
+        reasons.append(f"{fw.key}'s usual sharding, where fewer stages would need "
+                       + ", ".join(sorted({o.memory.scheme.label for o in fewer
+                                           if fw.sharding_rank(o.memory.sharding) > fw.sharding_rank(pick.memory.sharding)})))
+    if pick.memory.recompute != "full" and any(o.memory.recompute == "full" for o in fewer):
+        reasons.append("no full recomputation, which fewer stages would need")
+    reasons.append("no pipeline parallelism" if lay.pp == 1 else f"{lay.pp} pipeline stages" + (
+        ", the fewest that keep the above" if fewer else ", the fewest in the group"))
     if lay.tp > 1:
         reasons.append(f"tensor parallelism {lay.tp} inside one {hw.domain}-GPU NVLink domain")
     if lay.vp > 1:
-        reasons.append(f"interleaved with {lay.vp} virtual stages (the framework's default is plain 1F1B; fewer "
-                       "virtual stages leave a bubble outside the band)")
+        reasons.append(f"interleaved with {lay.vp} virtual stages ({fw.interleaving}; the default is "
+                       f"{fw.default_schedule}, and interleaving is what shrinks this layout's bubble)")
+    if pick.uneven:
+        reasons.append(f"layers split unevenly over the stages ({fw.uneven_stages})")
     if group.fastest is not pick:
         gain = pick.per_token_s / group.fastest.per_token_s - 1
         reasons.append(f"the fastest, {group.fastest.layout.key()}, is {gain:.0%} faster by the estimate, which does "
