@@ -14,7 +14,13 @@ from fmcluster.planner.hardware import HBM_USABLE_FRACTION, Hardware
 from fmcluster.planner.layouts import Layout, stage_params
 from fmcluster.planner.memory import GATHERED_LAYERS, RECOMPUTE, activations, in_flight, layer_bytes_per_token
 from fmcluster.planner.models import Model
-from fmcluster.planner.rates import attention_flops_per_token, gemm_flops_per_token, recompute_factor
+from fmcluster.planner.rates import (
+    HIDDEN_HALF,
+    attention_flops_per_token,
+    elementwise_rate,
+    gemm_flops_per_token,
+    recompute_factor,
+)
 from fmcluster.planner.search import Candidate, batch_warning, describe
 from fmcluster.planner.steptime import collective_summary
 
@@ -102,6 +108,12 @@ def step_figures(c: Candidate, model: Model, hw: Hardware, mfu: Optional[float])
                           recompute=recompute_factor(c.memory.recompute), gemm_flops_per_s=r.gemm_rate,
                           width_efficiency=r.width_efficiency,
                           peak_flops=hw.peak_flops, rate=share)
+        if r.elementwise_s:
+            out["elementwise"] = fig(r.elementwise_s, "s", "gemm_flops * tokens * recompute / (gpus * bf16_gemm_flops_per_s)"
+                                     " * hidden_half / h", gemm_flops=gemm_flops_per_token(model), tokens=st.tokens,
+                                     gpus=hw.gpus, recompute=recompute_factor(c.memory.recompute),
+                                     bf16_gemm_flops_per_s=elementwise_rate(hw, c.framework), hidden_half=HIDDEN_HALF,
+                                     h=model.hidden)
         attention = attention_flops_per_token(model)
         out["attention"] = fig(r.attention_s, "s", "attention_flops * tokens * recompute / (gpus * attention_flops_per_s)",
                                attention_flops=attention, tokens=st.tokens, gpus=hw.gpus,
@@ -109,8 +121,9 @@ def step_figures(c: Candidate, model: Model, hw: Hardware, mfu: Optional[float])
                                attention_flops_per_s=r.attention_rate, block_efficiency=r.block_efficiency,
                                bf16_peak_flops=hw.attention_peak_flops, rate=share)
     out.update({
-        "compute": fig(st.compute_s, "s", "gemm_s + attention_s", gemm_s=r.gemm_s if r else st.compute_s,
-                       attention_s=r.attention_s if r else 0.0, calibrated=mfu is None, mfu=mfu),
+        "compute": fig(st.compute_s, "s", "gemm_s + elementwise_s + attention_s", gemm_s=r.gemm_s if r else st.compute_s,
+                       elementwise_s=r.elementwise_s if r else 0.0, attention_s=r.attention_s if r else 0.0,
+                       calibrated=mfu is None, mfu=mfu),
         "bubble": fig(st.bubble_s, "s", "compute_s * (pp - 1) / (vp * microbatches)", compute_s=st.compute_s, pp=lay.pp,
                       vp=lay.vp, microbatches=lay.microbatches),
         "collectives": [dict(collective_summary(x), nvlink_bytes_s=hw.nvlink_bytes_s,

@@ -1,17 +1,22 @@
 """How fast the GPUs compute a layout's step: calibrated shares of the dense peak (docs/planning.md, "Calibration").
 
 compute = GEMM FLOPs / (GEMM peak x GEMM_SHARE[precision] x framework x width)
+        + GEMM FLOPs / (BF16 peak x GEMM_SHARE["bf16"] x framework) x HIDDEN_HALF / h
         + attention FLOPs / (BF16 peak x ATTENTION_SHARE x framework x block)
 
 - GEMM FLOPs are 6N per token (N the active parameters less the input embedding), attention's 3 L s a (d_qk + d_v)
   under a causal mask (steptime.flops_per_token); full recomputation repeats the forward pass (x 4/3), selective
   recomputation re-runs the norms and the activation function (SELECTIVE_COST of the compute).
-- FP8 speeds up what it runs: the GEMMs, at the FP8 peak and GEMM_SHARE["fp8"]. Attention stays at the BF16 peak,
-  and communication and memory are unchanged.
-- GEMM_SHARE folds in everything that scales with the GEMMs (norms, activation functions, the optimizer step) for
-  Megatron Core with Transformer Engine; FRAMEWORK scales both shares for other frameworks. The constants are fit
-  across the published runs of data/calibration.json (least squares of the log error, run by run on its
-  published layout); calibration.py holds the table and the test holds the error band.
+- The second term is the elementwise work (norms, activation functions, residual adds, casts): memory-bound, per GEMM
+  FLOP it falls as 1/h, so small models spend more of their step on it ("MFU increases from 41% to 47-48% with
+  model size ... larger GEMMs have higher arithmetic intensity", Megatron-LM README, Training speed and scalability).
+- FP8 speeds up what it runs: the GEMMs, at the FP8 peak and GEMM_SHARE["fp8"]. Attention and the elementwise work
+  stay at BF16's rates; communication, memory and the optimizer step are unchanged.
+- GEMM_SHARE folds in what scales with the GEMMs (the optimizer step, kernel launches) for Megatron Core with
+  Transformer Engine; FRAMEWORK scales all three terms for other frameworks, GENERATION per GPU generation. The
+  constants are fit across the published runs of data/calibration.json (least squares of the log error, each run on
+  its published layout: GEMM_SHARE bf16 and fp8, ATTENTION_SHARE, FRAMEWORK["fsdp"], HIDDEN_HALF, five numbers for
+  26 runs); calibration.py holds the table and the test holds the error band.
 - width: a GEMM whose narrowest per-GPU side w is under FULL_WIDTH loses w/(w + TILE_LOSS) relative to FULL_WIDTH
   (tile and wave quantization, NVIDIA's Matrix Multiplication Background guide; the constants are assumptions). The
   sides: heads x head size / tp, FFN / tp, expert FFN / etp, a micro-batch's tokens b s / cp, and the tokens each
@@ -35,14 +40,15 @@ from fmcluster.planner.hardware import Hardware
 from fmcluster.planner.layouts import Layout
 from fmcluster.planner.models import Model
 
-GEMM_SHARE = {"bf16": 0.508, "fp8": 0.417}  # of the precision's dense peak, Megatron Core + Transformer Engine
-ATTENTION_SHARE = 0.458  # causal flash attention forward and backward, of the BF16 peak
-FRAMEWORK = {"megatron": 1.0, "fsdp": 0.649, "deepspeed": 0.649}
+GEMM_SHARE = {"bf16": 0.536, "fp8": 0.502}  # of the precision's dense peak, Megatron Core + Transformer Engine
+ATTENTION_SHARE = 0.477  # causal flash attention forward and backward, of the BF16 peak (FA3's forward peaks at 0.75)
+FRAMEWORK = {"megatron": 1.0, "fsdp": 0.702, "deepspeed": 0.702}
 CALIBRATED = {"megatron": "calibrated on Megatron Core / NeMo and Meta's Llama 3 runs",
               "fsdp": "calibrated on torchtitan's FSDP2 runs (H100 at 500 W: conservative for a 700 W P5)",
               "deepspeed": "uncalibrated: no published DeepSpeed run on H100, H200 or B200 found; FSDP2's shares "
                            "(PyTorch modules without Transformer Engine) stand in"}
-GENERATION = {"hopper": 1.0, "blackwell": 1.0}  # the one Blackwell run agrees with Hopper's shares (calibration)
+GENERATION = {"hopper": 1.0, "blackwell": 1.0}  # the two B200 runs land within 6% on Hopper's shares (calibration)
+HIDDEN_HALF = 644.0  # elementwise work per GEMM FLOP falls as 1/h: it costs HIDDEN_HALF/h of the BF16 GEMM time
 SELECTIVE_COST = 0.02  # re-running two norms and the activation function: memory-bound, a few % of a forward pass
 FULL_WIDTH = 1024  # GEMMs at least this narrow side run at the calibrated share
 TILE_LOSS = 64  # half a 128-wide tile lost on average to tile quantization
@@ -58,13 +64,15 @@ class Compute:
     width_efficiency: float
     block_efficiency: float
     calibrated: bool  # False when --mfu replaced the calibrated shares
+    elementwise_s: float = 0.0  # norms, activations, residuals: HIDDEN_HALF / h of the GEMMs' time at BF16
 
     @property
     def total(self) -> float:
-        return self.gemm_s + self.attention_s
+        return self.gemm_s + self.elementwise_s + self.attention_s
 
     def summary(self) -> Dict[str, Any]:
-        return {"gemm_s": self.gemm_s, "attention_s": self.attention_s, "gemm_tflops_per_gpu": self.gemm_rate / 1e12,
+        return {"gemm_s": self.gemm_s, "elementwise_s": self.elementwise_s, "attention_s": self.attention_s,
+                "gemm_tflops_per_gpu": self.gemm_rate / 1e12,
                 "attention_tflops_per_gpu": self.attention_rate / 1e12, "width_efficiency": self.width_efficiency,
                 "block_efficiency": self.block_efficiency, "calibrated": self.calibrated}
 
@@ -122,4 +130,14 @@ def compute(model: Model, hw: Hardware, layout: Layout, recompute: str, framewor
         g_rate = hw.peak_flops * GEMM_SHARE[hw.precision] * scale * width
         a_rate = hw.attention_peak_flops * ATTENTION_SHARE * scale * block
     gpus = max(hw.gpus, 1)
-    return Compute(gemm / (gpus * g_rate), attention / (gpus * a_rate), g_rate, a_rate, width, block, mfu is None)
+    elementwise = 0.0
+    if mfu is None:  # norms, activations, residuals: memory-bound, FP8 does not speed them up
+        elementwise = gemm / (gpus * elementwise_rate(hw, framework)) * HIDDEN_HALF / model.hidden
+    return Compute(gemm / (gpus * g_rate), attention / (gpus * a_rate), g_rate, a_rate, width, block, mfu is None,
+                   elementwise)
+
+
+def elementwise_rate(hw: Hardware, framework: str) -> float:
+    """The BF16 GEMM rate the elementwise work is measured against (HIDDEN_HALF / h of it)."""
+    scale = FRAMEWORK.get(framework, FRAMEWORK["deepspeed"]) * GENERATION.get(hw.arch, 1.0)
+    return hw.attention_peak_flops * GEMM_SHARE["bf16"] * scale

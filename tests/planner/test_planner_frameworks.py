@@ -124,6 +124,8 @@ def test_fp8_speeds_up_the_gemms_only():
     bf16 = step(m, hardware("p5.48xlarge", 8, "bf16"), lay, MEGATRON.sharding("distopt"), "none")
     fp8 = step(m, hardware("p5.48xlarge", 8, "fp8"), lay, MEGATRON.sharding("distopt"), "none")
     assert fp8.rates.attention_s == pytest.approx(bf16.rates.attention_s)
+    assert fp8.rates.elementwise_s == pytest.approx(bf16.rates.elementwise_s)  # norms and activations
+    assert bf16.rates.elementwise_s > 0
     assert bf16.rates.gemm_s / fp8.rates.gemm_s == pytest.approx(1979 * GEMM_SHARE["fp8"] / (989 * GEMM_SHARE["bf16"]))
     assert 1.3 < bf16.compute_s / fp8.compute_s < 1.7  # not the 2x of a doubled peak
     assert [x.seconds for x in fp8.collectives] == pytest.approx([x.seconds for x in bf16.collectives])
