@@ -195,7 +195,7 @@ def run_plan(args: Any) -> int:
         raise PlanUsageError("--recompute: applies to a pinned layout; give --layout too")
     mfu_given = getattr(args, "mfu", None) is not None
     opts = PlanOptions(
-        precision=args.precision, mfu=fraction(args, "mfu", 0.4), calibrated=not mfu_given,
+        precision=args.precision, mfu=fraction(args, "mfu", 0.4) if mfu_given else None, calibrated=not mfu_given,
         layout=parse_layout(layout) if layout is not None else None, recompute=recompute,
         global_batch_tokens=float(number(args, "global_batch_tokens") or 0),
         micro_batch=int(number(args, "micro_batch", integer=True) or 1), tokens=float(number(args, "tokens") or 0),
