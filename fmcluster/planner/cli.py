@@ -45,20 +45,26 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--experts", help="experts per MoE layer")
     m.add_argument("--active-experts", help="experts each token is routed to (top-k)")
     t = parser.add_argument_group("training")
-    t.add_argument("--precision", choices=("bf16", "fp8"), default="bf16", help="compute precision (default bf16)")
+    t.add_argument("--precision", default="bf16", metavar="{bf16,fp8}",
+                   help="compute precision: the GEMMs run at its dense peak, attention at BF16's (default bf16)")
     t.add_argument("--framework", default="megatron", metavar="{megatron,fsdp,deepspeed}",
                    help="whose bytes per parameter and gradient precision: Megatron-LM/NeMo (18, or 6 + 12/d with the "
                    "distributed optimizer; fp32 gradients), PyTorch FSDP2 (16/d) or DeepSpeed ZeRO (16 .. 16/d; bf16 "
                    "gradients). Default megatron")
-    t.add_argument("--mfu", default="0.4", help="fraction (0, 1] of the dense peak the GPUs sustain on the model's "
-                   "matrix multiplies; full recomputation's extra forward pass runs at the same rate, so there it is "
-                   "hardware FLOPs utilization (default 0.4)")
+    t.add_argument("--mfu", help="fraction (0, 1] of the dense peak every FLOP runs at, instead of the calibrated rates "
+                   "(docs/planning.md, Calibration); full recomputation's extra forward pass runs at the same rate, so "
+                   "there it is hardware FLOPs utilization (default: the calibrated rates of the framework and precision)")
     t.add_argument("--global-batch-tokens", default="4194304", help="tokens per optimizer step (default 4M = 2^22)")
     t.add_argument("--micro-batch", default="1", help="sequences per micro-batch (default 1)")
     t.add_argument("--tokens", default="1T", help="tokens to train, for time and cost (default 1T)")
     t.add_argument("--bytes-per-token", default="4", help="bytes per token the data path reads (default 4: uint32 ids)")
     t.add_argument("--group", help="plan the job on this GPU node group only (default: each GPU group)")
-    t.add_argument("--top", default="5", help="fastest fitting layouts to show (default 5)")
+    t.add_argument("--top", default="5", help="layouts to show in full: the tie group's pick first (default 5)")
+    t.add_argument("--layout", metavar="tp=8,pp=16,vp=8,cp=1,dp=64,ep=1",
+                   help="evaluate this layout too (the one a team already runs): its memory, step time and where it loses "
+                   "to the tie group's pick; dp follows from the GPUs when left out")
+    t.add_argument("--recompute", metavar="{none,selective,full}",
+                   help="the pinned layout's activation recomputation (default: the fastest that fits)")
     parser.add_argument("--price", action="append", metavar="GROUP=USD",
                         help="what one instance-hour of GROUP's reservation costs you (a Capacity Block's or training "
                              "plan's effective hourly rate; repeatable); without it such a group is left unpriced")
@@ -179,11 +185,18 @@ def _write(out: Output, data: bytes) -> None:
 
 def run_plan(args: Any) -> int:
     from fmcluster.planner.frameworks import framework
+    from fmcluster.planner.pinned import check_recompute, parse_layout
     from fmcluster.planner.report import PlanOptions, build
     from fmcluster.registry import load_spec
 
+    layout = getattr(args, "layout", None)
+    recompute = check_recompute(getattr(args, "recompute", None))
+    if recompute is not None and layout is None:
+        raise PlanUsageError("--recompute: applies to a pinned layout; give --layout too")
+    mfu_given = getattr(args, "mfu", None) is not None
     opts = PlanOptions(
-        precision=args.precision, mfu=fraction(args, "mfu", 0.4),
+        precision=args.precision, mfu=fraction(args, "mfu", 0.4) if mfu_given else None, calibrated=not mfu_given,
+        layout=parse_layout(layout) if layout is not None else None, recompute=recompute,
         global_batch_tokens=float(number(args, "global_batch_tokens") or 0),
         micro_batch=int(number(args, "micro_batch", integer=True) or 1), tokens=float(number(args, "tokens") or 0),
         bytes_per_token=float(number(args, "bytes_per_token") or 0), gradient_gb=float(number(args, "gradient_gb") or 0),

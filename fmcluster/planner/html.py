@@ -9,8 +9,8 @@ from typing import Any, Dict, Iterable, List, Sequence
 
 from fmcluster.planner.chart import legend, step_chart
 from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, plain, val
+from fmcluster.planner.text import compute_rates, hbm_fit, percent, pinned_lines, tier_lines
 from fmcluster.planner.text import framework_line as text_framework_line
-from fmcluster.planner.text import hbm_fit, percent, tier_lines
 
 CSS = """
 body{font-family:"DejaVu Sans",Arial,sans-serif;margin:0;background:#f4f6f8;color:#1f2933;font-size:14px}
@@ -53,7 +53,7 @@ def page(report: Dict[str, Any], spec: Any) -> str:
     if "model" in report:
         m, o = report["model"], report["options"]
         subtitle += (f" · model {m['name']} ({human_count(m['params'])} parameters) · {o['precision']} compute at "
-                     f"{plain(o['mfu'], 6)} of peak"
+                     f"{compute_rates(report)}"
                      f" · {human_count(o['global_batch_tokens'])} tokens per step requested · framework {o['framework']}")
     parts = [f"<header><h1>{escape(title)}</h1><p>{escape(subtitle)}</p></header><main>", cards(report),
              cluster_section(report, spec)]
@@ -124,9 +124,26 @@ def job_section(j: Dict[str, Any], report: Dict[str, Any]) -> str:
             f"{escape(hw['internode_link'])} {plain(hw['internode_gb_s_per_gpu'], 3)} GB/s per GPU; {j['layouts_fitting']} of "
             f"{j['layouts_evaluated']} layouts fit {escape(hbm_fit(hw))}.</p>")
     if not j["fits"]:
-        return f'<section>{head}<p class="bad">{escape(j["overflow"])}</p></section>'
-    return (f"<section>{head}{memory_table(j)}{estimate_table(j)}{step_section(j)}{expert_table(j)}{checkpoint_table(j)}"
-            f"{data_paragraph(j)}{all_layouts(j)}</section>")
+        return f'<section>{head}<p class="bad">{escape(j["overflow"])}</p>{pinned_section(j)}</section>'
+    return (f"<section>{head}{tie_paragraph(j)}{memory_table(j)}{estimate_table(j)}{pinned_section(j)}{step_section(j)}"
+            f"{expert_table(j)}{checkpoint_table(j)}{data_paragraph(j)}{all_layouts(j)}</section>")
+
+
+def tie_paragraph(j: Dict[str, Any]) -> str:
+    t = j["ties"]
+    members = ", ".join(f"<code>{escape(k)}</code>" for k in t["members"])
+    return (f"<h3>Tie group: {t['size']} layout(s) the estimate cannot order</h3><p>Within {t['ratio']:.2f}x of the "
+            f"fastest ({escape(t['fastest'])}): two estimates each off by up to ±{t['band']:.0%} can be in either order "
+            f"({escape(t['band_source'])}). <b>Pick: {escape(j['best'][0]['layout']['description'])}</b>: "
+            f"{escape('; '.join(t['reasons']))}.</p><details><summary>the tie group, in conventional order</summary>"
+            f"<p>{members}</p></details>")
+
+
+def pinned_section(j: Dict[str, Any]) -> str:
+    if "pinned" not in j:
+        return ""
+    lines = "".join(f"<li>{escape(line.strip())}</li>" for line in pinned_lines(j))
+    return f"<h3>Pinned layout (--layout)</h3><ul>{lines}</ul>"
 
 
 def memory_table(j: Dict[str, Any]) -> str:
@@ -144,7 +161,7 @@ def memory_table(j: Dict[str, Any]) -> str:
     by = j["best"][0]["memory"]["activations_by_recompute"]
     note = ("<p>Activations of layout 1 by recomputation policy: " + ", ".join(
         f"{escape(policy)} {gib(val(f))} GiB" for policy, f in by.items()) + ".</p>")
-    return "<h3>Memory fit per GPU (GiB), fastest layouts first</h3>" + note + table(
+    return "<h3>Memory fit per GPU (GiB), the pick first, then the tie group</h3>" + note + table(
         ("#", "layout", "tokens per step", "weights", "gradients", "optimizer", "activations", "total", "usable HBM",
          "fit", "step bound", "serial"), rows, numeric=(2, 3, 4, 5, 6, 7, 8))
 
@@ -160,8 +177,8 @@ def estimate_table(j: Dict[str, Any]) -> str:
                      *[human_seconds(val(e["exposed"][g])) if g in e["exposed"] else "0" for g in groups]))
     return ("<h3>Efficiency model: the estimate beside the bound</h3><p class=\"note\">The bound assumes every "
             "collective hides behind compute; the estimate charges narrow GEMMs, the pipeline bubble and the "
-            "communication each framework leaves exposed (assumptions below). Layouts rank by the estimate per "
-            "token.</p>" + table(("#", "layout", "tokens per step", "bound", "estimate", "MFU", "GEMM efficiency",
+            "communication each framework leaves exposed (assumptions below). The tie group and its pick come from the "
+            "estimate per token.</p>" + table(("#", "layout", "tokens per step", "bound", "estimate", "MFU", "GEMM efficiency",
                                    "bubble", *[f"exposed {g}" for g in groups]), rows,
                                   numeric=tuple(range(2, 8 + len(groups)))))
 
@@ -224,11 +241,12 @@ def data_paragraph(j: Dict[str, Any]) -> str:
 def all_layouts(j: Dict[str, Any]) -> str:
     rows = [(escape(r["layout"]), f'{r["tokens_per_step"]:,}', escape(r["sharding"]), escape(r["recompute"]),
              r["memory_gib"], human_seconds(r["estimate_s"]), plain(r["estimate_mfu"], 2),
-             '<span class="ok">yes</span>' if r["fits"] else '<span class="bad">no</span>', human_seconds(r["bound_s"]),
+             '<span class="ok">yes</span>' if r["fits"] else '<span class="bad">no</span>',
+             "yes" if r["in_tie_group"] else "", human_seconds(r["bound_s"]),
              human_seconds(r["serial_s"])) for r in j["layouts"]]
     return (f"<details><summary>all {len(rows)} layouts evaluated</summary>"
             + table(("layout", "tokens per step", "sharding", "recomputation", "GiB per GPU", "estimate", "MFU", "fits",
-                     "step bound", "serial"), rows, numeric=(1, 4, 5, 6)) + "</details>")
+                     "tie group", "step bound", "serial"), rows, numeric=(1, 4, 5, 6)) + "</details>")
 
 
 def cost_section(report: Dict[str, Any]) -> str:

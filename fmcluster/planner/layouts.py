@@ -87,20 +87,29 @@ def context_parallel_degrees(model: Model) -> List[int]:
     return out
 
 
-def virtual_stages(model: Model, layout: Layout) -> List[int]:
+def uneven(model: Model, layout: Layout) -> bool:
+    """Layers that do not divide by pp x vp: the stages (or their model chunks) hold different numbers of layers."""
+    return layout.pp > 1 and model.layers % (layout.pp * layout.vp) != 0
+
+
+def virtual_stages(model: Model, layout: Layout, uneven_ok: bool = True) -> List[int]:
     """Interleaved 1F1B: 1, 2, 4, ... up to the most model chunks per GPU (MAX_VIRTUAL_STAGES, each chunk at least
-    one layer), and that most; the schedule needs at least pp micro-batches in flight."""
+    one layer), and that most; the schedule needs at least pp micro-batches in flight. Without uneven stages, only the
+    v whose pp x v divides the layers."""
     if layout.pp == 1 or layout.microbatches < layout.pp:
         return [1]
     most = min(MAX_VIRTUAL_STAGES, math.ceil(model.layers / layout.pp))
-    return sorted({v for v in (1, 2, 4, 8) if v <= most} | {most})
+    options = sorted({v for v in (1, 2, 4, 8) if v <= most} | {most})
+    return [v for v in options if uneven_ok or model.layers % (layout.pp * v) == 0] or [1]
 
 
-def enumerate_layouts(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch: int) -> List[Layout]:
+def enumerate_layouts(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch: int,
+                      uneven_ok: bool = True) -> List[Layout]:
     """Every (tp, cp, pp, dp, ep, etp) that divides the group: tp in 1/2/4/8 within an NVLink domain and
-    dividing the attention heads (Megatron's rule), cp from context_parallel_degrees, pp up to the layer count; for
-    experts, ep dividing the experts and the stage's data-parallel ranks (etp = tp), or its tp x cp x dp ranks
-    (etp = 1). Virtual stages are chosen per layout by the search (virtual_stages)."""
+    dividing the attention heads (Megatron's rule), cp from context_parallel_degrees, pp up to the layer count (and
+    dividing it unless the framework splits stages unevenly); for experts, ep dividing the experts and the stage's
+    data-parallel ranks (etp = tp), or its tp x cp x dp ranks (etp = 1). Virtual stages are chosen per layout by the
+    search (virtual_stages)."""
     gpus = hw.gpus
     sequences = max(1, math.ceil(global_batch_tokens / model.seq))
     out: List[Layout] = []
@@ -113,6 +122,8 @@ def enumerate_layouts(model: Model, hw: Hardware, global_batch_tokens: float, mi
             for pp in divisors(gpus // (tp * cp)):
                 if pp > model.layers:
                     break
+                if not uneven_ok and model.layers % pp:
+                    continue
                 dp = gpus // (tp * cp * pp)
                 per_rank = math.ceil(sequences / dp)
                 microbatches = max(1, math.ceil(per_rank / micro_batch))

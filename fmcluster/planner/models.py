@@ -24,7 +24,8 @@ HEAD_DIM = 128  # Llama 3.x, Mixtral, most current models; only used when neithe
 DEFAULT_SEQ = 4096
 INT_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "experts", "active_experts", "expert_ffn",
             "shared_experts", "dense_layers", "head_dim", "qk_head_dim", "v_head_dim", "routed_nodes")
-FILE_KEYS = ("name", "params", "active_params", *INT_KEYS, "sources", "notes")
+FILE_KEYS = ("name", "params", "active_params", *INT_KEYS, "mlp", "dropout", "sources", "notes")
+MLP_KINDS = ("gated", "plain")  # gated: SwiGLU/GeGLU, three h x ffn matrices; plain: GELU/ReLU^2, two
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class Model:
     qk_head_dim: int = 0  # attention width per head for scores (multi-head latent attention: 192); 0 = head_dim
     v_head_dim: int = 0  # per head for values; 0 = head_dim
     routed_nodes: int = 0  # node-limited routing: a token's experts sit on at most this many nodes (0: no limit)
+    mlp: str = "gated"  # gated (SwiGLU: three h x ffn matrices) or plain (GELU, squared ReLU: two)
+    dropout: bool = False  # dropout masks kept for backward (1 byte each, Korthikanti et al. Table 2)
     sources: Tuple[str, ...] = ()
     notes: str = ""
     assumptions: Tuple[str, ...] = field(default=())
@@ -75,22 +78,23 @@ class Model:
         out = {k: getattr(self, k) for k in ("name", "params", "active_params", "layers", "hidden", "heads", "kv_heads",
                                               "seq", "vocab", "ffn", "experts", "active_experts", "expert_ffn",
                                               "shared_experts", "dense_layers", "expert_params", "head_dim",
-                                              "qk_head_dim", "v_head_dim", "routed_nodes")}
+                                              "qk_head_dim", "v_head_dim", "routed_nodes", "mlp", "dropout")}
         out.update(sources=list(self.sources), notes=self.notes, assumptions=list(self.assumptions))
         return out
 
 
 def architecture_params(layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int,
                         experts: int = 1, expert_ffn: int = 0, shared_experts: int = 0, dense_layers: int = 0,
-                        head_dim: int = HEAD_DIM) -> float:
-    """Total parameters of a Llama/Mixtral-style decoder (see the module doc)."""
+                        head_dim: int = HEAD_DIM, mlp: str = "gated") -> float:
+    """Total parameters of a Llama/Mixtral-style decoder (see the module doc); a plain MLP has two matrices."""
     attn = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
     norms = 2 * hidden
+    mats = 3 if mlp == "gated" else 2
     if experts > 1:
-        moe = (experts + shared_experts) * 3 * hidden * expert_ffn + hidden * experts  # experts and the router
-        layer_total = dense_layers * (attn + 3 * hidden * ffn + norms) + (layers - dense_layers) * (attn + moe + norms)
+        moe = (experts + shared_experts) * mats * hidden * expert_ffn + hidden * experts  # experts and the router
+        layer_total = dense_layers * (attn + mats * hidden * ffn + norms) + (layers - dense_layers) * (attn + moe + norms)
     else:
-        layer_total = layers * (attn + 3 * hidden * ffn + norms)
+        layer_total = layers * (attn + mats * hidden * ffn + norms)
     return float(layer_total + 2 * vocab * hidden + hidden)  # + the final norm
 
 
@@ -146,6 +150,12 @@ def build(raw: Dict[str, Any], option: str) -> Model:
         raise PlanUsageError(f"{option}: dense_layers ({dense_layers}) leaves no MoE layer of {layers}")
     ffn, vocab, expert_ffn = ints.get("ffn", 0), ints.get("vocab", 0), ints.get("expert_ffn", 0)
     shared = ints.get("shared_experts", 0)
+    mlp = raw.get("mlp", "gated")
+    if mlp not in MLP_KINDS:
+        raise PlanUsageError(f"{option}: 'mlp' must be one of {', '.join(MLP_KINDS)}, not {mlp!r}")
+    dropout = raw.get("dropout", False)
+    if not isinstance(dropout, bool):
+        raise PlanUsageError(f"{option}: 'dropout' must be true or false, not {dropout!r}")
     if not vocab:
         assumptions.append("vocab not given: any embedding and output-layer weights inside params are counted as layer "
                            "weights spread over the pipeline stages (not on the first and last stage), the input "
@@ -155,7 +165,7 @@ def build(raw: Dict[str, Any], option: str) -> Model:
         params = _positive_number(raw["params"], "params", option)
     elif ffn and vocab and (experts == 1 or expert_ffn):
         params = architecture_params(layers, hidden, heads, kv_heads, ffn, vocab, experts, expert_ffn, shared, dense_layers,
-                                     max(1, head_dim))
+                                     max(1, head_dim), mlp)
         assumptions.append("params computed from the architecture (Llama/Mixtral layout)")
     else:
         raise PlanUsageError(f"{option}: give 'params', or 'ffn' and 'vocab' (and 'expert_ffn' for experts) to count them")
@@ -163,7 +173,7 @@ def build(raw: Dict[str, Any], option: str) -> Model:
     if experts > 1:
         moe_layers = layers - dense_layers
         if expert_ffn:
-            expert_params = float(moe_layers * experts * 3 * hidden * expert_ffn)
+            expert_params = float(moe_layers * experts * (3 if mlp == "gated" else 2) * hidden * expert_ffn)
         else:
             # Without the expert size: all but attention (4h^2 per layer, multi-head) and embeddings is experts.
             expert_params = max(0.0, params - 2.0 * vocab * hidden - layers * 4.0 * hidden * hidden)
@@ -179,7 +189,7 @@ def build(raw: Dict[str, Any], option: str) -> Model:
         heads=heads, kv_heads=kv_heads, seq=seq, vocab=vocab, ffn=ffn, experts=experts, active_experts=max(k, 1),
         expert_ffn=expert_ffn, shared_experts=shared, dense_layers=dense_layers if experts > 1 else 0,
         expert_params=expert_params, head_dim=max(1, head_dim), qk_head_dim=ints.get("qk_head_dim", 0),
-        v_head_dim=ints.get("v_head_dim", 0), routed_nodes=ints.get("routed_nodes", 0),
+        v_head_dim=ints.get("v_head_dim", 0), routed_nodes=ints.get("routed_nodes", 0), mlp=mlp, dropout=dropout,
         sources=_sources(raw.get("sources", []), option),
         notes=_text(raw.get("notes", ""), "notes", option),
         assumptions=tuple(assumptions),

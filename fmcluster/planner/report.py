@@ -1,5 +1,6 @@
 """Assemble the plan: the cluster figures, the cost, and per GPU group the training job's
-memory fit, step-time bounds, checkpoints and data path for the model given."""
+memory fit, step-time bounds, the tie group the estimate cannot order and its pick, a pinned layout (--layout)
+against that pick, checkpoints and data path for the model given."""
 
 from __future__ import annotations
 
@@ -10,33 +11,36 @@ from fmcluster.planner import collectives as coll
 from fmcluster.planner.checkpoints import checkpoint, data_path
 from fmcluster.planner.cluster import cluster_figures
 from fmcluster.planner.cost import hourly_cost, priced_for_job, token_cost
+from fmcluster.planner.details import COLUMNS, detail, expert_stride, row
 from fmcluster.planner.efficiency import ASSUMPTIONS as ESTIMATE_ASSUMPTIONS
 from fmcluster.planner.errors import PlanUsageError
 from fmcluster.planner.figures import fig, val
 from fmcluster.planner.frameworks import DEFAULT_FRAMEWORK, framework
 from fmcluster.planner.hardware import HBM_USABLE_FRACTION, Hardware, of_group
-from fmcluster.planner.layouts import stage_params
-from fmcluster.planner.memory import GATHERED_LAYERS, RECOMPUTE, activation_coefficient, activations
 from fmcluster.planner.models import Model
-from fmcluster.planner.search import Candidate, batch_warning, describe, evaluate, overflow_message
-from fmcluster.planner.steptime import collective_summary
+from fmcluster.planner.search import Candidate, evaluate, overflow_message
+from fmcluster.planner.ties import ERROR_BAND, TieGroup, same_layout, tie_group, tie_ratio
+from fmcluster.planner.ties import summary as tie_summary
 
 ASSUMPTIONS = [
-    "Bounds (>=) are lower bounds: bandwidth-only collectives (no latency), compute at the --mfu share of peak, perfect "
-    "overlap of compute, NVLink and inter-node traffic. Estimates (~) charge what the efficiency model below exposes; "
-    "layouts rank by the estimate.",
+    "Bounds (>=) are lower bounds on communication: bandwidth-only collectives (no latency), perfect overlap of "
+    "compute, NVLink and inter-node traffic, compute at the calibrated rates (or --mfu). Estimates (~) charge what "
+    "the efficiency model below exposes; the tie group and its pick come from the estimate.",
     f"Usable HBM is {HBM_USABLE_FRACTION:.0%} of the GPU's memory (CUDA context, NCCL buffers, fragmentation).",
-    "Bytes per parameter and what is sharded follow the chosen framework's convention (--framework); fp8 changes the "
-    "compute peak and the expert dispatch precision, not these bytes.",
+    "Bytes per parameter and what is sharded follow the chosen framework's convention (--framework); fp8 speeds up "
+    "the GEMMs and the expert dispatch, not attention, communication, memory or the optimizer step.",
     "Sequence parallelism with every tp > 1; the 1F1B pipeline schedule, interleaved with v virtual stages when v > 1; "
-    "ring attention for context parallelism; one training job per GPU node group.",
+    "ring attention for context parallelism; FlashAttention; one training job per GPU node group.",
 ]
+CALIBRATION = {"band": ERROR_BAND, "runs": "fmcluster/planner/data/calibration.json",
+               "how": "80% of the published runs lie within ±band of the estimate on their own published layout; "
+                      "docs/planning.md, Calibration, lists the runs, the error of each and what is not modelled"}
 
 
 @dataclass
 class PlanOptions:
     precision: str = "bf16"
-    mfu: float = 0.4
+    mfu: Optional[float] = 0.4  # used only when calibrated is False (--mfu given): every FLOP at this share of peak
     global_batch_tokens: float = 4 * 2**20
     micro_batch: int = 1
     tokens: float = 1e12
@@ -47,6 +51,13 @@ class PlanOptions:
     model_option: str = "--model"
     framework: str = DEFAULT_FRAMEWORK
     reservation_prices: Dict[str, float] = field(default_factory=dict)  # node group -> USD per instance-hour
+    calibrated: bool = True  # the calibrated compute rates (rates.py); False: --mfu replaces them
+    layout: Optional[Dict[str, int]] = None  # --layout, pinned
+    recompute: Optional[str] = None  # --recompute for the pinned layout
+
+    @property
+    def compute_mfu(self) -> Optional[float]:
+        return None if self.calibrated else self.mfu
 
 
 def build(spec: Any, model: Optional[Model], opts: PlanOptions) -> Dict[str, Any]:
@@ -65,9 +76,14 @@ def build(spec: Any, model: Optional[Model], opts: PlanOptions) -> Dict[str, Any
         raise PlanUsageError("\n".join(j["overflow"] for j in jobs))
     report["model"] = model.summary()
     report["options"] = {k: getattr(opts, k) for k in ("precision", "mfu", "global_batch_tokens", "micro_batch", "tokens",
-                                                       "bytes_per_token", "framework")}
+                                                       "bytes_per_token", "framework", "calibrated", "layout",
+                                                       "recompute")}
     fw = framework(opts.framework)
+    from fmcluster.planner.rates import CALIBRATED
+
+    report["calibration"] = dict(CALIBRATION, framework=CALIBRATED.get(fw.key, ""), used=opts.calibrated)
     report["framework"] = {"key": fw.key, "label": fw.label, "source": fw.source,
+                           "uneven_stages": fw.uneven_stages, "default_schedule": fw.default_schedule,
                            "shardings": [{"key": s.key, "label": s.label, "bytes_per_param": s.formula(),
                                           "weights": s.weight_bytes, "gradients": s.grad_bytes,
                                           "optimizer": s.optimizer_bytes, "gradient_wire_bytes": s.grad_wire_bytes,
@@ -80,26 +96,35 @@ def build(spec: Any, model: Optional[Model], opts: PlanOptions) -> Dict[str, Any
 
 def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, Any]) -> Dict[str, Any]:
     hw = of_group(group, opts.precision)
-    cands = evaluate(model, hw, opts.global_batch_tokens, opts.micro_batch, opts.mfu, opts.framework)
+    mfu = opts.compute_mfu
+    cands = evaluate(model, hw, opts.global_batch_tokens, opts.micro_batch, mfu, opts.framework)
     fitting = [c for c in cands if c.fits]
+    ties = tie_group(cands, hw, opts.global_batch_tokens)
+    tied = ties.members if ties else []
     out: Dict[str, Any] = {"group": group.name, "hardware": hw.summary(), "layouts_evaluated": len(cands),
                            "layouts_fitting": len(fitting), "fits": bool(fitting),
-                           "layouts": [row(c, opts) for c in cands], "columns": COLUMNS,
-                           "requested_tokens_per_step": opts.global_batch_tokens}
-    if not fitting:
+                           "layouts": [row(c, opts.global_batch_tokens, any(c is t for t in tied)) for c in cands],
+                           "columns": COLUMNS, "requested_tokens_per_step": opts.global_batch_tokens}
+    if opts.layout is not None:
+        out["pinned"] = pinned(model, hw, opts, ties)
+    if not fitting or ties is None:
         out["overflow"] = overflow_message(opts.model_option, model, hw, cands)
         if cands:
-            out["smallest"] = detail(min(cands, key=lambda c: c.memory.total), model, hw, opts)
+            out["smallest"] = detail(min(cands, key=lambda c: c.memory.total), model, hw, mfu, opts.global_batch_tokens)
         return out
-    best = fitting[0]
-    out["best"] = [detail(c, model, hw, opts) for c in fitting[: opts.top]]
+    best = ties.pick
+    shown = tied + [c for c in fitting if not any(c is t for t in tied)]
+    out["ties"] = dict(tie_summary(ties, hw, model.seq), ratio=tie_ratio(ties.band))
+    out["best"] = [detail(c, model, hw, mfu, opts.global_batch_tokens) for c in shown[: opts.top]]
+    for b, c in zip(out["best"], shown):
+        b["in_tie_group"] = any(c is t for t in tied)
     out["warnings"] = [f"{b['layout']['description']}: {b['layout']['batch_warning']}" for b in out["best"]
                        if b["layout"]["batch_warning"]]
     lines = priced_for_job(cost, group.name)
     # as token_cost: an unpriced instance leaves the job unpriced; an unpriced service is left out (its line says so)
     priced = all("usd_per_hour" in ln for ln in lines if ln["instance_type"])
-    out["checkpoint"] = checkpoint(model, group, spec, best.step, best.memory.scheme.weight_bytes,
-                                   best.memory.scheme.optimizer_bytes,
+    out["checkpoint"] = checkpoint(model, group, spec, best.step, best.memory.scheme.checkpoint_weight_bytes,
+                                   best.memory.scheme.checkpoint_optimizer_bytes,
                                    sum(val(ln["usd_per_hour"]) for ln in lines if "usd_per_hour" in ln) if priced
                                    else None)
     out["data_path"] = data_path(best.step, spec, opts.bytes_per_token)
@@ -107,9 +132,9 @@ def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, 
                          count=opts.tokens)
     est_tokens_s = best.step.tokens / best.estimate.seconds
     est_hours = opts.tokens / est_tokens_s / 3600
-    out["tokens"]["estimate_hours"] = fig(est_hours, "h", "tokens / tokens per second at the estimate / 3600",
+    out["tokens"]["estimate_hours"] = fig(est_hours, "h", "tokens / tokens_per_s / 3600",
                                           tokens=opts.tokens, tokens_per_s=est_tokens_s)
-    out["tokens"]["estimate_gpu_hours"] = fig(est_hours * hw.gpus, "GPU-h", "estimate hours x GPUs",
+    out["tokens"]["estimate_gpu_hours"] = fig(est_hours * hw.gpus, "GPU-h", "hours * gpus",
                                               hours=est_hours, gpus=hw.gpus)
 
     if model.is_moe:
@@ -117,115 +142,29 @@ def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, 
     return out
 
 
-COLUMNS = {
-    "memory_gib": "weights + gradients + optimizer + activations per GPU (see best[].memory for each term)",
-    "bound_s": "max(compute + bubble, NVLink seconds, inter-node seconds)",
-    "estimate_s": "max(bound, compute / GEMM efficiency + bubble + exposed communication): what ranks the layouts",
-    "estimate_mfu": "model FLOPs (no recomputation) x tokens per step / (GPUs x peak x estimate)",
-    "serial_s": "compute + bubble + every collective (no overlap)",
-    "tokens_per_step": "data-parallel ranks x micro-batches x micro-batch x seq: every rank runs at least one "
-                       "micro-batch, so this can exceed the requested --global-batch-tokens",
-}
+def pinned(model: Model, hw: Hardware, opts: PlanOptions, ties: Optional[TieGroup]) -> Dict[str, Any]:
+    """--layout: the team's layout as the planner runs it, and where it loses to the tie group's pick."""
+    from fmcluster.planner.pinned import evaluate_layout, layout_for, losses
+
+    lay = layout_for(model, hw, opts.layout or {}, opts.global_batch_tokens, opts.micro_batch, opts.framework)
+    given_vp = (opts.layout or {}).get("vp")
+    c = evaluate_layout(model, hw, lay if given_vp else _open_vp(lay), opts.framework, opts.compute_mfu,
+                        opts.recompute)
+    out: Dict[str, Any] = {"given": dict(opts.layout or {}), "recompute_given": opts.recompute,
+                           **detail(c, model, hw, opts.compute_mfu, opts.global_batch_tokens)}
+    if ties is not None and c.fits:
+        pick = ties.pick
+        slower = c.per_token_s / pick.per_token_s - 1
+        out["vs_pick"] = {"pick": pick.layout.key(), "slower": slower,
+                          "in_tie_group": any(same_layout(c, t) for t in ties.members),
+                          "losses": losses(c, pick)}
+    return out
 
 
-def sharding_key(c: Candidate) -> str:
-    """'none' for a layout with one data-parallel rank: nothing is replicated or sharded, so it is not DDP."""
-    return "none" if c.layout.dense_dp == 1 else c.memory.sharding
+def _open_vp(lay: Any) -> Any:
+    from dataclasses import replace
 
-
-def row(c: Candidate, opts: PlanOptions) -> Dict[str, Any]:
-    s = c.step
-    return {"layout": c.layout.key(), **c.layout.summary(),
-            "batch_differs": c.layout.tokens_per_step != opts.global_batch_tokens, "sharding": sharding_key(c),
-            "recompute": c.memory.recompute,
-            "memory_gib": round(c.memory.total / 2**30, 2), "fits": c.fits, "bound_s": round(s.bound_s, 4),
-            "estimate_s": round(c.estimate.seconds, 4), "estimate_mfu": round(c.estimate.mfu, 4),
-            "serial_s": round(s.serial_s, 4), "compute_s": round(s.compute_s, 4), "nvlink_s": round(s.nvlink_s, 4),
-            "internode_s": round(s.internode_s, 4)}
-
-
-def detail(c: Candidate, model: Model, hw: Hardware, opts: PlanOptions) -> Dict[str, Any]:
-    lay, mem, st = c.layout, c.memory, c.step
-    p = stage_params(model, lay)
-    sc = mem.scheme
-
-    def state(term: str, nbytes: int, sharded: bool) -> Dict[str, Any]:
-        formula = (f"{nbytes} bytes x (dense params per GPU" + (" / dp" if sharded else "") + " + expert params per GPU"
-                   + (" / (dp / ep)" if sharded else "") + ")")
-        return fig(getattr(mem, term), "bytes", formula, bytes_per_param=nbytes, dense_params_per_gpu=p["dense"],
-                   expert_params_per_gpu=p["expert"], dp=lay.dp, expert_dp=lay.expert_dp, sharded=sharded)
-
-    coef = activation_coefficient(model, lay.tp, mem.recompute)
-    memory = {
-        "weights": state("weights", sc.weight_bytes, sc.shard_weights),
-        "gradients": state("gradients", sc.grad_bytes, sc.shard_grads),
-        "optimizer": state("optimizer", sc.optimizer_bytes, sc.shard_optimizer),
-        "gathered": fig(mem.gathered, "bytes", f"2 bytes x params of {GATHERED_LAYERS} layers on the stage (gathered for "
-                        "compute when weights are sharded)", sharded_weights=sc.shard_weights),
-        "activations": fig(mem.activations, "bytes", "s b h x coefficient x layers on the stage x min(pp, microbatches)"
-                           + (" + 34 s b h / t (layer being recomputed)" if mem.recompute == "full" else "")
-                           + " + 4 s b v / t (fp32 logits)", s=model.seq, b=lay.micro_batch, h=model.hidden,
-                           heads=model.heads, t=lay.tp, coefficient=coef, layers_on_stage=p["layers"],
-                           in_flight=min(lay.pp, lay.microbatches), vocab=model.vocab, recompute=mem.recompute),
-        "activations_by_recompute": {policy: fig(activations(model, lay, policy), "bytes", "the activations formula "
-                                                 "with this recomputation policy", recompute=policy)
-                                     for policy in RECOMPUTE},
-        "total": fig(mem.total, "bytes", "weights + gradients + optimizer + activations + gathered weights",
-                     weights=mem.weights, gradients=mem.gradients, optimizer=mem.optimizer, activations=mem.activations,
-                     gathered=mem.gathered),
-        "bytes_per_param": sc.formula(),
-        "usable_hbm": fig(hw.usable_hbm_bytes, "bytes", "HBM per GPU x usable fraction", hbm=hw.hbm_bytes,
-                          fraction=HBM_USABLE_FRACTION),
-        "fits": c.fits,
-    }
-    peak_inputs = dict(gpus=hw.gpus, peak_flops=hw.peak_flops, mfu=opts.mfu, precision=opts.precision)
-    step = {
-        "compute": fig(st.compute_s, "s", "flops per token x tokens per step / (gpus x dense peak x --mfu)",
-                       flops_per_token=st.flops_per_token, tokens=st.tokens, **peak_inputs),
-        "flops_per_token": fig(st.flops_per_token, "FLOP", "6 N + 12 L h s (x 8/6 with full recomputation)",
-                               N=model.active_params - model.vocab * model.hidden, L=model.layers, h=model.hidden,
-                               s=model.seq, recompute=mem.recompute),
-        "bubble": fig(st.bubble_s, "s", "compute x (pp - 1) / microbatches", pp=lay.pp, microbatches=lay.microbatches),
-        "collectives": [dict(collective_summary(x), nvlink_bytes_s=hw.nvlink_bytes_s,
-                             internode_bytes_s_per_gpu=hw.internode_bytes_s_per_gpu,
-                             members_per_domain=coll.members_per_domain(x.ranks, _stride(x.group, lay), hw.domain,
-                                                                              hw.gpus))
-                        for x in st.collectives],
-        "bound": fig(st.bound_s, "s", "max(compute + bubble, NVLink seconds, inter-node seconds)",
-                     compute_s=st.compute_s, bubble_s=st.bubble_s, nvlink_s=st.nvlink_s, internode_s=st.internode_s),
-        "serial": fig(st.serial_s, "s", "compute + bubble + every collective"),
-        "tokens_per_s": fig(st.tokens_per_s, "tokens/s", "tokens per step / bound", tokens=st.tokens, bound_s=st.bound_s),
-    }
-    e = c.estimate
-    est = {
-        "seconds": fig(e.seconds, "s", "max(bound, compute / GEMM efficiency + bubble + exposed communication)",
-                       bound_s=st.bound_s, compute_s=e.compute_s, bubble_s=e.bubble_s, **{
-                           f"exposed_{k}_s": v for k, v in e.exposed.items()}),
-        "gemm_efficiency": fig(e.gemm_efficiency, "fraction", "min(1, w/(w+64) / (1024/(1024+64))), w the narrowest "
-                               "per-GPU GEMM side", tp=lay.tp, etp=lay.expert_tp),
-        "bubble": fig(e.bubble_s, "s", "compute / GEMM efficiency x (pp - 1) / (v x microbatches)", pp=lay.pp,
-                      vp=lay.vp, microbatches=lay.microbatches),
-        "exposed": {k: fig(v, "s", "collective seconds left after the overlap its framework runs (docs/planning.md)",
-                           group=k) for k, v in e.exposed.items()},
-        "tokens_per_s": fig(st.tokens / e.seconds, "tokens/s", "tokens per step / estimate", tokens=st.tokens,
-                            estimate_s=e.seconds),
-        "mfu": fig(e.mfu, "fraction", "model FLOPs per token (no recomputation) x tokens / (GPUs x peak x estimate)",
-                   tokens=st.tokens, gpus=hw.gpus, peak_flops=hw.peak_flops),
-    }
-    return {"layout": dict(lay.summary(), sharding=sharding_key(c), recompute=mem.recompute, description=describe(c),
-                           requested_tokens_per_step=opts.global_batch_tokens,
-                           batch_warning=batch_warning(lay, opts.global_batch_tokens)),
-            "memory": memory, "step": step, "estimate": est}
-
-
-def _stride(group: str, lay: Any) -> int:
-    return {"dp": lay.tp, "dp-expert": lay.expert_tp * lay.ep, "tp": 1, "cp": lay.tp,
-            "ep": expert_stride(lay)}.get(group, lay.gpus)
-
-
-def expert_stride(lay: Any) -> int:
-    """Expert groups step over tensor ranks (etp = tp) or run over consecutive ranks (folded, etp = 1)."""
-    return lay.tp if lay.expert_tp == lay.tp else 1
+    return replace(lay, vp=0)
 
 
 def expert_parallel(cands: List[Candidate], hw: Hardware) -> List[Dict[str, Any]]:

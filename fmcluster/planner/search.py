@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from fmcluster.planner.efficiency import Estimate, estimate
 from fmcluster.planner.figures import GIB, human_count
-from fmcluster.planner.frameworks import DEFAULT_FRAMEWORK, Sharding, framework, sharding_label
+from fmcluster.planner.frameworks import DEFAULT_FRAMEWORK, Framework, Sharding, framework, sharding_label
 from fmcluster.planner.hardware import Hardware
-from fmcluster.planner.layouts import Layout, enumerate_layouts, virtual_stages
+from fmcluster.planner.layouts import Layout, enumerate_layouts, uneven, virtual_stages
 from fmcluster.planner.memory import RECOMPUTE, Memory, memory
 from fmcluster.planner.models import Model
 from fmcluster.planner.steptime import Step, step
@@ -25,49 +25,63 @@ class Candidate:
     step: Step
     fits: bool
     estimate: Estimate
+    framework: str = DEFAULT_FRAMEWORK
+    uneven: bool = False  # layers do not divide by pp x vp: needs the framework's uneven-stage option
+
+    @property
+    def per_token_s(self) -> float:
+        return _per_token(self.estimate.seconds, self)
 
 
-def evaluate(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch: int, mfu: float,
+def evaluate(model: Model, hw: Hardware, global_batch_tokens: float, micro_batch: int, mfu: Optional[float] = None,
              framework_key: str = DEFAULT_FRAMEWORK) -> List[Candidate]:
     """One candidate per layout: the (sharding, recomputation, virtual stages) that fits with the lowest estimate per
     token, else the smallest footprint. Sorted fitting first, then layouts that keep the batch, then by the estimate
-    per token (the bound, then the serial sum, break ties: of two equally fast layouts, the one moving less)."""
+    per token (the bound, then the serial sum, break ties: of two equally fast layouts, the one moving less).
+    `mfu` None runs the calibrated rates (rates.py); a fraction replaces them."""
     fw = framework(framework_key)
-    out: List[Candidate] = []
-    for base in enumerate_layouts(model, hw, global_batch_tokens, micro_batch):
-        best: Optional[Candidate] = None
-        smallest: Optional[tuple] = None
-        for layout in (replace(base, vp=v) for v in virtual_stages(model, base)):
-            for sharding in fw.shardings:
-                if sharding is not fw.shardings[0] and layout.dense_dp == 1:
-                    continue  # nothing to shard over
-                mems = {r: memory(model, layout, sharding, r) for r in RECOMPUTE}
-                low = mems["full"]
-                if smallest is None or low.total < smallest[1].total:
-                    smallest = (layout, low)
-                # no recomputation runs as fast as selective with more memory, full recomputation is slower: the
-                # fastest policy that fits is selective when it fits, else full
-                policy = next((r for r in ("selective", "full") if mems[r].total <= hw.usable_hbm_bytes), None)
-                if policy is None:
-                    continue
-                cand = candidate(model, hw, layout, sharding, mems[policy], mfu, fw.key, True)
-                if best is None or _rank(cand) < _rank(best):
-                    best = cand
-        if best is not None:
-            out.append(best)
-        elif smallest is not None:
-            layout, mem = smallest
-            out.append(candidate(model, hw, layout, mem.scheme, mem, mfu, fw.key, False))
+    out = [best_for(model, hw, base, fw, mfu)
+           for base in enumerate_layouts(model, hw, global_batch_tokens, micro_batch, uneven_ok=bool(fw.uneven_stages))]
     out.sort(key=lambda x: (not x.fits, grows_batch(x.layout, global_batch_tokens),
                             _per_token(x.estimate.seconds, x) if x.fits else x.memory.total,
                             _per_token(x.step.bound_s, x), _per_token(x.step.serial_s, x)))
     return out
 
 
-def candidate(model: Model, hw: Hardware, layout: Layout, sharding: Sharding, mem: Memory, mfu: float, fw_key: str,
-              fits: bool) -> Candidate:
-    st = step(model, hw, layout, sharding, mem.recompute, mfu)
-    return Candidate(layout, mem, st, fits, estimate(model, hw, layout, sharding, fw_key, st))
+def best_for(model: Model, hw: Hardware, base: Layout, fw: Framework, mfu: Optional[float],
+             vps: Optional[Sequence[int]] = None, policies: Sequence[str] = RECOMPUTE,
+             shardings: Optional[Sequence[Sharding]] = None) -> Candidate:
+    """The fastest (virtual stages, sharding, recomputation) of one layout that fits; else its smallest footprint.
+    Policies are tried in the order given: none, then selective, then full, each slower and smaller than the last."""
+    best: Optional[Candidate] = None
+    smallest: Optional[tuple] = None
+    options = virtual_stages(model, base, bool(fw.uneven_stages)) if fw.interleaving else [1]
+    for layout in (replace(base, vp=v) for v in (vps or options)):
+        for sharding in shardings or [x for x in fw.shardings if x.allowed(layout.pp)]:
+            if shardings is None and sharding is not fw.shardings[0] and layout.dense_dp == 1:
+                continue  # nothing to shard over
+            mems = {r: memory(model, layout, sharding, r) for r in policies}
+            low = min(mems.values(), key=lambda m: m.total)
+            if smallest is None or low.total < smallest[1].total:
+                smallest = (layout, low)
+            policy = next((r for r in policies if mems[r].total <= hw.usable_hbm_bytes), None)
+            if policy is None:
+                continue
+            cand = candidate(model, hw, layout, sharding, mems[policy], mfu, fw.key, True)
+            if best is None or _rank(cand) < _rank(best):
+                best = cand
+    if best is not None:
+        return best
+    assert smallest is not None
+    layout, mem = smallest
+    return candidate(model, hw, layout, mem.scheme, mem, mfu, fw.key, False)
+
+
+def candidate(model: Model, hw: Hardware, layout: Layout, sharding: Sharding, mem: Memory, mfu: Optional[float],
+              fw_key: str, fits: bool) -> Candidate:
+    st = step(model, hw, layout, sharding, mem.recompute, mfu, fw_key)
+    return Candidate(layout, mem, st, fits, estimate(model, hw, layout, sharding, fw_key, st), fw_key,
+                     uneven(model, layout))
 
 
 def _per_token(seconds: float, c: Candidate) -> float:
@@ -116,7 +130,8 @@ def describe(c: Candidate) -> str:
                                     else "")]
     recompute = {"none": "no recomputation", "selective": "selective recomputation",
                  "full": "full recomputation"}[mem.recompute]
-    return f"{', '.join(parts)}, {sharding_label(mem.scheme, lay.dense_dp)}, {recompute}"
+    stages = f", uneven stages ({framework(c.framework).uneven_stages})" if c.uneven else ""
+    return f"{', '.join(parts)}, {sharding_label(mem.scheme, lay.dense_dp)}, {recompute}{stages}"
 
 
 def overflow_message(option: str, model: Model, hw: Hardware, candidates: List[Candidate]) -> str:

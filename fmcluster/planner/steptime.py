@@ -7,7 +7,8 @@ attention scores and values over a causal mask, half of PaLM's 12 L h s (Chowdhe
 arXiv:2204.02311 App. B, which counts the full s x s square), with a heads of score width
 d_qk and value width d_v (h / a each for standard attention, 192 and 128 for DeepSeek-V3's
 multi-head latent attention). Full recomputation repeats the forward pass: x 8/6 (Korthikanti
-et al., arXiv:2205.05198 §5). Compute = FLOPs x tokens / (GPUs x dense peak x --mfu). The
+et al., arXiv:2205.05198 §5). Compute runs at the calibrated rates of rates.py (GEMMs at the precision's peak,
+attention at BF16's), or, with --mfu, every FLOP at that share of the dense peak. The
 1F1B pipeline adds a bubble of (pp - 1) / microbatches of it, the interleaved schedule with v
 virtual stages (pp - 1) / (v x microbatches) (Narayanan et al., arXiv:2104.04473 §2.2).
 
@@ -32,13 +33,14 @@ inter-node time). The serial sum (no overlap) is reported beside it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from fmcluster.planner import collectives as c
 from fmcluster.planner.frameworks import GATHER_FOR_COMPUTE, SCATTER_EVERY_MICROBATCH, SCATTER_GATHER_ONCE, Sharding
 from fmcluster.planner.hardware import Hardware
 from fmcluster.planner.layouts import Layout, stage_params
 from fmcluster.planner.models import Model
+from fmcluster.planner.rates import Compute, compute
 
 ACT_BYTES = 2  # bf16 activations on the wire
 
@@ -50,6 +52,7 @@ class Step:
     collectives: List[c.Collective]
     tokens: int
     flops_per_token: float
+    rates: Optional[Compute] = None  # how the compute time splits between GEMMs and attention
 
     @property
     def nvlink_s(self) -> float:
@@ -72,7 +75,8 @@ class Step:
         return self.tokens / self.bound_s if self.bound_s > 0 else 0.0
 
     def summary(self) -> Dict[str, Any]:
-        return {"compute_s": self.compute_s, "bubble_s": self.bubble_s, "nvlink_s": self.nvlink_s,
+        return {"compute_s": self.compute_s, **({"compute": self.rates.summary()} if self.rates else {}),
+                "bubble_s": self.bubble_s, "nvlink_s": self.nvlink_s,
                 "internode_s": self.internode_s, "bound_s": self.bound_s, "serial_s": self.serial_s,
                 "tokens": self.tokens, "tokens_per_s": self.tokens_per_s, "flops_per_token": self.flops_per_token,
                 "collectives": [collective_summary(x) for x in self.collectives]}
@@ -91,19 +95,14 @@ def flops_per_token(model: Model, recompute: str) -> float:
     return per_token * 8 / 6 if recompute == "full" else per_token
 
 
-def attention_share(model: Model) -> float:
-    """Share of the model FLOPs in attention scores and values: what context-parallel traffic can hide behind."""
-    n = model.active_params - model.vocab * model.hidden
-    attention = 3.0 * model.layers * model.seq * model.attention_width
-    return attention / (6.0 * n + attention)
-
-
-def step(model: Model, hw: Hardware, layout: Layout, sharding: Sharding, recompute: str, mfu: float) -> Step:
+def step(model: Model, hw: Hardware, layout: Layout, sharding: Sharding, recompute: str, mfu: Optional[float] = None,
+         framework: str = "megatron") -> Step:
+    """`mfu` None: the calibrated rates of `framework`; a fraction: every FLOP at that share of the dense peak."""
     tokens = layout.tokens_per_step
     fpt = flops_per_token(model, recompute)
-    compute = fpt * tokens / (hw.gpus * hw.peak_flops * mfu)
-    bubble = compute * (layout.pp - 1) / (layout.vp * layout.microbatches)
-    return Step(compute, bubble, communication(model, hw, layout, sharding, recompute), tokens, fpt)
+    rates = compute(model, hw, layout, recompute, framework, mfu)
+    bubble = rates.total * (layout.pp - 1) / (layout.vp * layout.microbatches)
+    return Step(rates.total, bubble, communication(model, hw, layout, sharding, recompute), tokens, fpt, rates)
 
 
 def communication(model: Model, hw: Hardware, layout: Layout, sharding: Sharding, recompute: str) -> List[c.Collective]:

@@ -94,9 +94,17 @@ def model_lines(p: Dict[str, Any]) -> List[str]:
     moe = f", {m['experts']} experts ({m['active_experts']} active)" if m["experts"] > 1 else ""
     return [f"model {m['name']}: {human_count(m['params'])} parameters ({human_count(m['active_params'])} active){moe}, "
             f"{m['layers']} layers, hidden {m['hidden']}, {m['heads']} heads, seq {m['seq']}; {o['precision']} compute at "
-            f"{plain(o['mfu'], 6)} of peak (--mfu), {human_count(o['global_batch_tokens'])} tokens per step requested, "
+            f"{compute_rates(p)}, {human_count(o['global_batch_tokens'])} tokens per step requested, "
             f"micro-batch {o['micro_batch']}",
             framework_line(p["framework"])]
+
+
+def compute_rates(p: Dict[str, Any]) -> str:
+    """How compute time was priced: the calibrated rates (and what they were calibrated on) or --mfu."""
+    o, cal = p["options"], p["calibration"]
+    if not o["calibrated"]:
+        return f"{plain(o['mfu'], 6)} of peak for every FLOP (--mfu, instead of the calibrated rates)"
+    return f"the calibrated rates ({cal['framework']}; estimates within ±{cal['band']:.0%} for 80% of published runs)"
 
 
 def framework_line(fw: Dict[str, Any]) -> str:
@@ -120,12 +128,17 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
             f"{plain(hw['internode_gb_s_per_gpu'], 3)} GB/s per GPU): {j['layouts_fitting']} of {j['layouts_evaluated']} "
             f"layouts fit {hbm_fit(hw)}")
     if not j["fits"]:
-        return [head, f"  does not fit: {j['overflow']}"]
-    lines = [head, "  fastest layouts by the estimate (exposed communication, bubble, narrow GEMMs) beside the lower bound "
-                   "(perfect overlap):"]
+        return [head, f"  does not fit: {j['overflow']}"] + pinned_lines(j)
+    t = j["ties"]
+    lines = [head, f"  tie group: {t['size']} layout(s) the estimate cannot order, within {t['ratio']:.2f}x of the "
+                   f"fastest: two estimates each off by up to ±{t['band']:.0%} ({t['band_source']})",
+             f"  pick: {j['best'][0]['layout']['description']}: {'; '.join(t['reasons'])}",
+             "  layouts, the pick first, then the tie group in conventional order, then the fastest others (estimate "
+             "beside the lower bound):"]
     for i, b in enumerate(j["best"], 1):
         mem, st = b["memory"], b["step"]
-        lines.append(f"    {i}. {b['layout']['description']}: {val(mem['total']) / GIB:.1f} of "
+        lines.append(f"    {i}. {'' if b.get('in_tie_group') else '(outside the tie group) '}"
+                     f"{b['layout']['description']}: {val(mem['total']) / GIB:.1f} of "
                      f"{val(mem['usable_hbm']) / GIB:.0f} usable GiB; {b['layout']['tokens_per_step']:,} tokens per step; "
                      f"step ~ {human_seconds(val(b['estimate']['seconds']))} estimated "
                      f"(MFU {plain(val(b['estimate']['mfu']), 2)}), >= {human_seconds(val(st['bound']))} bound; "
@@ -138,6 +151,7 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
             by = mem["activations_by_recompute"]
             lines.append("       activations per GPU by recomputation: " + ", ".join(
                 f"{policy} {val(f) / GIB:.1f} GiB" for policy, f in by.items()))
+    lines += pinned_lines(j)
     for e in j.get("expert_parallel", []):
         where = "stays on NVLink" if e["stays_on_nvlink"] else \
             f"{e['share_across_domains']:.0%} of it crosses {hw['internode_link']}"
@@ -162,6 +176,32 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     lines.append(f"  {human_count(t['count'])} tokens: ~ {human_seconds(val(t['estimate_hours']) * 3600)} estimated "
                  f"({human_count(val(t['estimate_gpu_hours']))} GPU-hours), >= {human_seconds(val(t['hours']) * 3600)}, "
                  f"{usd}")
+    return lines
+
+
+def pinned_lines(j: Dict[str, Any]) -> List[str]:
+    """--layout: the team's layout beside the pick, and what it loses on."""
+    pin = j.get("pinned")
+    if pin is None:
+        return []
+    mem, lay = pin["memory"], pin["layout"]
+    given = ",".join(f"{k}={v}" for k, v in pin["given"].items())
+    head = (f"  pinned layout (--layout {given}): {lay['description']}: {val(mem['total']) / GIB:.1f} of "
+            f"{val(mem['usable_hbm']) / GIB:.0f} usable GiB")
+    if not mem["fits"]:
+        over = (val(mem["total"]) - val(mem["usable_hbm"])) / GIB
+        return [head + f": DOES NOT FIT, {over:.1f} GiB over (its smallest footprint; activations by recomputation: "
+                + ", ".join(f"{k} {val(f) / GIB:.1f} GiB" for k, f in mem["activations_by_recompute"].items()) + ")"]
+    lines = [head + f"; step ~ {human_seconds(val(pin['estimate']['seconds']))} estimated "
+                    f"(MFU {plain(val(pin['estimate']['mfu']), 2)}), "
+                    f"{human_count(val(pin['estimate']['tokens_per_s']))} tokens/s"]
+    vs = pin.get("vs_pick")
+    if vs is not None:
+        where = "inside the tie group" if vs["in_tie_group"] else "outside the tie group"
+        loses = ", ".join(f"{r['term']} {r['share_of_pick']:+.0%}" for r in vs["losses"]) or "nothing the estimate shows"
+        lines.append(f"       {vs['slower']:+.0%} per token against the pick {vs['pick']} ({where}); by term, as a share "
+                     f"of the pick's time: {loses}")
+    lines.append("       estimate: " + estimate_breakdown(pin["estimate"]))
     return lines
 
 

@@ -52,7 +52,7 @@ def test_json_and_html_show_tokens_per_step(capsys, tmp_path):
 
 
 def test_a_layout_with_one_data_parallel_rank_is_not_called_ddp():
-    report = build(spec("p5.48xlarge", 4), preset("llama3-70b"), PlanOptions(global_batch_tokens=2**20))
+    report = build(spec("p5.48xlarge", 4), preset("llama3-70b"), PlanOptions(global_batch_tokens=2**20, top=100))
     rows = [r for r in report["jobs"][0]["layouts"] if r["dp"] * r["cp"] == 1]
     assert rows and all(r["sharding"] == "none" for r in rows)
     text = render(report)

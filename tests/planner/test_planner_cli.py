@@ -229,3 +229,16 @@ def test_subprocess_never_imports_aws_cdk_and_exits_2_on_bad_input():
     bad = subprocess.run([sys.executable, "-m", "fmcluster.planner.cli", "plan", DEFAULT, "--model", "nope"],
                          capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
     assert bad.returncode == 2 and bad.stderr.startswith("fmcluster: --model: 'nope'") and "Traceback" not in bad.stderr
+
+
+def test_compute_runs_at_the_calibrated_rates_unless_mfu_replaces_them(capsys):
+    assert main(["plan", DEFAULT, "--model", "llama3-8b", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["options"]["calibrated"] and report["options"]["mfu"] is None and report["calibration"]["used"]
+    assert report["jobs"][0]["best"][0]["step"]["compute"]["inputs"]["calibrated"] is True
+    assert main(["plan", DEFAULT, "--model", "llama3-8b", "--mfu", "0.5", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert not report["options"]["calibrated"] and report["options"]["mfu"] == 0.5
+    assert report["jobs"][0]["best"][0]["step"]["compute"]["inputs"]["mfu"] == 0.5
+    assert main(["plan", DEFAULT, "--model", "llama3-8b", "--mfu", "0.5"]) == 0
+    assert "0.5 of peak for every FLOP (--mfu, instead of the calibrated rates)" in capsys.readouterr().out

@@ -75,7 +75,9 @@ def test_context_parallelism_splits_activations_and_passes_keys_and_values_aroun
     assert cp.bytes_per_call == 4096 * 8 * 256 * 2 and cp.calls == 3 * 1 * 32 * 8
     assert cp.internode_s == 0  # cp = 2 inside one node
     e = estimate(m, hw, two, DISTOPT, "megatron", step(m, hw, two, DISTOPT, "selective", 0.4))
-    assert e.exposed.get("cp", 0.0) == 0  # hidden behind attention compute
+    # each transfer hides behind one block of attention; the last gradient transfer of each layer has nothing left
+    # to hide behind: one of the three transfers per layer and micro-batch
+    assert e.exposed["cp"] == pytest.approx(cp.seconds / 3)
 
 
 def test_expert_all_to_all_without_nvlink_crosses_the_network():
