@@ -22,11 +22,18 @@ def _value(figure: Any) -> float:
     return float(figure["value"] if isinstance(figure, dict) else figure)
 
 
+def _mfu(report: Dict[str, Any], best: Dict[str, Any]) -> float:
+    """The MFU the plan expects of the layout: its estimate's (the calibrated rates), or the --mfu that replaced them."""
+    estimate = (best.get("estimate") or {}).get("mfu")
+    if estimate is not None:
+        return _value(estimate)
+    return float(report["options"].get("mfu") or 0.0)
+
+
 def rule_groups(spec: Any, report: Dict[str, Any]) -> Dict[str, Any]:
     """One recording rule per figure and planned job (the fastest fitting layout of each GPU group)."""
     rules: List[Dict[str, Any]] = []
     model = report["model"]["name"]
-    mfu = float(report["options"]["mfu"])
     for job in report["jobs"]:
         if not job.get("fits"):
             continue
@@ -38,6 +45,6 @@ def rule_groups(spec: Any, report: Dict[str, Any]) -> Dict[str, Any]:
         serial_s = _value(step["serial"])
         values = {TOKENS_BOUND: _value(step["tokens_per_s"]),
                   TOKENS_SERIAL: tokens / serial_s if serial_s > 0 else 0.0,
-                  MFU: mfu, GPUS: float(job["hardware"]["gpus"])}
+                  MFU: _mfu(report, best), GPUS: float(job["hardware"]["gpus"])}
         rules.extend({"record": name, "expr": f"vector({values[name]:.6g})", "labels": dict(labels)} for name in RECORDS)
     return {"groups": [{"name": GROUP, "interval": "5m", "rules": rules}]}

@@ -26,8 +26,9 @@ def cmd_plan_rules(args: argparse.Namespace) -> int:
         model = resolve_model(args)
         if model is None:
             raise PlanUsageError("--model: plan-rules needs a model (--model or --params/--layers/--hidden)")
+        mfu = number(args, "mfu", upper=1.0)  # given: it replaces the calibrated rates, as in `plan`
         opts = PlanOptions(
-            precision=args.precision, mfu=float(number(args, "mfu", upper=1.0) or 0.4),
+            precision=args.precision, mfu=float(mfu) if mfu else None, calibrated=not mfu,
             global_batch_tokens=float(number(args, "global_batch_tokens") or 0),
             micro_batch=int(number(args, "micro_batch", integer=True) or 1), tokens=float(number(args, "tokens") or 0),
             bytes_per_token=float(number(args, "bytes_per_token") or 0),
