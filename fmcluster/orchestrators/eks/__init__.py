@@ -1,6 +1,6 @@
 """Amazon EKS: a private control plane, GPU managed node groups launched from the EFA launch templates, device
-plugins, Kueue (or Volcano / KAI) for gang and topology-aware scheduling, FSx as a PersistentVolume, and a node
-gate that keeps a node tainted until its boot validation passes. docs/eks.md says how and why."""
+plugins, Kueue (or Volcano / KAI) for gang and topology-aware scheduling, the shared stores as PersistentVolumes, and
+a node gate that keeps a node tainted until its boot validation passes. docs/eks.md says how and why."""
 
 from __future__ import annotations
 

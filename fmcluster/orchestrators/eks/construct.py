@@ -103,12 +103,10 @@ class EksOrchestration(Construct):
             objects.manifest("EfaClaimTemplate", devices.efa_claim_templates(spec.node_groups,
                                                                              settings.training_namespace),
                              after=[namespace])
-        fs = context.file_system
-        if fs is not None and spec.storage.fsx is not None and fs.file_system_id is not None:
-            objects.manifest("SharedFileSystem", volumes.fsx_volume(
-                cluster=spec.name, namespace=settings.training_namespace, file_system_id=fs.file_system_id,
-                dns_name=fs.dns_name, mount_name=fs.mount_name, capacity_gib=spec.storage.fsx.storage_capacity_gib,
-            ), after=[namespace, self.control_plane.addons["aws-fsx-csi-driver"]])
+        for mount, volume in context.mounts.volumes():
+            objects.manifest(mount.id, volumes.static_volume(
+                cluster=spec.name, namespace=settings.training_namespace, volume=volume,
+            ), after=[namespace, self.control_plane.addons[volume.addon]])
         on_system = {labels.GROUP: SYSTEM_GROUP}
         if settings.scheduler == "kueue":
             chart = objects.chart("kueue", namespace=kueue.NAMESPACE, wait=True, after=[system],
@@ -157,5 +155,5 @@ class EksOrchestration(Construct):
 
     def _addons(self, context: OrchestrationContext) -> None:
         version = settings_of(context.spec).kubernetes_version
-        add_standard_addons(self.control_plane, kubernetes_version=version, file_system=context.file_system)
+        add_standard_addons(self.control_plane, kubernetes_version=version, mounts=context.mounts)
         self.control_plane.add_addon("eks-node-monitoring-agent", kubernetes_version=version)

@@ -24,7 +24,7 @@ LOGIN_GROUP = "login"
 
 
 class ClusterUser(SpecModel):
-    """A POSIX user created on every node, with a fixed uid so files on the shared FSx keep one owner.
+    """A POSIX user created on every node, with a fixed uid so files on shared storage keep one owner.
     The rules are the node contract's (runtime/contract.py), so what validates here also works on the node."""
 
     name: str = Field(pattern=USER_NAME_PATTERN, description="a Linux user name: lower case, digits, _ and -")

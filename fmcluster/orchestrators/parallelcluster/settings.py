@@ -127,7 +127,7 @@ class ParallelClusterSettings(SpecModel):
     deletion_policy: Literal["Delete", "Retain"] = Field(
         "Delete",
         description="What deleting the cluster stack does to the ParallelCluster cluster: Delete terminates it "
-        "(data lives on FSx and S3); Retain leaves it running, outside CloudFormation, with its node policies, "
+        "(data lives in the storage stack); Retain leaves it running, outside CloudFormation, with its node policies, "
         "placement groups and node assets bucket (delete those after pcluster delete-cluster).",
     )
 

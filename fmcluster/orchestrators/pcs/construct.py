@@ -100,9 +100,10 @@ class PcsOrchestration(Ec2Nodes):
         ami = login_ami_id(self.context.spec)
         if not ami:
             raise ValueError("context: no login AMI (orchestrator.pcs.login_ami_id or an x86_64 group's ami_id)")
+        image = login_image(self.context.spec)
         self.login_template = self.context.node_builder.login_node(
-            self, "LoginLaunchTemplate", instance=catalog.get(login_type), image_id=ami,
-            root_device_name=login_image(self.context.spec).root_device,
+            self, "LoginLaunchTemplate", instance=catalog.get(login_type), image_id=ami, image=image.name,
+            root_device_name=image.root_device,
         )
         self.context.node_builder.runtime(self).grant_read(self.node_role.role, login=True)
         self.pcs.add_node_group(

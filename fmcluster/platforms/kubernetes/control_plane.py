@@ -12,11 +12,10 @@ from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.platforms.kubernetes.cluster import VPC_CNI_ENV, EksControlPlane
 from fmcluster.platforms.kubernetes.settings import EksControlPlaneSettings
 from fmcluster.platforms.kubernetes.versions import AddonPin
-from fmcluster.platforms.storage import SharedFileSystem
+from fmcluster.platforms.storage import Mounts
 
 # EKS user guide, "Amazon VPC CNI": the add-on's service account and the managed policy it documents for it.
 VPC_CNI_SERVICE_ACCOUNT, VPC_CNI_POLICY = "aws-node", "AmazonEKS_CNI_Policy"
-FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
 
 
 def build_control_plane(scope: Construct, *, context: OrchestrationContext, settings: EksControlPlaneSettings,
@@ -41,12 +40,10 @@ def build_control_plane(scope: Construct, *, context: OrchestrationContext, sett
     )
 
 
-def add_standard_addons(control_plane: EksControlPlane, *, kubernetes_version: str,
-                        file_system: Optional[SharedFileSystem]) -> None:
+def add_standard_addons(control_plane: EksControlPlane, *, kubernetes_version: str, mounts: Mounts) -> None:
     """The add-ons every EKS-orchestrated cluster here runs: Pod Identity, the VPC CNI on its own Pod Identity role,
-    kube-proxy, CoreDNS and the FSx for Lustre CSI driver. The driver serves static volumes only (the storage stack
-    owns the file system): its controller provisions nothing, so its role may only describe the file system (dynamic
-    provisioning would need the driver's documented policy)."""
+    kube-proxy, CoreDNS, and the shared stores' CSI drivers (`Mounts.csi_addons`), each on a Pod Identity role with
+    what its volumes say the driver needs."""
     cp, version = control_plane, kubernetes_version
     cp.add_addon("eks-pod-identity-agent", kubernetes_version=version)
     cp.add_addon("vpc-cni", kubernetes_version=version, configuration={"env": VPC_CNI_ENV},
@@ -54,13 +51,9 @@ def add_standard_addons(control_plane: EksControlPlane, *, kubernetes_version: s
                  after=["eks-pod-identity-agent"])
     cp.add_addon("kube-proxy", kubernetes_version=version)
     cp.add_addon("coredns", kubernetes_version=version)
-    statements = []
-    if file_system is not None and file_system.file_system_id is not None:
-        stack = Stack.of(cp)
-        statements.append(iam.PolicyStatement(
-            sid="DescribeTheClusterFileSystem", actions=["fsx:DescribeFileSystems"],
-            resources=[f"arn:{stack.partition}:fsx:{stack.region}:{stack.account}:file-system/"
-                       f"{file_system.file_system_id}"]))
-    cp.add_addon("aws-fsx-csi-driver", kubernetes_version=version,
-                 service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT, policies=statements,
-                 after=["eks-pod-identity-agent"])
+    stack = Stack.of(cp)
+    for addon, permissions in mounts.csi_addons():
+        statements = [iam.PolicyStatement(sid=p.sid, actions=list(p.actions), resources=p.arns(
+            partition=stack.partition, region=stack.region, account=stack.account)) for p in permissions]
+        cp.add_addon(addon.name, kubernetes_version=version, service_account=addon.service_account,
+                     policies=statements, after=["eks-pod-identity-agent"])

@@ -11,6 +11,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 from helpers import resources_of
+from helpers.storage import fsx_mounts
 from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
@@ -96,8 +97,9 @@ def test_the_validator_refuses_what_an_api_server_would():
     ds["spec"]["template"]["spec"]["nodeSelectr"] = {}
     with pytest.raises(kubernetes_validate.ValidationError, match="nodeSelectr"):
         validate(ds, "1.35")
-    pv = volumes.fsx_volume(cluster="c", namespace="n", file_system_id="fs-1", dns_name="d", mount_name="m",
-                            capacity_gib=1200)[0]
+    (fsx,) = fsx_mounts(file_system_id="fs-1", dns_name="d", mount_name="m", capacity_gib=1200)
+    assert fsx.kubernetes is not None
+    pv = volumes.static_volume(cluster="c", namespace="n", volume=fsx.kubernetes)[0]
     pv["spec"]["capacity"]["storage"] = {"gi": 1200}
     with pytest.raises(kubernetes_validate.ValidationError):
         validate(pv, "1.35")
