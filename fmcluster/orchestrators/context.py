@@ -71,8 +71,12 @@ class Orchestration:
         role); the storage and observability stacks grant to it.
     :param ec2_node_groups: the EC2 node groups it launched from fmcluster's launch templates, by spec group name;
         the stack outputs each one's launch template and placement group.
+    :param node_principal: the principal the nodes themselves run as, where it is not ``grantee`` (EKS: the node role,
+        its pods running as ``grantee``): what the nodes mount, they mount as it, so the stores' node permissions
+        (`Mount.node_permissions`) go to it.
     """
 
     construct: Construct
     grantee: iam.IGrantable
     ec2_node_groups: Mapping[str, Ec2NodeGroup] = field(default_factory=dict)
+    node_principal: Optional[iam.IGrantable] = None

@@ -81,7 +81,7 @@ class ClusterStack(Stack):
             observability.grant_remote_write(grantee)
         if storage is not None:
             storage.grant_data_access(grantee)
-        self._grant_mounts(grantee, mounts)
+        self._grant_mounts(self.orchestration.node_principal or grantee, mounts)
         for name, group in self.orchestration.ec2_node_groups.items():
             gid = construct_id(name)
             if group.placement_group_name is not None:
@@ -90,7 +90,8 @@ class ClusterStack(Stack):
 
 
     def _grant_mounts(self, grantee: iam.IGrantable, mounts: Mounts) -> None:
-        """What each store says the nodes' principal needs to reach its data (`Mount.node_permissions`)."""
+        """What each store says the nodes' principal needs to reach its data (`Mount.node_permissions`): the
+        orchestration's ``node_principal``, or its ``grantee``."""
         for mount in mounts:
             for p in mount.node_permissions:
                 grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(

@@ -83,7 +83,7 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
         from fmcluster.orchestrators.eks.construct import EksOrchestration
 
         eks = EksOrchestration(scope, "Eks", context=context)
-        return Orchestration(eks, eks.grantee, eks.node_groups)
+        return Orchestration(eks, eks.grantee, eks.node_groups, node_principal=eks.nodes.grantee)
 
     def node_profile_json(self, spec: ClusterSpec, group: NodeGroup) -> str:
         from fmcluster.orchestrators.eks.node_groups import eks_node_profile

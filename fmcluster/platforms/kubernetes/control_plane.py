@@ -56,4 +56,5 @@ def add_standard_addons(control_plane: EksControlPlane, *, kubernetes_version: s
         statements = [iam.PolicyStatement(sid=p.sid, actions=list(p.actions), resources=p.arns(
             partition=stack.partition, region=stack.region, account=stack.account)) for p in permissions]
         cp.add_addon(addon.name, kubernetes_version=version, service_account=addon.service_account,
-                     policies=statements, after=["eks-pod-identity-agent"])
+                     policies=statements, after=["eks-pod-identity-agent"],
+                     pin=AddonPin(addon.name, dict(addon.versions), addon.source))

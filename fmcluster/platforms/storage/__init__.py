@@ -140,11 +140,16 @@ class CsiAddon:
         permissions (`KubernetesVolume.driver_permissions` of the mounts it serves).
     :param always: installed on every Kubernetes cluster, mounted or not (for a driver that always has been:
         removing it from clusters without the store is a change of its own); False: only with a mount that uses it.
+    :param versions: Kubernetes version -> the add-on version pinned (absent: EKS's default for the cluster's version),
+        and ``source`` where the pins come from, for an add-on the Kubernetes platform's own table
+        (platforms/kubernetes/versions.py ``ADDONS``) does not pin.
     """
 
     name: str
     service_account: str
     always: bool = False
+    versions: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
 
 
 @dataclass(frozen=True)
