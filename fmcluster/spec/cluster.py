@@ -68,6 +68,9 @@ class OrchestratorTraits:
         ``fmcluster/observability/rules.<name>.yaml`` (rules on metrics only this kind produces).
     :param job_image: what its nodes' default image holds for the first job (`fmcluster job nccl`): where nccl-tests
         are, or that the job builds them on shared storage (default: fmcluster's launch templates' Deep Learning AMI).
+    :param checkpoint_tiers: the ``checkpoints.tier`` values it honours; the spec refuses the others. Default: the
+        tiers on shared storage (fsx, nvme); a tier a service provides (managed: HyperPod on EKS) only where declared.
+    :param checkpoint_tier_note: why it cannot honour the tiers it does not take (default: each tier's own reason).
 
     The methods below are a kind's facts that depend on the spec; a kind overrides those that differ.
     """
@@ -87,6 +90,8 @@ class OrchestratorTraits:
     elastic_note: str = ""
     rule_groups: Tuple[str, ...] = ()
     job_image: JobImage = DLAMI
+    checkpoint_tiers: FrozenSet[str] = checkpoint_rules.DEFAULT_TIERS
+    checkpoint_tier_note: str = ""
 
     def __post_init__(self) -> None:
         if self.node_agent is not None and self.node_agent not in NODE_AGENTS:
@@ -94,6 +99,9 @@ class OrchestratorTraits:
         if not self.validation_policies or set(self.validation_policies) - set(VALIDATION_POLICIES):
             raise ValueError(f"validation_policies: {self.validation_policies!r} must name some of "
                              f"{', '.join(VALIDATION_POLICIES)}")
+        if not self.checkpoint_tiers or set(self.checkpoint_tiers) - set(checkpoint_rules.TIERS):
+            raise ValueError(f"checkpoint_tiers: {sorted(self.checkpoint_tiers)!r} must name some of "
+                             f"{', '.join(checkpoint_rules.TIERS)}")
         declared = self.settings.model_fields["type"].annotation
         if getattr(declared, "__args__", None) != (self.name,):
             raise ValueError(f"settings: {self.settings.__name__}.type must be Literal[{self.name!r}]")
@@ -225,6 +233,7 @@ class ClusterSpec(SpecModel):
             note = f" ({kind.validation_policy_note})" if kind.validation_policy_note else ""
             found.append(("validation.policy", f"{policy} does not apply to orchestrator {kind.name}{note}; use "
                           f"{' or '.join(kind.validation_policies)} (default {kind.validation_policies[0]})"))
+        found += checkpoint_rules.refused(self, kind.checkpoint_tiers, kind.checkpoint_tier_note)
         return found + kind.spec_rules(self)
 
     @property

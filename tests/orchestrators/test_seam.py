@@ -167,3 +167,27 @@ def test_what_a_failed_validation_may_do_on_each_kind():
     assert {k.name: k.validation_policies for k in registry.kinds()} == {
         "none": ("report", "fail"), "pcs": ("drain", "fail", "report"), "hyperpod-slurm": ("drain", "replace", "fail", "report"),
         "eks": ("taint", "report"), "hyperpod-eks": ("taint", "replace", "fail", "report"), "parallelcluster": ("report", "fail")}
+
+
+MANAGED = {"checkpoints": {"tier": "managed", "memory_percent": 20}}
+
+
+def test_a_kind_refuses_the_managed_checkpoint_tier_unless_it_declares_it(toy_kind):
+    """Default-deny: a tier a service provides (HyperPod on EKS's managed tiered checkpointing) is refused by every kind
+    that does not declare it, a kind defined in a test included; one that declares it takes it."""
+    with pytest.raises(SpecError) as e:
+        parse_spec({**SPEC, **MANAGED})
+    (problem,) = [p for p in e.value.problems if p.startswith("checkpoints.tier")]
+    assert problem.startswith("checkpoints.tier: orchestrator toy cannot honour tier managed: managed tiered "
+                              "checkpointing is a feature of SageMaker HyperPod clusters orchestrated by Amazon EKS")
+    assert problem.endswith("use fsx, nvme")
+    registry.unregister(TOY.name)
+    registry.register(Toy(**{**{f: getattr(TOY, f) for f in TOY.__dataclass_fields__},
+                             "checkpoint_tiers": frozenset({"fsx", "nvme", "managed"})}))
+    assert parse_spec({**SPEC, **MANAGED}).checkpoints.tier == "managed"
+
+
+def test_only_hyperpod_on_eks_declares_the_managed_tier():
+    assert {k.name for k in registry.kinds() if "managed" in k.checkpoint_tiers} == {"hyperpod-eks"}
+    with pytest.raises(ValueError, match="checkpoint_tiers"):
+        Toy(**{**{f: getattr(TOY, f) for f in TOY.__dataclass_fields__}, "checkpoint_tiers": frozenset({"tape"})})

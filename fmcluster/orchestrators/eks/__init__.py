@@ -12,7 +12,6 @@ from fmcluster.platforms.kubernetes import job_image
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
 from fmcluster.platforms.kubernetes.support import billed_services, version_for_a_new_cluster, version_warnings
 from fmcluster.platforms.kubernetes.versions import KUBERNETES_VERSIONS
-from fmcluster.spec import checkpoints
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -31,7 +30,7 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
         return f"Amazon EKS with GPU managed node groups, {scheduler} and a boot-validation node gate"
 
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
-        return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", checkpoints.MANAGED_NEEDS_HYPERPOD_EKS)
+        return settings.spec_rules(spec)
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)

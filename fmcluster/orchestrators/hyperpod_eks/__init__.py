@@ -14,6 +14,7 @@ from fmcluster.orchestrators.kind import BilledService, ExtraInstance, Orchestra
 from fmcluster.platforms.kubernetes import job_image
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
 from fmcluster.platforms.kubernetes.support import billed_services, version_for_a_new_cluster, version_warnings
+from fmcluster.spec import checkpoints
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -107,6 +108,8 @@ KIND = HyperPodEks(
     addresses_per_node=POD_ADDRESSES_PER_NODE,
     job_image=job_image.CONTAINER,  # the MPIJob's pods run AWS's nccl-tests image
     rule_groups=("hyperpod",),
+    # managed tiered checkpointing: HyperPod on EKS's own (TieredStorageConfig), besides the shared-storage tiers
+    checkpoint_tiers=frozenset(checkpoints.TIERS),
     validation_policies=settings.POLICIES,
     validation_policy_note="drain is Slurm's. taint: the node gate keeps a failed node out of work, with the reason; "
     "fail: the lifecycle script fails and HyperPod provisions another instance; replace: as taint, and a hardware "

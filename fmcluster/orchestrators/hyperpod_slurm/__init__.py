@@ -41,7 +41,7 @@ class HyperPodSlurm(OrchestratorKind[settings.HyperPodSlurmOrchestrator]):
                 "detached again: not built by fmcluster (docs/hyperpod-slurm.md)"]
 
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
-        return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", HYPERPOD_SLURM_NO_MANAGED_TIER)
+        return settings.spec_rules(spec)
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
@@ -84,6 +84,7 @@ KIND = HyperPodSlurm(
     instances_in_account=False,
     places_instances=False,  # HyperPod places its instances; the templates create no placement group
     uses_image_family=False,
+    checkpoint_tier_note=HYPERPOD_SLURM_NO_MANAGED_TIER,
     # HyperPod's release notes publish no NCCL or nccl-tests for its Slurm AMI (docs/validation.md, "Each
     # orchestrator's default AMI"): the Deep Learning AMI's place is looked at, and without a build there the job
     # builds one on the shared file system

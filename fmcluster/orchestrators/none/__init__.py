@@ -6,20 +6,15 @@ from typing import TYPE_CHECKING, List
 
 from fmcluster.orchestrators.kind import OrchestratorKind
 from fmcluster.orchestrators.none.settings import NoOrchestrator
-from fmcluster.spec import checkpoints
 
 if TYPE_CHECKING:
     from constructs import Construct
 
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
-    from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
 
 
 class NoOrchestratorKind(OrchestratorKind[NoOrchestrator]):
-    def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
-        return checkpoints.refused(spec, "managed", checkpoints.MANAGED_NEEDS_HYPERPOD_EKS)
-
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from aws_cdk import CfnOutput
 

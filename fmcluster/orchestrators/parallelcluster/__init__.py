@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Dict, List, Mapping
 
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind, SpecWarning
 from fmcluster.orchestrators.parallelcluster import settings
-from fmcluster.spec import checkpoints
 from fmcluster.spec.orchestrator import JobImage
 
 if TYPE_CHECKING:
@@ -40,7 +39,7 @@ class ParallelCluster(OrchestratorKind[settings.ParallelClusterOrchestrator]):
                 f"aws ssm start-session --region {spec.region} --target $({head})"]
 
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
-        return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", checkpoints.MANAGED_NEEDS_HYPERPOD_EKS)
+        return settings.spec_rules(spec)
 
     def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
         return settings.spec_warnings(spec)

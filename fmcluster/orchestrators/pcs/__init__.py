@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping
 
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
 from fmcluster.orchestrators.pcs import settings
-from fmcluster.spec import checkpoints
 from fmcluster.spec.orchestrator import DLAMI_NCCL_TESTS, DLAMI_SOURCE, JobImage
 
 if TYPE_CHECKING:
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 
 class Pcs(OrchestratorKind[settings.PcsOrchestrator]):
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
-        return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", checkpoints.MANAGED_NEEDS_HYPERPOD_EKS)
+        return settings.spec_rules(spec)
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
