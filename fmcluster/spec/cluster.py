@@ -71,6 +71,8 @@ class OrchestratorTraits:
     :param checkpoint_tiers: the ``checkpoints.tier`` values it honours; the spec refuses the others. Default: the
         tiers on shared storage (fsx, nvme); a tier a service provides (managed: HyperPod on EKS) only where declared.
     :param checkpoint_tier_note: why it cannot honour the tiers it does not take (default: each tier's own reason).
+    :param price_keys: the keys of the planner's prices (planner/data/prices.json ``services``) its ``billed_services``
+        may name; a test holds them to the data, and ``plan`` says "no price" for a key the data lacks.
 
     The methods below are a kind's facts that depend on the spec; a kind overrides those that differ.
     """
@@ -92,6 +94,7 @@ class OrchestratorTraits:
     job_image: JobImage = DLAMI
     checkpoint_tiers: FrozenSet[str] = checkpoint_rules.DEFAULT_TIERS
     checkpoint_tier_note: str = ""
+    price_keys: FrozenSet[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.node_agent is not None and self.node_agent not in NODE_AGENTS:
@@ -115,7 +118,8 @@ class OrchestratorTraits:
         return []
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
-        """Services it runs that bill by the hour beside the instances (``plan``'s cost)."""
+        """Services it runs that bill by the hour beside the instances (``plan``'s cost), each under one of its
+        ``price_keys``."""
         return []
 
     def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:

@@ -10,7 +10,12 @@ from fmcluster.orchestrators.eks import settings
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold, SpecWarning
 from fmcluster.platforms.kubernetes import job_image
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
-from fmcluster.platforms.kubernetes.support import billed_services, version_for_a_new_cluster, version_warnings
+from fmcluster.platforms.kubernetes.support import (
+    PRICE_KEYS,
+    billed_services,
+    version_for_a_new_cluster,
+    version_warnings,
+)
 from fmcluster.platforms.kubernetes.versions import KUBERNETES_VERSIONS
 
 if TYPE_CHECKING:
@@ -102,6 +107,7 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
 
 KIND = Eks(
     name="eks",
+    price_keys=PRICE_KEYS,  # the control plane (standard or extended support) and the AMP collector
     summary="Amazon EKS with GPU managed node groups, Kueue (or Volcano/KAI) and a boot-validation node gate",
     settings=settings.EksOrchestrator,
     node_agent="kubernetes",

@@ -13,7 +13,12 @@ from fmcluster.orchestrators.hyperpod_eks.versions import KUBERNETES_VERSIONS
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold, SpecWarning
 from fmcluster.platforms.kubernetes import job_image
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
-from fmcluster.platforms.kubernetes.support import billed_services, version_for_a_new_cluster, version_warnings
+from fmcluster.platforms.kubernetes.support import (
+    PRICE_KEYS,
+    billed_services,
+    version_for_a_new_cluster,
+    version_warnings,
+)
 from fmcluster.spec import checkpoints
 
 if TYPE_CHECKING:
@@ -95,6 +100,7 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
 
 KIND = HyperPodEks(
     name="hyperpod-eks",
+    price_keys=PRICE_KEYS,  # the control plane (standard or extended support) and the AMP collector
     summary="SageMaker HyperPod on Amazon EKS with health checks, node recovery and task governance",
     settings=settings.HyperPodEksOrchestrator,
     node_agent="kubernetes",

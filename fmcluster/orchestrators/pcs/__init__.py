@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
 
 
+CONTROLLER_PRICE = "pcs-controller"  # the PCS controller's price key in the planner's data
+
+
 class Pcs(OrchestratorKind[settings.PcsOrchestrator]):
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
         return settings.spec_rules(spec)
@@ -27,7 +30,7 @@ class Pcs(OrchestratorKind[settings.PcsOrchestrator]):
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
         size = self.settings_of(spec).size_for(settings.instances(spec))
-        return [BilledService("pcs-controller", f"1 cluster, size {size}")]
+        return [BilledService(CONTROLLER_PRICE, f"1 cluster, size {size}")]
 
     def scaffold(self, request: Scaffold) -> Dict[str, Any]:
         if not request.ami_id:
@@ -62,6 +65,7 @@ class Pcs(OrchestratorKind[settings.PcsOrchestrator]):
 
 KIND = Pcs(
     name="pcs",
+    price_keys=frozenset({CONTROLLER_PRICE}),
     summary="AWS Parallel Computing Service (Slurm)",
     settings=settings.PcsOrchestrator,
     node_agent="slurm",
