@@ -26,6 +26,7 @@ from fmcluster.spec.network import (
     usable_addresses,
 )
 from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY, NodeGroup
+from fmcluster.spec.node_units import NodeUnit, Resources
 from fmcluster.spec.observability import Observability
 from fmcluster.spec.orchestrator import DLAMI, BilledService, ExtraInstance, JobImage, OrchestratorSettings, SpecWarning
 from fmcluster.spec.storage import Storage
@@ -71,6 +72,8 @@ class OrchestratorTraits:
     :param checkpoint_tiers: the ``checkpoints.tier`` values it honours; the spec refuses the others. Default: the
         tiers on shared storage (fsx, nvme); a tier a service provides (managed: HyperPod on EKS) only where declared.
     :param checkpoint_tier_note: why it cannot honour the tiers it does not take (default: each tier's own reason).
+    :param node_resource_types: the CloudFormation types its nodes live in (``fmcluster diff`` asks it for their
+        `node_units`).
     :param price_keys: the keys of the planner's prices (planner/data/prices.json ``services``) its ``billed_services``
         may name; a test holds them to the data, and ``plan`` says "no price" for a key the data lacks.
 
@@ -95,6 +98,7 @@ class OrchestratorTraits:
     checkpoint_tiers: FrozenSet[str] = checkpoint_rules.DEFAULT_TIERS
     checkpoint_tier_note: str = ""
     price_keys: FrozenSet[str] = frozenset()
+    node_resource_types: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.node_agent is not None and self.node_agent not in NODE_AGENTS:
@@ -124,6 +128,11 @@ class OrchestratorTraits:
 
     def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
         """What a valid spec of this kind does that costs or risks more than expected (``validate`` prints them)."""
+        return []
+
+    def node_units(self, stack: str, logical_id: str, resource: Dict[str, Any], resources: Resources) -> List[NodeUnit]:
+        """The node groups one of its resources declares (a resource of a type in ``node_resource_types``), for
+        ``fmcluster diff`` to compare: `resources` is the whole template's, for what the resource refers to."""
         return []
 
     def expected_nodes(self, spec: ClusterSpec) -> Dict[str, int]:

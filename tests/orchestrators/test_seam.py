@@ -191,3 +191,30 @@ def test_only_hyperpod_on_eks_declares_the_managed_tier():
     assert {k.name for k in registry.kinds() if "managed" in k.checkpoint_tiers} == {"hyperpod-eks"}
     with pytest.raises(ValueError, match="checkpoint_tiers"):
         Toy(**{**{f: getattr(TOY, f) for f in TOY.__dataclass_fields__}, "checkpoint_tiers": frozenset({"tape"})})
+
+
+class ToyWithNodeUnits(Toy):
+    def node_units(self, stack, logical_id, resource, resources):
+        from fmcluster.spec.node_units import NodeUnit
+
+        p = resource["Properties"]
+        return [NodeUnit(f"{stack}/{logical_id}", stack, logical_id, "toy", p["InstanceType"], p["Count"])]
+
+
+def test_diff_reads_node_groups_from_each_kinds_own_declaration(toy_kind):
+    """`fmcluster diff` names no kind: each kind says which resource types hold its nodes and reads them; a kind
+    defined here is read the same way."""
+    from fmcluster.diff import groups
+
+    assert {t: [k.name for k in registry.kinds() if t in k.node_resource_types] for t in groups.node_types()} == {
+        "AWS::EKS::Nodegroup": ["eks"], "AWS::PCS::ComputeNodeGroup": ["pcs"], "Custom::PclusterCluster": ["parallelcluster"],
+        "AWS::SageMaker::Cluster": ["hyperpod-slurm", "hyperpod-eks"]}
+    assert "AWS::" not in (ROOT / "fmcluster" / "diff" / "groups.py").read_text()
+    registry.unregister(TOY.name)
+    registry.register(ToyWithNodeUnits(**{**{f: getattr(TOY, f) for f in TOY.__dataclass_fields__},
+                                          "node_resource_types": ("Custom::ToyNodes",)}))
+    template = {"Resources": {"Nodes": {"Type": "Custom::ToyNodes", "Properties": {"InstanceType": "p5.48xlarge",
+                                                                                 "Count": 2}}}}
+    (unit,) = groups.units("toy-cluster", template).values()
+    assert (unit.service, unit.count, unit.gpus) == ("toy", 2, 16)
+    assert "Custom::ToyNodes" in groups.node_types()

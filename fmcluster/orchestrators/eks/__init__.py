@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
+    from fmcluster.spec.node_units import NodeUnit, Resources
 
 
 class Eks(OrchestratorKind[settings.EksOrchestrator]):
@@ -82,6 +83,11 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
 
         return manifests(spec, group, image=image, spec_file=spec_file)
 
+    def node_units(self, stack: str, logical_id: str, resource: Dict[str, Any], resources: Resources) -> List[NodeUnit]:
+        from fmcluster.orchestrators.eks.node_units import node_units
+
+        return node_units(stack, logical_id, resource, resources)
+
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from fmcluster.orchestrators.context import Orchestration
         from fmcluster.orchestrators.eks.construct import EksOrchestration
@@ -107,9 +113,10 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
 
 KIND = Eks(
     name="eks",
-    price_keys=PRICE_KEYS,  # the control plane (standard or extended support) and the AMP collector
     summary="Amazon EKS with GPU managed node groups, Kueue (or Volcano/KAI) and a boot-validation node gate",
     settings=settings.EksOrchestrator,
+    node_resource_types=("AWS::EKS::Nodegroup",),  # fmcluster diff reads its nodes there
+    price_keys=PRICE_KEYS,  # the control plane (standard or extended support) and the AMP collector
     node_agent="kubernetes",
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
     # Cluster Autoscaler scales the elastic managed node groups, keeping their launch templates, EFA interfaces and

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
+    from fmcluster.spec.node_units import NodeUnit, Resources
 
 
 class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
@@ -75,6 +76,11 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
 
         return manifests(spec, group, image=image, spec_file=spec_file)
 
+    def node_units(self, stack: str, logical_id: str, resource: Dict[str, Any], resources: Resources) -> List[NodeUnit]:
+        from fmcluster.platforms.hyperpod.node_units import node_units
+
+        return node_units(stack, logical_id, resource, resources)
+
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from fmcluster.orchestrators.context import Orchestration
         from fmcluster.orchestrators.hyperpod_eks.construct import HyperPodEksOrchestration
@@ -100,9 +106,10 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
 
 KIND = HyperPodEks(
     name="hyperpod-eks",
-    price_keys=PRICE_KEYS,  # the control plane (standard or extended support) and the AMP collector
     summary="SageMaker HyperPod on Amazon EKS with health checks, node recovery and task governance",
     settings=settings.HyperPodEksOrchestrator,
+    node_resource_types=("AWS::SageMaker::Cluster",),  # fmcluster diff reads its nodes there
+    price_keys=PRICE_KEYS,  # the control plane (standard or extended support) and the AMP collector
     node_agent="kubernetes",
     # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
     capacity_types=frozenset({"on-demand", "training-plan"}),

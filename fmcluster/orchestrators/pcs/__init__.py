@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
     from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
+    from fmcluster.spec.node_units import NodeUnit, Resources
 
 
 CONTROLLER_PRICE = "pcs-controller"  # the PCS controller's price key in the planner's data
@@ -45,6 +46,11 @@ class Pcs(OrchestratorKind[settings.PcsOrchestrator]):
         return ["# the login node (sbatch, squeue, sinfo), through Session Manager:",
                 session_command(region=spec.region, cluster=spec.name, group=LOGIN_NODE_GROUP)]
 
+    def node_units(self, stack: str, logical_id: str, resource: Dict[str, Any], resources: Resources) -> List[NodeUnit]:
+        from fmcluster.orchestrators.pcs.node_units import node_units
+
+        return node_units(stack, logical_id, resource, resources)
+
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from fmcluster.orchestrators.context import Orchestration
         from fmcluster.orchestrators.pcs.construct import PcsOrchestration
@@ -65,9 +71,10 @@ class Pcs(OrchestratorKind[settings.PcsOrchestrator]):
 
 KIND = Pcs(
     name="pcs",
-    price_keys=frozenset({CONTROLLER_PRICE}),
     summary="AWS Parallel Computing Service (Slurm)",
     settings=settings.PcsOrchestrator,
+    node_resource_types=("AWS::PCS::ComputeNodeGroup",),  # fmcluster diff reads its nodes there
+    price_keys=frozenset({CONTROLLER_PRICE}),
     node_agent="slurm",
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
     elastic_groups=True,  # compute node group scaling: min static instances, up to max started for jobs
