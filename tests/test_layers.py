@@ -256,3 +256,12 @@ def test_node_folders_are_found_and_in_the_node_layer():
     assert layer_of("fmcluster.orchestrators.somekind.node.tool") == "node"
     assert layer_of("fmcluster.orchestrators.somekind.node_script") == "orchestration"
     assert "fmcluster.runtime.node_setup.cli" in node_side_modules()
+
+
+def test_platforms_import_nothing_of_the_orchestrators():
+    """Platforms are what kinds compose: they take plain props (a spec, a node builder, subnets), never a kind's module
+    or the context a kind is bound with (fmcluster.orchestrators.context), so a second kind reuses them as they are."""
+    typed = graph(type_checking=True)
+    found = sorted(f"{m} imports {i}" for m, deps in typed.items() if m.startswith("fmcluster.platforms")
+                   for i in deps if i.startswith("fmcluster.orchestrators"))
+    assert found == []

@@ -39,7 +39,9 @@ class EksOrchestration(Construct):
         super().__init__(scope, id)
         spec = context.spec
         settings = settings_of(spec)
-        self.control_plane = build_control_plane(self, context=context, settings=settings)
+        self.control_plane = build_control_plane(
+            self, cluster_name=spec.name, vpc=context.vpc, node_subnet=context.subnets[0],
+            extra_subnets=context.extra_subnets, security_group=context.security_groups[0], settings=settings)
         self.cluster = self.control_plane.cluster
         self._addons(context)
         self.nodes = EksNodeGroups(self, "Nodes", context=context, cluster=self.control_plane.icluster)

@@ -65,7 +65,10 @@ class HyperPodEksOrchestration(Construct):
         super().__init__(scope, id)
         spec = context.spec
         s = settings_of(spec)
-        self.control_plane = build_control_plane(self, context=context, settings=s.eks, addon_pins=ADDONS)
+        self.control_plane = build_control_plane(
+            self, cluster_name=spec.name, vpc=context.vpc, node_subnet=context.subnets[0],
+            extra_subnets=context.extra_subnets, security_group=context.security_groups[0], settings=s.eks,
+            addon_pins=ADDONS)
         private = context.subnets[:1] + context.extra_subnets
         self.cluster = self.control_plane.cluster
         self._addons(context)

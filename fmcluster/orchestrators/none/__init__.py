@@ -21,7 +21,7 @@ class NoOrchestratorKind(OrchestratorKind[NoOrchestrator]):
         from fmcluster.orchestrators.context import Orchestration
         from fmcluster.platforms.ec2.nodes import Ec2Nodes
 
-        nodes = Ec2Nodes(scope, "Default", context=context)
+        nodes = Ec2Nodes(scope, "Default", spec=context.spec, node_builder=context.node_builder)
         CfnOutput(scope, "SessionCommand", value=self.way_in(context.spec)[-1],
                   description="A shell on a running instance launched from the first group's launch template")
         return Orchestration(nodes, nodes.grantee, nodes.node_groups)

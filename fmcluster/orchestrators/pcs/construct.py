@@ -52,7 +52,9 @@ class PcsOrchestration(Ec2Nodes):
     """Exposes ``pcs`` (the `PcsCluster`), ``login_template`` and what `Ec2Nodes` exposes."""
 
     def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
-        super().__init__(scope, id, context=context, role_path=PCS_ROLE_PATH, set_instance_type=False)
+        super().__init__(scope, id, spec=context.spec, node_builder=context.node_builder, role_path=PCS_ROLE_PATH,
+                         set_instance_type=False)
+        self.context = context
         spec = context.spec
         settings = settings_of(spec)
         self.pcs = PcsCluster(

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from aws_cdk import Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.platforms.kubernetes.cluster import VPC_CNI_ENV, EksControlPlane
 from fmcluster.platforms.kubernetes.settings import EksControlPlaneSettings
 from fmcluster.platforms.kubernetes.versions import AddonPin
@@ -18,22 +18,25 @@ from fmcluster.platforms.storage import Mounts
 VPC_CNI_SERVICE_ACCOUNT, VPC_CNI_POLICY = "aws-node", "AmazonEKS_CNI_Policy"
 
 
-def build_control_plane(scope: Construct, *, context: OrchestrationContext, settings: EksControlPlaneSettings,
+def build_control_plane(scope: Construct, *, cluster_name: str, vpc: Optional[ec2.IVpc], node_subnet: ec2.ISubnet,
+                        extra_subnets: Sequence[ec2.ISubnet], security_group: ec2.ISecurityGroup,
+                        settings: EksControlPlaneSettings,
                         addon_pins: Optional[Mapping[str, AddonPin]] = None) -> EksControlPlane:
     """The EKS control plane (id ``ControlPlane``) a Kubernetes kind runs on: in the node subnet and the kind's
-    second-AZ subnets, with the nodes' EFA group, the spec's admins and endpoint."""
-    if context.vpc is None:
-        raise ValueError("context: an EKS cluster needs the VPC (context.vpc)")
-    if not context.extra_subnets:
-        raise ValueError("context: an EKS control plane needs a subnet in a second AZ (context.extra_subnets)")
+    second-AZ subnets (``OrchestrationContext.extra_subnets``), with the nodes' EFA group, the spec's admins and
+    endpoint."""
+    if vpc is None:
+        raise ValueError("vpc: an EKS cluster needs the VPC (context.vpc)")
+    if not extra_subnets:
+        raise ValueError("extra_subnets: an EKS control plane needs a subnet in a second AZ (context.extra_subnets)")
     return EksControlPlane(
         scope,
         "ControlPlane",
-        cluster_name=context.spec.name,
+        cluster_name=cluster_name,
         kubernetes_version=settings.kubernetes_version,
-        vpc=context.vpc,
-        subnets=context.subnets[:1] + context.extra_subnets,
-        security_group=context.security_groups[0],
+        vpc=vpc,
+        subnets=[node_subnet, *extra_subnets],
+        security_group=security_group,
         admins=settings.admins,
         public_access_cidrs=settings.endpoint.public_access_cidrs,
         addon_pins=addon_pins,
