@@ -14,11 +14,10 @@ from fmcluster.constructs.bucket_deployment import nag_resource
 from fmcluster.constructs.node_group import Ec2NodeGroup
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.eks import gangs, kueue
 from fmcluster.orchestrators.eks.node_groups import EksNodeGroups
 from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
 from fmcluster.platforms.ec2.access import find_instance_command
-from fmcluster.platforms.kubernetes import autoscaler, devices, gate, labels, metrics, pod_identity, volumes
+from fmcluster.platforms.kubernetes import autoscaler, devices, gangs, gate, kueue, labels, metrics, pod_identity, volumes
 from fmcluster.platforms.kubernetes.access import tunnel_command
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.control_plane import add_standard_addons, build_control_plane

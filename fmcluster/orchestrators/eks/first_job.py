@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from fmcluster.orchestrators.eks import kueue
 from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
-from fmcluster.platforms.kubernetes import fabric_job, labels
+from fmcluster.platforms.kubernetes import fabric_job, kueue, labels
 from fmcluster.spec.cluster import ClusterSpec
 from fmcluster.spec.node_group import NodeGroup
 

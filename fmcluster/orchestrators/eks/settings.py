@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, List, Literal
 from pydantic import Field, field_validator
 
 from fmcluster import catalog
-from fmcluster.platforms.kubernetes.settings import NAMESPACE_PATTERN, EksControlPlaneSettings, control_plane_rules, network_rules
+from fmcluster.platforms.kubernetes.settings import (
+    NAMESPACE_PATTERN,
+    SYSTEM_GROUP,
+    EksControlPlaneSettings,
+    KueueSettings,
+    control_plane_rules,
+    network_rules,
+)
 from fmcluster.platforms.kubernetes.versions import (
     DEFAULT_KUBERNETES_VERSION,
     DRA_MIN_KUBERNETES_VERSION,
@@ -24,7 +31,6 @@ if TYPE_CHECKING:
 SCHEDULERS = ("kueue", "volcano", "kai")
 SCHEDULER_NAMES = {"kueue": "Kueue", "volcano": "Volcano", "kai": "KAI Scheduler"}  # as their projects write them
 EFA_DEVICES = ("plugin", "dra")
-SYSTEM_GROUP = "system"
 # The node-side validation policies a managed node group can honour: EKS joins a node whatever its user data returns,
 # so "fail" cannot stop provisioning, and "drain" is Slurm's.
 POLICIES = ("taint", "report")
@@ -42,17 +48,6 @@ class SystemNodes(SpecModel):
         if v not in catalog.cpu_types():
             raise ValueError(f"unknown CPU instance type {v!r}; allowed: {', '.join(catalog.cpu_types())}")
         return v
-
-
-class KueueSettings(SpecModel):
-    """Kueue: all-or-nothing admission and topology-aware placement."""
-
-    wait_for_pods_ready_seconds: int = Field(
-        1800, ge=60, le=86400,
-        description="waitForPodsReady timeout: a workload whose pods are not all running by then is evicted and "
-                    "requeued (all-or-nothing admission). The default leaves room for the first pull of a training "
-                    "image of 10 GB or more onto every node of the job (docs/eks.md).")
-    topology_aware: bool = Field(True, description="Topology-aware scheduling over EC2's network-topology node labels.")
 
 
 class EksSettings(EksControlPlaneSettings):

@@ -13,8 +13,7 @@ import yaml
 from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
-from fmcluster.orchestrators.eks import kueue
-from fmcluster.platforms.kubernetes import allocatable, devices, labels
+from fmcluster.platforms.kubernetes import allocatable, devices, kueue, labels
 from fmcluster.platforms.storage.fsx_lustre.mount import CLAIM
 from fmcluster.registry import load_spec
 

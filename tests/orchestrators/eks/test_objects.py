@@ -15,8 +15,7 @@ from helpers.storage import fsx_mounts
 from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
-from fmcluster.orchestrators.eks import kueue
-from fmcluster.platforms.kubernetes import devices, gate, labels, volumes
+from fmcluster.platforms.kubernetes import devices, gate, kueue, labels, volumes
 from fmcluster.registry import load_spec
 
 EXAMPLES = {"eks-p5": "eks-p5-cluster", "eks-p6-b200-capacity-block": "eks-b200-cluster"}

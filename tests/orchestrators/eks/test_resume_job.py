@@ -13,8 +13,7 @@ from helpers.resume_jobs import RESUME, ROOT, problems_with_checkpoints
 from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
-from fmcluster.orchestrators.eks import kueue
-from fmcluster.platforms.kubernetes import allocatable, labels
+from fmcluster.platforms.kubernetes import allocatable, kueue, labels
 from fmcluster.platforms.storage.fsx_lustre.mount import CLAIM
 from fmcluster.registry import load_spec
 from fmcluster.spec.checkpoints import paths
