@@ -218,3 +218,17 @@ def test_diff_reads_node_groups_from_each_kinds_own_declaration(toy_kind):
     (unit,) = groups.units("toy-cluster", template).values()
     assert (unit.service, unit.count, unit.gpus) == ("toy", 2, 16)
     assert "Custom::ToyNodes" in groups.node_types()
+
+
+def test_a_kinds_settings_have_one_typed_accessor():
+    """`OrchestratorSettings.of(spec)` (and the kind's own `settings_of`), not a copy per kind."""
+    copies = [str(p.relative_to(ROOT)) for p in (ROOT / "fmcluster" / "orchestrators").rglob("*.py")
+              if p.name != "kind.py" and "def settings_of(" in p.read_text()]
+    assert copies == []
+    from fmcluster.registry import load_spec
+
+    spec = load_spec(ROOT / "examples" / "pcs-p5.yaml")
+    pcs = registry.kind_named("pcs")
+    assert pcs.settings_of(spec) is pcs.settings.of(spec) is spec.orchestrator
+    with pytest.raises(TypeError, match="the spec's orchestrator is pcs, not ToyOrchestrator"):
+        ToyOrchestrator.of(spec)

@@ -25,7 +25,7 @@ from fmcluster.constructs.node_group import Ec2NodeGroup
 from fmcluster.constructs.node_role import NodeRole
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
+from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, EksOrchestrator
 from fmcluster.platforms.ec2.node_builder import NodeImage, construct_id
 from fmcluster.platforms.kubernetes import autoscaler, labels
 from fmcluster.platforms.kubernetes.node_checks import EKS_DISABLED_CHECKS, EKS_OPTIONAL
@@ -159,7 +159,7 @@ class EksNodeGroups(Construct):
     def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext, cluster: eks.ICluster) -> None:
         super().__init__(scope, id)
         spec = context.spec
-        settings = settings_of(spec)
+        settings = EksOrchestrator.of(spec).eks
         self.node_role = NodeRole(self, "NodeRole", description=f"fmcluster {spec.name} EKS nodes",
                                   instance_profile=False)  # the managed node groups make their own
         # EKS user guide, "Amazon EKS node IAM role": a managed node group's role needs AmazonEKSWorkerNodePolicy and
@@ -232,7 +232,7 @@ class EksNodeGroups(Construct):
 
     def _system(self, context: OrchestrationContext, cluster: eks.ICluster, subnets: Sequence[ec2.ISubnet]
                 ) -> eks.Nodegroup:
-        system = settings_of(context.spec).system_nodes
+        system = EksOrchestrator.of(context.spec).eks.system_nodes
         instance = catalog.get(system.instance_type)
         lt = NodeLaunchTemplate(
             self,

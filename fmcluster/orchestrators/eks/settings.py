@@ -23,7 +23,7 @@ from fmcluster.platforms.kubernetes.versions import (
     minor,
 )
 from fmcluster.spec.base import Problem, SpecModel
-from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings, orchestrator_settings
+from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
@@ -91,17 +91,13 @@ class EksOrchestrator(OrchestratorSettings):
     eks: EksSettings
 
 
-def settings_of(spec: ClusterSpec) -> EksSettings:
-    return orchestrator_settings(spec.orchestrator, EksOrchestrator).eks
-
-
 def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
-    system = settings_of(spec).system_nodes
+    system = EksOrchestrator.of(spec).eks.system_nodes
     return [ExtraInstance(SYSTEM_GROUP, system.instance_type, system.count)]
 
 
 def spec_rules(spec: ClusterSpec) -> List[Problem]:
-    s = settings_of(spec)
+    s = EksOrchestrator.of(spec).eks
     found: List[Problem] = []
     at = "orchestrator.eks"
     if s.efa_device == "dra" and minor(s.kubernetes_version) < minor(DRA_MIN_KUBERNETES_VERSION):

@@ -27,7 +27,7 @@ from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.hyperpod_eks import autoscaling, checkpoint_access, governance, nodes, team_volumes
 from fmcluster.orchestrators.hyperpod_eks.cluster import HyperPodEksCluster
 from fmcluster.orchestrators.hyperpod_eks.dependencies import GitHelmChart
-from fmcluster.orchestrators.hyperpod_eks.settings import SYSTEM_GROUP, settings_of
+from fmcluster.orchestrators.hyperpod_eks.settings import SYSTEM_GROUP, HyperPodEksOrchestrator
 from fmcluster.orchestrators.hyperpod_eks.versions import (
     ADDONS,
     HYPERPOD_CHART,
@@ -64,7 +64,7 @@ class HyperPodEksOrchestration(Construct):
     def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
         super().__init__(scope, id)
         spec = context.spec
-        s = settings_of(spec)
+        s = HyperPodEksOrchestrator.of(spec)
         self.control_plane = build_control_plane(
             self, cluster_name=spec.name, vpc=context.vpc, node_subnet=context.subnets[0],
             extra_subnets=context.extra_subnets, security_group=context.security_groups[0], settings=s.eks,
@@ -193,7 +193,7 @@ class HyperPodEksOrchestration(Construct):
     def _addons(self, context: OrchestrationContext) -> None:
         """The eks kind's add-ons (CloudFormation completes an add-on that has no nodes to run on yet as DEGRADED,
         docs/hyperpod-eks.md) and task governance; no EKS node monitoring agent (HyperPod's agent watches its nodes)."""
-        version = settings_of(context.spec).eks.kubernetes_version
+        version = HyperPodEksOrchestrator.of(context.spec).eks.kubernetes_version
         add_standard_addons(self.control_plane, kubernetes_version=version, mounts=context.mounts)
         self.control_plane.add_addon(TASK_GOVERNANCE, kubernetes_version=version)
 
@@ -257,7 +257,7 @@ class HyperPodEksOrchestration(Construct):
         # now, the claims and the checkpoint service accounts from a Deployment in our namespace that waits for the
         # namespaces (the stack never waits for them; docs/hyperpod-eks.md, "The teams' namespaces").
         wanted: List[Dict[str, Any]] = []
-        teams = {t.name: t.namespace for t in settings_of(spec).task_governance.teams}
+        teams = {t.name: t.namespace for t in HyperPodEksOrchestrator.of(spec).task_governance.teams}
         for mount, volume in context.mounts.volumes():
             wanted += team_volumes.install(
                 objects, mount_id=mount.id,

@@ -8,8 +8,8 @@ from typing import Any, Dict, List, Optional
 
 from fmcluster.orchestrators.hyperpod_eks.settings import (
     SYSTEM_GROUP,
+    HyperPodEksOrchestrator,
     deep_health_checked,
-    settings_of,
 )
 from fmcluster.orchestrators.hyperpod_eks.versions import CERT_MANAGER_NAMESPACE
 from fmcluster.platforms.hyperpod.cluster import HyperPodInstanceGroup
@@ -65,7 +65,7 @@ def node_taints(spec: ClusterSpec, group: NodeGroup) -> List[Dict[str, str]]:
 
 def instance_groups(spec: ClusterSpec) -> List[HyperPodInstanceGroup]:
     """One instance group per node group, then the system group; every group runs its own OnCreate entry."""
-    hp = settings_of(spec).hyperpod
+    hp = HyperPodEksOrchestrator.of(spec).hyperpod
     groups = [
         HyperPodInstanceGroup(
             name=g.name,
@@ -143,7 +143,7 @@ def chart_values(spec: ClusterSpec) -> Dict[str, Any]:
         "neuron-device-plugin": {"devicePlugin": {"enabled": False}},
         # cert-manager's chart runs a post-install hook Job (startupapicheck) that Helm waits for: it could never run
         # before the HyperPod cluster brings nodes, so it is off
-        "cert-manager": {"enabled": settings_of(spec).hyperpod.training_operator,
+        "cert-manager": {"enabled": HyperPodEksOrchestrator.of(spec).hyperpod.training_operator,
                          "namespace": CERT_MANAGER_NAMESPACE,
                          "global": {"leaderElection": {"namespace": CERT_MANAGER_NAMESPACE}},
                          "startupapicheck": {"enabled": False}},

@@ -10,7 +10,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.hyperpod_slurm.settings import CONTROLLER_GROUP, LOGIN_GROUP, settings_of
+from fmcluster.orchestrators.hyperpod_slurm.settings import CONTROLLER_GROUP, LOGIN_GROUP, HyperPodSlurmOrchestrator
 from fmcluster.platforms.hyperpod.access import session_command
 from fmcluster.platforms.hyperpod.cluster import HyperPodInstanceGroup, HyperPodSlurmCluster
 from fmcluster.platforms.hyperpod.instance_role import HyperPodInstanceRole
@@ -29,7 +29,7 @@ class HyperPodSlurmOrchestration(Construct):
         spec = context.spec
         subnets, security_groups = context.subnets[:1], context.security_groups
         mounts, remote_write_url = context.mounts, context.remote_write_url
-        settings = settings_of(spec)
+        settings = HyperPodSlurmOrchestrator.of(spec).hyperpod
         self.role = HyperPodInstanceRole(
             self, "InstanceRole", cluster_name=spec.name, subnets=subnets, security_groups=security_groups
         )
@@ -84,7 +84,7 @@ def entry_script(group: str) -> str:
 def instance_groups(spec: ClusterSpec, storage: Sequence[Mapping[str, Any]] = ()) -> List[HyperPodInstanceGroup]:
     """The controller, the optional login group, and one Compute group (and partition) per node group; HyperPod
     mounts the stores of `storage` (their InstanceStorageConfigs entries) on every node."""
-    settings = settings_of(spec)
+    settings = HyperPodSlurmOrchestrator.of(spec).hyperpod
 
     def group(name: str, instance_type: str, count: int, node_type: str, **extra: Any) -> HyperPodInstanceGroup:
         return HyperPodInstanceGroup(name=name, instance_type=instance_type, count=count, node_type=node_type,
@@ -110,7 +110,7 @@ def lifecycle_parameters(
 ) -> Dict[str, Any]:
     """fmcluster_parameters.json, the contract with the lifecycle scripts (fmcluster/platforms/hyperpod/node/README.md):
     the stores HyperPod does not mount itself are the nodes' to mount."""
-    settings = settings_of(spec)
+    settings = HyperPodSlurmOrchestrator.of(spec).hyperpod
     return {
         "version": LIFECYCLE_PARAMETERS_VERSION,
         "workload_manager": "slurm",

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from fmcluster.orchestrators.parallelcluster.settings import (
+    ParallelClusterOrchestrator,
     compute_resource_name,
     head_node_instance_type,
     min_count,
-    settings_of,
 )
 from fmcluster.runtime import health_check
 from fmcluster.runtime.contract import INSTANCE_NVME_ROOT
@@ -58,7 +58,7 @@ class ClusterInputs:
 
 
 def cluster_configuration(spec: ClusterSpec, inputs: ClusterInputs) -> Dict[str, Any]:
-    settings = settings_of(spec)
+    settings = ParallelClusterOrchestrator.of(spec).parallelcluster
     image: Dict[str, Any] = {"Os": settings.os}
     if settings.custom_ami:
         image["CustomAmi"] = settings.custom_ami
@@ -95,7 +95,7 @@ def cluster_configuration(spec: ClusterSpec, inputs: ClusterInputs) -> Dict[str,
 
 
 def head_node(spec: ClusterSpec, inputs: ClusterInputs) -> Dict[str, Any]:
-    settings = settings_of(spec)
+    settings = ParallelClusterOrchestrator.of(spec).parallelcluster
     node: Dict[str, Any] = {
         "InstanceType": head_node_instance_type(spec),
         # our node security group replaces ParallelCluster's: all traffic within it, nothing from outside

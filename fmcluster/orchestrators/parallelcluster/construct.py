@@ -24,8 +24,8 @@ from fmcluster.orchestrators.parallelcluster.settings import (
     HEAD_NODE_GROUP,
     PCLUSTER_VERSION,
     VALIDATION_MESSAGES_OUTPUT,
+    ParallelClusterOrchestrator,
     cluster_name,
-    settings_of,
 )
 from fmcluster.platforms.ec2.node_builder import construct_id
 from fmcluster.platforms.storage import PARALLELCLUSTER
@@ -66,7 +66,7 @@ class ParallelClusterOrchestration(Construct):
     def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
         super().__init__(scope, id)
         spec = context.spec
-        settings = settings_of(spec)
+        settings = ParallelClusterOrchestrator.of(spec).parallelcluster
         stack = Stack.of(self)
         name = cluster_name(spec)
         # Everything a node reads that changes with fmcluster or the collectors' settings is published under stable

@@ -15,7 +15,7 @@ from fmcluster import catalog
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.pcs.cluster import PcsCluster
-from fmcluster.orchestrators.pcs.settings import instances, login_ami_id, login_image, settings_of
+from fmcluster.orchestrators.pcs.settings import PcsOrchestrator, instances, login_ami_id, login_image
 from fmcluster.platforms.ec2.access import session_command
 from fmcluster.platforms.ec2.node_builder import LOGIN_NODE_GROUP, construct_id
 from fmcluster.platforms.ec2.nodes import Ec2Nodes
@@ -32,7 +32,7 @@ def job_map_hooks(context: OrchestrationContext) -> Dict[str, str]:
     the hooks on every node, in user data, which PCS runs before slurmd starts (PCS user guide, "Working with Amazon
     EC2 user data"). A node launched before its runtime wrote them has none, and Slurm drains a node whose Prolog is
     missing: hence opt-in, never switched on under running nodes by an upgrade."""
-    if not settings_of(context.spec).pcs.gpu_job_map or context.remote_write_url is None:
+    if not PcsOrchestrator.of(context.spec).pcs.gpu_job_map or context.remote_write_url is None:
         return {}
     return {"Prolog": hook_path("prolog"), "Epilog": hook_path("epilog")}
 
@@ -42,7 +42,7 @@ def health_check_settings(context: OrchestrationContext) -> Dict[str, str]:
     each node's boot writes before slurmd starts (runtime/node_bootstrap.sh). Opt-in for the same reason as the job
     map: a node booted before its runtime wrote the program has none, and that PCS accepts the parameters at the
     cluster level is unverified (docs/resilience.md)."""
-    settings = settings_of(context.spec).pcs
+    settings = PcsOrchestrator.of(context.spec).pcs
     if not settings.health_check:
         return {}
     return health_check.slurm_settings(health_check.program_path(), settings.health_check_interval_seconds)
@@ -56,7 +56,7 @@ class PcsOrchestration(Ec2Nodes):
                          set_instance_type=False)
         self.context = context
         spec = context.spec
-        settings = settings_of(spec)
+        settings = PcsOrchestrator.of(spec)
         self.pcs = PcsCluster(
             self,
             "Pcs",
