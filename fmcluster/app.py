@@ -10,12 +10,12 @@ from cdk_nag import AwsSolutionsChecks
 
 from fmcluster.feature_flags import FLAGS
 from fmcluster.nag import cdk_provider_handlers, cfn_lint_ignore
-from fmcluster.registry import kind_of, load_spec
+from fmcluster.registry import kind_of, load_spec, stores
 from fmcluster.spec import ClusterSpec
 from fmcluster.stacks.cluster import ClusterStack
 from fmcluster.stacks.network import NetworkStack
 from fmcluster.stacks.observability import ObservabilityStack
-from fmcluster.stacks.storage import StorageStack
+from fmcluster.stacks.storage import StorageStack, storage_description
 
 
 class ClusterStacks:
@@ -31,13 +31,15 @@ class ClusterStacks:
             env=env,
             description=f"fmcluster {spec.name}: VPC, node subnet, EFA security group",
         )
+        registered = stores()
         self.storage = StorageStack(
             app,
             spec.stack_name("storage"),
             spec=spec,
             network=self.network,
+            stores=registered,
             env=env,
-            description=f"fmcluster {spec.name}: KMS key, data bucket, FSx for Lustre, data repository associations",
+            description=storage_description(spec, registered),
         )
         self.observability: Optional[ObservabilityStack] = None
         if spec.observability.enabled:
@@ -48,13 +50,10 @@ class ClusterStacks:
                 env=env,
                 description=f"fmcluster {spec.name}: Amazon Managed Prometheus, alert rules, alert routing, dashboards",
             )
-        if self.observability is not None and self.storage.file_system is not None and spec.storage.fsx is not None:
-            # the file servers' view of free space (the clients' view is the FsxFreeCapacityLow rule)
-            self.observability.alarm_on_fsx_free_capacity(
-                "FsxFreeCapacityAlarm",
-                file_system_id=self.storage.file_system.file_system_id,
-                storage_capacity_gib=spec.storage.fsx.storage_capacity_gib,
-            )
+        if self.observability is not None:
+            # the stores' own alarms (a store's servers' view, beside the rules on what the nodes see)
+            for alarm in self.storage.alarms:
+                self.observability.alarm(alarm)
         self.cluster = ClusterStack(
             app,
             spec.stack_name("cluster"),

@@ -1,9 +1,12 @@
-"""The composition root: the orchestrator kinds fmcluster knows, and the spec model they compose.
+"""The composition root: the orchestrator kinds and the shared stores fmcluster knows, and the spec model they compose.
 
 Adding a kind is one folder under ``fmcluster/orchestrators/`` and its line in the import and in `BUILT_IN` below;
 deleting one is deleting the folder and those lines (tests/orchestrators/test_kind_deletion.py does it). `register`
 adds a kind at run time (tests prove the seam with a kind defined inside a test). Everything that reads a spec goes
 through `load_spec` / `parse_spec` here, so the spec package itself never lists the kinds.
+
+A store is likewise one folder under ``fmcluster/platforms/storage/`` and its line in the import and in `STORES`; the
+storage and cluster stacks are handed `stores()` by `fmcluster.app` (docs/architecture.md, "The storage seam").
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from fmcluster.orchestrators import (
     pcs,
 )
 from fmcluster.orchestrators.kind import OrchestratorKind
+from fmcluster.platforms.storage import Store, fsx_lustre
 from fmcluster.spec import loading
 from fmcluster.spec.cluster import ClusterSpec
 
@@ -34,6 +38,11 @@ BUILT_IN: List[OrchestratorKind[Any]] = [
 ]
 
 _kinds: Dict[str, OrchestratorKind[Any]] = {k.name: k for k in BUILT_IN}
+
+# The shared stores, in the order the storage stack builds them and kinds receive their mounts.
+STORES: List[Store] = [
+    fsx_lustre.STORE,
+]
 
 
 def kinds() -> List[OrchestratorKind[Any]]:
@@ -53,6 +62,10 @@ def kind_named(name: str) -> OrchestratorKind[Any]:
 
 def kind_of(spec: ClusterSpec) -> OrchestratorKind[Any]:
     return kind_named(spec.orchestrator.type)
+
+
+def stores() -> List[Store]:
+    return list(STORES)
 
 
 def register(kind: OrchestratorKind[Any]) -> None:

@@ -46,6 +46,14 @@ def layer_of(module: str) -> str:
         return "outputs"  # files written for the user: signed, never over one fmcluster did not write
     if head in ("plan", "planner", "acceptance", "diff"):  # acceptance: reads nccl-tests logs against the plan
         return "tools"
+    if head == "platforms" and len(parts) >= 3 and parts[1] == "storage":
+        # a store's folder (platforms/storage/<store>/) is laid out as a kind's: its declaration, and its modules
+        # (fmcluster.platforms.storage itself, the contract, is a platform's __init__: spec)
+        if len(parts) == 3:
+            return "kinds"  # the store's declaration: its methods import their modules on call
+        if len(parts) > 4 and parts[3] == "node":
+            return "node"
+        parts = parts[:1] + parts[2:]  # judged below as platforms/<store>/...
     if head in ("orchestrators", "platforms"):
         leaf = parts[-1]
         if len(parts) > 3 and parts[2] == "node":
@@ -198,6 +206,12 @@ def test_the_layer_test_sees_what_it_must():
     assert layer_of("fmcluster.platforms.kubernetes.preflight") == "aws"
     assert layer_of("fmcluster.platforms.hyperpod.cluster") == "orchestration"
     assert layer_of("fmcluster.registry") == "composition"
+    assert layer_of("fmcluster.platforms.storage") == "spec"  # the storage contract
+    assert layer_of("fmcluster.platforms.storage.somestore") == "kinds"  # a store's declaration
+    assert layer_of("fmcluster.platforms.storage.somestore.construct") == "orchestration"
+    assert layer_of("fmcluster.platforms.storage.somestore.settings") == "spec"
+    assert layer_of("fmcluster.platforms.storage.somestore.preflight") == "aws"
+    assert layer_of("fmcluster.platforms.storage.somestore.node.tool") == "node"
 
 
 def test_the_spec_knows_no_kind_and_no_registry():
@@ -242,3 +256,12 @@ def test_node_folders_are_found_and_in_the_node_layer():
     assert layer_of("fmcluster.orchestrators.somekind.node.tool") == "node"
     assert layer_of("fmcluster.orchestrators.somekind.node_script") == "orchestration"
     assert "fmcluster.runtime.node_setup.cli" in node_side_modules()
+
+
+def test_platforms_import_nothing_of_the_orchestrators():
+    """Platforms are what kinds compose: they take plain props (a spec, a node builder, subnets), never a kind's module
+    or the context a kind is bound with (fmcluster.orchestrators.context), so a second kind reuses them as they are."""
+    typed = graph(type_checking=True)
+    found = sorted(f"{m} imports {i}" for m, deps in typed.items() if m.startswith("fmcluster.platforms")
+                   for i in deps if i.startswith("fmcluster.orchestrators"))
+    assert found == []

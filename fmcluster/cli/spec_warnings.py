@@ -22,6 +22,8 @@ def _cost(warning: SpecWarning) -> str:
     from fmcluster.planner.cost import prices  # only when a warning prices something: validate stays light
 
     services = prices()["services"]
+    if any(key not in services for key in warning.costs_more):
+        return " (no price in the planner's data)"
     billed, instead = (services[key] for key in warning.costs_more)
     more = billed["usd_per_hour"] - instead["usd_per_hour"]
     return (f" (${billed['usd_per_hour']:.2f} instead of ${instead['usd_per_hour']:.2f} per {billed['per']}-hour: about "

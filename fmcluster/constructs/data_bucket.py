@@ -28,7 +28,7 @@ class BucketLifecycle:
 class DataBucket(Construct):
     """A new data bucket, or an existing one by name.
 
-    New: SSE-KMS with `key` (S3 Bucket Keys on, so FSx imports do not call KMS per object),
+    New: SSE-KMS with `key` (S3 Bucket Keys on, so a linked file system's imports do not call KMS per object),
     versioning, public access blocked, TLS-only bucket policy, object ownership enforced,
     server access logs to a log bucket (SSE-S3: S3 log delivery cannot write SSE-KMS targets),
     both retained when the stack is deleted or the resource replaced.

@@ -180,24 +180,6 @@ def collectors_step(
     )
 
 
-def mount_step(*, dns_name: str, mount_name: str, mount_point: str, efa: bool, fatal_under_fail: bool = False) -> str:
-    """Shell lines that mount FSx for Lustre (and add it to fstab) with the runtime's mount helper.
-
-    A failed mount is judged by validation.policy (docs/node-contract.md): where the boot validator runs, its
-    required storage.mounts check applies the policy, so the step only reports; with `fatal_under_fail` (nodes
-    without the validator) a failed mount stops the boot when the policy the boot pointer named
-    (``FMCLUSTER_POLICY``) is fail, read at boot so that a policy change leaves the launch template alone."""
-    flags = " --efa" if efa else ""
-    on_failure = ("{ echo 'fmcluster: FSx for Lustre mount failed (details above)'; "
-                  "if [ \"${FMCLUSTER_POLICY:-fail}\" = fail ]; then echo 'fmcluster: policy fail'; exit 1; fi; }"
-                  if fatal_under_fail else "echo 'fmcluster: FSx for Lustre mount failed (details above)'")
-    return (
-        "PYTHONPATH=/opt/fmcluster/pkg python3 -m fmcluster.runtime.lustre mount "
-        f"--dns-name {quote(dns_name)} --mount-name {quote(mount_name)} --mount-point {quote(mount_point)}{flags} "
-        f"--fstab || {on_failure}\n"
-    )
-
-
 def bootstrap_script(
     *,
     boot: str,

@@ -148,7 +148,7 @@ def _one(c: ResourceChange, ctx: _Context) -> List[Finding]:
                                        "on deletion (autoDeleteObjects), no user data")]
     if c.type in STATEFUL and c.action in (REMOVED, REPLACED):
         return [_stateful_one(c, ctx)]
-    if c.type in groups.NODE_TYPES and c.type not in CONTROL:
+    if c.type in groups.node_types() and c.type not in CONTROL:
         return []  # node groups: nodes.findings
     if c.type in CONTROL:
         judged = kubernetes.cluster_version(c) + kubernetes.subnets(c, ctx.moved_zones)

@@ -11,7 +11,7 @@ from constructs import Construct
 
 from fmcluster.constructs.node_group import Ec2NodeGroup
 from fmcluster.platforms.ec2.node_builder import NodeGroupBuilder
-from fmcluster.platforms.storage import SharedFileSystem
+from fmcluster.platforms.storage import Mounts
 from fmcluster.spec import ClusterSpec
 
 __all__ = ["Orchestration", "OrchestrationContext"]
@@ -25,7 +25,8 @@ class OrchestrationContext:
     :param subnets: the node subnet(s), in the GPU AZ (kinds that launch into one take the first).
     :param security_groups: the EFA security group (the only group on every node interface).
     :param node_builder: builds EC2 node groups (placement group + EFA launch template + user data).
-    :param file_system: the shared file system, or None.
+    :param mounts: every shared store the spec configures, as kinds mount it (the storage contract,
+        `fmcluster.platforms.storage`), with the registered stores' declarations; empty without a storage stack.
     :param remote_write_url: the AMP remote-write URL, or None without observability.
     :param instance_tags: tags for the instances the kind launches (launch templates do not pass stack tags on).
     :param grant_remote_write: grants AMP remote write to a principal the kind builds beside its ``grantee`` (a
@@ -42,7 +43,7 @@ class OrchestrationContext:
     subnets: List[ec2.ISubnet]
     security_groups: List[ec2.ISecurityGroup]
     node_builder: NodeGroupBuilder
-    file_system: Optional[SharedFileSystem] = None
+    mounts: Mounts = field(default_factory=Mounts)
     remote_write_url: Optional[str] = None
     instance_tags: Dict[str, str] = field(default_factory=dict)
     grant_remote_write: Optional[Callable[[iam.IGrantable], iam.Grant]] = None
@@ -70,8 +71,12 @@ class Orchestration:
         role); the storage and observability stacks grant to it.
     :param ec2_node_groups: the EC2 node groups it launched from fmcluster's launch templates, by spec group name;
         the stack outputs each one's launch template and placement group.
+    :param node_principal: the principal the nodes themselves run as, where it is not ``grantee`` (EKS: the node role,
+        its pods running as ``grantee``): what the nodes mount, they mount as it, so the stores' node permissions
+        (`Mount.node_permissions`) go to it.
     """
 
     construct: Construct
     grantee: iam.IGrantable
     ec2_node_groups: Mapping[str, Ec2NodeGroup] = field(default_factory=dict)
+    node_principal: Optional[iam.IGrantable] = None

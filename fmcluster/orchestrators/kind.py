@@ -25,7 +25,6 @@ from fmcluster.spec.orchestrator import (
     ExtraInstance,
     OrchestratorSettings,
     SpecWarning,
-    orchestrator_settings,
 )
 
 if TYPE_CHECKING:
@@ -66,7 +65,7 @@ class OrchestratorKind(OrchestratorTraits, Generic[S]):
 
     def settings_of(self, spec: ClusterSpec) -> S:
         """The spec's ``orchestrator`` section, typed as this kind's settings."""
-        return cast(S, orchestrator_settings(spec.orchestrator, self.settings))
+        return cast(S, self.settings.of(spec))
 
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         """Build the kind's construct in `scope` (the cluster stack). Its construct id becomes part of logical ids

@@ -71,7 +71,13 @@ def service_lines(spec: Any, services: Dict[str, Any]) -> List[Dict[str, Any]]:
                                   "GiB x USD per GiB-month / hours per month", gib=fsx.storage_capacity_gib,
                                   usd_per_gib_month=per_gib, hours_per_month=hours))
     for billed in spec.orchestrator_kind.billed_services(spec):
-        entry = services[billed.key]
+        entry = services.get(billed.key)
+        if entry is None:  # a kind's price the data lacks: said, never a crash (a test holds the built-in kinds)
+            lines.append(service_line(billed.key, billed.detail, None, {"status": "unknown",
+                                                                                 "source": "no source"},
+                                      [f"no price: {billed.key} is not in the planner's data "
+                                       "(fmcluster/planner/data/prices.json, services)"], "", count=billed.count))
+            continue
         rate = entry.get("usd_per_hour")
         price, why = (rate, None) if not isinstance(rate, dict) else _regional(rate, spec.region)
         notes = [why] if why else []

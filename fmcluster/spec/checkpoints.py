@@ -19,7 +19,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Any, List, Literal, Optional
+from typing import Any, FrozenSet, List, Literal, Optional
 
 from pydantic import Field, field_validator
 
@@ -37,6 +37,11 @@ MANAGED_NEEDS_HYPERPOD_EKS = (
     f"(TieredStorageConfig on AWS::SageMaker::Cluster; prerequisites in {MANAGED_SETUP_URL}: an Amazon EKS "
     "HyperPod cluster)")
 EVENTS_THAT_EXPORT_A_NEW_CHECKPOINT = "NEW"
+# The tiers a kind honours unless it declares others (`OrchestratorTraits.checkpoint_tiers`): a tier a kind's service
+# provides (managed) is refused by every kind that does not say it takes it.
+DEFAULT_TIERS = frozenset({"fsx", "nvme"})
+# Why a kind that does not declare a tier cannot honour it, unless the kind says why itself (`checkpoint_tier_note`).
+NOT_HONOURED = {"managed": MANAGED_NEEDS_HYPERPOD_EKS}
 
 
 class Checkpoints(SpecModel):
@@ -137,11 +142,13 @@ def _exports(file_system_path: str, events: List[str], directory: str) -> bool:
     return EVENTS_THAT_EXPORT_A_NEW_CHECKPOINT in events and (directory + "/").startswith(root)
 
 
-def refused(spec: Any, tier: str, why: str) -> List[Problem]:
-    """For a kind's spec rules: the problem of a spec whose checkpoints ask for a tier the kind cannot honour."""
+def refused(spec: Any, tiers: FrozenSet[str], note: str = "") -> List[Problem]:
+    """The problem of a spec whose checkpoints ask for a tier its kind does not declare (`tiers`), saying why (`note`,
+    or the tier's own reason) and which tiers the kind takes."""
     ck = spec.checkpoints
-    if ck is None or ck.tier != tier:
+    if ck is None or ck.tier in tiers:
         return []
-    allowed = ", ".join(t for t in TIERS if t != tier)
-    return [("checkpoints.tier", f"orchestrator {spec.orchestrator.type} cannot honour tier {tier}: {why}; "
+    why = note or NOT_HONOURED.get(ck.tier, f"orchestrator {spec.orchestrator.type} does not provide it")
+    allowed = ", ".join(t for t in TIERS if t in tiers)
+    return [("checkpoints.tier", f"orchestrator {spec.orchestrator.type} cannot honour tier {ck.tier}: {why}; "
              f"use {allowed}")]

@@ -26,6 +26,7 @@ from fmcluster.spec.network import (
     usable_addresses,
 )
 from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY, NodeGroup
+from fmcluster.spec.node_units import NodeUnit, Resources
 from fmcluster.spec.observability import Observability
 from fmcluster.spec.orchestrator import DLAMI, BilledService, ExtraInstance, JobImage, OrchestratorSettings, SpecWarning
 from fmcluster.spec.storage import Storage
@@ -68,6 +69,13 @@ class OrchestratorTraits:
         ``fmcluster/observability/rules.<name>.yaml`` (rules on metrics only this kind produces).
     :param job_image: what its nodes' default image holds for the first job (`fmcluster job nccl`): where nccl-tests
         are, or that the job builds them on shared storage (default: fmcluster's launch templates' Deep Learning AMI).
+    :param checkpoint_tiers: the ``checkpoints.tier`` values it honours; the spec refuses the others. Default: the
+        tiers on shared storage (fsx, nvme); a tier a service provides (managed: HyperPod on EKS) only where declared.
+    :param checkpoint_tier_note: why it cannot honour the tiers it does not take (default: each tier's own reason).
+    :param node_resource_types: the CloudFormation types its nodes live in (``fmcluster diff`` asks it for their
+        `node_units`).
+    :param price_keys: the keys of the planner's prices (planner/data/prices.json ``services``) its ``billed_services``
+        may name; a test holds them to the data, and ``plan`` says "no price" for a key the data lacks.
 
     The methods below are a kind's facts that depend on the spec; a kind overrides those that differ.
     """
@@ -87,6 +95,10 @@ class OrchestratorTraits:
     elastic_note: str = ""
     rule_groups: Tuple[str, ...] = ()
     job_image: JobImage = DLAMI
+    checkpoint_tiers: FrozenSet[str] = checkpoint_rules.DEFAULT_TIERS
+    checkpoint_tier_note: str = ""
+    price_keys: FrozenSet[str] = frozenset()
+    node_resource_types: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.node_agent is not None and self.node_agent not in NODE_AGENTS:
@@ -94,6 +106,9 @@ class OrchestratorTraits:
         if not self.validation_policies or set(self.validation_policies) - set(VALIDATION_POLICIES):
             raise ValueError(f"validation_policies: {self.validation_policies!r} must name some of "
                              f"{', '.join(VALIDATION_POLICIES)}")
+        if not self.checkpoint_tiers or set(self.checkpoint_tiers) - set(checkpoint_rules.TIERS):
+            raise ValueError(f"checkpoint_tiers: {sorted(self.checkpoint_tiers)!r} must name some of "
+                             f"{', '.join(checkpoint_rules.TIERS)}")
         declared = self.settings.model_fields["type"].annotation
         if getattr(declared, "__args__", None) != (self.name,):
             raise ValueError(f"settings: {self.settings.__name__}.type must be Literal[{self.name!r}]")
@@ -107,11 +122,17 @@ class OrchestratorTraits:
         return []
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
-        """Services it runs that bill by the hour beside the instances (``plan``'s cost)."""
+        """Services it runs that bill by the hour beside the instances (``plan``'s cost), each under one of its
+        ``price_keys``."""
         return []
 
     def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
         """What a valid spec of this kind does that costs or risks more than expected (``validate`` prints them)."""
+        return []
+
+    def node_units(self, stack: str, logical_id: str, resource: Dict[str, Any], resources: Resources) -> List[NodeUnit]:
+        """The node groups one of its resources declares (a resource of a type in ``node_resource_types``), for
+        ``fmcluster diff`` to compare: `resources` is the whole template's, for what the resource refers to."""
         return []
 
     def expected_nodes(self, spec: ClusterSpec) -> Dict[str, int]:
@@ -225,6 +246,7 @@ class ClusterSpec(SpecModel):
             note = f" ({kind.validation_policy_note})" if kind.validation_policy_note else ""
             found.append(("validation.policy", f"{policy} does not apply to orchestrator {kind.name}{note}; use "
                           f"{' or '.join(kind.validation_policies)} (default {kind.validation_policies[0]})"))
+        found += checkpoint_rules.refused(self, kind.checkpoint_tiers, kind.checkpoint_tier_note)
         return found + kind.spec_rules(self)
 
     @property

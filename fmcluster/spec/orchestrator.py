@@ -5,9 +5,11 @@ kind says it runs beside the node groups (`ExtraInstance`). What the spec knows 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple, Type, TypeVar
+from typing import Any, Optional, Tuple, Type, TypeVar
 
 from fmcluster.spec.base import SpecModel
+
+S = TypeVar("S", bound="OrchestratorSettings")
 
 
 class OrchestratorSettings(SpecModel):
@@ -15,8 +17,11 @@ class OrchestratorSettings(SpecModel):
 
     type: str
 
-
-S = TypeVar("S", bound=OrchestratorSettings)
+    @classmethod
+    def of(cls: Type[S], spec: Any) -> S:
+        """A spec's ``orchestrator`` section, typed as this kind's settings (TypeError for another kind's): the one
+        accessor every kind's modules use (`OrchestratorKind.settings_of` is the same for its declaration)."""
+        return orchestrator_settings(spec.orchestrator, cls)
 
 
 def orchestrator_settings(orchestrator: OrchestratorSettings, model: Type[S]) -> S:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
 from fmcluster.platforms.ec2.node_builder import NodeGroupBuilder, construct_id
-from fmcluster.platforms.storage import SharedFileSystem
+from fmcluster.platforms.storage import Mounts
 from fmcluster.spec import ClusterSpec
 from fmcluster.stacks.network import NetworkStack
 from fmcluster.stacks.observability import ObservabilityStack
@@ -21,8 +22,8 @@ if TYPE_CHECKING:
 
 
 class ClusterStack(Stack):
-    """Binds the orchestrator kind to one `OrchestrationContext`, grants the nodes' principal the data bucket and
-    AMP remote write, and outputs each EC2 node group's launch template and placement group.
+    """Binds the orchestrator kind to one `OrchestrationContext`, grants the nodes' principal the data bucket, what
+    the stores' mounts need and AMP remote write, and outputs each EC2 node group's launch template and placement group.
 
     Exposes ``context`` and ``orchestration`` (what the kind's `bind` returned: its construct, grantee and EC2 node
     groups).
@@ -47,7 +48,7 @@ class ClusterStack(Stack):
             self.add_stack_dependency(storage)
         if kind.name != spec.orchestrator.type:
             raise ValueError(f"kind: {kind.name} is not the spec's orchestrator {spec.orchestrator.type}")
-        file_system = _shared_file_system(spec, storage)
+        mounts = storage.mounts if storage is not None else Mounts()
         remote_write_url = observability.remote_write_url if observability is not None else None
         # launch templates do not pass stack tags to instances: name them explicitly
         instance_tags = {"fmcluster:cluster": spec.name, **spec.tags}
@@ -61,7 +62,7 @@ class ClusterStack(Stack):
             data_bucket_arn=storage.imported("DataBucketArn") if storage is not None else None,
             data_key_arn=storage.data_key_arn if storage is not None else None,
             security_groups=[security_group],
-            file_system=file_system,
+            mounts=mounts,
             remote_write_url=remote_write_url,
             instance_tags=instance_tags,
             grant_remote_write=observability.grant_remote_write if observability is not None else None,
@@ -69,7 +70,7 @@ class ClusterStack(Stack):
                 spec=spec,
                 subnet_id=network.node_subnets[0].subnet_id,
                 security_group_ids=[security_group.security_group_id],
-                file_system=file_system,
+                mounts=mounts,
                 remote_write_url=remote_write_url,
                 instance_tags=instance_tags,
             ),
@@ -80,6 +81,7 @@ class ClusterStack(Stack):
             observability.grant_remote_write(grantee)
         if storage is not None:
             storage.grant_data_access(grantee)
+        self._grant_mounts(self.orchestration.node_principal or grantee, mounts)
         for name, group in self.orchestration.ec2_node_groups.items():
             gid = construct_id(name)
             if group.placement_group_name is not None:
@@ -87,9 +89,11 @@ class ClusterStack(Stack):
             CfnOutput(self, f"{gid}LaunchTemplateId", value=group.launch_template_id)
 
 
-def _shared_file_system(spec: ClusterSpec, storage: Optional[StorageStack]) -> Optional[SharedFileSystem]:
-    if storage is None or storage.file_system is None or spec.storage.fsx is None:
-        return None
-    fs = storage.file_system
-    return SharedFileSystem(dns_name=fs.dns_name, mount_name=fs.mount_name, mount_point=spec.storage.fsx.mount_point,
-                            efa=spec.storage.fsx.efa, file_system_id=fs.file_system_id)
+    def _grant_mounts(self, grantee: iam.IGrantable, mounts: Mounts) -> None:
+        """What each store says the nodes' principal needs to reach its data (`Mount.node_permissions`): the
+        orchestration's ``node_principal``, or its ``grantee``."""
+        for mount in mounts:
+            for p in mount.node_permissions:
+                grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(
+                    sid=p.sid, actions=list(p.actions),
+                    resources=p.arns(partition=self.partition, region=self.region, account=self.account)))

@@ -17,7 +17,7 @@ from fmcluster.nag import cfn_lint_ignore
 from fmcluster.spec import ClusterSpec, ExistingVpc, NewVpc
 
 PUBLIC_SUBNET_PREFIX = 26  # NAT gateway only; nothing else is public
-# FSx and other stateful endpoints live in their own subnet, allocated before the node subnet, so
+# Shared file systems and other stateful endpoints live in their own subnet, allocated before the node subnet, so
 # resizing the node subnet for more nodes never moves (replaces) it.
 STORAGE_SUBNET_PREFIX = 26
 # Load-balancer subnet discovery tags (EKS user guide, "network-reqs": subnets need no tags for nodes; the AWS Load

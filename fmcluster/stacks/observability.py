@@ -17,6 +17,7 @@ from fmcluster.constructs.grafana import GrafanaWorkspace
 from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
 from fmcluster.constructs.prometheus import PrometheusWorkspace
 from fmcluster.observability.inventory import ExpectedNodes
+from fmcluster.platforms.storage import Alarm
 from fmcluster.spec import ClusterSpec
 
 RULE_NAMESPACE = "fmcluster"
@@ -60,7 +61,7 @@ class ObservabilityStack(Stack):
                 "aps.amazonaws.com": _service_conditions(
                     account, f"arn:{self.partition}:aps:{region}:{account}:workspace/*"
                 ),
-                # CloudWatch alarms (alarm_on_fsx_free_capacity) publish to the same topic
+                # CloudWatch alarms (`alarm`: the stores' alarms) publish to the same topic
                 "cloudwatch.amazonaws.com": _service_conditions(
                     account, f"arn:{self.partition}:cloudwatch:{region}:{account}:alarm:*"
                 ),
@@ -157,38 +158,30 @@ class ObservabilityStack(Stack):
         """aps:QueryMetrics, GetSeries, GetLabels, GetMetricMetadata on this workspace only."""
         return self.prometheus.grant_query(grantee)
 
-    def alarm_on_fsx_free_capacity(
-        self, id: str, *, file_system_id: str, storage_capacity_gib: int, threshold_ratio: float = 0.1
-    ) -> cloudwatch.Alarm:
-        """A CloudWatch alarm on FSx ``FreeDataStorageCapacity`` that notifies the alert topic.
-
-        AMP cannot read CloudWatch metrics, so the FSx side of the free-capacity alert is a CloudWatch alarm;
-        the ``FsxFreeCapacityLow`` rule covers the same from the clients' view (node_exporter statfs). Passing
-        another stack's file system id makes this stack depend on that one: call it only where that is wanted.
-        """
-        threshold_bytes = storage_capacity_gib * 1024**3 * threshold_ratio
-        alarm = cloudwatch.Alarm(
+    def alarm(self, alarm: Alarm) -> cloudwatch.Alarm:
+        """A CloudWatch alarm a store declares (on its service's metric), notifying the alert topic on alarm and on
+        recovery. A metric dimension that names another stack's resource makes this stack depend on that one: the
+        app adds a store's alarms only where that is wanted."""
+        built = cloudwatch.Alarm(
             self,
-            id,
-            alarm_description=(
-                f"FSx for Lustre {file_system_id}: less than {threshold_ratio:.0%} free. Runbook: free data or raise "
-                "the storage capacity (aws fsx update-file-system --storage-capacity)."
-            ),
+            alarm.id,
+            alarm_description=alarm.description,
             metric=cloudwatch.Metric(
-                namespace="AWS/FSx",
-                metric_name="FreeDataStorageCapacity",
-                dimensions_map={"FileSystemId": file_system_id},
-                statistic="Minimum",
-                period=Duration.minutes(5),
+                namespace=alarm.namespace,
+                metric_name=alarm.metric,
+                dimensions_map=dict(alarm.dimensions),
+                statistic=alarm.statistic,
+                period=Duration.minutes(alarm.period_minutes),
             ),
-            threshold=threshold_bytes,
-            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-            evaluation_periods=3,
+            threshold=alarm.threshold,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD if alarm.below
+            else cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=alarm.evaluation_periods,
             treat_missing_data=cloudwatch.TreatMissingData.MISSING,
         )
-        alarm.add_alarm_action(cw_actions.SnsAction(self.alert_topic))
-        alarm.add_ok_action(cw_actions.SnsAction(self.alert_topic))
-        return alarm
+        built.add_alarm_action(cw_actions.SnsAction(self.alert_topic))
+        built.add_ok_action(cw_actions.SnsAction(self.alert_topic))
+        return built
 
 
 def expected_nodes(spec: ClusterSpec) -> List[ExpectedNodes]:

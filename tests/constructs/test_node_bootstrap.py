@@ -103,14 +103,15 @@ def test_values_reach_the_shell_as_single_words_whatever_they_hold():
     (the spec's patterns refuse such names today; the quoting does not rely on them)."""
     import shlex
 
-    from fmcluster.constructs.node_bootstrap import collectors_step, mount_step
+    from fmcluster.constructs.node_bootstrap import collectors_step
+    from fmcluster.platforms.storage.fsx_lustre.mount import boot_command
 
     odd = "x'; touch /tmp/pwned; echo \"$(id)\""
     words = shlex.split(collectors_step(cluster=odd, region="us-east-1", remote_write_url=odd, node_group=odd,
                                         gpu=True).split("||")[0])
     assert words[words.index("--cluster") + 1] == odd and words[words.index("--node-group") + 1] == odd
     assert words[words.index("--remote-write-url") + 1] == odd
-    words = shlex.split(mount_step(dns_name=odd, mount_name=odd, mount_point="/fsx data", efa=False).split("||")[0])
+    words = shlex.split(boot_command(dns_name=odd, mount_name=odd, mount_point="/fsx data", efa=False))
     assert words[words.index("--dns-name") + 1] == odd and words[words.index("--mount-point") + 1] == "/fsx data"
 
 

@@ -53,7 +53,7 @@ def obs_spec() -> ClusterSpec:
 class Synthesized:
     """One app, synthesized once, holding:
 
-    - ``stack``: the observability stack of `SPEC` (Grafana on, two alert e-mails, an FSx alarm);
+    - ``stack``: the observability stack of `SPEC` (Grafana on, two alert e-mails, the FSx for Lustre store's alarm);
     - ``plain``: the same stack for a spec with Grafana off and no e-mails;
     - ``consumer``: a stack whose roles get ``grant_remote_write`` and ``grant_query`` (cross-stack use).
     """
@@ -64,14 +64,14 @@ class Synthesized:
         from aws_cdk.assertions import Template
 
         from fmcluster.app import new_app
+        from fmcluster.platforms.storage.fsx_lustre.mount import free_capacity_alarm
         from fmcluster.stacks.observability import ObservabilityStack
 
         env = cdk.Environment(account=spec.account, region=spec.region)
         self.app = new_app(spec)  # build_app's context and cdk-nag
         self.stack = ObservabilityStack(self.app, spec.stack_name("observability"), spec=spec, env=env)
-        self.fsx_alarm = self.stack.alarm_on_fsx_free_capacity(
-            "FsxFreeCapacity", file_system_id="fs-0123456789abcdef0", storage_capacity_gib=4800
-        )
+        self.fsx_alarm = self.stack.alarm(free_capacity_alarm(
+            id="FsxFreeCapacity", file_system_id="fs-0123456789abcdef0", capacity_gib=4800))
         plain_spec = parse_spec({**SPEC, "name": "obs-plain", "observability": {"grafana": False}})
         self.plain = ObservabilityStack(self.app, plain_spec.stack_name("observability"), spec=plain_spec, env=env)
 

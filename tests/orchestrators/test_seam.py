@@ -167,3 +167,68 @@ def test_what_a_failed_validation_may_do_on_each_kind():
     assert {k.name: k.validation_policies for k in registry.kinds()} == {
         "none": ("report", "fail"), "pcs": ("drain", "fail", "report"), "hyperpod-slurm": ("drain", "replace", "fail", "report"),
         "eks": ("taint", "report"), "hyperpod-eks": ("taint", "replace", "fail", "report"), "parallelcluster": ("report", "fail")}
+
+
+MANAGED = {"checkpoints": {"tier": "managed", "memory_percent": 20}}
+
+
+def test_a_kind_refuses_the_managed_checkpoint_tier_unless_it_declares_it(toy_kind):
+    """Default-deny: a tier a service provides (HyperPod on EKS's managed tiered checkpointing) is refused by every kind
+    that does not declare it, a kind defined in a test included; one that declares it takes it."""
+    with pytest.raises(SpecError) as e:
+        parse_spec({**SPEC, **MANAGED})
+    (problem,) = [p for p in e.value.problems if p.startswith("checkpoints.tier")]
+    assert problem.startswith("checkpoints.tier: orchestrator toy cannot honour tier managed: managed tiered "
+                              "checkpointing is a feature of SageMaker HyperPod clusters orchestrated by Amazon EKS")
+    assert problem.endswith("use fsx, nvme")
+    registry.unregister(TOY.name)
+    registry.register(Toy(**{**{f: getattr(TOY, f) for f in TOY.__dataclass_fields__},
+                             "checkpoint_tiers": frozenset({"fsx", "nvme", "managed"})}))
+    assert parse_spec({**SPEC, **MANAGED}).checkpoints.tier == "managed"
+
+
+def test_only_hyperpod_on_eks_declares_the_managed_tier():
+    assert {k.name for k in registry.kinds() if "managed" in k.checkpoint_tiers} == {"hyperpod-eks"}
+    with pytest.raises(ValueError, match="checkpoint_tiers"):
+        Toy(**{**{f: getattr(TOY, f) for f in TOY.__dataclass_fields__}, "checkpoint_tiers": frozenset({"tape"})})
+
+
+class ToyWithNodeUnits(Toy):
+    def node_units(self, stack, logical_id, resource, resources):
+        from fmcluster.spec.node_units import NodeUnit
+
+        p = resource["Properties"]
+        return [NodeUnit(f"{stack}/{logical_id}", stack, logical_id, "toy", p["InstanceType"], p["Count"])]
+
+
+def test_diff_reads_node_groups_from_each_kinds_own_declaration(toy_kind):
+    """`fmcluster diff` names no kind: each kind says which resource types hold its nodes and reads them; a kind
+    defined here is read the same way."""
+    from fmcluster.diff import groups
+
+    assert {t: [k.name for k in registry.kinds() if t in k.node_resource_types] for t in groups.node_types()} == {
+        "AWS::EKS::Nodegroup": ["eks"], "AWS::PCS::ComputeNodeGroup": ["pcs"], "Custom::PclusterCluster": ["parallelcluster"],
+        "AWS::SageMaker::Cluster": ["hyperpod-slurm", "hyperpod-eks"]}
+    assert "AWS::" not in (ROOT / "fmcluster" / "diff" / "groups.py").read_text()
+    registry.unregister(TOY.name)
+    registry.register(ToyWithNodeUnits(**{**{f: getattr(TOY, f) for f in TOY.__dataclass_fields__},
+                                          "node_resource_types": ("Custom::ToyNodes",)}))
+    template = {"Resources": {"Nodes": {"Type": "Custom::ToyNodes", "Properties": {"InstanceType": "p5.48xlarge",
+                                                                                 "Count": 2}}}}
+    (unit,) = groups.units("toy-cluster", template).values()
+    assert (unit.service, unit.count, unit.gpus) == ("toy", 2, 16)
+    assert "Custom::ToyNodes" in groups.node_types()
+
+
+def test_a_kinds_settings_have_one_typed_accessor():
+    """`OrchestratorSettings.of(spec)` (and the kind's own `settings_of`), not a copy per kind."""
+    copies = [str(p.relative_to(ROOT)) for p in (ROOT / "fmcluster" / "orchestrators").rglob("*.py")
+              if p.name != "kind.py" and "def settings_of(" in p.read_text()]
+    assert copies == []
+    from fmcluster.registry import load_spec
+
+    spec = load_spec(ROOT / "examples" / "pcs-p5.yaml")
+    pcs = registry.kind_named("pcs")
+    assert pcs.settings_of(spec) is pcs.settings.of(spec) is spec.orchestrator
+    with pytest.raises(TypeError, match="the spec's orchestrator is pcs, not ToyOrchestrator"):
+        ToyOrchestrator.of(spec)

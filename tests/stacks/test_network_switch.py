@@ -47,13 +47,14 @@ def synth(data: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """The network and storage stacks of a spec, under the names a deploy gives them (logical ids of rules between
     groups derive from the stack names, so every case gets the same names and its own app)."""
     from fmcluster.app import new_app
+    from fmcluster.registry import stores
     from fmcluster.stacks.network import NetworkStack
     from fmcluster.stacks.storage import StorageStack
 
     spec = parse_spec(data)
     app = new_app(spec, nag=False)
     network = NetworkStack(app, spec.stack_name("network"), spec=spec)
-    StorageStack(app, spec.stack_name("storage"), spec=spec, network=network)
+    StorageStack(app, spec.stack_name("storage"), spec=spec, network=network, stores=stores())
     assembly = app.synth()
     return {part: assembly.get_stack_by_name(spec.stack_name(part)).template for part in ("network", "storage")}
 

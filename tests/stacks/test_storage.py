@@ -270,3 +270,42 @@ def test_node_profiles_expect_lnet_over_efa_only_on_efa_nodes():
     gpu, cpu = (node_profile(spec, g).mounts for g in spec.node_groups)
     assert gpu == [{"path": "/fsx", "fstype": "lustre", "required": True, "efa": True}]
     assert cpu == [{"path": "/fsx", "fstype": "lustre", "required": True, "efa": False}]
+
+
+# The logical ids and exports of the storage stack's stateful resources as they were before FSx for Lustre's builder
+# moved out of this stack into its store folder (platforms/storage/fsx_lustre/): a changed id replaces the resource on
+# the next deploy, a changed export name fails the deploy of a cluster stack that imports it. Read from the committed
+# templates, which tests/test_quality.py holds to a fresh synth of every example.
+FILE_SYSTEM_IDS = {"FileSystem", "LustreSecurityGroup635FB4A0"}  # the group: SecurityGroupIds is create-only
+ASSOCIATION_IDS = {"/datasets": "DraDatasetscb6de1db", "/checkpoints": "DraCheckpoints13df7a11"}
+FILE_SYSTEM_EXPORTS = {"ExportsOutputRefFileSystem269DB546", "ExportsOutputFnGetAttFileSystemDNSNameCE8DD25A",
+                       "ExportsOutputFnGetAttFileSystemLustreMountName7691690D"}
+FILE_SYSTEM_OUTPUTS = {"FileSystemId", "FileSystemDnsName", "FileSystemMountName", "MountCommand"}
+IDS_TYPES = (*STATEFUL, "AWS::EC2::SecurityGroup")
+
+
+def test_every_examples_stateful_resources_keep_their_logical_ids_and_exports_across_the_store_move():
+    from fmcluster.platforms.storage.fsx_lustre.resources import association_logical_id
+    from fmcluster.registry import load_spec
+
+    for example in sorted((ROOT / "examples").glob("*.yaml")):
+        spec = load_spec(example)
+        (path,) = (ROOT / "templates" / example.stem).glob("*-storage.template.json")
+        template = json.loads(path.read_text())
+        ids = {k for k, v in template["Resources"].items() if v["Type"] in IDS_TYPES}
+        expected = {"DataKey"} | ({"DataBucket", "AccessLogBucket"} if not spec.storage.data_bucket.existing_name
+                                  else set())
+        fsx = spec.storage.fsx
+        if fsx is not None:
+            expected |= {"FileSystem"} | (set() if fsx.efa else {"LustreSecurityGroup635FB4A0"})
+            dirs = [d.file_system_path for d in fsx.data_repository_associations]
+            expected |= {association_logical_id(d) for d in dirs}
+            assert all(association_logical_id(d) == ASSOCIATION_IDS[d] for d in dirs if d in ASSOCIATION_IDS)
+            assert FILE_SYSTEM_EXPORTS | FILE_SYSTEM_OUTPUTS <= set(template["Outputs"]), example.stem
+            exported = {v.get("Export", {}).get("Name") for v in template["Outputs"].values()}
+            assert {f"{spec.stack_name('storage')}:{e}" for e in FILE_SYSTEM_EXPORTS} <= exported, example.stem
+        assert ids == expected, example.stem
+        key = template["Resources"]["DataKey"]["Properties"]
+        assert key["Description"] == f"{spec.name}: data bucket and FSx for Lustre"
+        assert any(s.get("Sid") == "FsxDataRepositoryRoleUsesKey" for s in key["KeyPolicy"]["Statement"]), \
+            "the key policy never changes with the spec's storage"

@@ -1,6 +1,6 @@
 """Amazon EKS: a private control plane, GPU managed node groups launched from the EFA launch templates, device
-plugins, Kueue (or Volcano / KAI) for gang and topology-aware scheduling, FSx as a PersistentVolume, and a node
-gate that keeps a node tainted until its boot validation passes. docs/eks.md says how and why."""
+plugins, Kueue (or Volcano / KAI) for gang and topology-aware scheduling, the shared stores as PersistentVolumes, and
+a node gate that keeps a node tainted until its boot validation passes. docs/eks.md says how and why."""
 
 from __future__ import annotations
 
@@ -10,9 +10,13 @@ from fmcluster.orchestrators.eks import settings
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold, SpecWarning
 from fmcluster.platforms.kubernetes import job_image
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
-from fmcluster.platforms.kubernetes.support import billed_services, version_for_a_new_cluster, version_warnings
+from fmcluster.platforms.kubernetes.support import (
+    PRICE_KEYS,
+    billed_services,
+    version_for_a_new_cluster,
+    version_warnings,
+)
 from fmcluster.platforms.kubernetes.versions import KUBERNETES_VERSIONS
-from fmcluster.spec import checkpoints
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -23,6 +27,7 @@ if TYPE_CHECKING:
     from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
+    from fmcluster.spec.node_units import NodeUnit, Resources
 
 
 class Eks(OrchestratorKind[settings.EksOrchestrator]):
@@ -31,7 +36,7 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
         return f"Amazon EKS with GPU managed node groups, {scheduler} and a boot-validation node gate"
 
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
-        return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", checkpoints.MANAGED_NEEDS_HYPERPOD_EKS)
+        return settings.spec_rules(spec)
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
@@ -78,12 +83,17 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
 
         return manifests(spec, group, image=image, spec_file=spec_file)
 
+    def node_units(self, stack: str, logical_id: str, resource: Dict[str, Any], resources: Resources) -> List[NodeUnit]:
+        from fmcluster.orchestrators.eks.node_units import node_units
+
+        return node_units(stack, logical_id, resource, resources)
+
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from fmcluster.orchestrators.context import Orchestration
         from fmcluster.orchestrators.eks.construct import EksOrchestration
 
         eks = EksOrchestration(scope, "Eks", context=context)
-        return Orchestration(eks, eks.grantee, eks.node_groups)
+        return Orchestration(eks, eks.grantee, eks.node_groups, node_principal=eks.nodes.grantee)
 
     def node_profile_json(self, spec: ClusterSpec, group: NodeGroup) -> str:
         from fmcluster.orchestrators.eks.node_groups import eks_node_profile
@@ -105,6 +115,8 @@ KIND = Eks(
     name="eks",
     summary="Amazon EKS with GPU managed node groups, Kueue (or Volcano/KAI) and a boot-validation node gate",
     settings=settings.EksOrchestrator,
+    node_resource_types=("AWS::EKS::Nodegroup",),  # fmcluster diff reads its nodes there
+    price_keys=PRICE_KEYS,  # the control plane (standard or extended support) and the AMP collector
     node_agent="kubernetes",
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
     # Cluster Autoscaler scales the elastic managed node groups, keeping their launch templates, EFA interfaces and

@@ -14,11 +14,10 @@ from fmcluster.constructs.bucket_deployment import nag_resource
 from fmcluster.constructs.node_group import Ec2NodeGroup
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.eks import gangs, kueue
 from fmcluster.orchestrators.eks.node_groups import EksNodeGroups
-from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
+from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, EksOrchestrator
 from fmcluster.platforms.ec2.access import find_instance_command
-from fmcluster.platforms.kubernetes import autoscaler, devices, gate, labels, metrics, pod_identity, volumes
+from fmcluster.platforms.kubernetes import autoscaler, devices, gangs, gate, kueue, labels, metrics, pod_identity, volumes
 from fmcluster.platforms.kubernetes.access import tunnel_command
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.control_plane import add_standard_addons, build_control_plane
@@ -38,8 +37,10 @@ class EksOrchestration(Construct):
     def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
         super().__init__(scope, id)
         spec = context.spec
-        settings = settings_of(spec)
-        self.control_plane = build_control_plane(self, context=context, settings=settings)
+        settings = EksOrchestrator.of(spec).eks
+        self.control_plane = build_control_plane(
+            self, cluster_name=spec.name, vpc=context.vpc, node_subnet=context.subnets[0],
+            extra_subnets=context.extra_subnets, security_group=context.security_groups[0], settings=settings)
         self.cluster = self.control_plane.cluster
         self._addons(context)
         self.nodes = EksNodeGroups(self, "Nodes", context=context, cluster=self.control_plane.icluster)
@@ -73,7 +74,7 @@ class EksOrchestration(Construct):
     def _install(self, context: OrchestrationContext) -> None:
         """Device plugins, the training namespace (and the file system's claim in it), the scheduler and its queue."""
         spec = context.spec
-        settings = settings_of(spec)
+        settings = EksOrchestrator.of(spec).eks
         objects = self.objects
         system = self.nodes.managed[SYSTEM_GROUP]
         node_gate = objects.manifest("NodeGate", gate.objects(groups=[g.name for g in spec.node_groups],
@@ -103,12 +104,10 @@ class EksOrchestration(Construct):
             objects.manifest("EfaClaimTemplate", devices.efa_claim_templates(spec.node_groups,
                                                                              settings.training_namespace),
                              after=[namespace])
-        fs = context.file_system
-        if fs is not None and spec.storage.fsx is not None and fs.file_system_id is not None:
-            objects.manifest("SharedFileSystem", volumes.fsx_volume(
-                cluster=spec.name, namespace=settings.training_namespace, file_system_id=fs.file_system_id,
-                dns_name=fs.dns_name, mount_name=fs.mount_name, capacity_gib=spec.storage.fsx.storage_capacity_gib,
-            ), after=[namespace, self.control_plane.addons["aws-fsx-csi-driver"]])
+        for mount, volume in context.mounts.volumes():
+            objects.manifest(mount.id, volumes.static_volume(
+                cluster=spec.name, namespace=settings.training_namespace, volume=volume,
+            ), after=[namespace, self.control_plane.addons[volume.addon]])
         on_system = {labels.GROUP: SYSTEM_GROUP}
         if settings.scheduler == "kueue":
             chart = objects.chart("kueue", namespace=kueue.NAMESPACE, wait=True, after=[system],
@@ -144,7 +143,7 @@ class EksOrchestration(Construct):
         self.objects.chart("cluster-autoscaler", namespace=autoscaler.NAMESPACE, after=[
             self.nodes.managed[SYSTEM_GROUP], identity, self.control_plane.addons["eks-pod-identity-agent"]],
             values=autoscaler.chart_values(cluster_name=spec.name, region=spec.region,
-                                           kubernetes_version=settings_of(spec).kubernetes_version,
+                                           kubernetes_version=EksOrchestrator.of(spec).eks.kubernetes_version,
                                            system_selector={labels.GROUP: SYSTEM_GROUP}))
 
     @property
@@ -156,6 +155,6 @@ class EksOrchestration(Construct):
         return self.workload_role
 
     def _addons(self, context: OrchestrationContext) -> None:
-        version = settings_of(context.spec).kubernetes_version
-        add_standard_addons(self.control_plane, kubernetes_version=version, file_system=context.file_system)
+        version = EksOrchestrator.of(context.spec).eks.kubernetes_version
+        add_standard_addons(self.control_plane, kubernetes_version=version, mounts=context.mounts)
         self.control_plane.add_addon("eks-node-monitoring-agent", kubernetes_version=version)

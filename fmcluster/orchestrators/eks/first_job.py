@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from fmcluster.orchestrators.eks import kueue
-from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
-from fmcluster.platforms.kubernetes import fabric_job, labels
+from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, EksOrchestrator
+from fmcluster.platforms.kubernetes import fabric_job, kueue, labels
 from fmcluster.spec.cluster import ClusterSpec
 from fmcluster.spec.node_group import NodeGroup
 
@@ -19,7 +18,7 @@ MPI_OPERATOR_MANIFEST = ("https://raw.githubusercontent.com/kubeflow/mpi-operato
 
 
 def manifests(spec: ClusterSpec, group: NodeGroup, *, image: Optional[str], spec_file: str) -> str:
-    s = settings_of(spec)
+    s = EksOrchestrator.of(spec).eks
     if s.scheduler != "kueue":
         raise ValueError(f"orchestrator.eks.scheduler {s.scheduler}: the generated job goes through Kueue's queue; "
                          "with Volcano or KAI start from examples/jobs/nccl-tests-eks.yaml and set its scheduler")

@@ -25,7 +25,7 @@ from fmcluster.constructs.node_group import Ec2NodeGroup
 from fmcluster.constructs.node_role import NodeRole
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, settings_of
+from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, EksOrchestrator
 from fmcluster.platforms.ec2.node_builder import NodeImage, construct_id
 from fmcluster.platforms.kubernetes import autoscaler, labels
 from fmcluster.platforms.kubernetes.node_checks import EKS_DISABLED_CHECKS, EKS_OPTIONAL
@@ -36,6 +36,9 @@ from fmcluster.spec import ClusterSpec, NodeGroup
 
 # Amazon Linux 2023 boots from /dev/xvda (the DLAMI's Ubuntu from /dev/sda1).
 AL2023_ROOT_DEVICE = "/dev/xvda"
+# The image EKS boots (its AL2023 AMI types), as the stores' clients name it (`NodeClient.install`): it ships no
+# storage client, so each store installs its own before the mount.
+EKS_IMAGE = "eks-al2023"
 # nodeadm's localStorage RAID0 strategy assembles the instance NVMe into one xfs array mounted here and bind-mounts
 # kubelet, containerd and pod logs onto it (amazon-eks-ami, nodeadm API "LocalStorageOptions";
 # templates/al2023/runtime/bin/setup-local-disks).
@@ -55,8 +58,8 @@ EKS_MIN_VERSIONS: Dict[str, Optional[str]] = {"driver": "580.65.06", "cuda": Non
 EKS_KNOWN_GOOD: Dict[str, str] = {"driver": "580.159.03"}
 
 # IMDS answers only the host and host-network pods: everything of ours that calls AWS from a node runs on the host
-# (user data, boot validation) or in the host network (VPC CNI, kube-proxy, Pod Identity agent, FSx CSI node plugin,
-# exporters), and workloads get their credentials from EKS Pod Identity (docs/eks.md, "Credentials on the nodes").
+# (user data, boot validation) or in the host network (VPC CNI, kube-proxy, Pod Identity agent, the storage CSI node
+# plugins, exporters), and workloads get their credentials from EKS Pod Identity (docs/eks.md, "Credentials on the nodes").
 IMDS_HOP_LIMIT = 1
 
 # How a change that must reach the nodes (a new launch template version, AMI release) rolls through a managed node
@@ -132,20 +135,16 @@ EFA_TEXTFILE_UNITS = (
 
 
 def pre_validation_steps(spec: ClusterSpec, group: NodeGroup) -> str:
-    """Shell lines before the mount and the validator, in the boot-validation unit (after nodeadm-run.service): with
-    observability the EFA counters' textfile timer, a short wait for nodeadm's RAID0 mount (nodeadm-run.service
-    mounts it before it starts kubelet, so it is normally there), and the Lustre client (the EKS AMI has none; FSx
-    user guide, "Installing the Lustre client", Amazon Linux 2023). Every command under a timeout."""
+    """Shell lines before the mounts and the validator, in the boot-validation unit (after nodeadm-run.service): with
+    observability the EFA counters' textfile timer, and a short wait for nodeadm's RAID0 mount (nodeadm-run.service
+    mounts it before it starts kubelet, so it is normally there). The stores' clients follow, each before its mount
+    (the image has none: `EKS_IMAGE`). Every command under a timeout."""
     lines = ""
     if spec.observability.enabled and group.efa_enabled:
         lines += EFA_TEXTFILE_UNITS
     if group.instance.nvme_disks:
         lines += (f"for i in $(seq 24); do timeout 10 mountpoint -q {K8S_DISKS} && break; sleep 5; done\n"
                   f"timeout 10 mountpoint -q {K8S_DISKS} || echo 'fmcluster: {K8S_DISKS} not mounted after 2 min'\n")
-    if spec.storage.fsx is not None:
-        lines += ("lustre=no\nfor i in 1 2 3 4 5; do timeout 300 dnf install -y -q lustre-client && { lustre=yes; "
-                  "break; }; sleep $((i * 10)); done\n"
-                  "[ \"$lustre\" = yes ] || echo 'fmcluster: lustre-client install failed'\n")
     return lines
 
 
@@ -160,7 +159,7 @@ class EksNodeGroups(Construct):
     def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext, cluster: eks.ICluster) -> None:
         super().__init__(scope, id)
         spec = context.spec
-        settings = settings_of(spec)
+        settings = EksOrchestrator.of(spec).eks
         self.node_role = NodeRole(self, "NodeRole", description=f"fmcluster {spec.name} EKS nodes",
                                   instance_profile=False)  # the managed node groups make their own
         # EKS user guide, "Amazon EKS node IAM role": a managed node group's role needs AmazonEKSWorkerNodePolicy and
@@ -196,7 +195,7 @@ class EksNodeGroups(Construct):
         profile = eks_node_profile(spec, group)
         shell = context.node_builder.bootstrap_shell(
             self, group, profile_json=profile.to_json(indent=None), policy="report", collectors=False,
-            before_mount=pre_validation_steps(spec, group), after_units=VALIDATE_AFTER)
+            before_mount=pre_validation_steps(spec, group), after_units=VALIDATE_AFTER, image=EKS_IMAGE)
         image = NodeImage(image_id=None, user_data=mime_user_data(shell, [(NODE_CONFIG, node_config(group))]),
                           root_device_name=AL2023_ROOT_DEVICE)
         # the instance type goes in the template (Capacity Blocks require it there, EKS user guide "Capacity Blocks
@@ -233,7 +232,7 @@ class EksNodeGroups(Construct):
 
     def _system(self, context: OrchestrationContext, cluster: eks.ICluster, subnets: Sequence[ec2.ISubnet]
                 ) -> eks.Nodegroup:
-        system = settings_of(context.spec).system_nodes
+        system = EksOrchestrator.of(context.spec).eks.system_nodes
         instance = catalog.get(system.instance_type)
         lt = NodeLaunchTemplate(
             self,

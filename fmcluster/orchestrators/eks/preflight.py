@@ -10,7 +10,7 @@ from fmcluster import catalog
 from fmcluster.aws.context import Context, PreflightCheck
 from fmcluster.aws.quotas import find_quota
 from fmcluster.aws.results import FAIL, PASS, Outcome
-from fmcluster.orchestrators.eks.settings import settings_of
+from fmcluster.orchestrators.eks.settings import EksOrchestrator
 from fmcluster.platforms.kubernetes.preflight import (
     ami_parameter,
     check_addons,
@@ -35,7 +35,7 @@ def checks(spec: Any) -> List[PreflightCheck]:
         PreflightCheck("eks:admins", "cluster admins exist in this account", "iam", check_admins),
     ]
     parameters = {ami_parameter(version, g.instance.architecture, g.instance.is_gpu) for g in spec.node_groups}
-    system = catalog.get(settings_of(spec).system_nodes.instance_type)
+    system = catalog.get(EksOrchestrator.of(spec).eks.system_nodes.instance_type)
     parameters.add(ami_parameter(version, system.architecture, False))  # the system node group
     for name in sorted(parameters):
         arch, variant = name.split("/")[7:9]
@@ -48,7 +48,7 @@ def check_node_group_quotas(ctx: Context) -> Outcome:
     """'Managed node groups per cluster' (the spec's groups and the system group) and 'Nodes per managed node group'
     (the largest group); both by name, as Service Quotas lists them for EKS."""
     groups = len(ctx.spec.node_groups) + 1
-    largest = max(max(g.max_size for g in ctx.spec.node_groups), settings_of(ctx.spec).system_nodes.count)
+    largest = max(max(g.max_size for g in ctx.spec.node_groups), EksOrchestrator.of(ctx.spec).eks.system_nodes.count)
     per_cluster = find_quota(ctx, "eks", lambda n: n.strip().lower() == "managed node groups per cluster")
     per_group = find_quota(ctx, "eks", lambda n: n.strip().lower() == "nodes per managed node group")
     parts, worst = [], PASS

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, List, Literal
 from pydantic import Field, field_validator
 
 from fmcluster import catalog
-from fmcluster.platforms.kubernetes.settings import NAMESPACE_PATTERN, EksControlPlaneSettings, control_plane_rules, network_rules
+from fmcluster.platforms.kubernetes.settings import (
+    NAMESPACE_PATTERN,
+    SYSTEM_GROUP,
+    EksControlPlaneSettings,
+    KueueSettings,
+    control_plane_rules,
+    network_rules,
+)
 from fmcluster.platforms.kubernetes.versions import (
     DEFAULT_KUBERNETES_VERSION,
     DRA_MIN_KUBERNETES_VERSION,
@@ -16,7 +23,7 @@ from fmcluster.platforms.kubernetes.versions import (
     minor,
 )
 from fmcluster.spec.base import Problem, SpecModel
-from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings, orchestrator_settings
+from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
@@ -24,7 +31,6 @@ if TYPE_CHECKING:
 SCHEDULERS = ("kueue", "volcano", "kai")
 SCHEDULER_NAMES = {"kueue": "Kueue", "volcano": "Volcano", "kai": "KAI Scheduler"}  # as their projects write them
 EFA_DEVICES = ("plugin", "dra")
-SYSTEM_GROUP = "system"
 # The node-side validation policies a managed node group can honour: EKS joins a node whatever its user data returns,
 # so "fail" cannot stop provisioning, and "drain" is Slurm's.
 POLICIES = ("taint", "report")
@@ -42,17 +48,6 @@ class SystemNodes(SpecModel):
         if v not in catalog.cpu_types():
             raise ValueError(f"unknown CPU instance type {v!r}; allowed: {', '.join(catalog.cpu_types())}")
         return v
-
-
-class KueueSettings(SpecModel):
-    """Kueue: all-or-nothing admission and topology-aware placement."""
-
-    wait_for_pods_ready_seconds: int = Field(
-        1800, ge=60, le=86400,
-        description="waitForPodsReady timeout: a workload whose pods are not all running by then is evicted and "
-                    "requeued (all-or-nothing admission). The default leaves room for the first pull of a training "
-                    "image of 10 GB or more onto every node of the job (docs/eks.md).")
-    topology_aware: bool = Field(True, description="Topology-aware scheduling over EC2's network-topology node labels.")
 
 
 class EksSettings(EksControlPlaneSettings):
@@ -96,17 +91,13 @@ class EksOrchestrator(OrchestratorSettings):
     eks: EksSettings
 
 
-def settings_of(spec: ClusterSpec) -> EksSettings:
-    return orchestrator_settings(spec.orchestrator, EksOrchestrator).eks
-
-
 def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
-    system = settings_of(spec).system_nodes
+    system = EksOrchestrator.of(spec).eks.system_nodes
     return [ExtraInstance(SYSTEM_GROUP, system.instance_type, system.count)]
 
 
 def spec_rules(spec: ClusterSpec) -> List[Problem]:
-    s = settings_of(spec)
+    s = EksOrchestrator.of(spec).eks
     found: List[Problem] = []
     at = "orchestrator.eks"
     if s.efa_device == "dra" and minor(s.kubernetes_version) < minor(DRA_MIN_KUBERNETES_VERSION):

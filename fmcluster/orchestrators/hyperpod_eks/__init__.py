@@ -13,7 +13,13 @@ from fmcluster.orchestrators.hyperpod_eks.versions import KUBERNETES_VERSIONS
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold, SpecWarning
 from fmcluster.platforms.kubernetes import job_image
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
-from fmcluster.platforms.kubernetes.support import billed_services, version_for_a_new_cluster, version_warnings
+from fmcluster.platforms.kubernetes.support import (
+    PRICE_KEYS,
+    billed_services,
+    version_for_a_new_cluster,
+    version_warnings,
+)
+from fmcluster.spec import checkpoints
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -24,6 +30,7 @@ if TYPE_CHECKING:
     from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
+    from fmcluster.spec.node_units import NodeUnit, Resources
 
 
 class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
@@ -69,6 +76,11 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
 
         return manifests(spec, group, image=image, spec_file=spec_file)
 
+    def node_units(self, stack: str, logical_id: str, resource: Dict[str, Any], resources: Resources) -> List[NodeUnit]:
+        from fmcluster.platforms.hyperpod.node_units import node_units
+
+        return node_units(stack, logical_id, resource, resources)
+
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from fmcluster.orchestrators.context import Orchestration
         from fmcluster.orchestrators.hyperpod_eks.construct import HyperPodEksOrchestration
@@ -96,6 +108,8 @@ KIND = HyperPodEks(
     name="hyperpod-eks",
     summary="SageMaker HyperPod on Amazon EKS with health checks, node recovery and task governance",
     settings=settings.HyperPodEksOrchestrator,
+    node_resource_types=("AWS::SageMaker::Cluster",),  # fmcluster diff reads its nodes there
+    price_keys=PRICE_KEYS,  # the control plane (standard or extended support) and the AMP collector
     node_agent="kubernetes",
     # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
     capacity_types=frozenset({"on-demand", "training-plan"}),
@@ -107,6 +121,8 @@ KIND = HyperPodEks(
     addresses_per_node=POD_ADDRESSES_PER_NODE,
     job_image=job_image.CONTAINER,  # the MPIJob's pods run AWS's nccl-tests image
     rule_groups=("hyperpod",),
+    # managed tiered checkpointing: HyperPod on EKS's own (TieredStorageConfig), besides the shared-storage tiers
+    checkpoint_tiers=frozenset(checkpoints.TIERS),
     validation_policies=settings.POLICIES,
     validation_policy_note="drain is Slurm's. taint: the node gate keeps a failed node out of work, with the reason; "
     "fail: the lifecycle script fails and HyperPod provisions another instance; replace: as taint, and a hardware "

@@ -23,7 +23,7 @@ from constructs import Construct
 from fmcluster.constructs.bucket_deployment import nag_resource
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.hyperpod_eks.settings import settings_of
+from fmcluster.orchestrators.hyperpod_eks.settings import HyperPodEksOrchestrator
 from fmcluster.platforms.ec2.node_builder import construct_id
 from fmcluster.platforms.kubernetes import pod_identity
 from fmcluster.platforms.kubernetes.cluster import EksControlPlane
@@ -105,7 +105,7 @@ def namespaces(spec: ClusterSpec) -> List[str]:
     none."""
     if spec.checkpoints is None or spec.checkpoints.tier != "managed":
         return []
-    return [t.namespace for t in settings_of(spec).task_governance.teams]
+    return [t.namespace for t in HyperPodEksOrchestrator.of(spec).task_governance.teams]
 
 
 def service_accounts(spec: ClusterSpec) -> List[Dict[str, Any]]:

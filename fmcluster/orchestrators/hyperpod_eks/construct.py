@@ -27,7 +27,7 @@ from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.hyperpod_eks import autoscaling, checkpoint_access, governance, nodes, team_volumes
 from fmcluster.orchestrators.hyperpod_eks.cluster import HyperPodEksCluster
 from fmcluster.orchestrators.hyperpod_eks.dependencies import GitHelmChart
-from fmcluster.orchestrators.hyperpod_eks.settings import SYSTEM_GROUP, settings_of
+from fmcluster.orchestrators.hyperpod_eks.settings import SYSTEM_GROUP, HyperPodEksOrchestrator
 from fmcluster.orchestrators.hyperpod_eks.versions import (
     ADDONS,
     HYPERPOD_CHART,
@@ -64,8 +64,11 @@ class HyperPodEksOrchestration(Construct):
     def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
         super().__init__(scope, id)
         spec = context.spec
-        s = settings_of(spec)
-        self.control_plane = build_control_plane(self, context=context, settings=s.eks, addon_pins=ADDONS)
+        s = HyperPodEksOrchestrator.of(spec)
+        self.control_plane = build_control_plane(
+            self, cluster_name=spec.name, vpc=context.vpc, node_subnet=context.subnets[0],
+            extra_subnets=context.extra_subnets, security_group=context.security_groups[0], settings=s.eks,
+            addon_pins=ADDONS)
         private = context.subnets[:1] + context.extra_subnets
         self.cluster = self.control_plane.cluster
         self._addons(context)
@@ -89,7 +92,7 @@ class HyperPodEksOrchestration(Construct):
             self,
             "Lifecycle",
             cluster_name=spec.name,
-            parameters=nodes.lifecycle_parameters(spec, spec.region, context.file_system,
+            parameters=nodes.lifecycle_parameters(spec, spec.region, context.mounts,
                                                   observability=context.metrics_workspace_arn is not None),
             profiles={g.name: nodes.node_profile(spec, g).to_json(indent=None) for g in spec.node_groups},
             entries={nodes.entry_script(n): n for n in nodes.group_names(spec)},
@@ -190,8 +193,8 @@ class HyperPodEksOrchestration(Construct):
     def _addons(self, context: OrchestrationContext) -> None:
         """The eks kind's add-ons (CloudFormation completes an add-on that has no nodes to run on yet as DEGRADED,
         docs/hyperpod-eks.md) and task governance; no EKS node monitoring agent (HyperPod's agent watches its nodes)."""
-        version = settings_of(context.spec).eks.kubernetes_version
-        add_standard_addons(self.control_plane, kubernetes_version=version, file_system=context.file_system)
+        version = HyperPodEksOrchestrator.of(context.spec).eks.kubernetes_version
+        add_standard_addons(self.control_plane, kubernetes_version=version, mounts=context.mounts)
         self.control_plane.add_addon(TASK_GOVERNANCE, kubernetes_version=version)
 
     def _instance_role(self, context: OrchestrationContext) -> HyperPodInstanceRole:
@@ -254,14 +257,12 @@ class HyperPodEksOrchestration(Construct):
         # now, the claims and the checkpoint service accounts from a Deployment in our namespace that waits for the
         # namespaces (the stack never waits for them; docs/hyperpod-eks.md, "The teams' namespaces").
         wanted: List[Dict[str, Any]] = []
-        fs = context.file_system
-        if fs is not None and spec.storage.fsx is not None and fs.file_system_id is not None:
-            teams = {t.name: t.namespace for t in settings_of(spec).task_governance.teams}
+        teams = {t.name: t.namespace for t in HyperPodEksOrchestrator.of(spec).task_governance.teams}
+        for mount, volume in context.mounts.volumes():
             wanted += team_volumes.install(
-                objects, per_team=team_volumes.team_volumes(
-                    cluster=spec.name, teams=teams, file_system=fs, file_system_id=fs.file_system_id,
-                    capacity_gib=spec.storage.fsx.storage_capacity_gib),
-                after=[self.control_plane.addons["aws-fsx-csi-driver"]])
+                objects, mount_id=mount.id,
+                per_team=team_volumes.team_volumes(cluster=spec.name, teams=teams, volume=volume),
+                after=[self.control_plane.addons[volume.addon]])
         wanted += checkpoint_access.service_accounts(spec)
         if wanted:
             workloads.append(objects.manifest("TeamObjects", team_objects.objects(

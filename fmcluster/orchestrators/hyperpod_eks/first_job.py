@@ -12,8 +12,8 @@ from fmcluster.orchestrators.hyperpod_eks.settings import (
     LAUNCHERS_PER_TEAM,
     PRIORITY_CLASS_SUFFIX,
     SYSTEM_GROUP,
+    HyperPodEksOrchestrator,
     launcher_quota,
-    settings_of,
 )
 from fmcluster.platforms.kubernetes import fabric_job, labels
 from fmcluster.spec.cluster import ClusterSpec
@@ -29,7 +29,7 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
 def manifests(spec: ClusterSpec, group: NodeGroup, *, image: Optional[str], spec_file: str) -> str:
-    s = settings_of(spec)
+    s = HyperPodEksOrchestrator.of(spec)
     gpus = group.instance.gpus
     quota = {t.name: t.gpus.get(group.name, 0) // gpus for t in s.task_governance.teams}
     team = max(s.task_governance.teams, key=lambda t: quota[t.name])

@@ -8,14 +8,14 @@ from typing import Any, Dict, List, Optional
 
 from fmcluster.orchestrators.hyperpod_eks.settings import (
     SYSTEM_GROUP,
+    HyperPodEksOrchestrator,
     deep_health_checked,
-    settings_of,
 )
 from fmcluster.orchestrators.hyperpod_eks.versions import CERT_MANAGER_NAMESPACE
 from fmcluster.platforms.hyperpod.cluster import HyperPodInstanceGroup
 from fmcluster.platforms.kubernetes import labels
 from fmcluster.platforms.kubernetes.node_checks import EKS_DISABLED_CHECKS, EKS_OPTIONAL
-from fmcluster.platforms.storage import SharedFileSystem
+from fmcluster.platforms.storage import Mounts
 from fmcluster.profiles import mounts
 from fmcluster.runtime.contract import EKS_ENTRY_SCRIPT, LIFECYCLE_PARAMETERS_VERSION, ml_type
 from fmcluster.runtime.profile import NodeProfile
@@ -65,7 +65,7 @@ def node_taints(spec: ClusterSpec, group: NodeGroup) -> List[Dict[str, str]]:
 
 def instance_groups(spec: ClusterSpec) -> List[HyperPodInstanceGroup]:
     """One instance group per node group, then the system group; every group runs its own OnCreate entry."""
-    hp = settings_of(spec).hyperpod
+    hp = HyperPodEksOrchestrator.of(spec).hyperpod
     groups = [
         HyperPodInstanceGroup(
             name=g.name,
@@ -113,9 +113,9 @@ def node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
     )
 
 
-def lifecycle_parameters(spec: ClusterSpec, region: str, fsx: Optional[SharedFileSystem],
-                         observability: bool) -> Dict[str, Any]:
-    """fmcluster_parameters.json for on_create_eks.sh (the layout runtime/contract.py names)."""
+def lifecycle_parameters(spec: ClusterSpec, region: str, mounts: Mounts, observability: bool) -> Dict[str, Any]:
+    """fmcluster_parameters.json for on_create_eks.sh (the layout runtime/contract.py names): the nodes mount every
+    store (their pods reach it through its volume)."""
     return {
         "version": LIFECYCLE_PARAMETERS_VERSION,
         "workload_manager": "eks",
@@ -125,7 +125,7 @@ def lifecycle_parameters(spec: ClusterSpec, region: str, fsx: Optional[SharedFil
         "worker_groups": [{"instance_group_name": g.name, "instance_type": ml_type(g.instance_type),
                            "gpu": g.instance.is_gpu, "efa": g.efa_enabled,
                            "instance_store": bool(g.instance.nvme_disks)} for g in spec.node_groups],
-        "fsx": fsx.parameters() if fsx is not None else None,
+        **mounts.lifecycle_parameters(mounts.mounted_by_nodes()),
         "validation": {"level": spec.validation.level, "policy": spec.validation_policy},
         "observability": {"efa_textfile": True} if observability else None,
     }
@@ -143,7 +143,7 @@ def chart_values(spec: ClusterSpec) -> Dict[str, Any]:
         "neuron-device-plugin": {"devicePlugin": {"enabled": False}},
         # cert-manager's chart runs a post-install hook Job (startupapicheck) that Helm waits for: it could never run
         # before the HyperPod cluster brings nodes, so it is off
-        "cert-manager": {"enabled": settings_of(spec).hyperpod.training_operator,
+        "cert-manager": {"enabled": HyperPodEksOrchestrator.of(spec).hyperpod.training_operator,
                          "namespace": CERT_MANAGER_NAMESPACE,
                          "global": {"leaderElection": {"namespace": CERT_MANAGER_NAMESPACE}},
                          "startupapicheck": {"enabled": False}},

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from fmcluster.aws.context import Context, PreflightCheck
 from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
-from fmcluster.orchestrators.hyperpod_eks.settings import settings_of
+from fmcluster.orchestrators.hyperpod_eks.settings import HyperPodEksOrchestrator
 from fmcluster.orchestrators.hyperpod_eks.versions import (
     ADDONS,
     TRAINING_OPERATOR,
@@ -27,7 +27,7 @@ from fmcluster.platforms.kubernetes.versions import AddonPin
 
 def addons(spec: Any) -> Dict[str, AddonPin]:
     """The add-ons this spec installs (the training operator only when asked for)."""
-    wanted = settings_of(spec).hyperpod.training_operator
+    wanted = HyperPodEksOrchestrator.of(spec).hyperpod.training_operator
     return {name: pin for name, pin in ADDONS.items() if name != TRAINING_OPERATOR or wanted}
 
 
@@ -40,7 +40,7 @@ def checks(spec: Any) -> List[PreflightCheck]:
                        partial(eks_preflight.check_addons, addons=addons(spec))),
         PreflightCheck("eks:vpc-cni", f"VPC CNI >= {VPC_CNI_MIN_VERSION} (HyperPod)", "eks", check_vpc_cni),
         *([PreflightCheck("eks:training-operator", f"HyperPod training operator for Kubernetes {version}", "eks",
-                          check_training_operator)] if settings_of(spec).hyperpod.training_operator else []),
+                          check_training_operator)] if HyperPodEksOrchestrator.of(spec).hyperpod.training_operator else []),
         PreflightCheck("eks:control-plane-az", f"second AZ {control_plane_zone(spec)}", "ec2",
                        eks_preflight.check_second_az),
     ]

@@ -28,7 +28,7 @@ from fmcluster.platforms.kubernetes.settings import (
 from fmcluster.platforms.kubernetes.versions import KUBERNETES_VERSIONS as EKS_KUBERNETES_VERSIONS
 from fmcluster.runtime.contract import ml_type
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
-from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings, orchestrator_settings
+from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
@@ -194,13 +194,9 @@ class HyperPodEksOrchestrator(OrchestratorSettings):
     task_governance: TaskGovernance
 
 
-def settings_of(spec: ClusterSpec) -> HyperPodEksOrchestrator:
-    return orchestrator_settings(spec.orchestrator, HyperPodEksOrchestrator)
-
-
 def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
     """The system instance group: HyperPod instances beside the node groups, and no controller."""
-    hp = settings_of(spec).hyperpod
+    hp = HyperPodEksOrchestrator.of(spec).hyperpod
     return [ExtraInstance(SYSTEM_GROUP, hp.system_instance_type, hp.system_count)]
 
 
@@ -208,7 +204,7 @@ def deep_health_checked(spec: ClusterSpec, group: NodeGroup) -> bool:
     """Whether HyperPod runs its deep health checks on the group's instances (GPU groups, when the spec says so; never
     on an elastic group: HyperPod's autoscaling takes no instance group with deep health checks, whose 60-90 minutes
     would leave pods pending and over-provision, SageMaker guide "Create a NodeClass")."""
-    return settings_of(spec).hyperpod.deep_health_checks and group.role == "gpu" and not group.elastic
+    return HyperPodEksOrchestrator.of(spec).hyperpod.deep_health_checks and group.role == "gpu" and not group.elastic
 
 
 def gpus_by_type(spec: ClusterSpec) -> Dict[str, int]:
@@ -230,7 +226,7 @@ def team_gpus_by_type(spec: ClusterSpec, team: Team) -> Dict[str, int]:
 
 
 def spec_rules(spec: ClusterSpec) -> List[Problem]:
-    s = settings_of(spec)
+    s = HyperPodEksOrchestrator.of(spec)
     found: List[Problem] = []
     for i, g in enumerate(spec.node_groups):
         at = f"node_groups[{i}]"
@@ -278,7 +274,7 @@ def _elastic_rules(at: str, g: NodeGroup) -> List[Problem]:
 def launcher_quota(spec: ClusterSpec) -> Dict[str, Any]:
     """The system instance type's share of one team's compute quota: room for its jobs' MPI launchers, so task
     governance's Kueue can admit a launcher onto a system node rather than beside a GPU worker."""
-    return {"InstanceType": settings_of(spec).hyperpod.system_instance_type,
+    return {"InstanceType": HyperPodEksOrchestrator.of(spec).hyperpod.system_instance_type,
             "VCpu": LAUNCHER_VCPUS * LAUNCHERS_PER_TEAM, "MemoryInGiB": LAUNCHER_MEMORY_GIB * LAUNCHERS_PER_TEAM}
 
 
@@ -287,7 +283,7 @@ def _launcher_rules(spec: ClusterSpec, governance: TaskGovernance) -> List[Probl
     from fmcluster import catalog
     from fmcluster.runtime.contract import ec2_type
 
-    hp = settings_of(spec).hyperpod
+    hp = HyperPodEksOrchestrator.of(spec).hyperpod
     system = catalog.get(ec2_type(hp.system_instance_type))
     if system is None:
         return []
@@ -335,7 +331,7 @@ def _team_rules(spec: ClusterSpec, governance: TaskGovernance) -> List[Problem]:
 def plan_notes(spec: ClusterSpec) -> List[str]:
     """What `fmcluster plan` says about the orchestrator: the nodes it runs (no controller) and what task governance
     builds, including what CloudFormation cannot."""
-    s = settings_of(spec)
+    s = HyperPodEksOrchestrator.of(spec)
     group_nodes = sum(g.count for g in spec.node_groups if not g.elastic)
     hp = s.hyperpod
     lines = [f"SageMaker HyperPod on EKS: no controller (the EKS control plane schedules); {group_nodes} node(s) in "

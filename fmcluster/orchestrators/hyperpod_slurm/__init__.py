@@ -3,7 +3,7 @@ platform (instance role, lifecycle bucket, instance groups, health checks) that 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Mapping
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping
 
 from fmcluster.orchestrators.hyperpod_slurm import settings
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
     from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
+    from fmcluster.spec.node_units import NodeUnit, Resources
 
 
 # AWS announced managed tiered checkpointing "for SageMaker HyperPod clusters using the EKS orchestrator"
@@ -41,7 +42,7 @@ class HyperPodSlurm(OrchestratorKind[settings.HyperPodSlurmOrchestrator]):
                 "detached again: not built by fmcluster (docs/hyperpod-slurm.md)"]
 
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
-        return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", HYPERPOD_SLURM_NO_MANAGED_TIER)
+        return settings.spec_rules(spec)
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
@@ -52,6 +53,11 @@ class HyperPodSlurm(OrchestratorKind[settings.HyperPodSlurmOrchestrator]):
         group = settings.LOGIN_GROUP if self.settings_of(spec).hyperpod.login_instance_type else settings.CONTROLLER_GROUP
         return [f"# a shell on the {group} node (sbatch, squeue, sinfo), through Session Manager:",
                 session_command(region=spec.region, cluster=spec.name, group=group)]
+
+    def node_units(self, stack: str, logical_id: str, resource: Dict[str, Any], resources: Resources) -> List[NodeUnit]:
+        from fmcluster.platforms.hyperpod.node_units import node_units
+
+        return node_units(stack, logical_id, resource, resources)
 
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from fmcluster.orchestrators.context import Orchestration
@@ -75,6 +81,7 @@ KIND = HyperPodSlurm(
     name="hyperpod-slurm",
     summary="SageMaker HyperPod with Slurm",
     settings=settings.HyperPodSlurmOrchestrator,
+    node_resource_types=("AWS::SageMaker::Cluster",),  # fmcluster diff reads its nodes there
     node_agent="slurm",
     # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
     capacity_types=frozenset({"on-demand", "training-plan"}),
@@ -84,6 +91,7 @@ KIND = HyperPodSlurm(
     instances_in_account=False,
     places_instances=False,  # HyperPod places its instances; the templates create no placement group
     uses_image_family=False,
+    checkpoint_tier_note=HYPERPOD_SLURM_NO_MANAGED_TIER,
     # HyperPod's release notes publish no NCCL or nccl-tests for its Slurm AMI (docs/validation.md, "Each
     # orchestrator's default AMI"): the Deep Learning AMI's place is looked at, and without a build there the job
     # builds one on the shared file system

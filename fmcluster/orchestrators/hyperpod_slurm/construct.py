@@ -3,19 +3,19 @@ and parameters, and the AWS::SageMaker::Cluster."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.orchestrators.context import OrchestrationContext
-from fmcluster.orchestrators.hyperpod_slurm.settings import CONTROLLER_GROUP, LOGIN_GROUP, settings_of
+from fmcluster.orchestrators.hyperpod_slurm.settings import CONTROLLER_GROUP, LOGIN_GROUP, HyperPodSlurmOrchestrator
 from fmcluster.platforms.hyperpod.access import session_command
-from fmcluster.platforms.hyperpod.cluster import FsxLustreMount, HyperPodInstanceGroup, HyperPodSlurmCluster
+from fmcluster.platforms.hyperpod.cluster import HyperPodInstanceGroup, HyperPodSlurmCluster
 from fmcluster.platforms.hyperpod.instance_role import HyperPodInstanceRole
 from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
-from fmcluster.platforms.storage import SharedFileSystem
+from fmcluster.platforms.storage import HYPERPOD, Mounts
 from fmcluster.profiles import node_profile_json
 from fmcluster.runtime.contract import LIFECYCLE_PARAMETERS_VERSION, SLURM_ENTRY_SCRIPT, ml_type
 from fmcluster.spec import ClusterSpec
@@ -28,21 +28,19 @@ class HyperPodSlurmOrchestration(Construct):
         super().__init__(scope, id)
         spec = context.spec
         subnets, security_groups = context.subnets[:1], context.security_groups
-        fsx, remote_write_url = context.file_system, context.remote_write_url
-        settings = settings_of(spec)
+        mounts, remote_write_url = context.mounts, context.remote_write_url
+        settings = HyperPodSlurmOrchestrator.of(spec).hyperpod
         self.role = HyperPodInstanceRole(
             self, "InstanceRole", cluster_name=spec.name, subnets=subnets, security_groups=security_groups
         )
-        # One side mounts the file system, never both: HyperPod (InstanceStorageConfigs) unless it is EFA-enabled,
-        # which needs LNet over EFA that only our mount helper sets up (fmcluster/platforms/hyperpod/node/README.md).
-        hyperpod_mounts = fsx is not None and not fsx.efa
-        groups = instance_groups(spec, fsx if hyperpod_mounts else None)
+        # One side mounts each store, never both: HyperPod (InstanceStorageConfigs) where the store gives HyperPod's
+        # form, else the lifecycle scripts (fmcluster/platforms/hyperpod/node/README.md).
+        groups = instance_groups(spec, [m.services[HYPERPOD] for m in mounts.served_by(HYPERPOD)])
         self.lifecycle = LifecycleScripts(
             self,
             "Lifecycle",
             cluster_name=spec.name,
-            parameters=lifecycle_parameters(spec, Stack.of(self).region, None if hyperpod_mounts else fsx,
-                                            remote_write_url),
+            parameters=lifecycle_parameters(spec, Stack.of(self).region, mounts, remote_write_url),
             profiles={g.name: node_profile_json(spec, g) for g in spec.node_groups},
             entries={entry_script(g.name): g.name for g in groups},
         )
@@ -83,17 +81,15 @@ def entry_script(group: str) -> str:
     return SLURM_ENTRY_SCRIPT.format(group=group)
 
 
-def instance_groups(spec: ClusterSpec, mounted_fsx: Optional[SharedFileSystem] = None) -> List[HyperPodInstanceGroup]:
-    """The controller, the optional login group, and one Compute group (and partition) per node group; with
-    `mounted_fsx`, HyperPod mounts that file system on every node."""
-    settings = settings_of(spec)
-    fsx = (FsxLustreMount(dns_name=mounted_fsx.dns_name, mount_name=mounted_fsx.mount_name,
-                          mount_path=mounted_fsx.mount_point) if mounted_fsx is not None else None)
+def instance_groups(spec: ClusterSpec, storage: Sequence[Mapping[str, Any]] = ()) -> List[HyperPodInstanceGroup]:
+    """The controller, the optional login group, and one Compute group (and partition) per node group; HyperPod
+    mounts the stores of `storage` (their InstanceStorageConfigs entries) on every node."""
+    settings = HyperPodSlurmOrchestrator.of(spec).hyperpod
 
     def group(name: str, instance_type: str, count: int, node_type: str, **extra: Any) -> HyperPodInstanceGroup:
         return HyperPodInstanceGroup(name=name, instance_type=instance_type, count=count, node_type=node_type,
                                      threads_per_core=settings.threads_per_core, ebs_volume_gib=settings.volume_gib,
-                                     fsx_lustre=fsx, entry_script=entry_script(name), **extra)
+                                     storage=tuple(storage), entry_script=entry_script(name), **extra)
 
     groups = [group(CONTROLLER_GROUP, settings.controller_instance_type, 1, "Controller")]
     if settings.login_instance_type:
@@ -110,10 +106,11 @@ def instance_groups(spec: ClusterSpec, mounted_fsx: Optional[SharedFileSystem] =
 
 
 def lifecycle_parameters(
-    spec: ClusterSpec, region: str, fsx: Optional[SharedFileSystem], remote_write_url: Optional[str]
+    spec: ClusterSpec, region: str, mounts: Mounts, remote_write_url: Optional[str]
 ) -> Dict[str, Any]:
-    """fmcluster_parameters.json, the contract with the lifecycle scripts (fmcluster/platforms/hyperpod/node/README.md)."""
-    settings = settings_of(spec)
+    """fmcluster_parameters.json, the contract with the lifecycle scripts (fmcluster/platforms/hyperpod/node/README.md):
+    the stores HyperPod does not mount itself are the nodes' to mount."""
+    settings = HyperPodSlurmOrchestrator.of(spec).hyperpod
     return {
         "version": LIFECYCLE_PARAMETERS_VERSION,
         "workload_manager": "slurm",
@@ -126,7 +123,7 @@ def lifecycle_parameters(
              "gpu": g.instance.is_gpu, "efa": g.efa_enabled}
             for g in spec.node_groups
         ],
-        "fsx": fsx.parameters() if fsx is not None else None,
+        **mounts.lifecycle_parameters(mounts.mounted_by_nodes(HYPERPOD)),
         "validation": {"level": spec.validation.level, "policy": spec.validation_policy},
         "observability": (
             {"remote_write_url": remote_write_url, "scrape_interval_seconds": spec.observability.scrape_interval_seconds,

@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from fmcluster.platforms.hyperpod.settings import HyperPodInstanceType, ThreadsPerCore, offered_problem
 from fmcluster.runtime.contract import SSH_KEY_TYPES, UID_MAX, UID_MIN, USER_NAME_PATTERN, ssh_key_ok
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
-from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings, orchestrator_settings
+from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
@@ -24,7 +24,7 @@ LOGIN_GROUP = "login"
 
 
 class ClusterUser(SpecModel):
-    """A POSIX user created on every node, with a fixed uid so files on the shared FSx keep one owner.
+    """A POSIX user created on every node, with a fixed uid so files on shared storage keep one owner.
     The rules are the node contract's (runtime/contract.py), so what validates here also works on the node."""
 
     name: str = Field(pattern=USER_NAME_PATTERN, description="a Linux user name: lower case, digits, _ and -")
@@ -97,13 +97,9 @@ class HyperPodSlurmOrchestrator(OrchestratorSettings):
     hyperpod: HyperPodSettings = Field(default_factory=HyperPodSettings)
 
 
-def settings_of(spec: ClusterSpec) -> HyperPodSettings:
-    return orchestrator_settings(spec.orchestrator, HyperPodSlurmOrchestrator).hyperpod
-
-
 def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
     """The controller and the optional login group."""
-    settings = settings_of(spec)
+    settings = HyperPodSlurmOrchestrator.of(spec).hyperpod
     found = [ExtraInstance(CONTROLLER_GROUP, settings.controller_instance_type)]
     if settings.login_instance_type:
         found.append(ExtraInstance(LOGIN_GROUP, settings.login_instance_type, settings.login_count))
@@ -123,7 +119,7 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
             found.append((f"{at}.ami_id", "HyperPod runs its own DLAMI-based image; remove ami_id"))
         if g.placement is not None:
             found.append((f"{at}.placement", "HyperPod places instances itself; remove placement"))
-    if settings_of(spec).gpu_job_map and not spec.observability.enabled:
+    if HyperPodSlurmOrchestrator.of(spec).hyperpod.gpu_job_map and not spec.observability.enabled:
         found.append(("orchestrator.hyperpod.gpu_job_map", "needs observability.enabled: the collectors' install writes "
                       "the hooks on the nodes, and without dcgm-exporter there is no job label to set"))
     return found

@@ -6,27 +6,22 @@ from typing import TYPE_CHECKING, List
 
 from fmcluster.orchestrators.kind import OrchestratorKind
 from fmcluster.orchestrators.none.settings import NoOrchestrator
-from fmcluster.spec import checkpoints
 
 if TYPE_CHECKING:
     from constructs import Construct
 
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
-    from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
 
 
 class NoOrchestratorKind(OrchestratorKind[NoOrchestrator]):
-    def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
-        return checkpoints.refused(spec, "managed", checkpoints.MANAGED_NEEDS_HYPERPOD_EKS)
-
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from aws_cdk import CfnOutput
 
         from fmcluster.orchestrators.context import Orchestration
         from fmcluster.platforms.ec2.nodes import Ec2Nodes
 
-        nodes = Ec2Nodes(scope, "Default", context=context)
+        nodes = Ec2Nodes(scope, "Default", spec=context.spec, node_builder=context.node_builder)
         CfnOutput(scope, "SessionCommand", value=self.way_in(context.spec)[-1],
                   description="A shell on a running instance launched from the first group's launch template")
         return Orchestration(nodes, nodes.grantee, nodes.node_groups)

@@ -4,11 +4,10 @@ observability stacks."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Mapping
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping
 
 from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind, SpecWarning
 from fmcluster.orchestrators.parallelcluster import settings
-from fmcluster.spec import checkpoints
 from fmcluster.spec.orchestrator import JobImage
 
 if TYPE_CHECKING:
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
+    from fmcluster.spec.node_units import NodeUnit, Resources
 
 
 # ParallelCluster keeps Slurm accounting only in a MySQL-compatible database it is given (SlurmSettings/Database, or an
@@ -40,7 +40,7 @@ class ParallelCluster(OrchestratorKind[settings.ParallelClusterOrchestrator]):
                 f"aws ssm start-session --region {spec.region} --target $({head})"]
 
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
-        return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", checkpoints.MANAGED_NEEDS_HYPERPOD_EKS)
+        return settings.spec_rules(spec)
 
     def spec_warnings(self, spec: ClusterSpec) -> List[SpecWarning]:
         return settings.spec_warnings(spec)
@@ -50,6 +50,11 @@ class ParallelCluster(OrchestratorKind[settings.ParallelClusterOrchestrator]):
 
     def expected_nodes(self, spec: ClusterSpec) -> Dict[str, int]:
         return settings.static_nodes(spec)  # dynamic nodes power off when idle: only static ones always report
+
+    def node_units(self, stack: str, logical_id: str, resource: Dict[str, Any], resources: Resources) -> List[NodeUnit]:
+        from fmcluster.orchestrators.parallelcluster.node_units import node_units
+
+        return node_units(stack, logical_id, resource, resources)
 
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from fmcluster.orchestrators.context import Orchestration
@@ -78,6 +83,7 @@ KIND = ParallelCluster(
     name="parallelcluster",
     summary=f"AWS ParallelCluster {settings.PCLUSTER_VERSION} (Slurm) through its CloudFormation provider",
     settings=settings.ParallelClusterOrchestrator,
+    node_resource_types=("Custom::PclusterCluster",),  # fmcluster diff reads its nodes there
     node_agent="slurm",
     # CAPACITY_BLOCK queues take Capacity Blocks; ODCRs are an ONDEMAND queue's CapacityReservationTarget
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),

@@ -1,6 +1,6 @@
 """The ParallelCluster cluster configuration a spec renders, as the mapping `Custom::PclusterCluster` takes.
 
-Pure: references (subnet, security group, file system, policies, placement groups, scripts) come in as
+Pure: references (subnet, security group, shared storage, policies, placement groups, scripts) come in as
 `ClusterInputs` (CDK tokens or plain ids alike), so the same function feeds the custom resource and the offline
 schema check. Keys and values follow ParallelCluster 3.16's configuration reference
 (https://docs.aws.amazon.com/parallelcluster/latest/ug/cluster-configuration-file-v3.html); the reasons for each
@@ -9,19 +9,18 @@ choice are in docs/parallelcluster.md."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from fmcluster.orchestrators.parallelcluster.settings import (
+    ParallelClusterOrchestrator,
     compute_resource_name,
     head_node_instance_type,
     min_count,
-    settings_of,
 )
 from fmcluster.runtime import health_check
 from fmcluster.runtime.contract import INSTANCE_NVME_ROOT
 from fmcluster.spec import ClusterSpec, NodeGroup
 
-SHARED_STORAGE_NAME = "fsx"
 # How long creation waits for the head node's bootstrap, which holds the static compute nodes' launch and bootstrap
 # (ParallelCluster's HeadNodeWaitCondition; its default is NODE_BOOTSTRAP_TIMEOUT, 2,100 s, pcluster/constants.py).
 # DevSettings/Timeouts/HeadNodeBootstrapTimeout sets it (added in aws/aws-parallelcluster pull request 3753; the
@@ -42,6 +41,8 @@ class ClusterInputs:
 
     :param placement_groups: node group name -> the placement group its queue launches into (only the groups
         that get one of fmcluster's; an existing group comes from the spec's placement.existing_group).
+    :param shared_storage: ``SharedStorage`` entries, as each store gives them (the storage contract's ParallelCluster
+        form).
     :param head_node_actions, compute_actions: ``CustomActions`` sections (compute: by node group name).
     """
 
@@ -50,15 +51,14 @@ class ClusterInputs:
     head_node_policy_arn: str
     compute_policy_arn: str
     placement_groups: Mapping[str, str] = field(default_factory=dict)
-    file_system_id: Optional[str] = None
-    mount_point: Optional[str] = None
+    shared_storage: Sequence[Mapping[str, Any]] = ()
     head_node_actions: Optional[Mapping[str, Any]] = None
     compute_actions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
 def cluster_configuration(spec: ClusterSpec, inputs: ClusterInputs) -> Dict[str, Any]:
-    settings = settings_of(spec)
+    settings = ParallelClusterOrchestrator.of(spec).parallelcluster
     image: Dict[str, Any] = {"Os": settings.os}
     if settings.custom_ami:
         image["CustomAmi"] = settings.custom_ami
@@ -84,15 +84,8 @@ def cluster_configuration(spec: ClusterSpec, inputs: ClusterInputs) -> Dict[str,
     if settings.health_check:
         hc = health_check.slurm_settings(HEALTH_CHECK_SHIM, settings.health_check_interval_seconds)
         config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] = [{k: v} for k, v in hc.items()]
-    if inputs.file_system_id is not None:
-        if inputs.mount_point is None:
-            raise ValueError("inputs.mount_point: required with a file system")
-        config["SharedStorage"] = [{
-            "MountDir": inputs.mount_point,
-            "Name": SHARED_STORAGE_NAME,
-            "StorageType": "FsxLustre",
-            "FsxLustreSettings": {"FileSystemId": inputs.file_system_id},
-        }]
+    if inputs.shared_storage:
+        config["SharedStorage"] = [dict(entry) for entry in inputs.shared_storage]
     if inputs.tags:
         config["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(inputs.tags.items())]
     # the compute nodes keep ParallelCluster's default ComputeNodeBootstrapTimeout (Slurm's ResumeTimeout), which the
@@ -102,7 +95,7 @@ def cluster_configuration(spec: ClusterSpec, inputs: ClusterInputs) -> Dict[str,
 
 
 def head_node(spec: ClusterSpec, inputs: ClusterInputs) -> Dict[str, Any]:
-    settings = settings_of(spec)
+    settings = ParallelClusterOrchestrator.of(spec).parallelcluster
     node: Dict[str, Any] = {
         "InstanceType": head_node_instance_type(spec),
         # our node security group replaces ParallelCluster's: all traffic within it, nothing from outside

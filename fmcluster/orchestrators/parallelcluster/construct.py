@@ -24,10 +24,11 @@ from fmcluster.orchestrators.parallelcluster.settings import (
     HEAD_NODE_GROUP,
     PCLUSTER_VERSION,
     VALIDATION_MESSAGES_OUTPUT,
+    ParallelClusterOrchestrator,
     cluster_name,
-    settings_of,
 )
 from fmcluster.platforms.ec2.node_builder import construct_id
+from fmcluster.platforms.storage import PARALLELCLUSTER
 from fmcluster.profiles import node_profile
 from fmcluster.spec import ClusterSpec, NodeGroup
 
@@ -65,7 +66,7 @@ class ParallelClusterOrchestration(Construct):
     def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
         super().__init__(scope, id)
         spec = context.spec
-        settings = settings_of(spec)
+        settings = ParallelClusterOrchestrator.of(spec).parallelcluster
         stack = Stack.of(self)
         name = cluster_name(spec)
         # Everything a node reads that changes with fmcluster or the collectors' settings is published under stable
@@ -96,15 +97,18 @@ class ParallelClusterOrchestration(Construct):
                     self, f"{construct_id(group.name)}Placement", strategy=group.placement_strategy,
                     partitions=group.placement.partitions if group.placement else None,
                 )
-        fsx = context.file_system
+        # ParallelCluster mounts each store itself, from the store's SharedStorage entry
+        unserved = context.mounts.mounted_by_nodes(PARALLELCLUSTER)
+        if unserved:
+            raise ValueError(f"mounts: ParallelCluster mounts a store through its SharedStorage section only; "
+                             f"{', '.join(m.store for m in unserved)} gives none")
         self.configuration = cluster_configuration(spec, ClusterInputs(
             subnet_id=context.subnet_ids[0],
             security_group_id=context.security_group_ids[0],
             head_node_policy_arn=self.head_node_policy.policy_arn,
             compute_policy_arn=self.compute_policy.policy_arn,
             placement_groups={g: pg.group_name for g, pg in self.placement_groups.items()},
-            file_system_id=fsx.file_system_id if fsx is not None else None,
-            mount_point=fsx.mount_point if fsx is not None else None,
+            shared_storage=[m.services[PARALLELCLUSTER] for m in context.mounts.served_by(PARALLELCLUSTER)],
             head_node_actions=self.script.head_action(node_group=HEAD_NODE_GROUP),
             compute_actions={g.name: self.script.compute_action(node_group=g.name) for g in spec.node_groups},
             tags=context.instance_tags,

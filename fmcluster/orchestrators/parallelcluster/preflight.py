@@ -16,10 +16,10 @@ from fmcluster.aws.quotas import find_quota, judge
 from fmcluster.aws.results import CANNOT_CHECK, FAIL, PASS, WARN, Outcome
 from fmcluster.orchestrators.parallelcluster.settings import (
     PCLUSTER_VERSION,
+    ParallelClusterOrchestrator,
     cluster_name,
     min_count,
     provider_template,
-    settings_of,
 )
 
 # Regions ParallelCluster 3.16.1 supports (pcluster/resources/supported-regions in the aws-parallelcluster wheel).
@@ -69,7 +69,7 @@ def checks(spec: Any) -> List[PreflightCheck]:
                                         f"on-demand {g.instance_type}", "ec2",
                                         partial(check_static_on_demand, group=g.name, static=static,
                                                 instance_type=g.instance_type)))
-    settings = settings_of(spec)
+    settings = ParallelClusterOrchestrator.of(spec).parallelcluster
     for ami in dict.fromkeys([*([settings.custom_ami] if settings.custom_ami else []),
                               *(g.ami_id for g in spec.node_groups if g.ami_id)]):
         found.append(PreflightCheck(f"ami:parallelcluster:{ami}", f"{ami} built by ParallelCluster {PCLUSTER_VERSION}",
@@ -214,7 +214,7 @@ def check_key_pair(ctx: Context, name: str) -> Outcome:
         return Outcome(FAIL, f"no key pair {name} in {ctx.region}", "the key pair exists",
                        f"import it (aws ec2 import-key-pair --key-name {name}) or drop ssh_key_name (SSM works)")
     kind = pairs[0].get("KeyType", "?") if pairs else "?"
-    os_name = settings_of(ctx.spec).os
+    os_name = ParallelClusterOrchestrator.of(ctx.spec).parallelcluster.os
     if kind == "rsa" and os_name in NO_RSA_OSES:
         return Outcome(FAIL, f"{name} is an RSA key; {os_name} refuses RSA keys", "an ed25519 key pair",
                        "create an ed25519 key pair (aws ec2 create-key-pair --key-type ed25519)")

@@ -127,7 +127,7 @@ class ParallelClusterSettings(SpecModel):
     deletion_policy: Literal["Delete", "Retain"] = Field(
         "Delete",
         description="What deleting the cluster stack does to the ParallelCluster cluster: Delete terminates it "
-        "(data lives on FSx and S3); Retain leaves it running, outside CloudFormation, with its node policies, "
+        "(data lives in the storage stack); Retain leaves it running, outside CloudFormation, with its node policies, "
         "placement groups and node assets bucket (delete those after pcluster delete-cluster).",
     )
 
@@ -157,12 +157,8 @@ def provider_template(region: str, version: str = PCLUSTER_VERSION) -> Tuple[str
     return PROVIDER_BUCKET.format(region=region), PROVIDER_KEY.format(version=version)
 
 
-def settings_of(spec: ClusterSpec) -> ParallelClusterSettings:
-    return orchestrator_settings(spec.orchestrator, ParallelClusterOrchestrator).parallelcluster
-
-
 def cluster_name(spec: ClusterSpec) -> str:
-    return settings_of(spec).cluster_name or spec.name
+    return ParallelClusterOrchestrator.of(spec).parallelcluster.cluster_name or spec.name
 
 
 def architecture(spec: ClusterSpec) -> str:
@@ -171,7 +167,7 @@ def architecture(spec: ClusterSpec) -> str:
 
 
 def head_node_instance_type(spec: ClusterSpec) -> str:
-    return settings_of(spec).head_node_instance_type or DEFAULT_HEAD_NODE[architecture(spec)]
+    return ParallelClusterOrchestrator.of(spec).parallelcluster.head_node_instance_type or DEFAULT_HEAD_NODE[architecture(spec)]
 
 
 def compute_resource_name(group: NodeGroup) -> str:
@@ -181,7 +177,7 @@ def compute_resource_name(group: NodeGroup) -> str:
 
 def min_count(spec: ClusterSpec, group: NodeGroup) -> int:
     """MinCount: the queue's min_count where given, else the group's floor (count for a static group)."""
-    queue = settings_of(spec).queues.get(group.name)
+    queue = ParallelClusterOrchestrator.of(spec).parallelcluster.queues.get(group.name)
     return group.min_size if queue is None or queue.min_count is None else queue.min_count
 
 
@@ -196,7 +192,7 @@ def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
 
 
 def spec_rules(spec: ClusterSpec) -> List[Problem]:
-    settings = settings_of(spec)
+    settings = ParallelClusterOrchestrator.of(spec).parallelcluster
     at = "orchestrator.parallelcluster"
     found: List[Problem] = []
     name = cluster_name(spec)
@@ -254,7 +250,7 @@ def _network_problems(spec: ClusterSpec) -> List[Problem]:
 
 
 def _os_problems(spec: ClusterSpec) -> List[Problem]:
-    settings = settings_of(spec)
+    settings = ParallelClusterOrchestrator.of(spec).parallelcluster
     at = "orchestrator.parallelcluster"
     found: List[Problem] = []
     for i, g in enumerate(spec.node_groups):

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping
 
 from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
 from fmcluster.orchestrators.pcs import settings
-from fmcluster.spec import checkpoints
 from fmcluster.spec.orchestrator import DLAMI_NCCL_TESTS, DLAMI_SOURCE, JobImage
 
 if TYPE_CHECKING:
@@ -17,18 +16,22 @@ if TYPE_CHECKING:
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
     from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
+    from fmcluster.spec.node_units import NodeUnit, Resources
+
+
+CONTROLLER_PRICE = "pcs-controller"  # the PCS controller's price key in the planner's data
 
 
 class Pcs(OrchestratorKind[settings.PcsOrchestrator]):
     def spec_rules(self, spec: ClusterSpec) -> List[Problem]:
-        return settings.spec_rules(spec) + checkpoints.refused(spec, "managed", checkpoints.MANAGED_NEEDS_HYPERPOD_EKS)
+        return settings.spec_rules(spec)
 
     def extra_instances(self, spec: ClusterSpec) -> List[ExtraInstance]:
         return settings.extra_instances(spec)
 
     def billed_services(self, spec: ClusterSpec) -> List[BilledService]:
         size = self.settings_of(spec).size_for(settings.instances(spec))
-        return [BilledService("pcs-controller", f"1 cluster, size {size}")]
+        return [BilledService(CONTROLLER_PRICE, f"1 cluster, size {size}")]
 
     def scaffold(self, request: Scaffold) -> Dict[str, Any]:
         if not request.ami_id:
@@ -42,6 +45,11 @@ class Pcs(OrchestratorKind[settings.PcsOrchestrator]):
 
         return ["# the login node (sbatch, squeue, sinfo), through Session Manager:",
                 session_command(region=spec.region, cluster=spec.name, group=LOGIN_NODE_GROUP)]
+
+    def node_units(self, stack: str, logical_id: str, resource: Dict[str, Any], resources: Resources) -> List[NodeUnit]:
+        from fmcluster.orchestrators.pcs.node_units import node_units
+
+        return node_units(stack, logical_id, resource, resources)
 
     def bind(self, scope: Construct, context: OrchestrationContext) -> Orchestration:
         from fmcluster.orchestrators.context import Orchestration
@@ -65,6 +73,8 @@ KIND = Pcs(
     name="pcs",
     summary="AWS Parallel Computing Service (Slurm)",
     settings=settings.PcsOrchestrator,
+    node_resource_types=("AWS::PCS::ComputeNodeGroup",),  # fmcluster diff reads its nodes there
+    price_keys=frozenset({CONTROLLER_PRICE}),
     node_agent="slurm",
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
     elastic_groups=True,  # compute node group scaling: min static instances, up to max started for jobs

@@ -15,7 +15,7 @@ from fmcluster import catalog
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.pcs.cluster import PcsCluster
-from fmcluster.orchestrators.pcs.settings import instances, login_ami_id, login_image, settings_of
+from fmcluster.orchestrators.pcs.settings import PcsOrchestrator, instances, login_ami_id, login_image
 from fmcluster.platforms.ec2.access import session_command
 from fmcluster.platforms.ec2.node_builder import LOGIN_NODE_GROUP, construct_id
 from fmcluster.platforms.ec2.nodes import Ec2Nodes
@@ -32,7 +32,7 @@ def job_map_hooks(context: OrchestrationContext) -> Dict[str, str]:
     the hooks on every node, in user data, which PCS runs before slurmd starts (PCS user guide, "Working with Amazon
     EC2 user data"). A node launched before its runtime wrote them has none, and Slurm drains a node whose Prolog is
     missing: hence opt-in, never switched on under running nodes by an upgrade."""
-    if not settings_of(context.spec).pcs.gpu_job_map or context.remote_write_url is None:
+    if not PcsOrchestrator.of(context.spec).pcs.gpu_job_map or context.remote_write_url is None:
         return {}
     return {"Prolog": hook_path("prolog"), "Epilog": hook_path("epilog")}
 
@@ -42,7 +42,7 @@ def health_check_settings(context: OrchestrationContext) -> Dict[str, str]:
     each node's boot writes before slurmd starts (runtime/node_bootstrap.sh). Opt-in for the same reason as the job
     map: a node booted before its runtime wrote the program has none, and that PCS accepts the parameters at the
     cluster level is unverified (docs/resilience.md)."""
-    settings = settings_of(context.spec).pcs
+    settings = PcsOrchestrator.of(context.spec).pcs
     if not settings.health_check:
         return {}
     return health_check.slurm_settings(health_check.program_path(), settings.health_check_interval_seconds)
@@ -52,9 +52,11 @@ class PcsOrchestration(Ec2Nodes):
     """Exposes ``pcs`` (the `PcsCluster`), ``login_template`` and what `Ec2Nodes` exposes."""
 
     def __init__(self, scope: Construct, id: str, *, context: OrchestrationContext) -> None:
-        super().__init__(scope, id, context=context, role_path=PCS_ROLE_PATH, set_instance_type=False)
+        super().__init__(scope, id, spec=context.spec, node_builder=context.node_builder, role_path=PCS_ROLE_PATH,
+                         set_instance_type=False)
+        self.context = context
         spec = context.spec
-        settings = settings_of(spec)
+        settings = PcsOrchestrator.of(spec)
         self.pcs = PcsCluster(
             self,
             "Pcs",
@@ -100,9 +102,10 @@ class PcsOrchestration(Ec2Nodes):
         ami = login_ami_id(self.context.spec)
         if not ami:
             raise ValueError("context: no login AMI (orchestrator.pcs.login_ami_id or an x86_64 group's ami_id)")
+        image = login_image(self.context.spec)
         self.login_template = self.context.node_builder.login_node(
-            self, "LoginLaunchTemplate", instance=catalog.get(login_type), image_id=ami,
-            root_device_name=login_image(self.context.spec).root_device,
+            self, "LoginLaunchTemplate", instance=catalog.get(login_type), image_id=ami, image=image.name,
+            root_device_name=image.root_device,
         )
         self.context.node_builder.runtime(self).grant_read(self.node_role.role, login=True)
         self.pcs.add_node_group(

@@ -13,7 +13,7 @@ from fmcluster.aws.ownership import is_ours
 from fmcluster.aws.preflight import check_ami
 from fmcluster.aws.quotas import find_quota, judge, named, unknown_service
 from fmcluster.aws.results import ACCESS_DENIED, SKIP, WARN, Outcome, error_code
-from fmcluster.orchestrators.pcs.settings import settings_of
+from fmcluster.orchestrators.pcs.settings import PcsOrchestrator
 
 # The PCS quota on clusters per Region is named exactly "Clusters" (AWS PCS user guide, "Endpoints and service
 # quotas for AWS PCS"; docs/preflight.md). Its code is not pinned anywhere public: looked up by name.
@@ -21,7 +21,7 @@ CLUSTERS_QUOTA = "Clusters"
 
 
 def checks(spec: Any) -> List[PreflightCheck]:
-    settings = settings_of(spec).pcs
+    settings = PcsOrchestrator.of(spec).pcs
     found = [PreflightCheck("quota:pcs", "AWS PCS availability and quota", "pcs", check_pcs)]
     if settings.login_ami_id:
         login = catalog.get(settings.login_instance_type)

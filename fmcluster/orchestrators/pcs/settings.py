@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 from fmcluster import catalog, images
 from fmcluster.spec.base import Problem, SpecModel
 from fmcluster.spec.node_group import AMI_PATTERN
-from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings, orchestrator_settings
+from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
@@ -69,17 +69,13 @@ class PcsOrchestrator(OrchestratorSettings):
         return next(size for size, limit in PCS_MAX_NODES.items() if nodes <= limit or size == "LARGE")
 
 
-def settings_of(spec: ClusterSpec) -> PcsOrchestrator:
-    return orchestrator_settings(spec.orchestrator, PcsOrchestrator)
-
-
 def instances(spec: ClusterSpec) -> int:
     """Instances the controller manages: every node an elastic group may grow to, and the login node."""
     return sum(g.max_size for g in spec.node_groups) + 1
 
 
 def login_ami_id(spec: ClusterSpec) -> Optional[str]:
-    settings = settings_of(spec).pcs
+    settings = PcsOrchestrator.of(spec).pcs
     if settings.login_ami_id:
         return settings.login_ami_id
     return next((g.ami_id for g in spec.node_groups if g.instance.architecture == "x86_64" and g.ami_id), None)
@@ -87,7 +83,7 @@ def login_ami_id(spec: ClusterSpec) -> Optional[str]:
 
 def login_image(spec: ClusterSpec) -> images.ImageFamily:
     """The login AMI's family: given, or that of the first x86 group with an ami_id (whose AMI it then is)."""
-    settings = settings_of(spec).pcs
+    settings = PcsOrchestrator.of(spec).pcs
     if settings.login_image_family:
         return images.family(settings.login_image_family)
     donor = next((g for g in spec.node_groups if g.instance.architecture == "x86_64" and g.ami_id), None)
@@ -95,12 +91,12 @@ def login_image(spec: ClusterSpec) -> images.ImageFamily:
 
 
 def extra_instances(spec: ClusterSpec) -> List[ExtraInstance]:
-    return [ExtraInstance("login", settings_of(spec).pcs.login_instance_type)]
+    return [ExtraInstance("login", PcsOrchestrator.of(spec).pcs.login_instance_type)]
 
 
 def spec_rules(spec: ClusterSpec) -> List[Problem]:
     found: List[Problem] = []
-    settings = settings_of(spec)
+    settings = PcsOrchestrator.of(spec)
     for i, g in enumerate(spec.node_groups):
         if len(g.name) > 25 or (len(g.name) == 10 and g.name.isalnum()):
             found.append((f"node_groups[{i}].name", "PCS node group and queue names are at most 25 characters "

@@ -20,10 +20,9 @@ from fmcluster.constructs.node_bootstrap import (
     collectors_step,
     login_script,
     mime_user_data,
-    mount_step,
 )
 from fmcluster.constructs.node_group import Ec2NodeGroup
-from fmcluster.platforms.storage import SharedFileSystem
+from fmcluster.platforms.storage import Mounts
 from fmcluster.profiles import node_profile_json
 from fmcluster.spec import ClusterSpec, NodeGroup
 
@@ -60,14 +59,14 @@ class NodeGroupBuilder:
         spec: ClusterSpec,
         subnet_id: str,
         security_group_ids: Sequence[str],
-        file_system: Optional[SharedFileSystem] = None,
+        mounts: Optional[Mounts] = None,
         remote_write_url: Optional[str] = None,
         instance_tags: Optional[Dict[str, str]] = None,
     ) -> None:
         self.spec = spec
         self.subnet_id = subnet_id
         self.security_group_ids = list(security_group_ids)
-        self.file_system = file_system
+        self.mounts = mounts if mounts is not None else Mounts()
         self.remote_write_url = remote_write_url
         self.instance_tags = dict(instance_tags or {})
         self._runtime: Optional[NodeRuntime] = None
@@ -97,14 +96,17 @@ class NodeGroupBuilder:
             raise ValueError(f"group: {group.name} has no ami_id and {group.image_family} no default image")
         return ec2.MachineImage.from_ssm_parameter(parameter).get_image(scope).image_id
 
-    def _mount_step(self, efa_client: bool, validated: bool = True) -> str:
-        """Nodes without EFA (login nodes, CPU groups) reach an EFA-enabled file system over TCP. Nodes the boot
-        validator does not run on (login) apply validation.policy to a failed mount themselves."""
-        fs = self.file_system
-        if fs is None:
-            return ""
-        return mount_step(dns_name=fs.dns_name, mount_name=fs.mount_name, mount_point=fs.mount_point,
-                          efa=fs.efa and efa_client, fatal_under_fail=not validated)
+    def mount_steps(self, *, image: str, efa_client: bool, validated: bool = True) -> str:
+        """Every store's boot lines (`BootMount`): its client where `image` lacks it, then the mount. Nodes without
+        EFA (login nodes, CPU groups) reach a store over the plain network. Nodes the boot validator does not run on
+        (login) apply validation.policy to a failed mount themselves."""
+        lines = []
+        for mount in self.mounts:
+            if mount.boot is None:
+                raise ValueError(f"mounts: store {mount.store} has no boot form; nodes from launch templates cannot "
+                                 "mount it")
+            lines.append(mount.boot.shell(image=image, efa=efa_client, fatal_under_fail=not validated))
+        return "".join(lines)
 
     def bootstrap_shell(
         self,
@@ -116,12 +118,14 @@ class NodeGroupBuilder:
         collectors: bool = True,
         before_mount: str = "",
         after_units: Sequence[str] = (),
+        image: Optional[str] = None,
     ) -> str:
         """The shell script every node runs: read the group's boot pointer (the runtime, profile, level and policy it
-        names, published here), mount the shared file system,
-        install collectors, run the boot validator. A kind may pass its own profile (JSON) and node-side policy,
-        leave the host collectors out (collectors: False), add shell lines before the mount, and with `after_units`
-        run everything after the profile as a systemd unit ordered after those units (bootstrap_script)."""
+        names, published here), mount the shared stores, install collectors, run the boot validator. A kind may pass
+        its own profile (JSON) and node-side policy, leave the host collectors out (collectors: False), add shell
+        lines before the mount, name the image its service boots where that is not the group's image family (the
+        stores' clients are installed where an image lacks them), and with `after_units` run everything after the
+        profile as a systemd unit ordered after those units (bootstrap_script)."""
         region = Stack.of(scope).region
         collector_lines = ""
         if collectors and self.remote_write_url is not None:
@@ -134,7 +138,7 @@ class NodeGroupBuilder:
         return bootstrap_script(
             boot=boot,
             collectors=collector_lines,
-            mount=before_mount + self._mount_step(efa_client=group.efa_enabled),
+            mount=before_mount + self.mount_steps(image=image or group.image_family, efa_client=group.efa_enabled),
             after_units=after_units,
         )
 
@@ -191,9 +195,10 @@ class NodeGroupBuilder:
                                remote_write_url=self.remote_write_url, node_group=LOGIN_NODE_GROUP, gpu=False,
                                slurm=self.spec.orchestrator_kind.node_agent == "slurm")
 
-    def login_node(self, scope: Construct, id: str, *, instance: InstanceType, image_id: str,
+    def login_node(self, scope: Construct, id: str, *, instance: InstanceType, image_id: str, image: str,
                    root_device_name: str) -> NodeLaunchTemplate:
-        """A login node's launch template: no EFA, no GPU to validate, the shared file system mounted."""
+        """A login node's launch template: no EFA, no GPU to validate, the shared stores mounted (`image`: the image
+        family of `image_id`, for the stores' clients)."""
         template = NodeLaunchTemplate(
             scope,
             id,
@@ -207,7 +212,7 @@ class NodeGroupBuilder:
                 login_script(boot=self.boot(scope, group=LOGIN_NODE_GROUP, key=boot_pointer.LOGIN_KEY,
                                             level=self.spec.validation.level, policy=self.spec.validation_policy,
                                             profile_json=None),
-                             mount=self._mount_step(efa_client=False, validated=False),
+                             mount=self.mount_steps(image=image, efa_client=False, validated=False),
                              collectors=self.login_collectors(scope))
             ),
             root_volume_gib=100,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from aws_cdk import CfnTag, Fn
 from aws_cdk import aws_sagemaker as sagemaker
@@ -44,13 +44,6 @@ from fmcluster.runtime.contract import ML_PREFIX
 NODE_TYPES = ("Controller", "Login", "Compute")
 
 
-@dataclass(frozen=True)
-class FsxLustreMount:
-    """An FSx for Lustre file system HyperPod mounts on every node of a group (InstanceStorageConfigs.FsxLustreConfig)."""
-
-    dns_name: str
-    mount_name: str
-    mount_path: str
 SLURM_CONFIG_STRATEGIES = ("Managed", "Overwrite", "Merge")
 NODE_RECOVERY = ("Automatic", "None")
 DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
@@ -79,7 +72,9 @@ class HyperPodInstanceGroup:
     :param training_plan_arn: SageMaker training plan whose reserved capacity the group uses.
     :param efa_only: EFA interfaces as ``efa-only`` (no IP address each; API ClusterNetworkInterface),
         as the EC2 launch templates lay them out; None leaves HyperPod's default.
-    :param fsx_lustre: a file system HyperPod mounts before the lifecycle script runs (OnInitComplete).
+    :param storage: shared stores HyperPod mounts before the lifecycle script runs (OnInitComplete): each store's
+        InstanceStorageConfigs entry as CloudFormation writes it (the storage contract's HyperPod form), added to the
+        cluster's template after the EBS volume (`storage_override`).
     :param kubernetes_labels: EKS: labels of the group's nodes (KubernetesConfig.Labels).
     :param kubernetes_taints: EKS: taints of the group's nodes (``{"key", "value", "effect"}``); HyperPod refuses them
         on groups with deep health checks.
@@ -96,7 +91,7 @@ class HyperPodInstanceGroup:
     deep_health_checks: bool = False
     training_plan_arn: Optional[str] = None
     efa_only: Optional[bool] = None
-    fsx_lustre: Optional[FsxLustreMount] = None
+    storage: Tuple[Mapping[str, Any], ...] = ()
     kubernetes_labels: Optional[Dict[str, str]] = None
     kubernetes_taints: Tuple[Dict[str, str], ...] = ()
     entry_script: Optional[str] = None
@@ -146,17 +141,20 @@ class HyperPodInstanceGroup:
                     for t in self.kubernetes_taints] or None,
         )
 
+    def storage_override(self, index: int) -> Optional[Tuple[str, List[Dict[str, Any]]]]:
+        """With stores to mount, the group's whole InstanceStorageConfigs in CloudFormation's own shape (the EBS
+        volume's entry, then each store's as the store gives it): (property override path, value) for the group at
+        `index` of the cluster; None without stores (the L1 property renders the EBS volume alone)."""
+        if not self.storage:
+            return None
+        ebs = [{"EbsVolumeConfig": {"VolumeSizeInGB": self.ebs_volume_gib}}] if self.ebs_volume_gib is not None else []
+        return f"InstanceGroups.{index}.InstanceStorageConfigs", ebs + [dict(entry) for entry in self.storage]
+
     def render(self, *, role_arn: str, lifecycle: LifecycleScripts) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
         storage = []
         if self.ebs_volume_gib is not None:
             storage.append(sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
                 ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(volume_size_in_gb=self.ebs_volume_gib)
-            ))
-        if self.fsx_lustre is not None:
-            storage.append(sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
-                fsx_lustre_config=sagemaker.CfnCluster.ClusterFsxLustreConfigProperty(
-                    dns_name=self.fsx_lustre.dns_name, mount_name=self.fsx_lustre.mount_name,
-                    mount_path=self.fsx_lustre.mount_path)
             ))
         return sagemaker.CfnCluster.ClusterInstanceGroupProperty(
             instance_group_name=self.name,
@@ -228,6 +226,10 @@ def cfn_cluster(scope: Construct, *, cluster_name: str, instance_groups: Sequenc
         ),
         tags=[CfnTag(key=k, value=v) for k, v in sorted((tags or {}).items())] or None,
     )
+    for index, group in enumerate(instance_groups):
+        override = group.storage_override(index)
+        if override is not None:
+            cluster.add_property_override(*override)
     wait_for_node_inputs(cluster, lifecycle=lifecycle, role=role)
     return cluster
 

@@ -53,7 +53,7 @@ def security_group_id(ref: SecurityGroupRef) -> str:
 @jsii.implements(iam.IGrantable)
 class HyperPodInstanceRole(Construct):
     """Least-privilege role for the nodes of one HyperPod cluster; an ``iam.IGrantable``
-    (``grant_principal``) so others grant FSx, data bucket or AMP remote-write to it.
+    (``grant_principal``) so others grant the stores, data bucket or AMP remote-write to it.
 
     :param cluster_name: scopes the CloudWatch Logs permissions to ``/aws/sagemaker/Clusters/<cluster_name>/*``.
     :param subnets: the cluster's subnets (ENIs are created there).

@@ -233,7 +233,7 @@ class LifecycleScripts(Construct):
         if self.hook == "OnCreate":
             # OnCreate: the script runs when HyperPod creates the node (HyperPod on EKS: before the node joins)
             return sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(source_s3_uri=self.source_s3_uri, on_create=name)
-        # OnInitComplete: HyperPod configures and starts Slurm and mounts FSx first, then runs our script
+        # OnInitComplete: HyperPod configures and starts Slurm and mounts its stores first, then runs our script
         # (node/README.md); OnCreate would leave both to the script
         return sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(source_s3_uri=self.source_s3_uri,
                                                                     on_init_complete=name)

@@ -24,7 +24,7 @@ from fmcluster.catalog import InstanceType
 HUGEPAGES_2MI = "hugepages-2Mi"
 EFA_HUGEPAGES_2MI = 5128 * 2 * 2**20  # bytes: 5128 pages of 2 MiB on a node with the EFA driver
 
-# CPU left for the node's DaemonSet pods (VPC CNI, kube-proxy, Pod Identity agent, FSx CSI node plugin, device
+# CPU left for the node's DaemonSet pods (VPC CNI, kube-proxy, Pod Identity agent, storage CSI node plugins, device
 # plugins, node monitoring agent, the exporters): their requests add up to well under this, which also leaves a margin
 # for one more agent of the operator's. An allowance, not a sum taken from the add-ons' manifests (unverified).
 DAEMONSET_CPU_MILLICORES = 2000

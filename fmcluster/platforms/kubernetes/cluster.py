@@ -190,17 +190,20 @@ class EksControlPlane(Construct):
         policies: Sequence[iam.PolicyStatement] = (),
         managed_policies: Sequence[str] = (),
         after: Sequence[str] = (),
+        pin: Optional[AddonPin] = None,
     ) -> eks.Addon:
         """An EKS add-on at its pinned version (or EKS's default), with a Pod Identity role for `service_account`
-        holding `policies` / `managed_policies`, created after the add-ons named in `after`."""
-        if name not in self.addon_pins:
+        holding `policies` / `managed_policies`, created after the add-ons named in `after`. `pin`: the add-on's pins
+        where the control plane's table has none (a store's CSI driver)."""
+        pin = self.addon_pins.get(name, pin)
+        if pin is None:
             raise ValueError(f"name: {name!r} is not a pinned add-on ({', '.join(self.addon_pins)})")
         addon = eks.Addon(
             self,
             "".join(p.capitalize() for p in name.split("-")),
             cluster=self.icluster,
             addon_name=name,
-            addon_version=self.addon_pins[name].version_for(kubernetes_version),
+            addon_version=pin.version_for(kubernetes_version),
             configuration_values=configuration,
         )
         if service_account is not None:

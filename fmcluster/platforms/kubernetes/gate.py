@@ -17,7 +17,7 @@ SCRIPT = Path(__file__).resolve().parent / "node" / "kube_gate.py"
 STATE_DIR = "/var/lib/fmcluster"  # node_bootstrap.sh FMCLUSTER_STATE_DIR
 RESULT = "validation.json"
 # after the node's creation, how long the gate waits for a result before it treats the node as failed: user data
-# and the boot-validation unit (runtime fetch, Lustre client, mount) and the standard level take minutes; the
+# and the boot-validation unit (runtime fetch, storage clients, mounts) and the standard level take minutes; the
 # validator's own deadline is 60 s
 NO_RESULT_TIMEOUT_S = 2700
 

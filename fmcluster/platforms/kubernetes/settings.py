@@ -43,6 +43,21 @@ class Endpoint(SpecModel):
         return v
 
 
+# The node group a Kubernetes kind runs cluster services on (CoreDNS, controllers, a scheduler's pods).
+SYSTEM_GROUP = "system"
+
+
+class KueueSettings(SpecModel):
+    """Kueue: all-or-nothing admission and topology-aware placement."""
+
+    wait_for_pods_ready_seconds: int = Field(
+        1800, ge=60, le=86400,
+        description="waitForPodsReady timeout: a workload whose pods are not all running by then is evicted and "
+                    "requeued (all-or-nothing admission). The default leaves room for the first pull of a training "
+                    "image of 10 GB or more onto every node of the job (docs/eks.md).")
+    topology_aware: bool = Field(True, description="Topology-aware scheduling over EC2's network-topology node labels.")
+
+
 class EksControlPlaneSettings(SpecModel):
     """An EKS control plane: its Kubernetes version, who administers it, who reaches its API, its second AZ. The eks
     kind extends it (`EksSettings`); SageMaker HyperPod on EKS (hyperpod-eks) uses it as its ``eks`` section."""

@@ -11,6 +11,7 @@ from fmcluster.spec.orchestrator import BilledService, SpecWarning
 
 STANDARD, EXTENDED = "eks-cluster", "eks-cluster-extended-support"  # their prices' keys in the planner's data
 AMP_COLLECTOR = "amp-collector"
+PRICE_KEYS = frozenset({STANDARD, EXTENDED, AMP_COLLECTOR})  # what `billed_services` may name: the kinds' price_keys
 
 
 def today() -> date:

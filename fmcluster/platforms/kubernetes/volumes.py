@@ -1,25 +1,22 @@
-"""The storage stack's FSx for Lustre file system as a static PersistentVolume and a ReadWriteMany claim in the
-training namespace (FSx CSI driver, static provisioning: volumeHandle is the file system id, volumeAttributes its DNS
-and mount names). https://github.com/kubernetes-sigs/aws-fsx-csi-driver/tree/master/examples/kubernetes/static_provisioning
-"""
+"""A shared store's Kubernetes volume (`fmcluster.platforms.storage.KubernetesVolume`) as a static PersistentVolume
+pre-bound to its ReadWriteMany claim in a namespace: the form every store's CSI driver takes for static provisioning
+(volumeHandle and volumeAttributes as the store gives them)."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List
 
-DRIVER = "fsx.csi.aws.com"
-CLAIM = "fsx"  # the claim pods mount, in the training namespace
+from fmcluster.platforms.storage import KubernetesVolume
 
 
-def volume_name(cluster: str) -> str:
-    return f"{cluster}-fsx"
+def volume_name(cluster: str, volume: KubernetesVolume) -> str:
+    return f"{cluster}-{volume.name}"
 
 
-def fsx_volume(*, cluster: str, namespace: str, file_system_id: str, dns_name: str, mount_name: str,
-               capacity_gib: int) -> List[Dict[str, Any]]:
+def static_volume(*, cluster: str, namespace: str, volume: KubernetesVolume) -> List[Dict[str, Any]]:
     """The PersistentVolume (retained: the storage stack owns the data) bound to its claim, and the claim."""
-    name = volume_name(cluster)
-    storage = f"{capacity_gib}Gi"
+    name = volume_name(cluster, volume)
+    storage = f"{volume.capacity_gib}Gi"
     pv = {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
@@ -30,16 +27,16 @@ def fsx_volume(*, cluster: str, namespace: str, file_system_id: str, dns_name: s
             "accessModes": ["ReadWriteMany"],
             "persistentVolumeReclaimPolicy": "Retain",
             "storageClassName": "",
-            "mountOptions": ["noatime", "flock"],
-            "claimRef": {"namespace": namespace, "name": CLAIM},
-            "csi": {"driver": DRIVER, "volumeHandle": file_system_id,
-                    "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name}},
+            "mountOptions": list(volume.mount_options),
+            "claimRef": {"namespace": namespace, "name": volume.claim},
+            "csi": {"driver": volume.driver, "volumeHandle": volume.handle,
+                    "volumeAttributes": dict(volume.attributes)},
         },
     }
     pvc = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": {"name": CLAIM, "namespace": namespace},
+        "metadata": {"name": volume.claim, "namespace": namespace},
         "spec": {
             "accessModes": ["ReadWriteMany"],
             "storageClassName": "",

@@ -157,7 +157,7 @@ def test_a_cluster_without_elastic_groups_gets_no_autoscaler(synth_example):
 
 
 def test_kueue_quota_is_the_ceiling_so_jobs_beyond_count_leave_pods_pending():
-    from fmcluster.orchestrators.eks import kueue
+    from fmcluster.platforms.kubernetes import kueue
 
     spec = load_spec("examples/eks-p5.yaml")
     (h100,) = spec.node_groups

@@ -11,8 +11,7 @@ from helpers.jobs import objects, pods
 from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
-from fmcluster.orchestrators.eks import kueue
-from fmcluster.platforms.kubernetes import allocatable, devices, labels
+from fmcluster.platforms.kubernetes import allocatable, devices, kueue, labels
 from fmcluster.registry import load_spec
 
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("eks-*.yaml"))

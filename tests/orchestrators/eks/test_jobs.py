@@ -13,8 +13,8 @@ import yaml
 from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
-from fmcluster.orchestrators.eks import kueue
-from fmcluster.platforms.kubernetes import allocatable, devices, labels, volumes
+from fmcluster.platforms.kubernetes import allocatable, devices, kueue, labels
+from fmcluster.platforms.storage.fsx_lustre.mount import CLAIM
 from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -63,7 +63,7 @@ def test_each_pod_asks_for_every_gpu_and_efa_interface_of_its_node(job_objects, 
 
 def test_the_pods_mount_the_shared_file_system_claim(job_objects, spec):
     volumes_ = job_objects["Job"]["spec"]["template"]["spec"]["volumes"]
-    assert {"name": "fsx", "persistentVolumeClaim": {"claimName": volumes.CLAIM}} in volumes_
+    assert {"name": "fsx", "persistentVolumeClaim": {"claimName": CLAIM}} in volumes_
     assert spec.storage.fsx is not None
 
 

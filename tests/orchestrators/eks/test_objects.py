@@ -11,11 +11,11 @@ import jsonschema
 import kubernetes_validate
 import pytest
 from helpers import resources_of
+from helpers.storage import fsx_mounts
 from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
-from fmcluster.orchestrators.eks import kueue
-from fmcluster.platforms.kubernetes import devices, gate, labels, volumes
+from fmcluster.platforms.kubernetes import devices, gate, kueue, labels, volumes
 from fmcluster.registry import load_spec
 
 EXAMPLES = {"eks-p5": "eks-p5-cluster", "eks-p6-b200-capacity-block": "eks-b200-cluster"}
@@ -96,8 +96,9 @@ def test_the_validator_refuses_what_an_api_server_would():
     ds["spec"]["template"]["spec"]["nodeSelectr"] = {}
     with pytest.raises(kubernetes_validate.ValidationError, match="nodeSelectr"):
         validate(ds, "1.35")
-    pv = volumes.fsx_volume(cluster="c", namespace="n", file_system_id="fs-1", dns_name="d", mount_name="m",
-                            capacity_gib=1200)[0]
+    (fsx,) = fsx_mounts(file_system_id="fs-1", dns_name="d", mount_name="m", capacity_gib=1200)
+    assert fsx.kubernetes is not None
+    pv = volumes.static_volume(cluster="c", namespace="n", volume=fsx.kubernetes)[0]
     pv["spec"]["capacity"]["storage"] = {"gi": 1200}
     with pytest.raises(kubernetes_validate.ValidationError):
         validate(pv, "1.35")

@@ -13,8 +13,8 @@ from helpers.resume_jobs import RESUME, ROOT, problems_with_checkpoints
 from platforms.kubernetes import kueue_rules
 from platforms.kubernetes.schemas import validate
 
-from fmcluster.orchestrators.eks import kueue
-from fmcluster.platforms.kubernetes import allocatable, labels, volumes
+from fmcluster.platforms.kubernetes import allocatable, kueue, labels
+from fmcluster.platforms.storage.fsx_lustre.mount import CLAIM
 from fmcluster.registry import load_spec
 from fmcluster.spec.checkpoints import paths
 
@@ -70,7 +70,7 @@ def test_it_checkpoints_where_the_spec_says(job_objects, spec):
     assert flag(argv, "--interval-minutes") == str(spec.checkpoints.interval_minutes)
     assert flag(argv, "--keep") == str(spec.checkpoints.keep)
     pod = job_objects["Job"]["spec"]["template"]["spec"]
-    assert {"name": "fsx", "persistentVolumeClaim": {"claimName": volumes.CLAIM}} in pod["volumes"]
+    assert {"name": "fsx", "persistentVolumeClaim": {"claimName": CLAIM}} in pod["volumes"]
 
 
 def test_one_pod_per_node_asks_for_every_gpu_and_efa_interface_and_fits(job_objects, spec):

@@ -12,7 +12,7 @@ from helpers import resources_of
 from platforms.kubernetes.schemas import validate
 
 from fmcluster.app import synthesize
-from fmcluster.orchestrators.eks import gangs
+from fmcluster.platforms.kubernetes import gangs
 from fmcluster.platforms.kubernetes.versions import CHARTS
 from fmcluster.registry import parse_spec
 

@@ -17,7 +17,7 @@ from helpers.jobs import objects
 from helpers.resume_jobs import ROOT
 
 from fmcluster.orchestrators.hyperpod_eks import checkpoint_access
-from fmcluster.orchestrators.hyperpod_eks.settings import settings_of
+from fmcluster.orchestrators.hyperpod_eks.settings import HyperPodEksOrchestrator
 from fmcluster.platforms.kubernetes import pod_identity, team_objects
 from fmcluster.registry import load_spec, parse_spec
 from fmcluster.spec.checkpoints import paths
@@ -111,7 +111,7 @@ def test_the_data_key_is_usable_through_s3_only(statements, spec):
 
 
 def test_every_team_namespace_gets_the_role_and_the_service_account(template, spec):
-    teams = settings_of(spec).task_governance.teams
+    teams = HyperPodEksOrchestrator.of(spec).task_governance.teams
     role_id = _role_id(template)
     bound = {a["Properties"]["Namespace"]: a["Properties"] for a in resources_of(template, ASSOCIATION).values()
              if a["Properties"]["RoleArn"] == {"Fn::GetAtt": [role_id, "Arn"]}}

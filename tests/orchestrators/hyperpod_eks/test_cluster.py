@@ -8,6 +8,7 @@ import json
 
 import pytest
 from helpers import policy_statements, resources_of
+from helpers.storage import no_mounts
 
 from fmcluster.orchestrators.hyperpod_eks import nodes
 from fmcluster.orchestrators.hyperpod_eks.versions import HYPERPOD_CHART, TASK_GOVERNANCE, TRAINING_OPERATOR
@@ -293,7 +294,7 @@ def test_lifecycle_entries_parameters_and_profiles(synth_example):
     from fmcluster.runtime.node_setup import identity, parameters
 
     spec = load_spec("examples/hyperpod-eks-p5en-training-plan.yaml")
-    params = nodes.lifecycle_parameters(spec, "us-east-1", None, observability=False)
+    params = nodes.lifecycle_parameters(spec, "us-east-1", no_mounts(), observability=False)
     assert tuple(params) == contract.EKS_LIFECYCLE_PARAMETERS_KEYS
     assert all(tuple(w) == contract.EKS_WORKER_GROUP_KEYS for w in params["worker_groups"])
     parameters.validate_eks_params(params)

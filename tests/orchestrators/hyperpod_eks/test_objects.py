@@ -17,7 +17,8 @@ from platforms.kubernetes.schemas import validate
 
 from fmcluster.orchestrators.hyperpod_eks import nodes
 from fmcluster.orchestrators.hyperpod_eks.settings import LOCAL_QUEUE_SUFFIX, PRIORITY_CLASS_SUFFIX, TEAM_NAMESPACE_PREFIX
-from fmcluster.platforms.kubernetes import allocatable, labels, team_objects, volumes
+from fmcluster.platforms.kubernetes import allocatable, labels, team_objects
+from fmcluster.platforms.storage.fsx_lustre.mount import CLAIM
 from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -83,9 +84,9 @@ def test_each_team_claims_the_shared_file_system_in_its_namespace(applied):
     for team in ("research", "production"):
         ns = f"{TEAM_NAMESPACE_PREFIX}{team}"
         pvc = [c for c in wanted if c["metadata"]["namespace"] == ns and c["kind"] == "PersistentVolumeClaim"]
-        assert len(pvc) == 1 and pvc[0]["metadata"]["name"] == volumes.CLAIM
+        assert len(pvc) == 1 and pvc[0]["metadata"]["name"] == CLAIM
         pv = named(applied, "PersistentVolume", f"hpeks-p5-{team}-fsx")
-        assert pv["spec"]["claimRef"] == {"namespace": ns, "name": volumes.CLAIM}
+        assert pv["spec"]["claimRef"] == {"namespace": ns, "name": CLAIM}
         assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
         assert pvc[0]["spec"]["volumeName"] == pv["metadata"]["name"]
         assert pvc[0]["spec"]["resources"] == {"requests": {"storage": pv["spec"]["capacity"]["storage"]}}
@@ -102,7 +103,7 @@ def test_the_team_objects_deployment_reads_only_the_teams_namespaces_and_creates
     namespaces = sorted(f"{TEAM_NAMESPACE_PREFIX}{t}" for t in ("research", "production"))
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"], "resourceNames": namespaces},
-        {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get"], "resourceNames": [volumes.CLAIM]},
+        {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get"], "resourceNames": [CLAIM]},
         {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["create"]}]
     policy = named(applied, "ValidatingAdmissionPolicy", f"{team_objects.NAME}-claims")
     assert json.loads(policy["spec"]["variables"][0]["expression"]) == {
@@ -178,7 +179,7 @@ def test_the_job_fits_the_teams_quota_and_asks_for_every_gpu_and_efa_interface(j
         assert requests[labels.EFA_RESOURCE] == group.instance.efa_interfaces
         assert f"--nproc-per-node={group.instance.gpus} " in " ".join(container["command"])
         pod = replica["template"]["spec"]
-        assert {"name": "fsx", "persistentVolumeClaim": {"claimName": volumes.CLAIM}} in pod["volumes"]
+        assert {"name": "fsx", "persistentVolumeClaim": {"claimName": CLAIM}} in pod["volumes"]
         node = allocatable.allocatable(group.instance, spec.orchestrator.hyperpod.threads_per_core)
         assert kueue_rules.node_fit_problems(pod, node) == [], "one pod fits one node (ThreadsPerCore 1: 96 CPUs)"
         assert int(requests["cpu"]) == allocatable.whole_node_cpu_request(group.instance, 1)

@@ -122,14 +122,15 @@ def test_instance_role_reaches_data_bucket_and_prometheus_without_wildcard_actio
 
 
 def test_lifecycle_parameters_carry_groups_fsx_validation_and_collectors():
+    from helpers.storage import fsx_mounts
+
     from fmcluster.orchestrators.hyperpod_slurm.construct import lifecycle_parameters
-    from fmcluster.platforms.storage import SharedFileSystem
     from fmcluster.registry import load_spec
 
     spec = load_spec("examples/hyperpod-slurm-p5.yaml")
     fsx = {"dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com", "mount_name": "abcdefgh", "mount_point": "/fsx",
-           "efa": False}
-    params = lifecycle_parameters(spec, REGION, SharedFileSystem(**fsx), "https://aps-workspaces.example/api/v1/remote_write")
+           "efa": True}
+    params = lifecycle_parameters(spec, REGION, fsx_mounts(**fsx), "https://aps-workspaces.example/api/v1/remote_write")
     assert params["version"] == 1 and params["workload_manager"] == "slurm"
     assert (params["controller_group"], params["login_group"]) == ("controller", "login")
     assert params["worker_groups"] == [{"instance_group_name": "h100", "partition_name": "h100",

@@ -9,9 +9,9 @@ from __future__ import annotations
 import copy
 
 import pytest
+from helpers.storage import fsx_mounts
 
 from fmcluster.orchestrators.hyperpod_slurm.construct import lifecycle_parameters
-from fmcluster.platforms.storage import SharedFileSystem
 from fmcluster.registry import parse_spec
 from fmcluster.runtime import contract
 from fmcluster.runtime.node_setup import parameters
@@ -83,9 +83,8 @@ def test_lifecycle_parameters_the_synth_side_renders_pass_the_node_side_and_matc
     data["orchestrator"]["hyperpod"]["users"] = [{"name": "alice", "uid": 2001, "groups": ["docker"],
                                                   "ssh_public_keys": [ED25519]}]
     spec = parse_spec(data)
-    fsx = SharedFileSystem(dns_name="fs-0abc.fsx.us-east-1.amazonaws.com", mount_name="abcdefgh",
-                           mount_point="/fsx", efa=False)
-    params = lifecycle_parameters(spec, "us-east-1", fsx, "https://aps-workspaces.example/api/v1/remote_write")
+    mounts = fsx_mounts(efa=True)  # EFA-enabled: the lifecycle scripts mount it
+    params = lifecycle_parameters(spec, "us-east-1", mounts, "https://aps-workspaces.example/api/v1/remote_write")
     assert tuple(params) == contract.LIFECYCLE_PARAMETERS_KEYS
     assert params["version"] == contract.LIFECYCLE_PARAMETERS_VERSION
     assert all(tuple(w) == contract.WORKER_GROUP_KEYS for w in params["worker_groups"])

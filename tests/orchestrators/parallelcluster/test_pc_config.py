@@ -8,6 +8,7 @@ from typing import Any, Dict
 
 import pytest
 from helpers.parallelcluster import make_spec
+from helpers.storage import fsx_mounts
 
 from fmcluster.orchestrators.parallelcluster.config import (
     HEAD_NODE_BOOTSTRAP_TIMEOUT_S,
@@ -15,6 +16,7 @@ from fmcluster.orchestrators.parallelcluster.config import (
     cluster_configuration,
     placement_group,
 )
+from fmcluster.platforms.storage import PARALLELCLUSTER
 
 CB = {"type": "capacity-block", "reservation_id": "cr-0a1b2c3d4e5f60718"}
 ODCR = {"type": "odcr", "reservation_id": "cr-0fedcba9876543210"}
@@ -143,13 +145,12 @@ def test_official_ami_by_default_custom_ami_where_given():
     assert queue(config)["Image"] == {"CustomAmi": "ami-0fedcba9876543210"}
 
 
-def test_the_shared_file_system_is_mounted_by_id():
-    inputs = ClusterInputs(**{**INPUTS.__dict__, "file_system_id": "fs-0123456789abcdef0", "mount_point": "/fsx"})
+def test_the_shared_file_system_is_mounted_by_id_from_the_stores_shared_storage_entry():
+    (fsx,) = fsx_mounts(file_system_id="fs-0123456789abcdef0", mount_point="/fsx")
+    inputs = ClusterInputs(**{**INPUTS.__dict__, "shared_storage": [fsx.services[PARALLELCLUSTER]]})
     assert render(inputs=inputs)["SharedStorage"] == [{"MountDir": "/fsx", "Name": "fsx", "StorageType": "FsxLustre",
                                                        "FsxLustreSettings": {"FileSystemId": "fs-0123456789abcdef0"}}]
     assert "SharedStorage" not in render()
-    with pytest.raises(ValueError, match="mount_point"):
-        render(inputs=ClusterInputs(**{**INPUTS.__dict__, "file_system_id": "fs-0123456789abcdef0"}))
 
 
 def test_one_queue_per_node_group_named_after_it():

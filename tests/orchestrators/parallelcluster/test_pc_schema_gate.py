@@ -19,9 +19,11 @@ from helpers.parallelcluster import (
     references,
     with_placeholders,
 )
+from helpers.storage import fsx_mounts
 
 from fmcluster.orchestrators.parallelcluster.config import ClusterInputs, cluster_configuration
 from fmcluster.orchestrators.parallelcluster.settings import PCLUSTER_VERSION, cluster_name
+from fmcluster.platforms.storage import PARALLELCLUSTER
 from fmcluster.registry import load_spec
 
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml")
@@ -200,13 +202,17 @@ def test_the_gate_fails_a_shared_mount_dir_over_the_nodes_instance_storage(pclus
     import dataclasses
 
     spec = load_spec(ROOT / "examples" / "parallelcluster-p5.yaml")
-    inputs = dataclasses.replace(_placeholder_inputs(), file_system_id="fs-0123456789abcdef0", mount_point="/fsx")
+    def at(mount_point: str) -> ClusterInputs:
+        (fsx,) = fsx_mounts(file_system_id="fs-0123456789abcdef0", mount_point=mount_point)
+        return dataclasses.replace(_placeholder_inputs(), shared_storage=[fsx.services[PARALLELCLUSTER]])
+
+    inputs = at("/fsx")
     assert pcluster_validate(pcluster_python, cluster_configuration(spec, inputs), "pc-p5", tmp_path)[0] == 0
-    inside = dataclasses.replace(inputs, mount_point="/scratch/shared")
+    inside = at("/scratch/shared")
     code, report = pcluster_validate(pcluster_python, cluster_configuration(spec, inside), "pc-p5", tmp_path)
     assert code == 1
     assert any("OverlappingMountDirValidator" in e and "/scratch" in e for e in report["errors"]["_validators"])
-    same = dataclasses.replace(inputs, mount_point="/scratch")
+    same = at("/scratch")
     code, report = pcluster_validate(pcluster_python, cluster_configuration(spec, same), "pc-p5", tmp_path)
     assert "DuplicateMountDirValidator" in [f["validator"] for f in report["findings"] if f["level"] == "WARNING"]
 

@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
+from helpers.storage import fsx_mounts
 
 from fmcluster.platforms.kubernetes import pod_identity, team_objects, volumes
 from fmcluster.platforms.kubernetes.node import kube_team_objects
@@ -24,9 +25,10 @@ CHECKPOINTS = "fmcluster-checkpoints"
 def wanted(namespace: str, cluster: str = "hpeks-p5") -> Dict[str, Any]:
     """A team's claim of the shared file system, as the hyperpod-eks kind wants it."""
     team = namespace.rsplit("-", 1)[-1]
-    _pv, pvc = volumes.fsx_volume(cluster=f"{cluster}-{team}", namespace=namespace, file_system_id="fs-0123456789abcdef0",
-                                  dns_name="fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com", mount_name="abcdefgh",
-                                  capacity_gib=9600)
+    (fsx,) = fsx_mounts(file_system_id="fs-0123456789abcdef0", mount_name="abcdefgh", capacity_gib=9600,
+                        dns_name="fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com")
+    assert fsx.kubernetes is not None
+    _pv, pvc = volumes.static_volume(cluster=f"{cluster}-{team}", namespace=namespace, volume=fsx.kubernetes)
     return pvc
 
 

@@ -1,4 +1,5 @@
-"""Kueue, rendered from the spec: the controller's configuration (all-or-nothing admission with waitForPodsReady),
+"""Kueue, rendered from a Kubernetes kind's settings (any with the fields of `KueueCluster`; the eks kind's today): the
+controller's configuration (all-or-nothing admission with waitForPodsReady),
 and the queue objects (a Topology per network-topology depth, a ResourceFlavor per node group, one ClusterQueue with
 GPU/EFA/CPU/memory quotas from the node counts, a LocalQueue in the training namespace). API kueue.x-k8s.io/v1beta2
 (Kueue >= 0.16). https://kueue.sigs.k8s.io/docs/concepts/ ; .../topology_aware_scheduling/ ; .../tasks/manage/
@@ -6,14 +7,40 @@ setup_wait_for_pods_ready/"""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Protocol
 
 import yaml
 
 from fmcluster import catalog
-from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, EksSettings
 from fmcluster.platforms.kubernetes import devices, labels
+from fmcluster.platforms.kubernetes.settings import SYSTEM_GROUP, KueueSettings
 from fmcluster.spec import NodeGroup
+
+
+class SystemNodes(Protocol):
+    @property
+    def instance_type(self) -> str: ...
+
+    @property
+    def count(self) -> int: ...
+
+
+class KueueCluster(Protocol):
+    """What Kueue is rendered from: a kind's settings with its Kueue section, EFA device mode, system nodes and the
+    training namespace (the eks kind's `EksSettings`)."""
+
+    @property
+    def kueue(self) -> KueueSettings: ...
+
+    @property
+    def efa_device(self) -> str: ...
+
+    @property
+    def system_nodes(self) -> SystemNodes: ...
+
+    @property
+    def training_namespace(self) -> str: ...
+
 
 API = "kueue.x-k8s.io/v1beta2"
 QUEUE = "training"  # the ClusterQueue's and the LocalQueue's name
@@ -57,7 +84,7 @@ def device_class_mappings(efa_device: str) -> List[Dict[str, Any]]:
     return [{"name": labels.EFA_RESOURCE, "deviceClassNames": [devices.EFA_DEVICE_CLASS]}]
 
 
-def configuration(settings: EksSettings) -> Dict[str, Any]:
+def configuration(settings: KueueCluster) -> Dict[str, Any]:
     """The controller manager's Configuration (config.kueue.x-k8s.io/v1beta2): the chart's defaults plus
     waitForPodsReady. blockAdmission admits one workload at a time until its pods are ready, so two gangs never hold
     half the cluster each; a workload not ready in time is evicted and requeued with backoff. With the EFA DRA
@@ -84,7 +111,7 @@ def configuration(settings: EksSettings) -> Dict[str, Any]:
     }
 
 
-def chart_values(settings: EksSettings, *, system_selector: Dict[str, str]) -> Dict[str, Any]:
+def chart_values(settings: KueueCluster, *, system_selector: Dict[str, str]) -> Dict[str, Any]:
     """Helm values of the kueue chart: our Configuration, the controller on the system nodes."""
     return {
         "controllerManager": {"nodeSelector": dict(system_selector)},
@@ -92,12 +119,12 @@ def chart_values(settings: EksSettings, *, system_selector: Dict[str, str]) -> D
     }
 
 
-def tas_only(groups: List[NodeGroup], settings: EksSettings) -> bool:
+def tas_only(groups: List[NodeGroup], settings: KueueCluster) -> bool:
     """Every node group's flavor names a Topology (Kueue then places every pod set by topology)."""
     return settings.kueue.topology_aware and all(labels.topology_levels(g.instance_type) for g in groups)
 
 
-def _topologies(groups: List[NodeGroup], settings: EksSettings) -> List[Dict[str, Any]]:
+def _topologies(groups: List[NodeGroup], settings: KueueCluster) -> List[Dict[str, Any]]:
     found: Dict[str, List[str]] = {}
     for g in groups:
         levels = labels.topology_levels(g.instance_type)
@@ -120,7 +147,7 @@ def flavor(group: NodeGroup, *, topology_aware: bool) -> Dict[str, Any]:
     return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": group.name}, "spec": spec}
 
 
-def system_flavor(groups: List[NodeGroup], settings: EksSettings) -> Dict[str, Any]:
+def system_flavor(groups: List[NodeGroup], settings: KueueCluster) -> Dict[str, Any]:
     """The system nodes' flavor: only pod sets that tolerate its taint are admitted to it."""
     spec: Dict[str, Any] = {"nodeLabels": {labels.GROUP: SYSTEM_FLAVOR}, "nodeTaints": [dict(SYSTEM_FLAVOR_TAINT)]}
     if tas_only(groups, settings):
@@ -128,7 +155,7 @@ def system_flavor(groups: List[NodeGroup], settings: EksSettings) -> Dict[str, A
     return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": SYSTEM_FLAVOR}, "spec": spec}
 
 
-def system_quotas(settings: EksSettings) -> List[Dict[str, Any]]:
+def system_quotas(settings: KueueCluster) -> List[Dict[str, Any]]:
     """The system nodes' CPU and memory; no GPU or EFA (every flavor names every covered resource)."""
     t = catalog.get(settings.system_nodes.instance_type)
     nodes = settings.system_nodes.count
@@ -161,7 +188,7 @@ def quotas(group: NodeGroup, efa_device: str) -> List[Dict[str, Any]]:
     return [{"name": r, "nominalQuota": amounts[r]} for r in covered_resources(efa_device)]
 
 
-def queue_objects(groups: List[NodeGroup], settings: EksSettings) -> List[Dict[str, Any]]:
+def queue_objects(groups: List[NodeGroup], settings: KueueCluster) -> List[Dict[str, Any]]:
     """Topologies, flavors (the node groups', then the system nodes', tried in that order), the ClusterQueue and the
     LocalQueue, in the order they must be applied."""
     topology_aware = settings.kueue.topology_aware

@@ -1,0 +1,353 @@
+"""The storage seam: what a shared store hands every orchestrator kind (`Mount`), and what a store declares (`Store`).
+
+A store is a folder under ``fmcluster/platforms/storage/`` whose ``__init__`` declares one `Store` subclass and
+instance (``STORE``), listed once in the composition root (`fmcluster.registry`). The storage stack asks every
+registered store the spec configures to build its resources there (stateful: retained, logical ids pinned) and gets
+back a `BuiltStore`: the store's `Mount`, its stack outputs and exports, and its alarms. The cluster stack hands the
+kind every mount (`Mounts`, ``OrchestrationContext.mounts``), and a kind consumes a mount through these forms only,
+never by the store's name:
+
+- ``boot`` (`BootMount`): the shell lines a node's boot script runs (EC2 user data, login nodes): install the
+  client where the node's image lacks it, mount, add to fstab; a failed mount is judged by ``validation.policy``.
+- ``kubernetes`` (`KubernetesVolume`): a static PersistentVolume and its ReadWriteMany claim, served by the CSI
+  driver an EKS add-on installs (`CsiAddon`, declared by the store).
+- ``services``: service-native forms, keyed by service (`HYPERPOD`, `PARALLELCLUSTER`), each as that service writes
+  it: what the service mounts itself (HyperPod's ``InstanceStorageConfigs`` entry, ParallelCluster's
+  ``SharedStorage`` entry). A mount without a service's form is mounted by the nodes instead.
+- ``lifecycle``: the store's entry in HyperPod's lifecycle parameters, under the store's ``lifecycle_key`` (the node
+  scripts mount it).
+- ``node_permissions``: IAM the nodes' principal needs to reach the data (the cluster stack grants them with the data
+  bucket).
+
+Plain data, no CDK type: values may be CDK tokens (strings that resolve at deploy time), so the spec, the planner and
+tests read the contract without loading CDK. docs/architecture.md ("The storage seam") has the whole picture and
+how a second store (Mountpoint for Amazon S3) fills each form.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:
+    from aws_cdk import Stack
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_iam as iam
+    from aws_cdk import aws_kms as kms
+    from constructs import Construct
+
+    from fmcluster.spec.cluster import ClusterSpec
+
+__all__ = ["Alarm", "Arn", "BootMount", "BuiltStore", "CsiAddon", "HYPERPOD", "KubernetesVolume", "Mount", "Mounts",
+           "NodeClient", "PARALLELCLUSTER", "Permission", "SERVICES", "Store", "StorageScope"]
+
+# Services that mount a store themselves, given its entry in their own format.
+HYPERPOD = "sagemaker-hyperpod"  # an InstanceStorageConfigs entry of AWS::SageMaker::Cluster, as CloudFormation writes it
+PARALLELCLUSTER = "parallelcluster"  # a SharedStorage entry of ParallelCluster 3's cluster configuration
+SERVICES = (HYPERPOD, PARALLELCLUSTER)
+
+ID = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+
+
+@dataclass(frozen=True)
+class Arn:
+    """An ARN a consumer completes with its own stack's partition (and Region and account where regional)."""
+
+    service: str
+    resource: str
+    regional: bool = True
+
+    def render(self, *, partition: str, region: str, account: str) -> str:
+        if self.regional:
+            return f"arn:{partition}:{self.service}:{region}:{account}:{self.resource}"
+        return f"arn:{partition}:{self.service}:::{self.resource}"
+
+
+@dataclass(frozen=True)
+class Permission:
+    """One IAM statement a store needs granted: actions named one by one, on the resources it names."""
+
+    sid: str
+    actions: Tuple[str, ...]
+    resources: Tuple[Arn, ...]
+
+    def __post_init__(self) -> None:
+        if not self.actions or any("*" in a for a in self.actions):
+            raise ValueError(f"actions: {self.sid} names its actions one by one, never a wildcard")
+
+    def arns(self, *, partition: str, region: str, account: str) -> List[str]:
+        return [a.render(partition=partition, region=region, account=account) for a in self.resources]
+
+
+@dataclass(frozen=True)
+class NodeClient:
+    """The client a node needs to mount a store.
+
+    :param install: image -> shell lines that install the client on that image ("" where the image ships it). An
+        image is an image family (``images.FAMILIES``) or the name a kind gives the image its service picks (the
+        EKS kind's ``eks-al2023``). An image not listed is refused at synth, naming the store's client.
+    """
+
+    name: str
+    install: Mapping[str, str]
+
+    def install_on(self, image: str) -> str:
+        if image not in self.install:
+            raise ValueError(f"image: no way to install {self.name} on {image!r} (known: {', '.join(sorted(self.install))})")
+        return self.install[image]
+
+
+@dataclass(frozen=True)
+class BootMount:
+    """How a node's boot script mounts the store.
+
+    :param command: one shell command that mounts the store and adds it to fstab.
+    :param failure: what the boot log says when it fails (no single quotes).
+    :param client: the client it needs, installed first where the image lacks it.
+    :param efa_command: the command on a node with an EFA interface, where the store is reached over EFA (None: the
+        same command).
+    """
+
+    command: str
+    failure: str
+    client: Optional[NodeClient] = None
+    efa_command: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if "'" in self.failure or "\n" in self.failure:
+            raise ValueError("failure: one line without single quotes (the boot script echoes it quoted)")
+
+    def shell(self, *, image: str, efa: bool = False, fatal_under_fail: bool = False) -> str:
+        """Shell lines: the client's install, then the mount. A failed mount is judged by validation.policy
+        (docs/node-contract.md): where the boot validator runs, its required storage.mounts check applies the policy,
+        so the line only reports; with `fatal_under_fail` (nodes without the validator) it stops the boot when the
+        policy the boot pointer named (``FMCLUSTER_POLICY``) is fail, read at boot so a policy change leaves the
+        launch template alone."""
+        said = f"echo 'fmcluster: {self.failure}'"
+        on_failure = ("{ " + said + "; if [ \"${FMCLUSTER_POLICY:-fail}\" = fail ]; then echo 'fmcluster: policy "
+                      "fail'; exit 1; fi; }") if fatal_under_fail else said
+        command = self.efa_command if efa and self.efa_command is not None else self.command
+        client = self.client.install_on(image) if self.client is not None else ""
+        return f"{client}{command} || {on_failure}\n"
+
+
+@dataclass(frozen=True)
+class CsiAddon:
+    """The EKS add-on that installs a store's CSI driver.
+
+    :param service_account: the add-on's service account that gets a Pod Identity role with the drivers'
+        permissions (`KubernetesVolume.driver_permissions` of the mounts it serves).
+    :param always: installed on every Kubernetes cluster, mounted or not (for a driver that always has been:
+        removing it from clusters without the store is a change of its own); False: only with a mount that uses it.
+    :param versions: Kubernetes version -> the add-on version pinned (absent: EKS's default for the cluster's version),
+        and ``source`` where the pins come from, for an add-on the Kubernetes platform's own table
+        (platforms/kubernetes/versions.py ``ADDONS``) does not pin.
+    """
+
+    name: str
+    service_account: str
+    always: bool = False
+    versions: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class KubernetesVolume:
+    """A store as a static PersistentVolume (retained: the storage stack owns the data) pre-bound to a ReadWriteMany
+    claim in a namespace, served by the CSI driver of the `CsiAddon` named ``addon``.
+
+    :param name: the volume's name after the cluster's (``<cluster>-<name>``).
+    :param claim: the claim pods mount.
+    :param capacity_gib: what the volume and claim say (Kubernetes requires a size; a driver may ignore it).
+    :param driver_permissions: what the driver's role needs for this volume.
+    """
+
+    addon: str
+    driver: str
+    handle: str
+    attributes: Mapping[str, str]
+    mount_options: Tuple[str, ...]
+    capacity_gib: int
+    claim: str
+    name: str
+    driver_permissions: Tuple[Permission, ...] = ()
+
+
+@dataclass(frozen=True)
+class Mount:
+    """One configured store as every kind mounts it.
+
+    :param store: the store's name (messages only: a kind never branches on it).
+    :param id: a construct id part for what a kind builds per mount (a volume manifest), stable across releases.
+    :param path: where nodes see it; ``fstype``, ``source`` and ``options`` as mount(8) takes them.
+    """
+
+    store: str
+    id: str
+    path: str
+    fstype: str
+    source: str
+    options: Tuple[str, ...] = ()
+    boot: Optional[BootMount] = None
+    kubernetes: Optional[KubernetesVolume] = None
+    services: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    lifecycle: Optional[Mapping[str, Any]] = None
+    node_permissions: Tuple[Permission, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not ID.match(self.id):
+            raise ValueError(f"id: {self.id!r} must be a construct id (a capital letter, then letters and digits)")
+        if not self.path.startswith("/") or self.path == "/":
+            raise ValueError(f"path: {self.path!r} must be an absolute path below /")
+        unknown = set(self.services) - set(SERVICES)
+        if unknown:
+            raise ValueError(f"services: {', '.join(sorted(unknown))} not among {', '.join(SERVICES)}")
+
+    @property
+    def command(self) -> str:
+        """The mount(8) command a person runs."""
+        options = f" -o {','.join(self.options)}" if self.options else ""
+        return f"mount -t {self.fstype}{options} {self.source} {self.path}"
+
+
+@dataclass(frozen=True)
+class Alarm:
+    """A CloudWatch alarm on a store's metric that notifies the alert topic (observability stack)."""
+
+    id: str
+    description: str
+    namespace: str
+    metric: str
+    dimensions: Mapping[str, str]
+    statistic: str
+    period_minutes: int
+    threshold: float
+    evaluation_periods: int
+    below: bool = True  # alarm while the metric is below the threshold (else above)
+
+
+@dataclass(frozen=True)
+class BuiltStore:
+    """What a store's `build` returns to the storage stack.
+
+    :param outputs: CfnOutput id -> value, added to the storage stack.
+    :param exports: values exported under CDK's automatic names whatever the kind imports, so the exports never depend
+        on the orchestrator (CloudFormation refuses to remove an export another stack imports).
+    :param alarms: added to the observability stack when there is one.
+    """
+
+    mount: Mount
+    outputs: Mapping[str, str] = field(default_factory=dict)
+    exports: Tuple[str, ...] = ()
+    alarms: Tuple[Alarm, ...] = ()
+
+
+@dataclass(frozen=True)
+class StorageScope:
+    """What a store builds from, in the storage stack.
+
+    :param scope: the storage stack itself: a store's resources keep the construct ids (and logical ids) they had.
+    :param subnet: the storage subnet in the GPU AZ (never resized with compute).
+    :param node_security_group: the nodes' EFA security group.
+    :param key: the data key (``Store.uses_data_key``).
+    :param data_bucket_name: the data bucket's name (a token for the bucket fmcluster creates).
+    """
+
+    scope: Construct
+    spec: ClusterSpec
+    vpc: ec2.IVpc
+    subnet: ec2.ISubnet
+    node_security_group: ec2.ISecurityGroup
+    key: kms.IKey
+    data_bucket_name: str
+
+
+@dataclass(frozen=True)
+class Store:
+    """One shared store, declared as data; `build` and `key_statements` import their modules when called.
+
+    :param name: the store's name, in messages and docs.
+    :param title: how the data key's description and the docs name it.
+    :param spec_key: its section under the spec's ``storage`` (None there: not configured).
+    :param resources: what it adds to the storage stack, for the stack's description.
+    :param uses_data_key: its resources are encrypted with the data key (named in the key's description).
+    :param lifecycle_key: its key in HyperPod's lifecycle parameters (null while not mounted by the nodes).
+    :param csi_addon: the EKS add-on that installs its CSI driver.
+    """
+
+    name: str
+    title: str
+    spec_key: str
+    resources: str
+    uses_data_key: bool = False
+    lifecycle_key: Optional[str] = None
+    csi_addon: Optional[CsiAddon] = None
+
+    def section(self, spec: ClusterSpec) -> Any:
+        """Its section of the spec, or None where the spec does not configure it."""
+        return getattr(spec.storage, self.spec_key, None)
+
+    def key_statements(self, stack: Stack) -> List[iam.PolicyStatement]:
+        """What the data key's policy grants the store's service, whether or not the spec configures it (the key is
+        created first, and its policy must not change with the spec's storage)."""
+        return []
+
+    def build(self, scope: StorageScope) -> BuiltStore:
+        """Build its resources in the storage stack (called only where `section` is not None)."""
+        raise NotImplementedError(f"store {self.name} builds nothing")
+
+
+@dataclass(frozen=True)
+class Mounts:
+    """What the cluster stack hands a kind: the spec's mounts in the registry's order, and the stores' declarations
+    (what a kind installs or writes for every registered store, mounted or not)."""
+
+    stores: Tuple[Store, ...] = ()
+    mounts: Tuple[Mount, ...] = ()
+
+    def __iter__(self) -> Iterator[Mount]:
+        return iter(self.mounts)
+
+    def __len__(self) -> int:
+        return len(self.mounts)
+
+    def served_by(self, service: str) -> List[Mount]:
+        """The mounts `service` mounts itself (they have its form)."""
+        return [m for m in self.mounts if service in m.services]
+
+    def mounted_by_nodes(self, service: Optional[str] = None) -> List[Mount]:
+        """The mounts the nodes mount themselves: all, or those `service` does not mount."""
+        return [m for m in self.mounts if service is None or service not in m.services]
+
+    def lifecycle_parameters(self, mounts: Sequence[Mount]) -> Dict[str, Any]:
+        """HyperPod's lifecycle parameters for `mounts` (those the nodes mount): every registered store's key, null
+        where it is not among them."""
+        found: Dict[str, Any] = {}
+        for store in self.stores:
+            if store.lifecycle_key is not None:
+                entry = next((m.lifecycle for m in mounts if m.store == store.name and m.lifecycle is not None), None)
+                found[store.lifecycle_key] = dict(entry) if entry is not None else None
+        return found
+
+    def csi_addons(self) -> List[Tuple[CsiAddon, Tuple[Permission, ...]]]:
+        """The CSI add-ons a Kubernetes cluster installs, each with its driver's permissions: every store's that is
+        always installed or serves a mount."""
+        found = []
+        for store in self.stores:
+            addon = store.csi_addon
+            if addon is None:
+                continue
+            volumes = [m.kubernetes for m in self.mounts if m.kubernetes is not None and m.kubernetes.addon == addon.name]
+            if addon.always or volumes:
+                found.append((addon, tuple(p for v in volumes for p in v.driver_permissions)))
+        return found
+
+    def volumes(self) -> List[Tuple[Mount, KubernetesVolume]]:
+        """Every mount's Kubernetes volume. A mount without one is refused: pods could not reach it."""
+        found = []
+        for m in self.mounts:
+            if m.kubernetes is None:
+                raise ValueError(f"mounts: store {m.store} has no Kubernetes volume form")
+            found.append((m, m.kubernetes))
+        return found

@@ -1,0 +1,48 @@
+"""FSx for Lustre, the shared file system of `storage.fsx`: its declaration as a store (`STORE`).
+
+Its folder holds everything that names it on the synth side: the construct (construct.py), what the storage stack
+builds (resources.py) and the mount every kind consumes (mount.py). `build` and `key_statements` import their modules
+when called, so reading a spec never loads CDK.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, List
+
+from fmcluster.platforms.storage import BuiltStore, StorageScope, Store
+from fmcluster.platforms.storage.fsx_lustre.mount import CSI_ADDON, LIFECYCLE_KEY
+from fmcluster.platforms.storage.fsx_lustre.mount import STORE as NAME
+
+if TYPE_CHECKING:
+    from aws_cdk import Stack
+    from aws_cdk import aws_iam as iam
+
+
+@dataclass(frozen=True)
+class FsxLustre(Store):
+    def key_statements(self, stack: Stack) -> List[iam.PolicyStatement]:
+        # FSx's data repository role reads and writes the data bucket, encrypted with the data key; the statement
+        # has been in the key's policy since the first release, with or without a file system.
+        from fmcluster.platforms.storage.fsx_lustre.resources import linked_role_statement
+
+        return [linked_role_statement(stack)]
+
+    def build(self, scope: StorageScope) -> BuiltStore:
+        from fmcluster.platforms.storage.fsx_lustre.resources import build
+
+        fsx = scope.spec.storage.fsx
+        if fsx is None:
+            raise ValueError(f"spec: storage.{self.spec_key} is not configured; nothing to build")
+        return build(scope, fsx)
+
+
+STORE = FsxLustre(
+    name=NAME,
+    title="FSx for Lustre",
+    spec_key="fsx",
+    resources="FSx for Lustre, data repository associations",
+    uses_data_key=True,
+    lifecycle_key=LIFECYCLE_KEY,
+    csi_addon=CSI_ADDON,
+)

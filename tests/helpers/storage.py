@@ -1,0 +1,23 @@
+"""The storage contract's `Mounts` as the cluster stack hands them to a kind, from plain values (no synth)."""
+
+from __future__ import annotations
+
+from fmcluster.platforms.storage import Mounts
+from fmcluster.platforms.storage.fsx_lustre import STORE as FSX
+from fmcluster.platforms.storage.fsx_lustre.mount import lustre_mount
+from fmcluster.registry import stores
+
+
+def fsx_mounts(*, dns_name: str = "fs-0abc.fsx.us-east-1.amazonaws.com", mount_name: str = "abcdefgh",
+               mount_point: str = "/fsx", efa: bool = False, file_system_id: str = "fs-0123456789abcdef0",
+               capacity_gib: int = 1200) -> Mounts:
+    """Every registered store, and one FSx for Lustre file system mounted."""
+    assert FSX in stores()
+    return Mounts(stores=tuple(stores()), mounts=(lustre_mount(
+        file_system_id=file_system_id, dns_name=dns_name, mount_name=mount_name, mount_point=mount_point, efa=efa,
+        capacity_gib=capacity_gib),))
+
+
+def no_mounts() -> Mounts:
+    """Every registered store, none configured."""
+    return Mounts(stores=tuple(stores()))

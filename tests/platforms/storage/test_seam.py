@@ -1,0 +1,172 @@
+"""The storage seam is real: a store defined here (its resources, outputs, boot lines with a client, a Kubernetes
+volume with its CSI add-on, node permissions, a lifecycle entry) is built by the storage stack and mounted by a kind
+that never names it; and outside FSx for Lustre's folder nothing names Lustre or FSx but what later slices move,
+listed below with where each goes."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Dict
+
+import pytest
+from helpers import ROOT, policy_statements, resources_of
+
+from fmcluster import images, registry
+from fmcluster.platforms.storage import (
+    Arn,
+    BootMount,
+    BuiltStore,
+    CsiAddon,
+    KubernetesVolume,
+    Mount,
+    NodeClient,
+    Permission,
+    StorageScope,
+    Store,
+)
+
+PACKAGE = ROOT / "fmcluster"
+STORE_FOLDER = PACKAGE / "platforms" / "storage" / "fsx_lustre"
+NAMES_IT = re.compile(r"lustre|fsx", re.IGNORECASE)
+
+# What still names Lustre or FSx outside the store's folder, and the slice that moves it. A path is a file or a folder
+# (everything under it). The seam's own code (stacks, the EC2 and Kubernetes platforms, every kind's construct) is
+# not here: it mounts through the contract only.
+LATER: Dict[str, str] = {
+    "fmcluster/registry.py": "the registry line: a store is one import and one STORES entry (as a kind is)",
+    # the spec side: stores declare their spec section, and what the spec, preflight and the job generator read
+    "fmcluster/spec/": "the `storage.fsx` section and its rules (storage.py, cluster.py, data_access.py, checkpoints.py): "
+                       "next slice, a store's settings module in its folder joined into `storage` as kinds' are",
+    "fmcluster/orchestrators/parallelcluster/settings.py": "its spec rule refusing storage.fsx.efa (SharedStorage has no "
+                                                           "EFA client): a store will say which services mount its "
+                                                           "configuration, read by the spec",
+    "fmcluster/orchestrators/hyperpod_eks/node_requests.py": "the FSx CSI node plugin's CPU request, which the job "
+                                                             "generator reads from the spec alone: to CsiAddon once "
+                                                             "stores are reachable from the spec",
+    "fmcluster/platforms/kubernetes/versions.py": "the FSx CSI add-on's pin, which preflight checks from the spec "
+                                                  "alone: to CsiAddon.versions once preflight reaches stores",
+    "fmcluster/profiles.py": "the NodeProfile's mount check (fstype lustre), derived from the spec alone: a store's "
+                             "boot-validator entry once stores are reachable from the spec",
+    # the node side: byte-identical runtime archives keep these until the node-side slice
+    "fmcluster/runtime/": "the mount helper (lustre.py), probes and checks, the lifecycle parameters' fsx entry: "
+                          "node-side slice, each store's node code in its folder's node/",
+    "fmcluster/platforms/hyperpod/node/": "the lifecycle scripts mount the parameters' fsx entry: node-side slice, a "
+                                          "generic list of mounts",
+    "fmcluster/platforms/kubernetes/node/kube_team_objects.py": "a log example naming the fsx claim (node side)",
+    # tools and AWS calls
+    "fmcluster/planner/": "cost, throughput, checkpoint tiers and the diagram: the planner slice (a store's figures)",
+    "fmcluster/diff/": "what a change to a file system does: the diff slice (a store's replacement and refusal rules)",
+    "fmcluster/aws/": "preflight (quotas, repositories) and status describers: a store's preflight.py and status.py",
+    "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: after the spec slice",
+    "fmcluster/observability/": "alert rules and dashboards on Lustre metrics: a store's rule group",
+    "fmcluster/feature_flags.py": "a comment on strong references naming the storage stack's file system",
+}
+
+
+def names_lustre() -> Dict[str, bool]:
+    return {str(p.relative_to(ROOT)): True for p in PACKAGE.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and STORE_FOLDER not in p.parents
+            and NAMES_IT.search(p.read_text(errors="replace"))}
+
+
+def test_nothing_outside_the_store_folder_names_lustre_but_what_later_slices_move():
+    found = names_lustre()
+    unlisted = sorted(p for p in found if not any(p == k or (k.endswith("/") and p.startswith(k)) for k in LATER))
+    assert unlisted == [], "name the store only in its folder, or list it in LATER with where it goes"
+    stale = sorted(k for k in LATER if not any(p == k or (k.endswith("/") and p.startswith(k)) for p in found))
+    assert stale == [], "no longer names Lustre: take it off LATER"
+    seam = ("fmcluster/stacks/", "fmcluster/platforms/ec2/", "fmcluster/constructs/", "fmcluster/app.py")
+    assert not [p for p in found if p.startswith(seam)]
+
+
+# A second store on paper, shaped as Mountpoint for Amazon S3 would be: a fuse mount of s3://bucket/prefix/ with a
+# client every image installs, a CSI driver of its own (not always installed), S3 permissions for the nodes and the
+# driver, no service-native form (HyperPod and ParallelCluster mount nothing of it).
+TOY_BUCKET = "toy-bucket"
+
+
+@dataclass(frozen=True)
+class ToyStore(Store):
+    def section(self, spec):  # configured in every spec of this test
+        return spec.storage.data_bucket
+
+    def build(self, scope: StorageScope) -> BuiltStore:
+        from aws_cdk import aws_ssm as ssm
+
+        ssm.StringParameter(scope.scope, "ToyStoreMarker", string_value="toy")
+        s3 = Permission("ToyBucketList", ("s3:ListBucket",), (Arn("s3", TOY_BUCKET, regional=False),))
+        return BuiltStore(
+            mount=Mount(
+                store=self.name, id="ToyStore", path="/toy", fstype="fuse.toy", source=f"s3://{TOY_BUCKET}/data/",
+                options=("allow_other",),
+                boot=BootMount(command="toy-mount /toy", failure="toy mount failed",
+                               client=NodeClient("toy-client", install={
+                                   **{f: "install-toy-client\n" for f in images.FAMILIES},
+                                   "eks-al2023": "install-toy-client\n"})),
+                kubernetes=KubernetesVolume(
+                    addon="toy-csi-driver", driver="toy.csi.example.com", handle="toy-volume",
+                    attributes={"bucketName": TOY_BUCKET}, mount_options=("allow-delete",), capacity_gib=1,
+                    claim="toy", name="toy", driver_permissions=(s3,)),
+                node_permissions=(s3,),
+                lifecycle={"source": f"s3://{TOY_BUCKET}/data/", "mount_point": "/toy"}),
+            outputs={"ToyStoreSource": f"s3://{TOY_BUCKET}/data/"},
+        )
+
+
+TOY = ToyStore(name="toy", title="Toy", spec_key="toy", resources="a toy store", lifecycle_key="toy",
+               csi_addon=CsiAddon("toy-csi-driver", service_account="toy-csi-sa", source="https://example.com/toy"))
+
+
+@pytest.fixture(scope="module")
+def eks_with_a_toy_store() -> Dict[str, Dict]:
+    from fmcluster.app import build_stacks
+
+    saved = list(registry.STORES)
+    registry.STORES.append(TOY)
+    try:
+        stacks = build_stacks(ROOT / "examples" / "eks-p5.yaml", nag=False)
+    finally:
+        registry.STORES[:] = saved
+    assembly = stacks.app.synth()
+    return {s.stack_name: assembly.get_stack_by_name(s.stack_name).template for s in stacks.all}
+
+
+def test_a_registered_store_is_built_in_the_storage_stack_and_mounted_by_a_kind_that_never_names_it(
+        eks_with_a_toy_store):
+    storage, cluster = eks_with_a_toy_store["eks-p5-storage"], eks_with_a_toy_store["eks-p5-cluster"]
+    assert "ToyStoreMarker" in json.dumps(storage["Resources"])
+    assert storage["Outputs"]["ToyStoreSource"]["Value"] == "s3://toy-bucket/data/"
+    assert resources_of(storage, "AWS::FSx::FileSystem"), "the FSx example's own store is still built"
+    # EC2 user data: FSx's client and mount, then the toy store's (the EKS image ships neither client)
+    user_data = json.dumps([r["Properties"]["LaunchTemplateData"].get("UserData")
+                            for r in resources_of(cluster, "AWS::EC2::LaunchTemplate").values()])
+    assert "install-toy-client\\ntoy-mount /toy || echo 'fmcluster: toy mount failed'" in user_data
+    assert user_data.index("lustre-client") < user_data.index("install-toy-client")
+    # Kubernetes: the driver's add-on with its permissions, the volume after it
+    addons = {r["Properties"]["AddonName"]: lid for lid, r in resources_of(cluster, "AWS::EKS::Addon").items()}
+    assert {"aws-fsx-csi-driver", "toy-csi-driver"} <= set(addons)
+    volume = next(r for lid, r in cluster["Resources"].items() if lid.startswith("EksObjectsToyStore"))
+    assert addons["toy-csi-driver"] in volume["DependsOn"]
+    assert "toy.csi.example.com" in json.dumps(volume) and "toy-volume" in json.dumps(volume)
+    listing = [s for s in policy_statements(cluster) if s.get("Sid") == "ToyBucketList"]
+    assert len(listing) == 2, "the driver's Pod Identity role and the nodes' role (EKS: the node role)"
+    assert all(s["Resource"] == "arn:aws:s3:::toy-bucket" for s in listing)
+
+
+def test_the_lifecycle_parameters_carry_a_store_the_nodes_mount():
+    from helpers.storage import fsx_mounts
+
+    from fmcluster.platforms.storage import HYPERPOD, Mounts
+
+    fsx = fsx_mounts()
+    toy = Mount(store="toy", id="ToyStore", path="/toy", fstype="fuse.toy", source="s3://b/", lifecycle={"x": 1})
+    mounts = Mounts(stores=(*fsx.stores, TOY), mounts=(*fsx.mounts, toy))
+    assert mounts.lifecycle_parameters(mounts.mounted_by_nodes(HYPERPOD)) == {"fsx": None, "toy": {"x": 1}}
+
+
+def test_the_store_folder_holds_its_construct_builder_and_mount():
+    assert {p.name for p in STORE_FOLDER.glob("*.py")} == {"__init__.py", "construct.py", "resources.py", "mount.py"}
+    assert not (PACKAGE / "constructs" / "fsx_lustre.py").exists()
+    assert type(registry.stores()[0]).__module__ == "fmcluster.platforms.storage.fsx_lustre"
