@@ -73,6 +73,9 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", metavar="OUT", help="write one self-contained HTML page (tables, diagram, step chart)")
     parser.add_argument("--force", action="store_true", help="replace the output file even when fmcluster did not "
                         "write it or it was edited since (never the spec)")
+    from fmcluster.planner.serving import cli as serving_cli
+
+    serving_cli.add_arguments(parser)
 
 
 def add_diagram_arguments(parser: argparse.ArgumentParser) -> None:
@@ -184,6 +187,10 @@ def _write(out: Output, data: bytes) -> None:
 
 
 def run_plan(args: Any) -> int:
+    if getattr(args, "serve", False):
+        from fmcluster.planner.serving import cli as serving_cli
+
+        return serving_cli.run(args)
     from fmcluster.planner.frameworks import framework
     from fmcluster.planner.pinned import check_recompute, parse_layout
     from fmcluster.planner.report import PlanOptions, build

@@ -14,6 +14,7 @@ from fmcluster.runtime.contract import NODE_AGENTS
 from fmcluster.runtime.profile import POLICIES as VALIDATION_POLICIES
 from fmcluster.spec import checkpoints as checkpoint_rules
 from fmcluster.spec import regions
+from fmcluster.spec import serving as serving_rules
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
 from fmcluster.spec.checkpoints import Checkpoints
 from fmcluster.spec.network import (
@@ -29,6 +30,7 @@ from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY, NodeGrou
 from fmcluster.spec.node_units import NodeUnit, Resources
 from fmcluster.spec.observability import Observability
 from fmcluster.spec.orchestrator import DLAMI, BilledService, ExtraInstance, JobImage, OrchestratorSettings, SpecWarning
+from fmcluster.spec.serving import Serving
 from fmcluster.spec.storage import Storage
 from fmcluster.spec.tags import MAX_USER_TAGS, tag_problems
 from fmcluster.spec.validation import Validation
@@ -180,6 +182,8 @@ class ClusterSpec(SpecModel):
     checkpoints: Optional[Checkpoints] = Field(
         None, description="Where training jobs write checkpoints (docs/checkpoints.md); absent: the example jobs' "
                           "defaults, and `plan` shows every tier.")
+    serving: Optional[Serving] = Field(
+        None, description="Models served with vLLM or SGLang on the Kubernetes kinds (docs/serving.md).")
 
     @field_validator("region")
     @classmethod
@@ -217,6 +221,7 @@ class ClusterSpec(SpecModel):
         found += self._orchestrator_problems()
         found += self._storage_problems()
         found += checkpoint_rules.problems(self)
+        found += serving_rules.problems(self)
         raise_problems(found)
         return self
 

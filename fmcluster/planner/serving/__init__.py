@@ -1,0 +1,1 @@
+"""`fmcluster plan --serve`: sizing inference replicas (docs/serving.md)."""
