@@ -33,14 +33,15 @@ KUBERNETES = "kubernetes"
 
 class ModelSource(SpecModel):
     """Where the weights are read from: exactly one of fsx, s3 and hub. Replicas never download from the internet at
-    start: a hub model is staged once into the cluster's data bucket (`fmcluster job serve` writes the staging job)."""
+    start: a hub model is staged once onto FSx (`fmcluster job serve` writes the staging job)."""
 
     fsx: Optional[str] = Field(None, description="Directory from the FSx file system's root (as file_system_path), "
                                                  "e.g. /models/llama-3.1-70b; pods see it below storage.fsx.mount_point.")
     s3: Optional[str] = Field(None, description="s3://bucket/prefix/ holding the safetensors; streamed by the engine "
                                                 "(Run:ai Model Streamer) or mounted (Mountpoint for Amazon S3).")
     hub: Optional[str] = Field(None, description="A public model id (org/name) on the Hugging Face Hub, staged once to "
-                                                 "s3://<data bucket>/models/<name>/ by `fmcluster job serve`.")
+                                                 "the FSx file system's /models/<name> by the staging job `fmcluster "
+                                                 "job serve` writes (needs storage.fsx).")
     revision: Optional[str] = Field(None, description="hub only (required): the commit to stage, 40 hex digits.")
 
     @field_validator("fsx")
@@ -215,24 +216,28 @@ class Layout:
 
 
 def layout(d: Deployment, parallelism: Union[str, Parallelism], instance_type: str, role: str = "") -> Optional[Layout]:
-    """The pool's parallel sizes: as written, or (``plan``) the smallest tensor size on one node that fits the context
-    and meets the TPOT SLO at one sequence (then the one that fits, if none meets it); None when nothing fits a node."""
+    """The pool's parallel sizes: as written, or (``plan``) the pick of `fmcluster plan --serve` for the deployment's
+    request mix and SLOs (fewest GPUs for its rate; aggregated, or the prefill/decode pair for a disaggregated pool),
+    else the smallest one-node tensor size that fits its context; None when nothing fits a node."""
     hw = serving_sizing.gpu(instance_type)
     if isinstance(parallelism, Parallelism):
         r = serving_sizing.Replica(d.model, hw, parallelism.tensor, parallelism.pipeline, d.precision, d.kv)
         return Layout(parallelism.tensor, parallelism.pipeline, parallelism.expert, r, False)
-    fitting = []
-    for tp in TP_SIZES:
-        if tp > hw.per_node or d.model.heads % tp:
-            continue
-        r = serving_sizing.Replica(d.model, hw, tp, 1, d.precision, d.kv)
-        if r.fits(d.workload.max_context):
-            fitting.append(r)
+    layouts = serving_sizing.layouts(d.model, hw, d.precision, d.kv)
+    fitting = [r for r in layouts if r.fits(d.workload.max_context)]
     if not fitting:
         return None
-    meets = [r for r in fitting if r.decode_step_s(1, d.workload.max_context) * 1e3 <= d.slo.tpot_ms
-             and (role == "decode" or r.prefill_s(d.workload.prompt_tokens) * 1e3 <= d.slo.ttft_ms)]
-    pick = (meets or fitting)[0]
+    w, ttft, tpot = d.workload, d.slo.ttft_ms / 1e3, d.slo.tpot_ms / 1e3
+    pick = fitting[0]
+    if role:
+        pairs = serving_sizing.disaggregated(layouts, layouts, w.prompt_tokens, w.output_tokens,
+                                             w.requests_per_second, ttft, tpot)
+        if pairs:
+            pick = pairs[0].prefill if role == "prefill" else pairs[0].decode
+    else:
+        sized = serving_sizing.aggregated(layouts, w.prompt_tokens, w.output_tokens, w.requests_per_second, ttft, tpot)
+        if sized:
+            pick = sized[0].replica
     return Layout(pick.tp, 1, pick.tp if d.model.is_moe and pick.tp > 1 else 1, pick, True)
 
 
@@ -293,6 +298,9 @@ def problems(spec: Any) -> List[Problem]:
 def _source_problems(spec: Any, d: Deployment, at: str) -> List[Problem]:
     if d.source.fsx is not None and spec.storage.fsx is None:
         return [(f"{at}.source.fsx", "needs storage.fsx: the weights are read from the shared file system")]
+    if d.source.hub is not None and spec.storage.fsx is None:
+        return [(f"{at}.source.hub", "needs storage.fsx: a hub model is staged once to the shared file system "
+                                     f"(/models/{d.name}), so no replica downloads it at start")]
     return []
 
 
