@@ -95,6 +95,8 @@ def test_replicas_beyond_the_group_range_are_refused_at_the_node_group():
     ({"parallelism": {"tensor": 1, "expert": 2}}, "parallelism.expert", "has no experts"),
     ({"node_group": "cpu"}, "node_group", "is not a GPU node group"),
     ({"source": {"fsx": "/models/x"}}, "source.fsx", "needs storage.fsx"),
+    ({"source": {"hub": "meta-llama/Llama-3.3-70B-Instruct", "revision": "0" * 40}}, "source.hub",
+     "staged once to the shared file system"),
     ({"workload": {"prompt_tokens": 2000, "output_tokens": 500, "requests_per_second": 1, "context": 1000}},
      "workload.context", "is below prompt_tokens + output_tokens"),
     ({"workload": {"prompt_tokens": 2000, "output_tokens": 500, "requests_per_second": 1, "context": 200000}},
