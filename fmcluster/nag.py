@@ -29,7 +29,7 @@ def cfn_lint_ignore(resource: IConstruct, rules: Iterable[str], reason: str) -> 
 def cdk_provider_handlers(stack: Stack) -> Iterable[CfnResource]:
     """Lambda handlers of CDK's built-in custom resource providers in `stack`."""
     for child in stack.node.children:
-        if child.node.id.startswith("Custom::"):
+        if child.node.id.startswith("Custom::") or child.node.id == "AWSCDKCfnUtilsProviderCustomResourceProvider":  # CfnJson's
             handler = child.node.try_find_child("Handler")
             if isinstance(handler, CfnResource):
                 yield handler

@@ -33,8 +33,10 @@ if TYPE_CHECKING:
     from fmcluster.aws.context import PreflightCheck
     from fmcluster.aws.status import Describer
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
+    from fmcluster.platforms.kubernetes.load_test import ServingEndpoint
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
+    from fmcluster.spec.serving import Deployment
 
 __all__ = ["BilledService", "ExtraInstance", "OrchestratorKind", "OrchestratorSettings", "Scaffold", "SpecWarning"]
 
@@ -99,6 +101,11 @@ class OrchestratorKind(OrchestratorTraits, Generic[S]):
     def fabric_job(self, spec: ClusterSpec, group: NodeGroup, *, image: Optional[str], spec_file: str) -> Optional[str]:
         """The fabric acceptance job as this kind runs it (Kubernetes manifests); None: the Slurm or hostfile script
         `fmcluster job nccl` writes from the packaged nccl-tests.sbatch."""
+        return None
+
+    def serving_endpoint(self, spec: ClusterSpec, deployment: Deployment) -> Optional[ServingEndpoint]:
+        """Where this kind serves a `serving` deployment inside the cluster (`fmcluster job serve`'s load test);
+        None: the kind serves no models (docs/serving.md)."""
         return None
 
     def preflight_checks(self, spec: ClusterSpec) -> List[PreflightCheck]:

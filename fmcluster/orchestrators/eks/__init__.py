@@ -24,10 +24,12 @@ if TYPE_CHECKING:
     from fmcluster.aws.context import PreflightCheck
     from fmcluster.aws.status import Describer
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
+    from fmcluster.platforms.kubernetes.load_test import ServingEndpoint
     from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
     from fmcluster.spec.node_units import NodeUnit, Resources
+    from fmcluster.spec.serving import Deployment
 
 
 class Eks(OrchestratorKind[settings.EksOrchestrator]):
@@ -82,6 +84,11 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
         from fmcluster.orchestrators.eks.first_job import manifests
 
         return manifests(spec, group, image=image, spec_file=spec_file)
+
+    def serving_endpoint(self, spec: ClusterSpec, deployment: Deployment) -> Optional[ServingEndpoint]:
+        from fmcluster.orchestrators.eks.serving import endpoint
+
+        return endpoint(spec, deployment)
 
     def node_units(self, stack: str, logical_id: str, resource: Dict[str, Any], resources: Resources) -> List[NodeUnit]:
         from fmcluster.orchestrators.eks.node_units import node_units

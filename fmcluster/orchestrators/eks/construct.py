@@ -121,6 +121,13 @@ class EksOrchestration(Construct):
             chart = objects.chart("kai-scheduler", namespace=gangs.KAI_NAMESPACE, wait=True, after=[system],
                                   values=gangs.kai_values(system_selector=on_system))
             objects.manifest("KaiQueues", gangs.kai_objects(spec.node_groups), after=[chart])
+        if spec.serving is not None:  # models served by NVIDIA Dynamo, scaled by KEDA (docs/serving.md)
+            from fmcluster.orchestrators.eks import serving_install
+
+            self.serving = serving_install.install(
+                self, spec=spec, control_plane=self.control_plane, objects=objects,
+                workspace_arn=context.metrics_workspace_arn, mounts=context.mounts,
+                after=[system, self.control_plane.addons["eks-pod-identity-agent"]])
 
     def _autoscaler(self, context: OrchestrationContext) -> None:
         """Cluster Autoscaler on the system nodes, for the elastic groups, with its Pod Identity role (docs/eks.md,

@@ -103,6 +103,13 @@ CHARTS: Dict[str, ChartPin] = {
     "cluster-autoscaler": ChartPin(
         "cluster-autoscaler", "https://kubernetes.github.io/autoscaler", "9.59.0",
         "https://github.com/kubernetes/autoscaler/releases/tag/cluster-autoscaler-chart-9.59.0"),
+    # Installed by the eks kind only when a spec has a serving section (docs/serving.md): NVIDIA Dynamo's operator and
+    # CRDs, and KEDA for the scalers.
+    "dynamo-platform": ChartPin(
+        "dynamo-platform", "https://helm.ngc.nvidia.com/nvidia/ai-dynamo", "1.6.2",
+        "https://docs.nvidia.com/dynamo/v1.6.0/reference/releases"),
+    "keda": ChartPin(
+        "keda", "https://kedacore.github.io/charts", "2.20.2", "https://github.com/kedacore/charts/releases/tag/v2.20.2"),
 }
 
 # Cluster Autoscaler's versions follow Kubernetes minors exactly, and the project recommends the one meant for the

@@ -5,6 +5,7 @@ resources against the openAPIV3Schema of their CRD, vendored under crds/ (see cr
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 from functools import cache
 from pathlib import Path
@@ -20,8 +21,8 @@ CRDS = Path(__file__).resolve().parent / "crds"
 def crd_schemas() -> Dict[Tuple[str, str], Dict[str, Any]]:
     """(apiVersion, kind) -> strict JSON schema of the vendored CRDs."""
     found = {}
-    for path in CRDS.glob("*.json"):
-        data = json.loads(path.read_text())
+    for path in [*CRDS.glob("*.json"), *CRDS.glob("*.json.gz")]:  # the largest schemas are kept gzipped
+        data = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
         found[(f"{data['group']}/{data['version']}", data["kind"])] = _strict(data["openAPIV3Schema"])
     return found
 
