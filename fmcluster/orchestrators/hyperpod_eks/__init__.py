@@ -27,10 +27,12 @@ if TYPE_CHECKING:
     from fmcluster.aws.context import PreflightCheck
     from fmcluster.aws.status import Describer
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
+    from fmcluster.platforms.kubernetes.load_test import ServingEndpoint
     from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
     from fmcluster.spec.node_units import NodeUnit, Resources
+    from fmcluster.spec.serving import Deployment
 
 
 class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
@@ -75,6 +77,11 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
         from fmcluster.orchestrators.hyperpod_eks.first_job import manifests
 
         return manifests(spec, group, image=image, spec_file=spec_file)
+
+    def serving_endpoint(self, spec: ClusterSpec, deployment: Deployment) -> Optional[ServingEndpoint]:
+        from fmcluster.orchestrators.hyperpod_eks.serving import endpoint
+
+        return endpoint(spec, deployment)
 
     def node_units(self, stack: str, logical_id: str, resource: Dict[str, Any], resources: Resources) -> List[NodeUnit]:
         from fmcluster.platforms.hyperpod.node_units import node_units

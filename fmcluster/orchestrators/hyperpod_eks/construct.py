@@ -150,6 +150,16 @@ class HyperPodEksOrchestration(Construct):
         self.checkpoint_access = checkpoint_access.for_spec(self, context=context, control_plane=self.control_plane,
                                                              cluster_name=self.cluster.cluster_name)
         self.objects = ClusterObjects(self, "Objects", cluster=self.control_plane.icluster)
+        if spec.serving is not None:  # the HyperPod Inference Operator's add-on and the models (docs/serving.md)
+            from fmcluster.orchestrators.hyperpod_eks.serving_install import ServingInstall
+
+            self.serving = ServingInstall(
+                self, "Serving", spec=spec, control_plane=self.control_plane, objects=self.objects,
+                hyperpod_cluster_arn=self.hyperpod.cluster_arn, workspace_arn=context.metrics_workspace_arn,
+                data_bucket_arn=context.data_bucket_arn, data_key_arn=context.data_key_arn, mounts=context.mounts,
+                after=[self.dependencies.resource])  # the add-on's configuration reads the cluster's ARN: it waits for it
+            # its Deployments go outside kube-system: created before task governance's fail-closed webhooks
+            task_governance.node.add_dependency(self.serving.addon)
         if elastic:
             # Karpenter's kinds exist once HyperPod runs it for the cluster: the objects wait for its autoscaling to be
             # InService, which it reports apart from the cluster (docs/resilience.md)

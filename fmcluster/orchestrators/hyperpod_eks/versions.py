@@ -77,6 +77,9 @@ HYPERPOD_NAMESPACE = "aws-hyperpod"
 
 TASK_GOVERNANCE = "amazon-sagemaker-hyperpod-taskgovernance"
 TRAINING_OPERATOR = "amazon-sagemaker-hyperpod-training-operator"
+INFERENCE_OPERATOR = "amazon-sagemaker-hyperpod-inference"
+INFERENCE_SOURCE = ("https://github.com/aws/sagemaker-hyperpod-cli/blob/a00b22d17ea928a6e39a43bd2efdafe01b1005ea/"
+                    "helm_chart/HyperPodHelmChart/charts/inference-operator/migration/helm_to_addon.sh")
 # The EKS add-ons of a HyperPod on EKS cluster: the eks kind's (versions pinned there, same sources) without the EKS
 # node monitoring agent (HyperPod's health monitoring agent watches HyperPod nodes; EKS node auto repair applies to
 # managed node groups only), plus HyperPod's task governance (managed Kueue; v1.6.0-eksbuild.1 packages Kueue 0.19.2)
@@ -89,6 +92,18 @@ ADDONS: Dict[str, AddonPin] = {
         "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-operate-console-ui-governance-setup.html"),
     TRAINING_OPERATOR: AddonPin(
         TRAINING_OPERATOR, {}, "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-install.html"),
+    # Serving (docs/serving.md): the HyperPod Inference Operator's add-on and its dependencies, at the versions AWS's
+    # migration script installs (aws/sagemaker-hyperpod-cli helm_chart/HyperPodHelmChart/charts/inference-operator/
+    # migration/helm_to_addon.sh); metrics-server at EKS's default.
+    INFERENCE_OPERATOR: AddonPin(INFERENCE_OPERATOR, {v: "v1.0.0-eksbuild.1" for v in HYPERPOD_KUBERNETES_VERSIONS},
+                                 INFERENCE_SOURCE),
+    "cert-manager": AddonPin("cert-manager", {v: "v1.18.2-eksbuild.2" for v in HYPERPOD_KUBERNETES_VERSIONS},
+                             INFERENCE_SOURCE),
+    "metrics-server": AddonPin("metrics-server", {},
+                               "https://docs.aws.amazon.com/eks/latest/userguide/metrics-server.html"),
+    "aws-mountpoint-s3-csi-driver": AddonPin(
+        "aws-mountpoint-s3-csi-driver", {v: "v1.14.1-eksbuild.1" for v in HYPERPOD_KUBERNETES_VERSIONS},
+        INFERENCE_SOURCE),
 }
 # The Kubernetes versions the training operator's page lists ("Using the HyperPod training operator", Supported
 # versions: 1.28-1.33), narrower than HyperPod's own; preflight asks EKS which versions it offers the add-on for.
