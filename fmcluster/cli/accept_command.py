@@ -75,8 +75,14 @@ def _instance(group: Optional[Any], instance_type: Optional[str]) -> Optional[An
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
-    from fmcluster.acceptance import coverage, fabric_model, nccl_output, verdict
+    from fmcluster.acceptance import coverage, fabric_model, nccl_output, serve_output, verdict
     from fmcluster.acceptance.bound import BUS_FACTOR, plan_bound
+
+    text = _read(args.log)
+    if serve_output.looks_like(text):  # a serving load test (`fmcluster job serve`), not nccl-tests
+        from fmcluster.cli import serve_accept
+
+        return serve_accept.run(args, text)
 
     thresholds = verdict.Thresholds(warn_below=_fraction(args, "warn_below"), fail_below=_fraction(args, "fail_below"))
     if thresholds.fail_below > thresholds.warn_below:
@@ -89,7 +95,7 @@ def cmd_accept(args: argparse.Namespace) -> int:
                          "(published results only)")
     instance = _instance(group, instance_type)
     try:
-        runs = nccl_output.parse(_read(args.log), collective=args.collective)
+        runs = nccl_output.parse(text, collective=args.collective)
     except nccl_output.OutputError as e:
         raise UsageError(f"LOG: {args.log}: {e}") from None
     results: List[verdict.RunVerdict] = []
@@ -157,7 +163,8 @@ def _render(r: Any) -> str:
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    help_ = ("Fabric acceptance: judge nccl-tests output (all_reduce_perf, alltoall_perf) against the fabric model "
+    help_ = ("Serving acceptance: judge a `fmcluster job serve` log (vllm bench serve) against the deployment's SLOs and "
+             "the plan. Fabric acceptance: judge nccl-tests output (all_reduce_perf, alltoall_perf) against the fabric model "
              "(NCCL's hierarchical collectives on the instance's NVLink and EFA) and published results, and say which "
              "of the group's nodes it tested; exit 0 pass, 1 fail (or, with --strict, a warning or an untested node), "
              "2 bad input.")
@@ -173,3 +180,5 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sp.add_argument("--fail-below", default="0.6", help="share of a reference below which a size fails (default 0.6)")
     sp.add_argument("--strict", action="store_true", help="a warning, or a node of the group not tested, fails too (exit 1)")
     sp.add_argument("--json", action="store_true", help="every size with its references and verdict, as JSON")
+    sp.add_argument("--model", help="a serving load test (`fmcluster job serve`'s log, or vllm bench serve's output or "
+                                    "saved JSON): the deployment it tested, where the log does not name it")
