@@ -52,13 +52,14 @@ def _groups_only(text: str) -> str:
 
 def rules_text(
     cluster: Optional[str] = None, expected: Sequence[ExpectedNodes] = (), *, slurm: bool = False,
-    extra: Sequence[str] = (),
+    extra: Sequence[str] = (), serving: Optional[Any] = None,
 ) -> str:
     """The rules file as AMP takes it (the Data of AWS::APS::RuleGroupsNamespace).
 
     With `cluster`, the ``fmcluster.inventory`` group rendered from the expected nodes follows the static groups
-    (fmcluster/observability/inventory.py); without it, rules.yaml verbatim. `extra` names optional rule files
-    (``rules.<name>.yaml``) whose groups follow rules.yaml's."""
+    (fmcluster/observability/inventory.py), then with `serving` (the spec's serving section) the
+    ``fmcluster.serving`` group (fmcluster/observability/serving_rules.py); without it, rules.yaml verbatim. `extra`
+    names optional rule files (``rules.<name>.yaml``) whose groups follow rules.yaml's."""
     text = RULES_FILE.read_text(encoding="utf-8")
     if cluster is None and not extra:
         return text
@@ -71,7 +72,13 @@ def rules_text(
     if cluster is None:
         return text
     header = "\n  # rendered at synth from the spec's node groups (fmcluster/observability/inventory.py)\n"
-    return text + header + render_group(inventory_group(cluster, expected, slurm=slurm))
+    text += header + render_group(inventory_group(cluster, expected, slurm=slurm))
+    if serving is not None:
+        from fmcluster.observability.serving_rules import serving_group
+
+        text += ("\n  # rendered at synth from the spec's serving deployments "
+                 "(fmcluster/observability/serving_rules.py)\n" + render_group(serving_group(cluster, serving)))
+    return text
 
 
 def load_rules() -> Dict[str, Any]:

@@ -21,6 +21,9 @@ Producers, all deployed by fmcluster on every node (fmcluster/runtime/observabil
 - ``prometheus``: series every scrape produces (``up``) and the AMP ruler writes (``ALERTS``).
 - ``training-job``: a training job's rank 0, a textfile in ``TEXTFILE_DIR`` read by node_exporter (optional: the job
   dashboard's tokens per second; docs/observability.md, "Job dashboard and the plan's bound").
+- ``vllm``, ``sglang``: the engines of a ``serving`` deployment, scraped from its pods in the serving namespace
+  (fmcluster/platforms/kubernetes/metrics.py; their own names and their ``model_name`` label, the served name; vLLM's
+  docs/design/metrics.md, SGLang's python/sglang/srt/metrics/collector.py; docs/serving.md, "Telemetry").
 - ``kube-state-metrics``: on Kubernetes clusters (eks, hyperpod-eks), objects' state; HyperPod's health labels of
   nodes through ``kube_node_labels`` (fmcluster/platforms/kubernetes/metrics.py).
 
@@ -45,9 +48,11 @@ BOOTSTRAP = "fmcluster-bootstrap"
 PROMETHEUS = "prometheus"
 KUBE_STATE_METRICS = "kube-state-metrics"
 TRAINING_JOB = "training-job"
+VLLM = "vllm"
+SGLANG = "sglang"
 
 EXPORTERS = (DCGM_EXPORTER, NODE_EXPORTER, VALIDATOR, EFA_COLLECTOR, SLURM_COLLECTOR, BOOTSTRAP, PROMETHEUS,
-             KUBE_STATE_METRICS, TRAINING_JOB)
+             KUBE_STATE_METRICS, TRAINING_JOB, VLLM, SGLANG)
 
 # Labels the collector adds to every series it scrapes (fmcluster/runtime/observability/collector_config.py).
 TARGET_LABELS = ("cluster", "node", "instance_id", "instance_type", "node_group")
@@ -197,6 +202,30 @@ CATALOG: Tuple[Metric, ...] = (
     # a batch Job's owner: a JobSet's child Jobs, the MPI operator's launcher Job (owner_kind "<none>" without one)
     _m("kube_job_owner", KUBE_STATE_METRICS, "gauge", "1 per Job and owner reference.",
        "namespace", "job_name", "owner_kind", "owner_name", "owner_is_controller"),
+    # --- the serving engines (a serving section; counters and histograms by their names on the wire) ------------
+    _m("vllm:num_requests_waiting", VLLM, "gauge", "Requests waiting in the engine's queue.", "model_name", "pod"),
+    _m("vllm:num_requests_running", VLLM, "gauge", "Requests the engine is running.", "model_name", "pod"),
+    _m("vllm:kv_cache_usage_perc", VLLM, "gauge", "Share of the KV cache's blocks in use (0-1).", "model_name", "pod"),
+    _m("vllm:num_preemptions_total", VLLM, "counter", "Requests preempted for KV cache space.", "model_name", "pod"),
+    _m("vllm:time_to_first_token_seconds_bucket", VLLM, "counter", "Time to first token, histogram buckets.",
+       "model_name", "le"),
+    _m("vllm:time_to_first_token_seconds_count", VLLM, "counter", "Requests whose first token was timed.",
+       "model_name"),
+    _m("vllm:request_time_per_output_token_seconds_bucket", VLLM, "counter",
+       "Time per output token of each request, histogram buckets.", "model_name", "le"),
+    _m("vllm:generation_tokens_total", VLLM, "counter", "Output tokens generated.", "model_name", "pod"),
+    _m("sglang:num_queue_reqs", SGLANG, "gauge", "Requests in the waiting queue.", "model_name", "pod"),
+    _m("sglang:num_running_reqs", SGLANG, "gauge", "Requests running.", "model_name", "pod"),
+    _m("sglang:token_usage", SGLANG, "gauge", "Share of the KV cache's token slots in use (0-1).", "model_name", "pod"),
+    _m("sglang:num_retracted_requests_total", SGLANG, "counter",
+       "Requests retracted (SGLang's preemption) for KV cache space.", "model_name", "pod"),
+    _m("sglang:time_to_first_token_seconds_bucket", SGLANG, "counter", "Time to first token, histogram buckets.",
+       "model_name", "le"),
+    _m("sglang:time_to_first_token_seconds_count", SGLANG, "counter", "Requests whose first token was timed.",
+       "model_name"),
+    _m("sglang:inter_token_latency_seconds_bucket", SGLANG, "counter", "Inter-token latency, histogram buckets.",
+       "model_name", "le"),
+    _m("sglang:generation_tokens_total", SGLANG, "counter", "Output tokens generated.", "model_name", "pod"),
     # one series per Node object: gone when the Node is deleted (scale-in, replacement), kept while it is NotReady
     _m("kube_node_info", KUBE_STATE_METRICS, "gauge", "1 per Node object, with its versions and addresses.", "node"),
 )

@@ -86,7 +86,8 @@ class ObservabilityStack(Stack):
             # rules.yaml plus the expected nodes and GPUs per node group, rendered from the spec
             rules=observability.rules_text(spec.name, expected_nodes(spec),
                                            slurm=spec.orchestrator_kind.node_agent == "slurm",
-                                           extra=spec.orchestrator_kind.rule_groups),
+                                           extra=spec.orchestrator_kind.rule_groups,
+                                           serving=spec.serving),
             rule_namespace=RULE_NAMESPACE,
             alert_manager_definition=observability.alertmanager_definition(self.alert_topic.topic_arn, region),
         )

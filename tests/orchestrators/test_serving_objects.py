@@ -219,3 +219,41 @@ def test_the_load_test_job_is_valid_and_targets_the_endpoint(name):
     script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
     assert endpoint.url in script and f"--request-rate {d.workload.requests_per_second:g}" in script
     assert "--save-result" in script and load_test.JSON_MARKER in script and load_test.MARKER in script
+
+
+def _scrape_jobs(template: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    from fmcluster.platforms.kubernetes.scraper import ManagedScraper
+
+    (scraper,) = resources_of(template, "AWS::APS::Scraper").values()
+    config = ManagedScraper.decode(scraper["Properties"]["ScrapeConfiguration"]["ConfigurationBlob"])
+    return {job["job_name"]: job for job in config["scrape_configs"]}
+
+
+def test_engine_metrics_reach_the_workspace_with_the_labels_scalers_and_alerts_select(templates):
+    from fmcluster.platforms.kubernetes import metrics
+
+    for name in (EKS, HP):
+        jobs = _scrape_jobs(templates[name])
+        for job in ("serving", "serving-engines"):
+            assert jobs[job]["kubernetes_sd_configs"] == [{"role": "pod", "namespaces": {"names": ["serving"]}}]
+            relabel = jobs[job]["relabel_configs"]
+            assert {"target_label": "cluster", "replacement": STACKS[name].rsplit("-", 1)[0]} in relabel
+            assert {"source_labels": ["__meta_kubernetes_pod_label_fmcluster_io_pool"], "regex": "(.+)",
+                    "target_label": "pool"} in relabel
+    # eks: each worker pod names its metrics port, where DYN_SYSTEM_PORT puts the engine's metrics; the pool label the
+    # scrape copies is the one the scalers select on
+    graph = next(o for o in _objects(templates[EKS]) if o["kind"] == "DynamoGraphDeployment")
+    (so,) = [o for o in _objects(templates[EKS]) if o["kind"] == "ScaledObject"]
+    for c in graph["spec"]["components"]:
+        pod_labels = c["podTemplate"]["metadata"]["labels"]
+        if c["type"] == "frontend":
+            assert pod_labels[metrics.METRICS_PORT_LABEL] == str(common.PORT)
+            continue
+        env = {e["name"]: e["value"] for e in c["podTemplate"]["spec"]["containers"][0]["env"]}
+        assert pod_labels[metrics.METRICS_PORT_LABEL] == env["DYN_SYSTEM_PORT"] == str(eks_serving.SYSTEM_PORT)
+        assert all(f'pool="{pod_labels["fmcluster.io/pool"]}"' in t["metadata"]["query"]
+                   for t in so["spec"]["triggers"])
+    # hyperpod-eks: the operator's pods are scraped on the engine's port, which the resource serves metrics on
+    iec = next(o for o in _objects(templates[HP]) if o["kind"] == "InferenceEndpointConfig")
+    assert iec["spec"]["worker"]["modelInvocationPort"]["containerPort"] == metrics.ENGINE_PORT
+    assert iec["spec"]["metrics"]["modelMetrics"]["port"] == metrics.ENGINE_PORT

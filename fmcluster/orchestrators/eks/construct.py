@@ -88,7 +88,8 @@ class EksOrchestration(Construct):
                 self, "Scraper", alias=f"fmcluster-{spec.name}", cluster_arn=self.cluster.cluster_arn,
                 subnets=context.subnets[:1] + context.extra_subnets, security_groups=context.security_groups[:1],
                 workspace_arn=context.metrics_workspace_arn,
-                config=metrics.scrape_config(cluster=spec.name, interval_s=spec.observability.scrape_interval_seconds))
+                config=metrics.scrape_config(cluster=spec.name, interval_s=spec.observability.scrape_interval_seconds,
+                                             serving_namespace=spec.serving.namespace if spec.serving else None))
         objects.chart("nvidia-device-plugin", namespace="kube-system", values=devices.nvidia_device_plugin())
         if any(g.efa_enabled for g in spec.node_groups):
             if settings.efa_device == "dra":

@@ -11,6 +11,7 @@ from typing import Any, Dict, List
 from fmcluster.platforms.kubernetes import labels
 from fmcluster.platforms.kubernetes import serving as common
 from fmcluster.platforms.kubernetes.load_test import ServingEndpoint
+from fmcluster.platforms.kubernetes.metrics import METRICS_PORT_LABEL
 from fmcluster.spec import serving as serving_rules
 from fmcluster.spec.serving import Deployment
 
@@ -31,6 +32,10 @@ IMAGES: Dict[tuple, str] = {
     ("sglang", True): "public.ecr.aws/deep-learning-containers/dynamo:1.6.2-efa-sglang-runtime-v1",
 }
 MODULES = {"vllm": "dynamo.vllm", "sglang": "dynamo.sglang"}
+# A Dynamo worker serves no HTTP itself: its engine's metrics (vllm:*, sglang:*, passed through with Dynamo's own) are
+# on its system port, off unless DYN_SYSTEM_PORT is set (ai-dynamo/dynamo docs/backends/vllm/prometheus.md); the
+# frontend serves them on its HTTP port. The scraper reads the port from the pod's label.
+SYSTEM_PORT = 9090
 # What KEDA scales a worker pool on, per engine: the requests a pool holds (running and waiting, over the plan's
 # concurrency per replica), and the share of its KV cache in use (over 85% per replica); vLLM's and SGLang's own
 # metrics (docs/design/metrics.md in vllm-project/vllm; python/sglang/srt/metrics/collector.py in sgl-project/sglang).
@@ -63,18 +68,16 @@ def _worker(spec: Any, d: Deployment, layout: serving_rules.Layout, role: str, r
     args = common.engine_args(spec, d, layout, role)
     if disaggregated and d.engine == "vllm":
         args += ["--disaggregation-mode", role]  # Dynamo's vLLM worker takes its role so
-    env = [{"name": k, "value": v} for k, v in common.efa_env(d).items()] if disaggregated else []
+    env = [{"name": "DYN_SYSTEM_PORT", "value": str(SYSTEM_PORT)}]
+    env += [{"name": k, "value": v} for k, v in common.efa_env(d).items()] if disaggregated else []
     mounts = [{"name": "fsx", "mountPath": spec.storage.fsx.mount_point, "readOnly": True}] if has_fsx else []
     volumes: List[Dict[str, Any]] = ([{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx"}}]
                                      if has_fsx else [])
     container: Dict[str, Any] = {
         "name": "main", "image": image(d), "command": ["python3", "-m", MODULES[d.engine]], "args": args,
         "resources": common.worker_resources(layout, group.instance.efa_interfaces, disaggregated),
-        "ports": [{"name": "http", "containerPort": common.PORT}],
-        "volumeMounts": mounts,
+        "volumeMounts": mounts, "env": env,
     }
-    if env:
-        container["env"] = env
     pod: Dict[str, Any] = {"serviceAccountName": common.SERVICE_ACCOUNT, "containers": [container],
                            "nodeSelector": {labels.GROUP: group.name}}
     if disaggregated:
@@ -89,8 +92,8 @@ def _worker(spec: Any, d: Deployment, layout: serving_rules.Layout, role: str, r
     component: Dict[str, Any] = {
         "name": _component_name(role), "type": role or "worker", "replicas": max(replicas.min, 1),
         "scalingAdapter": {},
-        "podTemplate": {"metadata": {"labels": {"fmcluster.io/model": d.name,
-                                                 "fmcluster.io/pool": adapter_name(d, role)}}, "spec": pod},
+        "podTemplate": {"metadata": {"labels": {"fmcluster.io/model": d.name, "fmcluster.io/pool": adapter_name(d, role),
+                                                 METRICS_PORT_LABEL: str(SYSTEM_PORT)}}, "spec": pod},
     }
     if layout.pipeline > 1:
         component["multinode"] = {"nodeCount": layout.pipeline}
@@ -103,7 +106,8 @@ def graph(spec: Any, d: Deployment, namespace: str) -> Dict[str, Any]:
     has_fsx = spec.storage.fsx is not None and d.source.s3 is None
     frontend = {
         "name": "Frontend", "type": "frontend", "replicas": 2,
-        "podTemplate": {"spec": {"containers": [{"name": "main", "image": image(d)}],
+        "podTemplate": {"metadata": {"labels": {"fmcluster.io/model": d.name, METRICS_PORT_LABEL: str(common.PORT)}},
+                        "spec": {"containers": [{"name": "main", "image": image(d)}],
                                  "nodeSelector": {labels.GROUP: "system"}}},
     }
     components = [frontend]

@@ -262,7 +262,8 @@ class HyperPodEksOrchestration(Construct):
                 subnets=context.subnets[:1] + context.extra_subnets, security_groups=context.security_groups[:1],
                 workspace_arn=context.metrics_workspace_arn,
                 config=metrics.scrape_config(cluster=spec.name, interval_s=spec.observability.scrape_interval_seconds,
-                                             strip_ml_prefix=True))
+                                             strip_ml_prefix=True,
+                                             serving_namespace=spec.serving.namespace if spec.serving else None))
         # What goes into the namespaces task governance creates for the teams' quotas, whenever it does: the volumes
         # now, the claims and the checkpoint service accounts from a Deployment in our namespace that waits for the
         # namespaces (the stack never waits for them; docs/hyperpod-eks.md, "The teams' namespaces").

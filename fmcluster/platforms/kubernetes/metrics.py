@@ -9,7 +9,7 @@ The managed scraper discovers targets with kubernetes_sd_configs only and scrape
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from fmcluster.platforms.kubernetes import devices, gate, labels
 from fmcluster.platforms.kubernetes.versions import DCGM_EXPORTER_IMAGE, KUBE_STATE_METRICS_IMAGE, NODE_EXPORTER_IMAGE
@@ -204,11 +204,48 @@ def _node_job(job: str, port: int, cluster: str, keep: str, instance_type_regex:
 ML_PREFIXED = r"(?:ml\.)?(.*)"
 
 
-def scrape_config(*, cluster: str, interval_s: int, strip_ml_prefix: bool = False) -> Dict[str, Any]:
-    """The managed scraper's Prometheus configuration (`strip_ml_prefix`: SageMaker HyperPod nodes)."""
+# A serving pod names the port its metrics are on (fmcluster/orchestrators/eks/serving.py); pods fmcluster does not
+# template (the HyperPod Inference Operator's) are scraped on the engines' HTTP port, where vLLM and SGLang serve /metrics.
+METRICS_PORT_LABEL = "fmcluster.io/metrics-port"
+ENGINE_PORT = 8000
+
+
+def _pod_label(pod_label: str) -> str:
+    return "__meta_kubernetes_pod_label_" + "".join(c if c.isalnum() or c == "_" else "_" for c in pod_label)
+
+
+def _serving_jobs(cluster: str, namespace: str) -> List[Dict[str, Any]]:
+    """The serving namespace's engines and frontends: their own metric names and model_name label, with the cluster,
+    the pod and (eks) the worker pool the KEDA scalers select on."""
+    common = [
+        {"source_labels": ["__meta_kubernetes_pod_phase"], "regex": "Running", "action": "keep"},
+        {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
+        {"source_labels": [_pod_label("fmcluster.io/pool")], "regex": "(.+)", "target_label": "pool"},
+        {"target_label": "cluster", "replacement": cluster},
+    ]
+    discovery = [{"role": "pod", "namespaces": {"names": [namespace]}}]
+    labelled = _pod_label(METRICS_PORT_LABEL)
+    return [
+        {"job_name": "serving", "kubernetes_sd_configs": discovery, "relabel_configs": [
+            {"source_labels": [labelled], "regex": ".+", "action": "keep"},
+            {"source_labels": ["__meta_kubernetes_pod_ip", labelled], "separator": ":", "regex": "(.+)",
+             "target_label": "__address__"},
+            *common]},
+        {"job_name": "serving-engines", "kubernetes_sd_configs": discovery, "relabel_configs": [
+            {"source_labels": [labelled], "regex": ".+", "action": "drop"},
+            {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": str(ENGINE_PORT),
+             "action": "keep"},
+            *common]},
+    ]
+
+
+def scrape_config(*, cluster: str, interval_s: int, strip_ml_prefix: bool = False,
+                  serving_namespace: Optional[str] = None) -> Dict[str, Any]:
+    """The managed scraper's Prometheus configuration (`strip_ml_prefix`: SageMaker HyperPod nodes;
+    `serving_namespace`: where a serving section's models run)."""
     interval = f"{max(MIN_SCRAPE_INTERVAL_S, interval_s)}s"
     types = ML_PREFIXED if strip_ml_prefix else "(.*)"
-    return {
+    config: Dict[str, Any] = {
         "global": {"scrape_interval": interval, "scrape_timeout": "20s"},
         "scrape_configs": [
             _node_job("node", NODE_EXPORTER_PORT, cluster, labels.GROUP, types),
@@ -225,3 +262,6 @@ def scrape_config(*, cluster: str, interval_s: int, strip_ml_prefix: bool = Fals
             },
         ],
     }
+    if serving_namespace is not None:
+        config["scrape_configs"] += _serving_jobs(cluster, serving_namespace)
+    return config
