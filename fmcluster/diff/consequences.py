@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from fmcluster.diff import groups, kubernetes, nodes, pcluster, refusals, schemas, storage
+from fmcluster.diff import groups, kubernetes, nodes, pcluster, refusals, schemas, serving, storage
 from fmcluster.diff.changes import ADDED, MODIFIED, REMOVED, REPLACED, ExportChange, ResourceChange, Template, compare_stacks
 from fmcluster.diff.findings import CAPACITY, CLASSES, CONTROL_PLANE, DATA, NODES, SAFE, Finding
 
@@ -181,8 +181,9 @@ def _one(c: ResourceChange, ctx: _Context) -> List[Finding]:
     if pointers is not None:
         return [pointers]
     if c.type in IN_CLUSTER:
-        return kubernetes.scheduler(c) or [Finding(SAFE, c.where, f"{c.type} {c.action}: applied inside the cluster by "
-                                                   "CDK's kubectl provider; which pods restart is not computed")]
+        return kubernetes.scheduler(c) or serving.findings(c) or [
+            Finding(SAFE, c.where, f"{c.type} {c.action}: applied inside the cluster by CDK's kubectl provider; which "
+                                   "pods restart is not computed")]
     detail = f": {_paths(c)}" if c.action in (MODIFIED, REPLACED) and c.paths else ""
     judged = storage.file_system(c)
     name = refusals.custom_name(c.type, c.old, c.new) if c.action == REPLACED else None

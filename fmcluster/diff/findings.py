@@ -11,7 +11,7 @@ TITLES = {
     DATA: "Data: stateful resources replaced or deleted",
     NODES: "Nodes: instances replaced, rebooted or terminated",
     CONTROL_PLANE: "Control plane and shared network",
-    CAPACITY: "Capacity: reservations, Capacity Blocks, training plans no longer matched",
+    CAPACITY: "Capacity: reservations, Capacity Blocks, training plans no longer matched; served models below min",
     SAFE: "Safe",
 }
 
