@@ -11,7 +11,8 @@ new workers in a new Dynamo namespace so old and new never exchange requests, at
 unavailable (rounded down) and 25% extra (rounded up); a multinode pool (Grove or LeaderWorkerSet) rolls one replica at
 a time without surge, and old and new workers of a disaggregated graph can reach each other. The frontend updates in
 place. How the HyperPod Inference Operator rolls its Deployments is not documented: Kubernetes' Deployment defaults
-(the same 25%) are assumed (unverified). The worst case is judged: each pool at its min when the roll starts."""
+(the same 25%) are assumed (unverified), and so is that Dynamo 1.6.2, the pinned release, rolls as the page (on
+Dynamo's main branch) says. The worst case is judged: each pool at its min when the roll starts."""
 
 from __future__ import annotations
 

@@ -257,3 +257,24 @@ def test_engine_metrics_reach_the_workspace_with_the_labels_scalers_and_alerts_s
     iec = next(o for o in _objects(templates[HP]) if o["kind"] == "InferenceEndpointConfig")
     assert iec["spec"]["worker"]["modelInvocationPort"]["containerPort"] == metrics.ENGINE_PORT
     assert iec["spec"]["metrics"]["modelMetrics"]["port"] == metrics.ENGINE_PORT
+
+
+def test_each_disaggregated_pool_scales_on_its_own_load_within_its_replicas():
+    spec = _disaggregated_eks_spec()
+    d = spec.serving.models[0]
+    scalers = {so["metadata"]["name"]: so for so in eks_serving.scalers(spec, d, "serving", workspace_url="https://w")}
+    assert set(scalers) == {"llama-70b-prefill", "llama-70b-decode"}
+    for role, pool in (("prefill", d.prefill), ("decode", d.decode)):
+        so = scalers[f"llama-70b-{role}"]
+        validate(copy.deepcopy(so), "1.34")
+        assert so["spec"]["scaleTargetRef"]["name"] == f"llama-70b-{role}"
+        assert (so["spec"]["minReplicaCount"], so["spec"]["maxReplicaCount"]) == (pool.replicas.min, pool.replicas.max)
+        load, kv = (t["metadata"] for t in so["spec"]["triggers"])
+        # SGLang's own queue and KV-cache gauges, this pool's only; the load target is the plan's concurrency
+        assert "sglang:num_queue_reqs" in load["query"] and f'pool="llama-70b-{role}"' in load["query"]
+        assert "sglang:token_usage" in kv["query"] and kv["threshold"] == "0.85"
+        assert float(load["threshold"]) >= 1
+    # scale-down is slow and one pod at a time: a replica that loaded its weights is not dropped on a dip
+    behavior = scalers["llama-70b-decode"]["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior["scaleDown"] == {"stabilizationWindowSeconds": 600,
+                                     "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}]}
