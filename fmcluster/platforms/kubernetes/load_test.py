@@ -79,6 +79,7 @@ def job(d: Any, namespace: str, endpoint: ServingEndpoint, image: Optional[str] 
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": f"load-{name}", "namespace": namespace,
                      "labels": {"app.kubernetes.io/name": "fmcluster-load-test", "fmcluster.io/model": name}},
-        "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 86400, "template": {
+        # bounded: the client's ready check (30 minutes) plus the run, well inside two hours
+        "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 86400, "activeDeadlineSeconds": 7200, "template": {
             "metadata": {"labels": {"fmcluster.io/model": name}}, "spec": pod}},
     }
