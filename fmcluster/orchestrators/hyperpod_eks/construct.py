@@ -156,7 +156,7 @@ class HyperPodEksOrchestration(Construct):
             self.serving = ServingInstall(
                 self, "Serving", spec=spec, control_plane=self.control_plane, objects=self.objects,
                 hyperpod_cluster_arn=self.hyperpod.cluster_arn, workspace_arn=context.metrics_workspace_arn,
-                data_bucket_arn=context.data_bucket_arn, data_key_arn=context.data_key_arn, mounts=context.mounts,
+                mounts=context.mounts,
                 after=[self.dependencies.resource])  # the add-on's configuration reads the cluster's ARN: it waits for it
             # its Deployments go outside kube-system: created before task governance's fail-closed webhooks
             task_governance.node.add_dependency(self.serving.addon)

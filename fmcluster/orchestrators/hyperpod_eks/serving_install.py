@@ -9,17 +9,23 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from aws_cdk import CfnJson, Fn, Stack
+from aws_cdk import CfnJson, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
+from fmcluster.constructs.bucket_deployment import (
+    explicit_bucket_policy,
+    nag_resource,
+    secure_bucket,
+    server_access_log_bucket,
+)
 from fmcluster.nag import acknowledge
-from fmcluster.orchestrators.eks.serving_install import add_model_reads, amp_query_statement, workspace_url
 from fmcluster.orchestrators.hyperpod_eks import serving
 from fmcluster.platforms.kubernetes import pod_identity, volumes
 from fmcluster.platforms.kubernetes import serving as common
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.cluster import EksControlPlane
+from fmcluster.platforms.kubernetes.serving_access import add_model_reads, amp_query_statement, workspace_url
 from fmcluster.platforms.storage import Mounts
 
 S3_CSI = "aws-mountpoint-s3-csi-driver"
@@ -35,7 +41,7 @@ class ServingInstall(Construct):
 
     def __init__(self, scope: Construct, id: str, *, spec: Any, control_plane: EksControlPlane,
                  objects: ClusterObjects, hyperpod_cluster_arn: str, workspace_arn: Optional[str],
-                 data_bucket_arn: Optional[str], data_key_arn: Optional[str], mounts: Mounts,
+                 mounts: Mounts,
                  after: Sequence[IConstruct]) -> None:
         super().__init__(scope, id)
         section = spec.serving
@@ -45,9 +51,12 @@ class ServingInstall(Construct):
         self.oidc = iam.OidcProviderNative(self, "Oidc", url=cluster.cluster_open_id_connect_issuer_url,
                                            client_ids=["sts.amazonaws.com"])
         issuer = Fn.select(1, Fn.split("https://", cluster.cluster_open_id_connect_issuer_url))
-        if not data_bucket_arn:
-            raise ValueError("data_bucket_arn: the inference operator keeps its TLS certificates in the data bucket")
-        tls_bucket = Fn.select(5, Fn.split(":", data_bucket_arn))
+        # the operator's TLS certificates get a bucket of their own: its role writes and deletes there only (AWS's
+        # script points it at a bucket of the user's; the data bucket's objects stay out of its reach)
+        access_logs = server_access_log_bucket(self, "TlsAccessLogs", logged="inference operator's TLS bucket")
+        self.tls_bucket = secure_bucket(self, "TlsCertificates", server_access_logs_bucket=access_logs,
+                                        removal_policy=RemovalPolicy.DESTROY, auto_delete_objects=True)
+        explicit_bucket_policy(self.tls_bucket)
         self.execution_role = self._irsa_role(
             "OperatorExecutionRole", issuer, serving.OPERATOR_NAMESPACE, serving.CONTROLLER_SERVICE_ACCOUNT,
             "the HyperPod inference operator", sagemaker=True)
@@ -57,13 +66,10 @@ class ServingInstall(Construct):
                     "for its execution role (migration/helm_to_addon.sh in aws/sagemaker-hyperpod-cli).")
         self.execution_role.add_to_policy(iam.PolicyStatement(
             sid="TlsCertificates", actions=["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject"],
-            resources=[f"{data_bucket_arn}/*"]))
-        acknowledge(self.execution_role, f"AwsSolutions-IAM5[Resource::{_nag(stack, data_bucket_arn)}/*]",
-                    "The operator names its TLS certificate objects itself; AWS's migration script grants the TLS "
-                    "bucket's objects the same way.")
-        if data_key_arn:
-            self.execution_role.add_to_policy(iam.PolicyStatement(
-                sid="TlsCertificatesKey", actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[data_key_arn]))
+            resources=[self.tls_bucket.arn_for_objects("*")]))
+        acknowledge(self.execution_role, f"AwsSolutions-IAM5[Resource::{nag_resource(stack, self.tls_bucket.bucket_arn)}/*]",
+                    "The operator names its TLS certificate objects itself, in a bucket of their own.")
+        tls_bucket = self.tls_bucket.bucket_name
         keda_statements = [amp_query_statement(workspace_arn)] if workspace_arn else []
         self.keda_role = self._irsa_role("KedaRole", issuer, serving.OPERATOR_NAMESPACE, serving.KEDA_SERVICE_ACCOUNT,
                                          "the inference operator's KEDA", sagemaker=True)
@@ -119,12 +125,6 @@ class ServingInstall(Construct):
         if sagemaker:
             principal = iam.CompositePrincipal(principal, iam.ServicePrincipal("sagemaker.amazonaws.com"))
         return iam.Role(self, id, assumed_by=principal, description=f"IRSA: {purpose} ({namespace}/{service_account})")
-
-
-def _nag(stack: Stack, value: str) -> str:
-    from fmcluster.orchestrators.hyperpod_eks.checkpoint_access import _nag as render
-
-    return render(stack, value)
 
 
 def _fsx(mounts: Mounts) -> Optional[Dict[str, str]]:

@@ -19,7 +19,7 @@ MODELS = "/models"  # where a hub model is staged on the shared file system
 # EKS (docs/kubernetes/installation/rdma-setup/efa-on-aws at ai-dynamo/dynamo a0245de5: "Required EFA environment
 # variables" and "Recommended EFA performance tuning"); the images are AWS's Dynamo runtime images with EFA, which put
 # the EFA libraries on the loader path themselves (the guide's LD_LIBRARY_PATH line expands a shell variable that
-# Kubernetes does not). tests/orchestrators/test_serving_objects.py holds the manifests to this list.
+# Kubernetes does not). tests/orchestrators/<kind>/test_serving.py holds the manifests to this list.
 EFA_ENV: Dict[str, str] = {
     "FI_PROVIDER": "efa",
     "FI_EFA_USE_DEVICE_RDMA": "1",

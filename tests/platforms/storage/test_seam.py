@@ -62,6 +62,18 @@ LATER: Dict[str, str] = {
     "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: after the spec slice",
     "fmcluster/observability/": "alert rules and dashboards on Lustre metrics: a store's rule group",
     "fmcluster/feature_flags.py": "a comment on strong references naming the storage stack's file system",
+    # serving: a model's weights on the shared file system (the spec's `source.fsx`, read with the spec slice)
+    "fmcluster/platforms/kubernetes/serving.py": "where an engine reads a model on the shared file system "
+                                                 "(storage.fsx's mount point): the mount's path from the contract "
+                                                 "once the spec slice lets a store answer the spec",
+    "fmcluster/orchestrators/eks/serving.py": "the model servers' and load test's claim and mount of the shared file "
+                                              "system, from the spec: the contract's volume (claim, mount point) "
+                                              "with the spec slice",
+    "fmcluster/orchestrators/hyperpod_eks/serving.py": "the HyperPod Inference Operator's own `fsx` model source "
+                                                       "(its CRD's fsxStorage: file system id, DNS and mount names) and "
+                                                       "the load test's claim: a store's form for the operator",
+    "fmcluster/orchestrators/hyperpod_eks/serving_install.py": "reads the operator's fsxStorage fields off the "
+                                                               "contract's volume attributes: the same store form",
 }
 
 
