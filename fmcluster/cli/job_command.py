@@ -183,3 +183,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                          "The job's header says about how many minutes it takes.")
     sp.add_argument("--image", help="Kubernetes kinds: the nccl-tests container image, e.g. a copy in the cluster's "
                                     "region (default: AWS's build on Amazon ECR Public).")
+    from fmcluster.cli import posttraining_command  # job rl, job sft
+
+    posttraining_command.register(kinds)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from fmcluster.aws.context import PreflightCheck
     from fmcluster.aws.status import Describer
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
+    from fmcluster.platforms.kubernetes.job_placement import JobPlacement
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
 
@@ -99,6 +100,12 @@ class OrchestratorKind(OrchestratorTraits, Generic[S]):
     def fabric_job(self, spec: ClusterSpec, group: NodeGroup, *, image: Optional[str], spec_file: str) -> Optional[str]:
         """The fabric acceptance job as this kind runs it (Kubernetes manifests); None: the Slurm or hostfile script
         `fmcluster job nccl` writes from the packaged nccl-tests.sbatch."""
+        return None
+
+    def job_placement(self, spec: ClusterSpec, group: NodeGroup) -> Optional[JobPlacement]:
+        """Where a Kubernetes kind puts a training job's GPU pods on `group` (namespace, queue labels, how many nodes,
+        which of them); None where jobs run under Slurm or on the hosts. A ValueError says why the kind cannot place
+        one for this spec."""
         return None
 
     def preflight_checks(self, spec: ClusterSpec) -> List[PreflightCheck]:
