@@ -65,6 +65,9 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
                    "to the tie group's pick; dp follows from the GPUs when left out")
     t.add_argument("--recompute", metavar="{none,selective,full}",
                    help="the pinned layout's activation recomputation (default: the fastest that fits)")
+    from fmcluster.planner import rl_cli  # plan --rl: a post-training step
+
+    rl_cli.add_arguments(parser)
     parser.add_argument("--price", action="append", metavar="GROUP=USD",
                         help="what one instance-hour of GROUP's reservation costs you (a Capacity Block's or training "
                              "plan's effective hourly rate; repeatable); without it such a group is left unpriced")
@@ -184,6 +187,10 @@ def _write(out: Output, data: bytes) -> None:
 
 
 def run_plan(args: Any) -> int:
+    if getattr(args, "rl", False):
+        from fmcluster.planner import rl_cli
+
+        return rl_cli.run(args)
     from fmcluster.planner.frameworks import framework
     from fmcluster.planner.pinned import check_recompute, parse_layout
     from fmcluster.planner.report import PlanOptions, build

@@ -28,6 +28,7 @@ ROLLOUT = "sglang"  # the engine the image carries (sglang 0.5.2)
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 GSM8K_SCRIPT = f"https://raw.githubusercontent.com/volcengine/verl/v{VERSION}/examples/data_preprocess/gsm8k.py"
 GSM8K_SHA256 = "b67a4b58eb97a1a8c5f4157072296798668af13d2db0958b921cfff1f4938975"
+GSM8K_TRAIN = 7473  # problems in openai/gsm8k's train split (https://huggingface.co/datasets/openai/gsm8k)
 # veRL's multinode runtime environment (verl/trainer/runtime_env.yaml)
 RUNTIME_ENV = {"TORCH_NCCL_AVOID_RECORD_STREAMS": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 
@@ -55,6 +56,10 @@ class GrpoRun:
     save_freq: int = 20
     keep: int = 3
     gpu_memory_utilization: float = 0.6  # veRL's perf guide: 0.5-0.7
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return -(-GSM8K_TRAIN // self.prompts)
 
 
 def overrides(run: GrpoRun) -> Dict[str, str]:

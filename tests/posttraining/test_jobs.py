@@ -28,7 +28,7 @@ EXAMPLES = {"default": "none", "pcs-p5en-capacity-block": "pcs", "hyperpod-slurm
 
 
 def args(**kw) -> argparse.Namespace:
-    base = {"group": None, "nodes": None, "model": None, "image": None, "rollout_tp": 1, "dataset": None}
+    base = {"group": None, "nodes": None, "model": None, "image": None, "rollout_tp": None, "dataset": None}
     return argparse.Namespace(**{**base, **kw})
 
 
