@@ -10,9 +10,11 @@ from __future__ import annotations
 import shlex
 from typing import List, Sequence
 
+from fmcluster.runtime.observability import RAY_METRICS_PORT
+
 # Ray's ports (Ray docs, "Ports configurations"): the GCS on the head, the dashboard and job API on the head, and a
-# fixed metrics port on every node (its default is random) for the node collectors' scrape.
-GCS_PORT, DASHBOARD_PORT, METRICS_PORT = 6379, 8265, 8080
+# fixed metrics port on every node (its default is random) where the node collectors scrape it.
+GCS_PORT, DASHBOARD_PORT, METRICS_PORT = 6379, 8265, RAY_METRICS_PORT
 
 _RUNNER = r'''# the container runtime: Pyxis (srun --container-image) where Slurm has it, else Docker on the node
 if [ -n "${SLURM_JOB_ID:-}" ] && srun --help 2>&1 | grep -q -- '--container-image'; then

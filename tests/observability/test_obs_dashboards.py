@@ -7,7 +7,7 @@ import pytest
 from fmcluster import observability as obs
 
 DASHBOARDS = obs.dashboards()
-REQUIRED = {"cluster-overview", "gpu-health", "efa-network", "storage", "node-validation", "job"}
+REQUIRED = {"cluster-overview", "gpu-health", "efa-network", "storage", "node-validation", "job", "post-training"}
 
 
 def _panels(items):

@@ -94,3 +94,15 @@ def test_job_rl_takes_its_rollout_size_from_the_plan():
     assert "plan --rl --model llama3.1-8b" in said and 1 <= sized.save_freq <= run.steps_per_epoch
     assert sized.rollout_tp in (1, 2, 4, 8)
     assert size_from_plan(spec, spec.node_groups[0], dataclasses.replace(run, model="someone/unknown"), None) is None
+
+
+def test_plan_rules_rl_records_the_step_and_its_rollout_share(capsys):
+    import yaml
+
+    from fmcluster.acceptance import plan_rules
+
+    assert main(["plan-rules", "examples/eks-p5.yaml", "--rl", "--model", "qwen2.5-7b"]) == 0
+    (group,) = yaml.safe_load(capsys.readouterr().out)["groups"]
+    assert group["name"] == plan_rules.RL_GROUP
+    assert {r["record"] for r in group["rules"]} == set(plan_rules.RL_RECORDS)
+    assert all(r["labels"]["node_group"] == "h100" and r["labels"]["model"] == "qwen2.5-7b" for r in group["rules"])

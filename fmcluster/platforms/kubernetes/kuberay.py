@@ -19,12 +19,16 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from fmcluster.runtime.observability import RAY_METRICS_PORT
+
 NAMESPACE = "kuberay-system"
 RELEASE = "kuberay-operator"
 API = "ray.io/v1"
 # Ray's ports on the head: GCS, dashboard and job API, the metrics agent (KubeRay injects metrics-export-port 8080
 # where rayStartParams has none: ray-operator/controllers/ray/utils/constant.go DefaultMetricsPort).
-GCS_PORT, DASHBOARD_PORT, METRICS_PORT = 6379, 8265, 8080
+GCS_PORT, DASHBOARD_PORT, METRICS_PORT = 6379, 8265, RAY_METRICS_PORT
+METRICS_PORT_NAME = "metrics"  # the container port KubeRay names for it (utils.MetricsPortName)
+NODE_TYPE_LABEL, CLUSTER_LABEL = "ray.io/node-type", "ray.io/cluster"  # on every Ray pod KubeRay creates
 # The operator's batchScheduler.name per scheduler of the eks kind (values.yaml: "volcano", "yunikorn",
 # "kai-scheduler", "scheduler-plugins"); Kueue is not one: it gates RayJobs by their queue label instead.
 BATCH_SCHEDULERS: Dict[str, Optional[str]] = {"kueue": None, "volcano": "volcano", "kai": "kai-scheduler"}

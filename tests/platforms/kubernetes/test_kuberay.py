@@ -74,3 +74,18 @@ def test_the_operator_hands_ray_pods_to_the_clusters_gang_scheduler(scheduler, n
     assert values.get("batchScheduler", {}).get("name") == name
     with pytest.raises(ValueError, match="scheduler"):
         kuberay.chart_values(system_selector={}, scheduler="yunikorn")
+
+
+def test_the_managed_scraper_collects_every_ray_pod_at_the_port_the_jobs_start_ray_with():
+    """Ray's metrics from KubeRay's head and worker pods (PodMonitor-style, by the ray.io/node-type label and the
+    container port KubeRay names metrics), labelled with the node and the Ray cluster the dashboard selects."""
+    from fmcluster.platforms.kubernetes import metrics
+
+    (ray,) = [j for j in metrics.scrape_config(cluster="c", interval_s=30)["scrape_configs"] if j["job_name"] == "ray"]
+    keep = ray["relabel_configs"][0]
+    assert keep["action"] == "keep" and keep["regex"] == ".+;metrics"
+    assert keep["source_labels"] == ["__meta_kubernetes_pod_label_ray_io_node_type",
+                                     "__meta_kubernetes_pod_container_port_name"]
+    targets = {r.get("target_label") for r in ray["relabel_configs"]}
+    assert {"node", "ray_io_cluster", "cluster"} <= targets
+    assert kuberay.start_params(8)["metrics-export-port"] == str(kuberay.METRICS_PORT) == "8080"
