@@ -19,12 +19,14 @@ def cmd_plan_rules(args: argparse.Namespace) -> int:
     from fmcluster.outputs.write import claim
     from fmcluster.planner.cli import PlanUsageError, number, resolve_model
     from fmcluster.planner.report import PlanOptions, build
+    from fmcluster.planner.rl_cli import refuse_rl_options
     from fmcluster.registry import load_spec
 
     out = claim(args.out, "--out", marker.HASH, force=args.force, spec=args.file) if args.out else None
     if getattr(args, "rl", False):
         return _write(out, args, _rl_text(args))
     try:
+        refuse_rl_options(args)
         model = resolve_model(args)
         if model is None:
             raise PlanUsageError("--model: plan-rules needs a model (--model or --params/--layers/--hidden)")
@@ -51,11 +53,12 @@ def _rl_text(args: argparse.Namespace) -> str:
 
     from fmcluster.acceptance.plan_rules import rl_rule_groups
     from fmcluster.planner.cli import PlanUsageError
-    from fmcluster.planner.rl_cli import plan_group
+    from fmcluster.planner.rl_cli import plan_group, refuse_training_options
     from fmcluster.registry import load_spec
 
-    spec = load_spec(args.file)
     try:
+        refuse_training_options(args)
+        spec = load_spec(args.file)
         groups = [g for g in spec.node_groups if g.instance.is_gpu and (args.group is None or g.name == args.group)]
         if not groups:
             raise PlanUsageError(f"--group: no GPU node group {args.group!r}" if args.group else

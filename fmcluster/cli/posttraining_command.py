@@ -6,6 +6,7 @@ allocation (rl) or one `trl sft` per node (sft); a cluster without a scheduler a
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -18,11 +19,41 @@ HOURS = 24  # the Slurm time limit of a first run
 
 
 def gpu_group(spec: Any, name: Optional[str]) -> Any:
+    if name is not None and name not in {g.name for g in spec.node_groups}:
+        raise UsageError(f"--group: no node group {name!r}; the spec has {', '.join(g.name for g in spec.node_groups)}")
     groups = [g for g in spec.node_groups if g.instance.is_gpu and (name is None or g.name == name)]
     if not groups:
-        which = f"node group {name!r}" if name else "the spec"
-        raise UsageError(f"--group: {which} has no GPU node group ({', '.join(g.name for g in spec.node_groups)})")
+        gpu = [g.name for g in spec.node_groups if g.instance.is_gpu]
+        which = f"node group {name} has no GPUs" if name else "the spec has no GPU node group"
+        raise UsageError(f"--group: {which}; the job needs one" + (f" ({', '.join(gpu)})" if gpu else ""))
     return groups[0]
+
+
+# A Hugging Face repository id (huggingface_hub's validate_repo_id): a name, or owner/name, of letters, digits, '-',
+# '_' and '.', at most 96 characters, no '--' or '..'. Held here so the id is safe in a path, a shell word and a
+# Hydra override, and a typo stops before the queue wait rather than at the download.
+HF_ID = re.compile(r"(?!.*(--|\.\.))[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
+# A container image reference (registry/path:tag or @sha256:digest), in the characters Docker's reference grammar
+# allows (distribution/reference): nothing a shell or YAML reads otherwise.
+IMAGE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:-]*(@sha256:[0-9a-f]{64})?")
+
+
+def hf_id(value: Optional[str], option: str, default: str) -> str:
+    if value is None:
+        return default
+    if len(value) > 96 or not HF_ID.fullmatch(value) or value.endswith((".", "-")):
+        raise UsageError(f"{option}: {value!r} is not a Hugging Face id: owner/name (or name) of letters, digits, '-', "
+                         "'_' and '.', at most 96 characters, no '--' or '..' (e.g. Qwen/Qwen2.5-7B-Instruct)")
+    return value
+
+
+def image_ref(value: Optional[str], default: str) -> str:
+    if value is None:
+        return default
+    if len(value) > 255 or not IMAGE_REF.fullmatch(value) or value.endswith((":", "/")):
+        raise UsageError(f"--image: {value!r} is not an image reference: [registry/]repository[:tag][@sha256:digest] "
+                         "of letters, digits, '.', '_', '-', '/' and ':'")
+    return value
 
 
 def shared_root(spec: Any) -> str:
@@ -46,11 +77,45 @@ def checkpoint_root(spec: Any, mount: str) -> Tuple[str, str]:
     return root, note
 
 
+def place(spec: Any, group: Any) -> Any:
+    """The kind's placement of the job's GPU pods (None: Slurm or hosts), with the shared file system's claim."""
+    import dataclasses
+
+    from fmcluster.platforms.storage.fsx_lustre.mount import CLAIM
+    from fmcluster.registry import kind_of
+
+    try:
+        placement = kind_of(spec).job_placement(spec, group)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return None if placement is None else dataclasses.replace(placement, claim=CLAIM)
+
+
 def _nodes(args: argparse.Namespace, most: int, group: Any) -> int:
-    nodes = args.nodes or most
+    nodes = most if args.nodes is None else args.nodes
     if not 1 <= nodes <= most:
         raise UsageError(f"--nodes: {nodes} is not between 1 and the {most} nodes the job may take on {group.name}")
     return nodes
+
+
+def _rollout_tp(args: argparse.Namespace, model: str, gpus: int) -> Optional[int]:
+    """--rollout-tp, held to what the engine can run: a replica within one node (dividing its GPUs) and, for a
+    model the planner knows, splitting its attention heads (planner/rl.py rollout_tps). None: the plan's."""
+    tp = args.rollout_tp
+    if tp is None:
+        return None
+    from fmcluster.planner import rl
+
+    name = rl.preset_for(model)
+    if name is not None:
+        m = rl.model(name)
+        if tp not in rl.rollout_tps(m, gpus):
+            raise UsageError(f"--rollout-tp: {tp} is not {rl.tp_rule(m, gpus)}")
+    elif not (1 <= tp <= gpus and gpus % tp == 0):
+        allowed = ", ".join(str(t) for t in range(1, gpus + 1) if gpus % t == 0)
+        raise UsageError(f"--rollout-tp: {tp} is not one of {allowed} (dividing the node's {gpus} GPUs: a replica "
+                         "within one node); it must also divide the model's attention heads")
+    return tp
 
 
 def _dump(header: List[str], objects: List[Dict[str, Any]]) -> str:
@@ -60,27 +125,23 @@ def _dump(header: List[str], objects: List[Dict[str, Any]]) -> str:
 
 def render_rl(spec: Any, args: argparse.Namespace, spec_file: str) -> str:
     from fmcluster.posttraining import scripts, verl
-    from fmcluster.registry import kind_of
 
     group = gpu_group(spec, args.group)
     mount = shared_root(spec)
-    kind = kind_of(spec)
-    try:
-        placement = kind.job_placement(spec, group)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    placement = place(spec, group)
     nodes = _nodes(args, placement.nodes if placement else group.count, group)
     gpus = group.instance.gpus
-    model = args.model or verl.MODEL
+    model = hf_id(args.model, "--model", verl.MODEL)
+    image = image_ref(args.image, verl.IMAGE)
+    tp = _rollout_tp(args, model, gpus)
     root, where = checkpoint_root(spec, mount)
     keep = spec.checkpoints.keep if spec.checkpoints else 3
     run = verl.GrpoRun(name=RL_JOB, model=model, model_dir=f"{mount}/posttraining/models/{model}",
                        data_dir=f"{mount}/posttraining/data/gsm8k", checkpoint_dir=f"{root}/{RL_JOB}", nodes=nodes,
-                       gpus_per_node=gpus, rollout_tp=args.rollout_tp or 1, keep=keep)
-    sized = size_from_plan(spec, group, run, explicit_tp=args.rollout_tp)
+                       gpus_per_node=gpus, rollout_tp=tp or 1, keep=keep)
+    sized = size_from_plan(spec, group, run, explicit_tp=tp)
     run, sizing = sized if sized else (run, "no plan for this model (not a preset): rollout tensor parallel "
                                             f"{run.rollout_tp}, a checkpoint every {run.save_freq} steps")
-    image = args.image or verl.IMAGE
     header = [
         f"Generated by `fmcluster job rl {spec_file}`: veRL {verl.VERSION} GRPO on {nodes} x {group.instance_type} of "
         f"node group {group.name} ({nodes * gpus} GPUs), {model} on GSM8K,",
@@ -97,14 +158,13 @@ def render_rl(spec: Any, args: argparse.Namespace, spec_file: str) -> str:
         return _rl_manifest(header, spec, group, placement, run, image, mount)
     prepare, train = verl.prepare_lines(run), verl.train_line(run)
     if spec.orchestrator_kind.node_agent == "slurm":
-        header += ["", "Run: sbatch <this file>; the log names the head node. Ray's dashboard and job API are on the head",
-                   f"node's port {scripts.DASHBOARD_PORT}: forward it through the way in (docs/access.md, SSM port "
-                   "forwarding) to reach http://localhost:8265."]
+        header += ["", f"Run: sbatch <this file>; the log ({RL_JOB}_<jobid>.out) names the head node and its address.",
+                   *scripts.dashboard_lines(slurm=True)]
         sbatch = scripts.sbatch_header(job=RL_JOB, partition=group.name, nodes=nodes, minutes=HOURS * 60, requeue=True)
         return scripts.ray_slurm(header=header, sbatch=sbatch, image=image, mount=mount, gpus=gpus,
                                  install=verl.install_line(), prepare=prepare, train=train)
     header += ["", "Run: HOSTFILE=hosts bash <this file>   (hosts: the nodes, one a line, the first Ray's head; "
-               "passwordless SSH between them)"]
+               "passwordless SSH between them)", *scripts.dashboard_lines(slurm=False)]
     return scripts.ray_hosts(header=header, image=image, mount=mount, gpus=gpus, install=verl.install_line(),
                              prepare=prepare, train=train)
 
@@ -123,15 +183,18 @@ def size_from_plan(spec: Any, group: Any, run: Any, explicit_tp: Optional[int]) 
     model = rl.model(name)
     gpus = rl.Gpus.of(group.instance, run.nodes * run.gpus_per_node)
     best = None
-    for tp in ([explicit_tp] if explicit_tp else [t for t in (1, 2, 4, 8) if t <= run.gpus_per_node
-                                                  and model.heads % t == 0]):
+    tps = [explicit_tp] if explicit_tp else rl.rollout_tps(model, run.gpus_per_node)
+    for tp in tps:
         job = rl.Job(model=model, samples=run.prompts * run.group, prompt=run.prompt_length,
                      response_mean=run.response_length / 2, response_max=run.response_length, rollout_tp=tp)
         step = rl.colocated(job, gpus).step_s
         if best is None or step < best[0]:
             best = (step, tp)
-    if best is None or best[0] == math.inf:
-        return None
+    if best is None or best[0] == math.inf:  # the rollout's weight shard fits no engine: the job could not start
+        option = "--rollout-tp" if explicit_tp else "--model"
+        raise UsageError(f"{option}: `fmcluster plan --rl --model {name}` fits {name}'s weights in the rollout engine's "
+                         f"share of a {gpus.name} at no tensor-parallel size of {tps} within a node; give more GPUs "
+                         "per node or a smaller model")
     step, tp = best
     minutes = spec.checkpoints.interval_minutes if spec.checkpoints else 30
     save = max(1, min(int(minutes * 60 // step), run.steps_per_epoch))
@@ -166,21 +229,18 @@ def _rl_manifest(header: List[str], spec: Any, group: Any, placement: Any, run: 
 
 def render_sft(spec: Any, args: argparse.Namespace, spec_file: str) -> str:
     from fmcluster.posttraining import scripts, trl
-    from fmcluster.registry import kind_of
 
     group = gpu_group(spec, args.group)
     mount = shared_root(spec)
-    try:
-        placement = kind_of(spec).job_placement(spec, group)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    placement = place(spec, group)
     nodes = _nodes(args, placement.nodes if placement else group.count, group)
     gpus = group.instance.gpus
     root, where = checkpoint_root(spec, mount)
-    model = args.model or trl.MODEL
-    values = trl.config(model=model, dataset=args.dataset or trl.DATASET, output_dir=f"{root}/{SFT_JOB}",
+    model = hf_id(args.model, "--model", trl.MODEL)
+    dataset = hf_id(args.dataset, "--dataset", trl.DATASET)
+    image = image_ref(args.image, trl.IMAGE)
+    values = trl.config(model=model, dataset=dataset, output_dir=f"{root}/{SFT_JOB}",
                         save_steps=500, keep=spec.checkpoints.keep if spec.checkpoints else 3)
-    image = args.image or trl.IMAGE
     header = [
         f"Generated by `fmcluster job sft {spec_file}`: TRL {trl.VERSION} supervised fine-tuning on {nodes} x "
         f"{group.instance_type} of node group {group.name}, {model} on {values['dataset_name']},",
@@ -244,8 +304,9 @@ def _write(args: argparse.Namespace, render: Any) -> int:
 
     out = claim(args.out, "--out", marker.HASH, force=args.force, spec=args.file, mode=0o700) if args.out else None
     spec = load_spec(args.file)
+    shown = re.sub(r"[\x00-\x1f\x7f]", "?", args.file)  # the header's comment lines stay comments
     try:
-        text = render(spec, args, args.file)
+        text = render(spec, args, shown)
     except (verl.UnknownKey, trl.UnknownKey) as e:
         raise UsageError(str(e)) from None
     if out is None:

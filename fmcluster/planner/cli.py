@@ -65,9 +65,6 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
                    "to the tie group's pick; dp follows from the GPUs when left out")
     t.add_argument("--recompute", metavar="{none,selective,full}",
                    help="the pinned layout's activation recomputation (default: the fastest that fits)")
-    from fmcluster.planner import rl_cli  # plan --rl: a post-training step
-
-    rl_cli.add_arguments(parser)
     parser.add_argument("--price", action="append", metavar="GROUP=USD",
                         help="what one instance-hour of GROUP's reservation costs you (a Capacity Block's or training "
                              "plan's effective hourly rate; repeatable); without it such a group is left unpriced")
@@ -76,6 +73,9 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", metavar="OUT", help="write one self-contained HTML page (tables, diagram, step chart)")
     parser.add_argument("--force", action="store_true", help="replace the output file even when fmcluster did not "
                         "write it or it was edited since (never the spec)")
+    from fmcluster.planner import rl_cli  # plan --rl: a post-training step; last, it keeps the others' defaults
+
+    rl_cli.add_arguments(parser)
 
 
 def add_diagram_arguments(parser: argparse.ArgumentParser) -> None:
@@ -187,15 +187,16 @@ def _write(out: Output, data: bytes) -> None:
 
 
 def run_plan(args: Any) -> int:
-    if getattr(args, "rl", False):
-        from fmcluster.planner import rl_cli
+    from fmcluster.planner import rl_cli
 
+    if getattr(args, "rl", False):
         return rl_cli.run(args)
     from fmcluster.planner.frameworks import framework
     from fmcluster.planner.pinned import check_recompute, parse_layout
     from fmcluster.planner.report import PlanOptions, build
     from fmcluster.registry import load_spec
 
+    rl_cli.refuse_rl_options(args)
     layout = getattr(args, "layout", None)
     recompute = check_recompute(getattr(args, "recompute", None))
     if recompute is not None and layout is None:

@@ -16,6 +16,25 @@ from fmcluster.runtime.observability import RAY_METRICS_PORT
 # fixed metrics port on every node (its default is random) where the node collectors scrape it.
 GCS_PORT, DASHBOARD_PORT, METRICS_PORT = 6379, 8265, RAY_METRICS_PORT
 
+
+
+def dashboard_lines(*, slurm: bool) -> List[str]:
+    """How a person reaches Ray's dashboard and job API on the head node, through the way in the kind already has
+    (docs/access.md): Session Manager port forwarding, through the node a session lands on (Slurm kinds: login or
+    head node, which shares the nodes' security group) to the Ray head, or straight to the head instance (no
+    scheduler)."""
+    forward = ("aws ssm start-session --target <the stack's SessionCommand target (PCS: LoginSessionCommand)> --document-name "
+               "AWS-StartPortForwardingSessionToRemoteHost" if slurm else
+               "aws ssm start-session --target <the head's instance id> --document-name AWS-StartPortForwardingSession")
+    where = f"host=<the head's address>,portNumber={DASHBOARD_PORT}" if slurm else f"portNumber={DASHBOARD_PORT}"
+    return [f"Ray's dashboard and job API are on the head node's port {DASHBOARD_PORT}; from your machine, through "
+            "Session Manager (docs/access.md):",
+            f"  {forward} \\",
+            f"    --parameters {where},localPortNumber={DASHBOARD_PORT}",
+            f"  then http://localhost:{DASHBOARD_PORT} (dashboard) and `ray job list --address "
+            f"http://localhost:{DASHBOARD_PORT}` (job API)"]
+
+
 _RUNNER = r'''# the container runtime: Pyxis (srun --container-image) where Slurm has it, else Docker on the node
 if [ -n "${SLURM_JOB_ID:-}" ] && srun --help 2>&1 | grep -q -- '--container-image'; then
   CONTAINER=(--container-image="$IMAGE" --container-mounts="$MOUNT:$MOUNT" --no-container-mount-home)
@@ -32,7 +51,7 @@ def sbatch_header(*, job: str, partition: str, nodes: int, minutes: int, requeue
              "#SBATCH --ntasks-per-node=1", "#SBATCH --exclusive", f"#SBATCH --time={minutes // 60:02d}:{minutes % 60:02d}:00",
              "#SBATCH --output=%x_%j.out", "#SBATCH --open-mode=append"]
     if requeue:
-        lines.append("#SBATCH --requeue")  # a failed node puts the job back in the queue; it resumes from FSx
+        lines.append("#SBATCH --requeue")  # a failed node puts the job back in the queue; it resumes from the shared file system
     return lines
 
 
@@ -67,26 +86,32 @@ srun --overlap --nodes=1 --ntasks=1 -w "$head_node" "${{CONTAINER[@]}}" "${{RUN[
 
 def ray_hosts(*, header: Sequence[str], image: str, mount: str, gpus: int, install: str, prepare: Sequence[str],
               train: str) -> str:
-    """The same over SSH from HOSTFILE (one host a line, the first the head), for clusters without a scheduler."""
+    """The same over SSH from HOSTFILE (one host a line, the first the head), for clusters without a scheduler. `on`
+    quotes each word for the node's shell (printf %q), so what runs there is what runs under Slurm, word for word."""
     start = f"{install} && ulimit -n 65536 && ray start --block --num-gpus {gpus} --metrics-export-port {METRICS_PORT}"
     driver = "; ".join(["set -euo pipefail", *prepare, train])
     body = f'''set -euo pipefail
 IMAGE="${{IMAGE:-{image}}}"
 MOUNT="{mount}"
-: "${{HOSTFILE:?HOSTFILE names the nodes, one a line; the first is Ray's head}}"
+: "${{HOSTFILE:?HOSTFILE names the nodes, one a line; the first is the Ray head}}"
 mapfile -t nodes < <(grep -v '^#' "$HOSTFILE" | awk 'NF {{print $1}}')
+# a command on a node over SSH, each word quoted here for the node's shell (so it expands here, on purpose)
+# shellcheck disable=SC2029
+on() {{ local host="$1"; shift; ssh "$host" "$(printf '%q ' "$@")"; }}
 head_ip="$(ssh "${{nodes[0]}}" hostname --ip-address | awk '{{print $1}}')"
 RAY_ADDRESS="$head_ip:{GCS_PORT}"
-RUN="docker run --rm --init --gpus all --network host --ipc host --ulimit memlock=-1 --device /dev/infiniband \\
- --shm-size 64g -v $MOUNT:$MOUNT -e HF_HOME=$MOUNT/posttraining/hf $IMAGE"
+RUN=(docker run --rm --init --gpus all --network host --ipc host --ulimit memlock=-1 --device /dev/infiniband
+     --shm-size 64g -v "$MOUNT:$MOUNT" -e "HF_HOME=$MOUNT/posttraining/hf" "$IMAGE")
 echo "Ray head on ${{nodes[0]}} ($RAY_ADDRESS); dashboard and job API at http://$head_ip:{DASHBOARD_PORT}"
-ssh "${{nodes[0]}}" "$RUN bash -c '{start} --head --node-ip-address=$head_ip --port={GCS_PORT} --dashboard-host=0.0.0.0'" &
+on "${{nodes[0]}}" "${{RUN[@]}}" bash -c \\
+  "{start} --head --node-ip-address=$head_ip --port={GCS_PORT} --dashboard-host=0.0.0.0 --dashboard-port={DASHBOARD_PORT}" &
 sleep 30
 for node in "${{nodes[@]:1}}"; do
-  ssh "$node" "$RUN bash -c '{start} --address=$RAY_ADDRESS'" &
+  on "$node" "${{RUN[@]}}" bash -c "{start} --address=$RAY_ADDRESS" &
 done
 sleep 30
-ssh "${{nodes[0]}}" "$RUN env RAY_ADDRESS=$RAY_ADDRESS bash -c {shlex.quote(shlex.quote(driver))}"
+# the driver, on the head node beside its Ray node; it connects to the cluster through RAY_ADDRESS
+on "${{nodes[0]}}" "${{RUN[@]}}" env RAY_ADDRESS="$RAY_ADDRESS" bash -c {shlex.quote(driver)}
 '''
     return "\n".join(["#!/bin/bash", *(f"# {h}" if h else "#" for h in header), body])
 

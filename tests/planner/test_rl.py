@@ -106,3 +106,29 @@ def test_plan_rules_rl_records_the_step_and_its_rollout_share(capsys):
     assert group["name"] == plan_rules.RL_GROUP
     assert {r["record"] for r in group["rules"]} == set(plan_rules.RL_RECORDS)
     assert all(r["labels"]["node_group"] == "h100" and r["labels"]["model"] == "qwen2.5-7b" for r in group["rules"])
+
+
+def test_the_doc_states_the_band_and_the_runs_the_model_gives():
+    """docs/post-training.md's calibration table and band are what the model predicts now: a change of the constants
+    or the model that moves them shows here until the doc says it (scripts/fit_rl.py prints both)."""
+    import re
+    from pathlib import Path
+
+    from fmcluster.planner.rl_cli import band
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "post-training.md").read_text()
+    dense = [r for r in rl.calibration() if r["set"] == "dense"]
+    table = re.findall(r"^\| [^|]+ \| (colocated|one step off) \| ([\d.]+) s \| ([\d.]+) s \| ([+-]\d+)% \|$", doc, re.M)
+    assert len(table) == len(dense)
+    for (mode, measured, predicted, error), row in zip(table, dense):
+        assert (mode == "colocated") == (row["mode"] == "colocated")
+        assert float(measured) == row["measured_s"] and float(predicted) == row["predicted_s"]
+        assert int(error) == round(row["error"] * 100)
+    b, flat = band(), " ".join(doc.split())
+    lo, hi = (round(e * 100) for e in b["dense_error"])
+    assert f"Error band: **{lo:+d}% .. {hi:+d}%** on the {b['dense_runs']} dense runs" in flat
+    assert max(abs(lo), abs(hi)) <= BAND * 100 and f"every dense run within {BAND:.0%}" in flat
+    mlo, mhi = (round(e * 100) for e in b["moe_error"])
+    assert f"({mlo:+d}% .. {mhi:+d}%)" in flat
+    assert f"`TAIL` {rl.TAIL} and `TRAIN_SHARE` {rl.TRAIN_SHARE}" in doc
+    assert f"read **±{rl.LEAVE_ONE_OUT:.0%}** for a dense model" in flat

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+import shutil
 import subprocess
 
 import jsonschema
@@ -84,7 +85,23 @@ def test_slurm_kinds_start_ray_inside_the_allocation(specs, example):
     head, workers, driver = (text.index('-w "$head_node"'), text.index('-w "$node"'), text.index("srun --overlap"))
     assert head < workers < driver and "ray start --block" in text and "--head" in text
     assert f"--metrics-export-port {kuberay.METRICS_PORT}" in text  # a fixed port for the scrape (Ray's is random)
+    shell_clean(text)
+
+
+def shell_clean(text: str) -> None:
+    """bash parses it and shellcheck finds nothing (the fabric job's bar: tests/test_job_command.py)."""
     subprocess.run(["bash", "-n"], input=text, text=True, check=True, timeout=30)
+    shellcheck = shutil.which("shellcheck")
+    assert shellcheck, "shellcheck missing: make setup installs it"
+    r = subprocess.run([shellcheck, "-"], input=text, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout
+
+
+@pytest.mark.parametrize("example", ["default", "hyperpod-slurm-p5", "parallelcluster-p5", "pcs-p5en-capacity-block"])
+def test_every_script_parses_and_is_shellcheck_clean(specs, example):
+    shell_clean(render_rl(specs[example], args(), "spec.yaml"))
+    if EXAMPLES[example] != "none":
+        shell_clean(render_sft(specs[example], args(), "spec.yaml"))
 
 
 @pytest.mark.parametrize("job", ["rl", "sft"])
@@ -190,3 +207,63 @@ def test_a_spec_without_a_shared_file_system_is_refused_by_field():
 def test_sft_without_a_scheduler_says_how_instead():
     with pytest.raises(UsageError, match="orchestrator none"):
         render_sft(load_spec("examples/default.yaml"), args(), "spec.yaml")
+
+
+def test_on_hyperpod_the_rayjob_is_the_teams_whole_quota_on_schedulable_nodes():
+    """Task governance's ClusterQueues are HyperPod's, generated from the teams' compute quotas: the RayJob goes to the
+    team's local queue with its priority class, asks for the team's GPUs on the group and no more, each pod fits a
+    node (the head with KubeRay's sidecar submitter beside Ray), and asks for no hugepages (undocumented whether task
+    governance covers them; an uncovered resource keeps the workload pending: docs/hyperpod-eks.md)."""
+    from fmcluster.orchestrators.hyperpod_eks import governance
+    from fmcluster.orchestrators.hyperpod_eks.settings import PRIORITY_CLASS_SUFFIX
+    from fmcluster.platforms.kubernetes import allocatable
+
+    spec = load_spec("examples/hyperpod-eks-p5.yaml")
+    group, tg = spec.node_groups[0], spec.orchestrator.task_governance
+    (job,) = yaml.safe_load_all(render_rl(spec, args(), "spec.yaml"))
+    team = next(t for t in tg.teams if t.namespace == job["metadata"]["namespace"])
+    assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": team.local_queue,
+                                         "kueue.x-k8s.io/priority-class": f"training{PRIORITY_CLASS_SUFFIX}"}
+    cluster = job["spec"]["rayClusterSpec"]
+    head = cluster["headGroupSpec"]["template"]["spec"]
+    head = {**head, "containers": [*head["containers"], {"name": "ray-job-submitter",
+                                                          "resources": kuberay.SIDECAR_SUBMITTER}]}
+    pods = [(head, 1)] + [(g["template"]["spec"], g["replicas"]) for g in cluster["workerGroupSpecs"]]
+    node = allocatable.allocatable(group.instance, spec.orchestrator.hyperpod.threads_per_core)
+    quota = governance.compute_quota(spec, team, "arn")["ComputeQuotaConfig"]["ComputeQuotaResources"]
+    (share,) = [r for r in quota if r["InstanceType"] == f"ml.{group.instance_type}" and "Accelerators" in r]
+    gpus = 0
+    for pod, count in pods:
+        assert pod["nodeSelector"]["sagemaker.amazonaws.com/node-health-status"] == "Schedulable"
+        assert not kueue_rules.node_fit_problems(pod, node)
+        requests = kueue_rules.podset_requests(pod, count, {}, {})
+        assert not any(k.startswith("hugepages-") for k in requests)
+        gpus += int(requests["nvidia.com/gpu"])
+    assert gpus == share["Accelerators"] == team.gpus[group.name]
+
+
+@pytest.mark.parametrize("example", ["eks-p5", "hyperpod-eks-p5"])
+def test_the_pods_mount_the_claim_the_cluster_creates_for_the_shared_file_system(specs, example):
+    """The kinds never name a store: the job takes the claim of FSx for Lustre's Kubernetes volume, the claim the
+    cluster stack puts into the training and the teams' namespaces (platforms/kubernetes/volumes.py)."""
+    from helpers.storage import fsx_mounts
+
+    (fsx,) = fsx_mounts()
+    assert fsx.kubernetes is not None
+    for text in (render_rl(specs[example], args(), "spec.yaml"), render_sft(specs[example], args(), "spec.yaml")):
+        claims = set()
+        for obj in yaml.safe_load_all(text):
+            for template in pod_templates(obj) + ([obj["spec"]["template"]] if obj["kind"] == "Job" else []):
+                for volume in template["spec"]["volumes"]:
+                    if "persistentVolumeClaim" in volume:
+                        claims.add(volume["persistentVolumeClaim"]["claimName"])
+        assert claims == {fsx.kubernetes.claim}
+
+
+def test_a_placement_without_the_stores_claim_is_refused():
+    from fmcluster.platforms.kubernetes import job_placement
+
+    spec = load_spec("examples/eks-p5.yaml")
+    placement = spec.orchestrator_kind.job_placement(spec, spec.node_groups[0])
+    with pytest.raises(ValueError, match="placement.claim"):
+        job_placement.gpu_pod(spec.node_groups[0], placement, container={"name": "c", "image": "i"}, mount_point="/m")

@@ -24,10 +24,12 @@ class JobPlacement:
     :param node_selector: what every GPU pod selects besides the group (HyperPod's schedulable nodes).
     :param annotations: the GPU pods' template annotations (Kueue topology requests).
     :param efa_claim: EFA through the DRA driver's claim template rather than the device plugin's resource.
+    :param hugepages: request the 2 MiB hugepages EFA jobs ask for (where the kind's queue covers or excludes them).
     :param threads_per_core: 1 where hyperthreading is off (fewer CPUs to request).
     :param daemonset_millicores: what the node's DaemonSets request, where the kind has the sum.
     :param service_account: the pods' service account (the eks kind's workload identity), or None.
-    :param claim: the shared file system's PersistentVolumeClaim in `namespace`.
+    :param claim: the shared store's PersistentVolumeClaim in `namespace` (its Kubernetes volume's claim; the caller
+        names it, as the kinds never name a store).
     :param notes: header lines the kind adds (what is unverified, what to look at when a pod stays pending).
     """
 
@@ -37,10 +39,11 @@ class JobPlacement:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     efa_claim: bool = False
+    hugepages: bool = True
     threads_per_core: int = 2
     daemonset_millicores: Optional[int] = None
     service_account: Optional[str] = None
-    claim: str = "fsx"
+    claim: str = ""
     notes: Tuple[str, ...] = ()
 
 
@@ -48,8 +51,10 @@ def gpu_pod(group: NodeGroup, placement: JobPlacement, *, container: Dict[str, A
             reserve_cpu_cores: int = 0, group_label: str = "fmcluster.io/node-group") -> Dict[str, Any]:
     """A pod template taking one whole GPU node of `group`, `container` given its resources, the shared file system and
     /dev/shm. `reserve_cpu_cores`: cores the container leaves for others in the pod (a sidecar)."""
+    if not placement.claim:
+        raise ValueError("placement.claim: the shared store's claim is not set")
     resources = fabric_job.worker_resources(group, threads_per_core=placement.threads_per_core,
-                                            efa_claim=placement.efa_claim, hugepages=True,
+                                            efa_claim=placement.efa_claim, hugepages=placement.hugepages,
                                             daemonset_millicores=placement.daemonset_millicores)
     if reserve_cpu_cores:
         resources["requests"]["cpu"] = str(int(resources["requests"]["cpu"]) - reserve_cpu_cores)

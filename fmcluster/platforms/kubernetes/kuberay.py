@@ -62,10 +62,11 @@ def start_params(gpus: int) -> Dict[str, str]:
 def ray_job(*, name: str, namespace: str, labels: Mapping[str, str], entrypoint: str,
             head: Dict[str, Any], workers: Sequence[Tuple[str, int, Dict[str, Any]]], gpus_per_node: int,
             runtime_env_yaml: str = "", backoff_limit: int = 0, active_deadline_seconds: Optional[int] = None,
-            ttl_seconds: int = 3600) -> Dict[str, Any]:
+            ttl_seconds: int = 300) -> Dict[str, Any]:
     """A RayJob whose RayCluster is one head (pod template `head`, a GPU node of its own) and worker groups (name,
     replicas, pod template), suspended until its queue admits it. `backoff_limit`: retries, each on a new RayCluster
-    (rayjob_types.go), so a job that resumes from its checkpoints outlives a lost node."""
+    (rayjob_types.go), so a job that resumes from its checkpoints outlives a lost node. `ttl_seconds`: how long the
+    finished cluster stays for its logs (HyperPod task governance charges a Ray cluster's quota until it is deleted)."""
     # KubeRay sets the head's dashboard-host to every interface of its pod (common/pod.go), reached by port-forward
     head_params = start_params(gpus_per_node)
     groups: List[Dict[str, Any]] = [

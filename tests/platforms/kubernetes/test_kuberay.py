@@ -1,17 +1,24 @@
 """The KubeRay operator on both Kubernetes kinds: its pinned chart, installed by the cluster stack on the system nodes
 through Helm (which creates the chart's CRDs itself, so the template carries none of their 4 MB), after the
-scheduler that admits Ray's jobs on EKS and before task governance's Kueue webhooks on HyperPod."""
+scheduler that admits Ray's jobs on EKS and before task governance's Kueue webhooks on HyperPod; the values it is
+installed with checked offline against the pinned chart's own values.yaml and deployment template (vendored under
+charts/, see charts/README.md) and, as Kubernetes fragments, inside a Pod of the cluster's version."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any, Iterator, Tuple
 
 import pytest
+import yaml
 from helpers import resources_of
+from platforms.kubernetes.schemas import validate
 
 from fmcluster.platforms.kubernetes import kuberay
 from fmcluster.platforms.kubernetes.versions import CHARTS
+from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTER_TEMPLATES = {"eks-p5": "eks-p5-cluster", "eks-p6-b200-capacity-block": "eks-b200-cluster",
@@ -19,6 +26,9 @@ CLUSTER_TEMPLATES = {"eks-p5": "eks-p5-cluster", "eks-p6-b200-capacity-block": "
 # CloudFormation's template body quota from S3 (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/
 # cloudformation-limits.html); spec/node_group.py keeps the largest cluster template near three quarters of it
 TEMPLATE_LIMIT = 1_000_000
+
+
+CHART = ROOT / "tests" / "platforms" / "kubernetes" / "charts" / f"kuberay-operator-{CHARTS['kuberay-operator'].version}"
 
 
 def template(example: str) -> dict:
@@ -89,3 +99,83 @@ def test_the_managed_scraper_collects_every_ray_pod_at_the_port_the_jobs_start_r
     targets = {r.get("target_label") for r in ray["relabel_configs"]}
     assert {"node", "ray_io_cluster", "cluster"} <= targets
     assert kuberay.start_params(8)["metrics-export-port"] == str(kuberay.METRICS_PORT) == "8080"
+
+
+def installed_values(example: str) -> dict:
+    """The values the cluster stack installs the chart with, read back from the committed template."""
+    (chart,) = [r for r in resources_of(template(example), "Custom::AWSCDK-EKS-HelmChart").values()
+                if r["Properties"]["Chart"] == "kuberay-operator"]
+    return json.loads(chart["Properties"]["Values"])
+
+
+def unknown_keys(values: Any, defaults: Any, path: Tuple[str, ...] = ()) -> Iterator[str]:
+    """Key paths of `values` the chart's values.yaml does not have, or whose type differs from its default's. Below a
+    key whose default is empty ({} or []) the contents are the user's own (a node selector, tolerations)."""
+    for key, value in values.items():
+        where = ".".join(path + (key,))
+        if key not in defaults:
+            yield f"{where}: not in the chart's values.yaml"
+            continue
+        default = defaults[key]
+        if default not in ({}, [], "", None) and type(value) is not type(default):
+            yield f"{where}: {type(value).__name__}, the chart's default is a {type(default).__name__}"
+        elif isinstance(default, dict) and default and isinstance(value, dict):
+            yield from unknown_keys(value, default, path + (key,))
+
+
+def test_the_vendored_chart_is_the_pinned_release():
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert (chart["name"], chart["version"]) == ("kuberay-operator", CHARTS["kuberay-operator"].version)
+
+
+@pytest.mark.parametrize("example", sorted(CLUSTER_TEMPLATES))
+def test_the_installed_values_are_the_charts_own_keys_and_reach_its_deployment(example):
+    """No invented key: every value fmcluster sets is a key of the pinned chart's values.yaml, of its type, and its
+    deployment template reads it (a misspelt key would be ignored by Helm and the operator land anywhere)."""
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+    deployment = (CHART / "deployment.yaml").read_text()
+    values = installed_values(example)
+    assert list(unknown_keys(values, defaults)) == []
+    for key, value in values.items():
+        paths = [f".Values.{key}.{k}" for k in value] if key == "batchScheduler" else [f".Values.{key}"]
+        for read in paths:
+            assert read in deployment, f"{read}: the chart's deployment does not read it"
+
+
+@pytest.mark.parametrize("scheduler", sorted(kuberay.BATCH_SCHEDULERS))
+def test_every_scheduler_choice_gives_values_the_chart_takes(scheduler):
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+    values = kuberay.chart_values(system_selector={"fmcluster.io/node-group": "system"}, scheduler=scheduler,
+                                  tolerations=[{"key": "k", "operator": "Exists", "effect": "NoSchedule"}])
+    assert list(unknown_keys(values, defaults)) == []
+    # the names the chart's values.yaml lists for batchScheduler.name
+    said = re.search(r"supported values are (.+?), do not set", (CHART / "values.yaml").read_text())
+    assert said is not None
+    supported = set(re.findall(r'"([a-z-]+)"', said.group(1)))
+    assert {"volcano", "kai-scheduler"} <= supported
+    assert values.get("batchScheduler", {}).get("name", "volcano") in supported
+
+
+@pytest.mark.parametrize("example", sorted(CLUSTER_TEMPLATES))
+def test_the_installed_values_fragments_are_valid_in_a_pod_of_the_clusters_version(example):
+    """The node selector and tolerations end up in the operator's pod: valid there for the spec's Kubernetes version
+    (the eks kind's test_objects does this for every chart of the eks examples; here both kinds)."""
+    spec = load_spec(ROOT / "examples" / f"{example}.yaml")
+    values = installed_values(example)
+    pod: dict = {"containers": [{"name": "kuberay-operator", "image": "quay.io/kuberay/operator:v1.7.0"}]}
+    for key in ("nodeSelector", "tolerations", "affinity", "priorityClassName"):
+        if key in values:
+            pod[key] = values[key]
+    validate({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "kuberay-operator",
+                                                             "namespace": kuberay.NAMESPACE}, "spec": pod},
+             spec.orchestrator.eks.kubernetes_version)
+    assert values["nodeSelector"] == {"fmcluster.io/node-group": "system"}
+
+
+def test_a_misspelt_value_is_caught():
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert list(unknown_keys({"nodeSelecter": {}}, defaults)) == ["nodeSelecter: not in the chart's values.yaml"]
+    assert list(unknown_keys({"batchScheduler": {"nam": "volcano"}}, defaults)) == [
+        "batchScheduler.nam: not in the chart's values.yaml"]
+    assert list(unknown_keys({"tolerations": {}}, defaults)) == []  # an empty default: the user's own
+    assert list(unknown_keys({"replicas": "2"}, defaults)) == ["replicas: str, the chart's default is a int"]
