@@ -1,7 +1,7 @@
 """`fmcluster job rl SPEC` and `fmcluster job sft SPEC`: the post-training jobs, written for the spec's cluster
 (docs/post-training.md). Kubernetes kinds get a RayJob (rl) or an indexed Job (sft) through the cluster's queue,
 placed where the kind says (`OrchestratorKind.job_placement`); Slurm kinds an sbatch script that starts Ray inside the
-allocation (rl) or one `trl sft` per node (sft); a cluster without a scheduler a script over SSH from a host file."""
+allocation (rl) or one `trl sft` per node (sft); a cluster without a scheduler the same over SSH from a host file."""
 
 from __future__ import annotations
 
@@ -165,8 +165,9 @@ def render_rl(spec: Any, args: argparse.Namespace, spec_file: str) -> str:
                                  install=verl.install_line(), prepare=prepare, train=train)
     header += ["", "Run: HOSTFILE=hosts bash <this file>   (hosts: the nodes, one a line, the first Ray's head; "
                "passwordless SSH between them)", *scripts.dashboard_lines(slurm=False)]
-    return scripts.ray_hosts(header=header, image=image, mount=mount, gpus=gpus, install=verl.install_line(),
-                             prepare=prepare, train=train)
+    return scripts.ray_hosts(header=header, image=image, mount=mount, gpus=gpus, nodes=nodes,
+                             rerun=f"fmcluster job rl {spec_file}", install=verl.install_line(), prepare=prepare,
+                             train=train)
 
 
 def size_from_plan(spec: Any, group: Any, run: Any, explicit_tp: Optional[int]) -> Optional[Tuple[Any, str]]:
@@ -249,10 +250,15 @@ def render_sft(spec: Any, args: argparse.Namespace, spec_file: str) -> str:
         "Scale up: --model, --dataset, --nodes; docs/post-training.md.",
     ]
     config_text = trl.config_yaml(values)
+    if placement is None and spec.orchestrator_kind.node_agent != "slurm":
+        launch = trl.launch(config_path=f"{mount}/posttraining/{SFT_JOB}.yaml", nodes=nodes, gpus_per_node=gpus,
+                            rank="$rank", head="$head_ip")
+        return scripts.sft_hosts(
+            header=header + ["", "Run: HOSTFILE=hosts bash <this file>   (hosts: the nodes, one a line, the first the "
+                             "rendezvous; passwordless SSH between them)"],
+            image=image, mount=mount, nodes=nodes, rerun=f"fmcluster job sft {spec_file}", install=trl.install_line(),
+            config_path=f"{mount}/posttraining/{SFT_JOB}.yaml", config_text=config_text, launch=launch)
     if placement is None:
-        if spec.orchestrator_kind.node_agent != "slurm":
-            raise UsageError(f"orchestrator {spec.orchestrator.type}: `job sft` writes Slurm or Kubernetes jobs; on a "
-                             "cluster without a scheduler run `trl sft` on each node as docs/post-training.md shows")
         sbatch = scripts.sbatch_header(job=SFT_JOB, partition=group.name, nodes=nodes, minutes=HOURS * 60,
                                        requeue=False)
         launch = trl.launch(config_path=f"{mount}/posttraining/{SFT_JOB}.yaml", nodes=nodes, gpus_per_node=gpus,
@@ -326,9 +332,11 @@ def cmd_job_sft(args: argparse.Namespace) -> int:
 
 
 def register(kinds: argparse._SubParsersAction[Any]) -> None:
-    rl = kinds.add_parser("rl", help="veRL GRPO on Ray across a GPU node group (RayJob, or sbatch starting Ray).")
+    rl = kinds.add_parser("rl", help="veRL GRPO on Ray across a GPU node group (RayJob, sbatch starting Ray, or a "
+                                     "host-file script).")
     rl.set_defaults(func=cmd_job_rl)
-    sft = kinds.add_parser("sft", help="Supervised fine-tuning with Hugging Face TRL (indexed Job, or sbatch).")
+    sft = kinds.add_parser("sft", help="Supervised fine-tuning with Hugging Face TRL (indexed Job, sbatch, or a "
+                                       "host-file script).")
     sft.set_defaults(func=cmd_job_sft)
     for sp in (rl, sft):
         sp.add_argument("file")

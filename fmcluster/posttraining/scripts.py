@@ -84,24 +84,35 @@ srun --overlap --nodes=1 --ntasks=1 -w "$head_node" "${{CONTAINER[@]}}" "${{RUN[
     return "\n".join(["#!/bin/bash", *(f"# {h}" if h else "#" for h in header), *sbatch, body])
 
 
-def ray_hosts(*, header: Sequence[str], image: str, mount: str, gpus: int, install: str, prepare: Sequence[str],
-              train: str) -> str:
-    """The same over SSH from HOSTFILE (one host a line, the first the head), for clusters without a scheduler. `on`
-    quotes each word for the node's shell (printf %q), so what runs there is what runs under Slurm, word for word."""
-    start = f"{install} && ulimit -n 65536 && ray start --block --num-gpus {gpus} --metrics-export-port {METRICS_PORT}"
-    driver = "; ".join(["set -euo pipefail", *prepare, train])
-    body = f'''set -euo pipefail
+def _hosts_preamble(*, image: str, mount: str, nodes: int, rerun: str) -> str:
+    """What both host-file scripts start with: the image and mount, the hosts (exactly the `nodes` the job was written
+    for: the trainer's node count is in its command), `on` to run words on a host over SSH, the head's address, and
+    the Docker command every node runs in."""
+    return f'''set -euo pipefail
 IMAGE="${{IMAGE:-{image}}}"
 MOUNT="{mount}"
-: "${{HOSTFILE:?HOSTFILE names the nodes, one a line; the first is the Ray head}}"
+: "${{HOSTFILE:?HOSTFILE names the nodes, one a line; the first is the head}}"
 mapfile -t nodes < <(grep -v '^#' "$HOSTFILE" | awk 'NF {{print $1}}')
+if [ "${{#nodes[@]}}" -ne {nodes} ]; then
+  echo "HOSTFILE names ${{#nodes[@]}} hosts; this job is written for {nodes}: {rerun} --nodes ${{#nodes[@]}}" >&2
+  exit 2
+fi
 # a command on a node over SSH, each word quoted here for the node's shell (so it expands here, on purpose)
 # shellcheck disable=SC2029
 on() {{ local host="$1"; shift; ssh "$host" "$(printf '%q ' "$@")"; }}
 head_ip="$(ssh "${{nodes[0]}}" hostname --ip-address | awk '{{print $1}}')"
-RAY_ADDRESS="$head_ip:{GCS_PORT}"
 RUN=(docker run --rm --init --gpus all --network host --ipc host --ulimit memlock=-1 --device /dev/infiniband
-     --shm-size 64g -v "$MOUNT:$MOUNT" -e "HF_HOME=$MOUNT/posttraining/hf" "$IMAGE")
+     --shm-size 64g -v "$MOUNT:$MOUNT" -e "HF_HOME=$MOUNT/posttraining/hf" "$IMAGE")'''
+
+
+def ray_hosts(*, header: Sequence[str], image: str, mount: str, gpus: int, nodes: int, rerun: str, install: str,
+              prepare: Sequence[str], train: str) -> str:
+    """The same over SSH from HOSTFILE (one host a line, the first the head), for clusters without a scheduler. `on`
+    quotes each word for the node's shell (printf %q), so what runs there is what runs under Slurm, word for word."""
+    start = f"{install} && ulimit -n 65536 && ray start --block --num-gpus {gpus} --metrics-export-port {METRICS_PORT}"
+    driver = "; ".join(["set -euo pipefail", *prepare, train])
+    body = f'''{_hosts_preamble(image=image, mount=mount, nodes=nodes, rerun=rerun)}
+RAY_ADDRESS="$head_ip:{GCS_PORT}"
 echo "Ray head on ${{nodes[0]}} ($RAY_ADDRESS); dashboard and job API at http://$head_ip:{DASHBOARD_PORT}"
 on "${{nodes[0]}}" "${{RUN[@]}}" bash -c \\
   "{start} --head --node-ip-address=$head_ip --port={GCS_PORT} --dashboard-host=0.0.0.0 --dashboard-port={DASHBOARD_PORT}" &
@@ -135,3 +146,27 @@ head_ip="$(srun --nodes=1 --ntasks=1 -w "${{nodes[0]}}" hostname --ip-address | 
 srun --kill-on-bad-exit=1 "${{CONTAINER[@]}}" "${{RUN[@]}}" bash -c "{install} && {line}"
 '''
     return "\n".join(["#!/bin/bash", *(f"# {h}" if h else "#" for h in header), *sbatch, body])
+
+
+def sft_hosts(*, header: Sequence[str], image: str, mount: str, nodes: int, rerun: str, install: str,
+              config_path: str, config_text: str, launch: Sequence[str]) -> str:
+    """The same over SSH from HOSTFILE, for clusters without a scheduler: the config written once through the first
+    host onto the shared file system, then one `trl sft` per host (rank: its line in the file), all waited for."""
+    # the rank and the head's address expand here, per host
+    line = " ".join({"$rank": "$rank", "$head_ip": "$head_ip"}.get(a, shlex.quote(a)) for a in launch)
+    config_dir = shlex.quote(config_path.rsplit("/", 1)[0])
+    body = f'''{_hosts_preamble(image=image, mount=mount, nodes=nodes, rerun=rerun)}
+on "${{nodes[0]}}" mkdir -p {config_dir}
+ssh "${{nodes[0]}}" "cat > {shlex.quote(config_path)}" <<'CONFIG'
+{config_text.rstrip()}
+CONFIG
+pids=()
+for rank in "${{!nodes[@]}}"; do
+  on "${{nodes[$rank]}}" "${{RUN[@]}}" bash -c "{install} && {line}" &
+  pids+=("$!")
+done
+status=0
+for pid in "${{pids[@]}}"; do wait "$pid" || status=1; done
+exit "$status"
+'''
+    return "\n".join(["#!/bin/bash", *(f"# {h}" if h else "#" for h in header), body])

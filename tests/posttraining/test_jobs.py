@@ -100,8 +100,7 @@ def shell_clean(text: str) -> None:
 @pytest.mark.parametrize("example", ["default", "hyperpod-slurm-p5", "parallelcluster-p5", "pcs-p5en-capacity-block"])
 def test_every_script_parses_and_is_shellcheck_clean(specs, example):
     shell_clean(render_rl(specs[example], args(), "spec.yaml"))
-    if EXAMPLES[example] != "none":
-        shell_clean(render_sft(specs[example], args(), "spec.yaml"))
+    shell_clean(render_sft(specs[example], args(), "spec.yaml"))
 
 
 @pytest.mark.parametrize("job", ["rl", "sft"])
@@ -179,7 +178,7 @@ def test_kueue_admits_the_sft_job_whole():
     assert requests["nvidia.com/gpu"] == spec.node_groups[0].count * 8
 
 
-@pytest.mark.parametrize("example", ["hyperpod-slurm-p5", "parallelcluster-p5", "eks-p5", "hyperpod-eks-p5"])
+@pytest.mark.parametrize("example", sorted(EXAMPLES))
 def test_job_sft_renders_with_only_trls_keys(specs, example):
     text = render_sft(specs[example], args(), "spec.yaml")
     config = yaml.safe_load(text.split("<<'CONFIG'\n", 1)[1].split("\nCONFIG", 1)[0].replace("\\n", "\n")
@@ -204,9 +203,6 @@ def test_a_spec_without_a_shared_file_system_is_refused_by_field():
             render(spec, args(), "spec.yaml")
 
 
-def test_sft_without_a_scheduler_says_how_instead():
-    with pytest.raises(UsageError, match="orchestrator none"):
-        render_sft(load_spec("examples/default.yaml"), args(), "spec.yaml")
 
 
 def test_on_hyperpod_the_rayjob_is_the_teams_whole_quota_on_schedulable_nodes():

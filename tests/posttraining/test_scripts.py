@@ -10,7 +10,7 @@ import os
 import shlex
 import subprocess
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 import pytest
 
@@ -32,6 +32,7 @@ esac
 n=$(mktemp "$LOG/srun.XXXXXX"); printf "%s\\0" "$@" > "$n"''',
     # ssh HOST COMMAND: the head's address, else a record of the command string the node's shell would read
     "ssh": f'''if [ "$2" = hostname ]; then echo "{HEAD_IP}"; exit 0; fi
+case "$2" in "cat > "*) cat > "$LOG/written"; exit 0;; esac
 n=$(mktemp "$LOG/ssh.XXXXXX"); printf "%s\\0%s" "$1" "$2" > "$n"''',
     "sleep": "exit 0",
 }
@@ -42,8 +43,9 @@ def args(**kw) -> argparse.Namespace:
     return argparse.Namespace(**{**base, **kw})
 
 
-def run_script(tmp_path: Path, text: str, **env: str) -> List[List[str]]:
-    """Run `text` with the fakes first on PATH; each recorded call's words, in no particular order."""
+def execute(tmp_path: Path, text: str, **env: str) -> Tuple[subprocess.CompletedProcess, List[List[str]]]:
+    """Run `text` with the fakes first on PATH: how it ended, and each recorded call's words (in no particular
+    order)."""
     bin_dir, log = tmp_path / "bin", tmp_path / "log"
     bin_dir.mkdir()
     log.mkdir()
@@ -54,13 +56,21 @@ def run_script(tmp_path: Path, text: str, **env: str) -> List[List[str]]:
     script.write_text(text)
     full = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG": str(log), "HOME": str(tmp_path), **env}
     r = subprocess.run(["bash", str(script)], env=full, capture_output=True, text=True, timeout=60, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
     calls = []
     for path in sorted(log.iterdir()):
+        if path.name == "written":
+            continue
         words = path.read_text().split("\0")
         if path.name.startswith("ssh."):  # the node's shell reads the command string: its words
-            words = [words[0], *shlex.split(words[1])]
-        calls.append([w for w in words if w != ""] if path.name.startswith("ssh.") else words[:-1])
+            calls.append([words[0], *shlex.split(words[1])])
+        else:
+            calls.append(words[:-1])
+    return r, calls
+
+
+def run_script(tmp_path: Path, text: str, **env: str) -> List[List[str]]:
+    r, calls = execute(tmp_path, text, **env)
+    assert r.returncode == 0, r.stderr
     return calls
 
 
@@ -146,3 +156,33 @@ def test_slurm_sft_writes_its_config_once_and_runs_one_trl_per_node_with_its_ran
     config = yaml.safe_load((mount / "posttraining" / "trl-sft.yaml").read_text())
     trl.check_keys(config)
     assert config["model_name_or_path"] == trl.MODEL and config["output_dir"].startswith(str(mount))
+
+
+def test_the_host_file_sft_writes_its_config_through_the_first_host_and_runs_one_trl_per_host(tmp_path):
+    import yaml
+
+    spec = load_spec("examples/default.yaml")
+    text = render_sft(spec, args(), "spec.yaml")
+    hosts = tmp_path / "hosts"
+    hosts.write_text("h1\nh2\n")
+    calls = run_script(tmp_path, text, HOSTFILE=str(hosts))
+    assert ["h1", "mkdir", "-p", "/fsx/posttraining"] in calls
+    config = yaml.safe_load((tmp_path / "log" / "written").read_text())
+    trl.check_keys(config)
+    runs = sorted((c for c in calls if "trl" in c[-1]), key=lambda c: c[0])
+    assert [c[0] for c in runs] == ["h1", "h2"]
+    for rank, call in enumerate(runs):
+        assert call[1:3] == ["docker", "run"] and trl.IMAGE in call and call[-3:-1] == ["bash", "-c"]
+        assert f"--machine_rank {rank} --main_process_ip {HEAD_IP}" in call[-1]
+        assert "--num_machines 2" in call[-1] and "--num_processes 16" in call[-1]
+
+
+@pytest.mark.parametrize("job", ["rl", "sft"])
+def test_a_host_file_of_another_size_stops_before_anything_runs(tmp_path, job):
+    spec = load_spec("examples/default.yaml")
+    text = (render_rl if job == "rl" else render_sft)(spec, args(), "spec.yaml")
+    hosts = tmp_path / "hosts"
+    hosts.write_text("h1\nh2\nh3\n")
+    r, calls = execute(tmp_path, text, HOSTFILE=str(hosts))
+    assert r.returncode == 2 and calls == []
+    assert f"HOSTFILE names 3 hosts; this job is written for 2: fmcluster job {job} spec.yaml --nodes 3" in r.stderr
