@@ -143,13 +143,14 @@ def build_app(
     return build_stacks(spec_or_path, outdir=outdir, context=context, nag=nag).app
 
 
-def synthesize(spec_or_path: Union[ClusterSpec, str, Path]) -> Dict[str, Dict[str, Any]]:
-    """Stack name -> CloudFormation template of a spec, synthesized into a temporary directory."""
+def synthesize(spec_or_path: Union[ClusterSpec, str, Path], *, nag: bool = True) -> Dict[str, Dict[str, Any]]:
+    """Stack name -> CloudFormation template of a spec, synthesized into a temporary directory. `nag` False skips
+    cdk-nag's checks, which read a template and never change it (`fmcluster diff`: synth and deploy run them)."""
     import json
     import tempfile
 
     with tempfile.TemporaryDirectory() as out:
-        build_app(spec_or_path, outdir=out).synth()
+        build_app(spec_or_path, outdir=out, nag=nag).synth()
         return {
             p.name[: -len(".template.json")]: json.loads(p.read_text())
             for p in sorted(Path(out).glob("*.template.json"))
