@@ -44,7 +44,8 @@ def layer_of(module: str) -> str:
         return "orchestration"
     if head == "outputs":
         return "outputs"  # files written for the user: signed, never over one fmcluster did not write
-    if head in ("plan", "planner", "acceptance", "diff"):  # acceptance: reads nccl-tests logs against the plan
+    # acceptance: reads nccl-tests logs against the plan; posttraining: the post-training jobs' pins and scripts
+    if head in ("plan", "planner", "acceptance", "diff", "posttraining"):
         return "tools"
     if head == "platforms" and len(parts) >= 3 and parts[1] == "storage":
         # a store's folder (platforms/storage/<store>/) is laid out as a kind's: its declaration, and its modules

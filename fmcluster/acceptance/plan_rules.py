@@ -16,6 +16,11 @@ MFU = "fmcluster:plan_mfu:assumed"
 GPUS = "fmcluster:plan_gpus:count"
 RECORDS = (TOKENS_BOUND, TOKENS_SERIAL, MFU, GPUS)
 GROUP = "fmcluster.plan"
+# `plan-rules --rl`: the RL step's time and its rollout share, per GPU group (the post-training dashboard)
+RL_STEP = "fmcluster:plan_rl_step_seconds"
+RL_ROLLOUT_SHARE = "fmcluster:plan_rl_rollout_share"
+RL_RECORDS = (RL_STEP, RL_ROLLOUT_SHARE)
+RL_GROUP = "fmcluster.plan_rl"
 
 
 def _value(figure: Any) -> float:
@@ -48,3 +53,15 @@ def rule_groups(spec: Any, report: Dict[str, Any]) -> Dict[str, Any]:
                   MFU: _mfu(report, best), GPUS: float(job["hardware"]["gpus"])}
         rules.extend({"record": name, "expr": f"vector({values[name]:.6g})", "labels": dict(labels)} for name in RECORDS)
     return {"groups": [{"name": GROUP, "interval": "5m", "rules": rules}]}
+
+
+def rl_rule_groups(spec: Any, plans: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The RL plan's step (its pick, colocated or split) and the rollout's share of it, per GPU group."""
+    rules: List[Dict[str, Any]] = []
+    for plan in plans:
+        pick = plan["pick"]
+        labels = {"cluster": spec.name, "node_group": plan["group"], "model": plan["model"], "mode": pick["mode"]}
+        values = {RL_STEP: float(pick["step_s"]), RL_ROLLOUT_SHARE: float(plan["where"]["rollout"])}
+        rules.extend({"record": name, "expr": f"vector({values[name]:.6g})", "labels": dict(labels)}
+                     for name in RL_RECORDS)
+    return {"groups": [{"name": RL_GROUP, "interval": "5m", "rules": rules}]}

@@ -186,3 +186,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     from fmcluster.cli import serve_job
 
     serve_job.register(kinds)
+    from fmcluster.cli import posttraining_command  # job rl, job sft
+
+    posttraining_command.register(kinds)

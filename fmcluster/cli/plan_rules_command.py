@@ -16,13 +16,17 @@ def cmd_plan_rules(args: argparse.Namespace) -> int:
 
     from fmcluster.acceptance.plan_rules import rule_groups
     from fmcluster.outputs import marker
-    from fmcluster.outputs.write import claim, write
+    from fmcluster.outputs.write import claim
     from fmcluster.planner.cli import PlanUsageError, number, resolve_model
     from fmcluster.planner.report import PlanOptions, build
+    from fmcluster.planner.rl_cli import refuse_rl_options
     from fmcluster.registry import load_spec
 
     out = claim(args.out, "--out", marker.HASH, force=args.force, spec=args.file) if args.out else None
+    if getattr(args, "rl", False):
+        return _write(out, args, _rl_text(args))
     try:
+        refuse_rl_options(args)
         model = resolve_model(args)
         if model is None:
             raise PlanUsageError("--model: plan-rules needs a model (--model or --params/--layers/--hidden)")
@@ -40,6 +44,35 @@ def cmd_plan_rules(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     text = ("# fmcluster plan-rules: the plan's bound per GPU node group (docs/observability.md, \"Job dashboard and the "
             "plan's bound\")\n" + yaml.safe_dump(rule_groups(spec, report), sort_keys=False, width=120))
+    return _write(out, args, text)
+
+
+def _rl_text(args: argparse.Namespace) -> str:
+    """`plan-rules --rl`: the RL plan of each GPU group (planner/rl_cli.py) as recording rules."""
+    import yaml
+
+    from fmcluster.acceptance.plan_rules import rl_rule_groups
+    from fmcluster.planner.cli import PlanUsageError
+    from fmcluster.planner.rl_cli import plan_group, refuse_training_options
+    from fmcluster.registry import load_spec
+
+    try:
+        refuse_training_options(args)
+        spec = load_spec(args.file)
+        groups = [g for g in spec.node_groups if g.instance.is_gpu and (args.group is None or g.name == args.group)]
+        if not groups:
+            raise PlanUsageError(f"--group: no GPU node group {args.group!r}" if args.group else
+                                 "--rl: the spec has no GPU node group")
+        plans = [plan_group(g, args) for g in groups]
+    except PlanUsageError as e:
+        raise UsageError(str(e)) from None
+    return ("# fmcluster plan-rules --rl: the RL plan's step per GPU node group (docs/post-training.md, \"Telemetry\")\n"
+            + yaml.safe_dump(rl_rule_groups(spec, plans), sort_keys=False, width=120))
+
+
+def _write(out: Any, args: argparse.Namespace, text: str) -> int:
+    from fmcluster.outputs.write import write
+
     if out is None:
         sys.stdout.write(text)
         return EXIT_OK

@@ -24,6 +24,8 @@ Producers, all deployed by fmcluster on every node (fmcluster/runtime/observabil
 - ``vllm``, ``sglang``: the engines of a ``serving`` deployment, scraped from its pods in the serving namespace
   (fmcluster/platforms/kubernetes/metrics.py; their own names and their ``model_name`` label, the served name; vLLM's
   docs/design/metrics.md, SGLang's python/sglang/srt/metrics/collector.py; docs/serving.md, "Telemetry").
+- ``ray``: Ray's metrics agent on every Ray node while a Ray job runs (post-training: KubeRay's pods, scraped by the
+  managed scraper's ray job; Ray nodes in a Slurm job, by the node collector's; docs/post-training.md, "Telemetry").
 - ``kube-state-metrics``: on Kubernetes clusters (eks, hyperpod-eks), objects' state; HyperPod's health labels of
   nodes through ``kube_node_labels`` (fmcluster/platforms/kubernetes/metrics.py).
 
@@ -50,9 +52,10 @@ KUBE_STATE_METRICS = "kube-state-metrics"
 TRAINING_JOB = "training-job"
 VLLM = "vllm"
 SGLANG = "sglang"
+RAY = "ray"
 
 EXPORTERS = (DCGM_EXPORTER, NODE_EXPORTER, VALIDATOR, EFA_COLLECTOR, SLURM_COLLECTOR, BOOTSTRAP, PROMETHEUS,
-             KUBE_STATE_METRICS, TRAINING_JOB, VLLM, SGLANG)
+             KUBE_STATE_METRICS, TRAINING_JOB, VLLM, SGLANG, RAY)
 
 # Labels the collector adds to every series it scrapes (fmcluster/runtime/observability/collector_config.py).
 TARGET_LABELS = ("cluster", "node", "instance_id", "instance_type", "node_group")
@@ -196,6 +199,16 @@ CATALOG: Tuple[Metric, ...] = (
        "label_sagemaker_amazonaws_com_fault_type", "label_sagemaker_amazonaws_com_fault_reason"),
     # --- a training job that exports its progress (rank 0 writes a textfile; optional) --------------------------
     _m("fmcluster_job_tokens_total", TRAINING_JOB, "counter", "Tokens the job has trained on so far.", "job_id"),
+    # --- Ray's metrics agent (system metrics: Ray docs, doc/source/ray-observability/reference/system-metrics.md) ---
+    _m("ray_cluster_active_nodes", RAY, "gauge", "Ray nodes alive in the Ray cluster, by node type.",
+       "node_type", "ray_io_cluster"),
+    _m("ray_actors", RAY, "gauge", "Ray actors by state (ALIVE, PENDING_CREATION, DEAD, ...) and class.",
+       "State", "Name", "ray_io_cluster"),
+    _m("ray_tasks", RAY, "gauge", "Ray tasks by state and function.", "State", "Name", "ray_io_cluster"),
+    _m("ray_node_gpus_utilization", RAY, "gauge", "Each GPU's utilization as Ray sees it (percent).",
+       "GpuIndex", "GpuDeviceName", "ray_io_cluster"),
+    _m("ray_node_gram_used", RAY, "gauge", "GPU memory Ray's processes use on each GPU (bytes).", "GpuIndex",
+       "ray_io_cluster"),
     # --- kube-state-metrics: which workload owns a pod (a job's GPUs on Kubernetes; default pod metric) -------------
     _m("kube_pod_owner", KUBE_STATE_METRICS, "gauge", "1 per pod and owner reference.",
        "namespace", "pod", "owner_kind", "owner_name", "owner_is_controller"),

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from fmcluster.aws.status import Describer
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
     from fmcluster.platforms.kubernetes.load_test import ServingEndpoint
+    from fmcluster.platforms.kubernetes.job_placement import JobPlacement
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
     from fmcluster.spec.serving import Deployment
@@ -106,6 +107,12 @@ class OrchestratorKind(OrchestratorTraits, Generic[S]):
     def serving_endpoint(self, spec: ClusterSpec, deployment: Deployment) -> Optional[ServingEndpoint]:
         """Where this kind serves a `serving` deployment inside the cluster (`fmcluster job serve`'s load test);
         None: the kind serves no models (docs/serving.md)."""
+        return None
+
+    def job_placement(self, spec: ClusterSpec, group: NodeGroup) -> Optional[JobPlacement]:
+        """Where a Kubernetes kind puts a training job's GPU pods on `group` (namespace, queue labels, how many nodes,
+        which of them); None where jobs run under Slurm or on the hosts. A ValueError says why the kind cannot place
+        one for this spec."""
         return None
 
     def preflight_checks(self, spec: ClusterSpec) -> List[PreflightCheck]:

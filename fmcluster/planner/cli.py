@@ -77,6 +77,10 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 
     serving_cli.add_arguments(parser)
 
+    from fmcluster.planner import rl_cli  # plan --rl: a post-training step; last, it keeps the others' defaults
+
+    rl_cli.add_arguments(parser)
+
 
 def add_diagram_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the cluster spec (YAML)")
@@ -187,15 +191,22 @@ def _write(out: Output, data: bytes) -> None:
 
 
 def run_plan(args: Any) -> int:
+    from fmcluster.planner import rl_cli
+
+    if getattr(args, "serve", False) and getattr(args, "rl", False):
+        raise PlanUsageError("--serve and --rl: one plan at a time (serving sizes replicas, --rl one post-training step)")
     if getattr(args, "serve", False):
         from fmcluster.planner.serving import cli as serving_cli
 
         return serving_cli.run(args)
+    if getattr(args, "rl", False):
+        return rl_cli.run(args)
     from fmcluster.planner.frameworks import framework
     from fmcluster.planner.pinned import check_recompute, parse_layout
     from fmcluster.planner.report import PlanOptions, build
     from fmcluster.registry import load_spec
 
+    rl_cli.refuse_rl_options(args)
     layout = getattr(args, "layout", None)
     recompute = check_recompute(getattr(args, "recompute", None))
     if recompute is not None and layout is None:

@@ -166,6 +166,21 @@ def kubernetes_jobs() -> Scenario:
     return s
 
 
+def ray_job() -> Scenario:
+    s = Scenario("Kubernetes: a RayJob's head and workers (pods KubeRay's RayCluster owns) are one job; a slow worker")
+    ns = "training"
+    # veRL's RayJob: its RayCluster verl-grpo-x7k2p owns the head pod and every worker pod, each a whole GPU node
+    ray = (_pod(s, "ip-10-0-2-1", ns, "verl-grpo-x7k2p-head-abcde", "RayCluster", "verl-grpo-x7k2p")
+           + _pod(s, "ip-10-0-2-2", ns, "verl-grpo-x7k2p-gpu-worker-fghij", "RayCluster", "verl-grpo-x7k2p")
+           + _pod(s, "ip-10-0-2-3", ns, "verl-grpo-x7k2p-gpu-worker-klmno", "RayCluster", "verl-grpo-x7k2p"))
+    ray[21].clock = 990.0  # GPU 5 of the third node
+    s.add_gpus(ray)
+    s.expect(ALERT, _straggler(f"{ns}/verl-grpo-x7k2p", "ip-10-0-2-3", "SM clock low", "clock throttling", gpu=5))
+    s.expect_samples("fmcluster:job_gpus:count", [
+        {"labels": f'fmcluster:job_gpus:count{{cluster="c",job_id="{ns}/verl-grpo-x7k2p"}}', "value": 24}], at="5m")
+    return s
+
+
 def slurm_without_job_map() -> Scenario:
     s = Scenario("Slurm without the job mapping: a node held by one job (squeue) gives it its GPUs; a shared one none")
     for node in ("s1", "s2", "s3"):
@@ -180,7 +195,7 @@ def slurm_without_job_map() -> Scenario:
 
 
 SCENARIOS = (one_node_half_clock, two_nodes_dead_gpu, four_nodes_slow_gpu_with_row_remaps, four_nodes_sm_only_gpu,
-             sm_only_node, throttled_node, quiet_jobs, shared_node_and_degraded_efa, kubernetes_jobs,
+             sm_only_node, throttled_node, quiet_jobs, shared_node_and_degraded_efa, kubernetes_jobs, ray_job,
              slurm_without_job_map)
 
 

@@ -7,7 +7,7 @@ import pytest
 from fmcluster import observability as obs
 
 DASHBOARDS = obs.dashboards()
-REQUIRED = {"cluster-overview", "gpu-health", "efa-network", "storage", "node-validation", "job"}
+REQUIRED = {"cluster-overview", "gpu-health", "efa-network", "storage", "node-validation", "job", "post-training"}
 
 
 def _panels(items):
@@ -97,5 +97,51 @@ def test_panels_show_no_data_as_no_data_and_zero_as_zero(tmp_path, promtool):
                                             "exp_samples": samples}]})
     path = tmp_path / "panels_test.yaml"
     path.write_text(yaml.safe_dump({"rule_files": [], "evaluation_interval": "1m", "tests": tests}))
+    out = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_post_training_shows_an_xid_on_a_ray_workers_node_against_its_job_and_no_other(tmp_path, promtool):
+    """The Xid alerts apply to Ray's workers as to any GPU, and the post-training dashboard puts one on the job whose
+    pods hold the node: KubeRay's RayCluster owns the head and worker pods (one job, fmcluster:gpu_job:info), and the
+    panel keeps the Xid alerts of that job's nodes. A second job's Xid on its own node stays off the RayJob's panel.
+    The rules run in promtool (their ALERTS series are what the panel reads)."""
+    import subprocess
+
+    import yaml
+    from helpers.promtool_tests import Gpu, expected_alert, gauge
+
+    ns, ray = "training", "verl-grpo-x7k2p"
+    series, gpus = [], []
+    for node, pod in (("ip-10-0-2-1", f"{ray}-head-abcde"), ("ip-10-0-2-2", f"{ray}-gpu-worker-fghij")):
+        series.append(gauge("kube_pod_owner", {"cluster": "c", "namespace": ns, "pod": pod, "owner_kind": "RayCluster",
+                                               "owner_name": ray, "owner_is_controller": "true"}, 1))
+        gpus += [Gpu(node, g, {"namespace": ns, "pod": pod, "container": "ray-worker"}) for g in range(8)]
+    gpus += [Gpu("ip-10-0-9-9", g, {"hpc_job": "5"}) for g in range(8)]  # another job, on its own node
+    for g in gpus:
+        series += g.series("c")
+    xid = {"cluster": "c", "node": "ip-10-0-2-2", "gpu": 3, "namespace": ns, "pod": f"{ray}-gpu-worker-fghij",
+           "container": "ray-worker", "xid": "79"}
+    other = {"cluster": "c", "node": "ip-10-0-9-9", "gpu": 0, "hpc_job": "5", "xid": "48"}
+    series += [gauge("DCGM_EXP_XID_ERRORS_COUNT", xid, 1), gauge("DCGM_EXP_XID_ERRORS_COUNT", other, 1)]
+    title = "Straggler and Xid alerts on the job's nodes"
+    (query,) = [t["expr"] for p in _panels(DASHBOARDS["post-training"]["panels"]) if p["title"] == title
+                for t in p["targets"] if "GpuXid" in t["expr"]]
+    query = query.replace("$cluster", "c").replace("$job_id", f"{ns}/{ray}")
+
+    def firing(name: str, severity: str) -> str:  # the ALERTS series of the Ray worker's Xid
+        labels = {**xid, "severity": severity, "category": "hardware", "alertname": name, "alertstate": "firing"}
+        return "ALERTS{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+
+    on_panel = [{"labels": firing("GpuXidCritical", "critical"), "value": 1},
+                {"labels": firing("GpuXidError", "warning"), "value": 1}]
+    test = {"rule_files": [str(obs.RULES_FILE)], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": series,
+        "alert_rule_test": [{"eval_time": "5m", "alertname": "GpuXidCritical", "exp_alerts": [
+            expected_alert("GpuXidCritical", xid), expected_alert("GpuXidCritical", other)]}],
+        "promql_expr_test": [{"expr": query, "eval_time": "5m", "exp_samples": on_panel}],
+    }]}
+    path = tmp_path / "ray_xid_test.yaml"
+    path.write_text(yaml.safe_dump(test, sort_keys=False, width=200))
     out = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr

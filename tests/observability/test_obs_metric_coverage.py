@@ -11,7 +11,8 @@ from fmcluster.acceptance import plan_rules
 from fmcluster.observability import metrics
 
 # the static rules' records, and the plan's bound that `fmcluster plan-rules` records (uploaded beside them)
-RECORDED = frozenset(rule["record"] for _, rule in obs.iter_rules() if "record" in rule) | frozenset(plan_rules.RECORDS)
+RECORDED = (frozenset(rule["record"] for _, rule in obs.iter_rules() if "record" in rule)
+            | frozenset(plan_rules.RECORDS) | frozenset(plan_rules.RL_RECORDS))
 RULE_EXPRS = [rule["expr"] for _, rule in obs.iter_rules()]
 DASHBOARDS = obs.dashboards()
 

@@ -124,9 +124,11 @@ def _config(tmp_path: Path, *extra: str, gpu: bool = True) -> dict:
 def test_collector_config_scrapes_our_exporters_and_remote_writes_with_sigv4(tmp_path):
     cfg = _config(tmp_path)
     jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
-    assert set(jobs) == {"node", "dcgm", "collector"}
+    assert set(jobs) == {"node", "dcgm", "collector", "ray"}
     assert jobs["node"]["static_configs"][0]["targets"] == ["127.0.0.1:9100"]
     assert jobs["dcgm"]["static_configs"][0]["targets"] == ["127.0.0.1:9400"]
+    # Ray's metrics agent on a GPU node, at the port `fmcluster job rl` starts every Ray node with
+    assert jobs["ray"]["static_configs"][0]["targets"] == ["127.0.0.1:8080"]
     labels = jobs["dcgm"]["static_configs"][0]["labels"]
     assert labels["instance_id"] == "i-0123456789abcdef0"
     assert labels["instance_type"] == "p5.48xlarge"
@@ -146,7 +148,7 @@ def test_collector_config_passes_promtool(tmp_path, promtool):
 
 def test_collector_config_without_gpus_has_no_dcgm_job(tmp_path):
     cfg = _config(tmp_path, gpu=False)
-    assert "dcgm" not in {j["job_name"] for j in cfg["scrape_configs"]}
+    assert not {"dcgm", "ray"} & {j["job_name"] for j in cfg["scrape_configs"]}
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from fmcluster.aws.status import Describer
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
     from fmcluster.platforms.kubernetes.load_test import ServingEndpoint
+    from fmcluster.platforms.kubernetes.job_placement import JobPlacement
     from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
@@ -79,6 +80,11 @@ class Eks(OrchestratorKind[settings.EksOrchestrator]):
                     "group asks for them from creation, so deploy before or after the start; pods wait (Pending) "
                     "until they have booted and passed validation (docs/eks.md, Capacity Blocks)")
         return super().node_arrival(spec, group)
+
+    def job_placement(self, spec: ClusterSpec, group: NodeGroup) -> Optional[JobPlacement]:
+        from fmcluster.orchestrators.eks.job_placement import placement
+
+        return placement(spec, group)
 
     def fabric_job(self, spec: ClusterSpec, group: NodeGroup, *, image: Optional[str], spec_file: str) -> Optional[str]:
         from fmcluster.orchestrators.eks.first_job import manifests

@@ -17,7 +17,18 @@ from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.eks.node_groups import EksNodeGroups
 from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, EksOrchestrator
 from fmcluster.platforms.ec2.access import find_instance_command
-from fmcluster.platforms.kubernetes import autoscaler, devices, gangs, gate, kueue, labels, metrics, pod_identity, volumes
+from fmcluster.platforms.kubernetes import (
+    autoscaler,
+    devices,
+    gangs,
+    gate,
+    kuberay,
+    kueue,
+    labels,
+    metrics,
+    pod_identity,
+    volumes,
+)
 from fmcluster.platforms.kubernetes.access import tunnel_command
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.control_plane import add_standard_addons, build_control_plane
@@ -122,6 +133,9 @@ class EksOrchestration(Construct):
             chart = objects.chart("kai-scheduler", namespace=gangs.KAI_NAMESPACE, wait=True, after=[system],
                                   values=gangs.kai_values(system_selector=on_system))
             objects.manifest("KaiQueues", gangs.kai_objects(spec.node_groups), after=[chart])
+        # Ray's operator, after the scheduler that admits its jobs (docs/post-training.md)
+        objects.chart("kuberay-operator", namespace=kuberay.NAMESPACE, release=kuberay.RELEASE, after=[system, chart],
+                      values=kuberay.chart_values(system_selector=on_system, scheduler=settings.scheduler))
         if spec.serving is not None:  # models served by NVIDIA Dynamo, scaled by KEDA (docs/serving.md)
             from fmcluster.orchestrators.eks import serving_install
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from fmcluster.aws.status import Describer
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
     from fmcluster.platforms.kubernetes.load_test import ServingEndpoint
+    from fmcluster.platforms.kubernetes.job_placement import JobPlacement
     from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
@@ -72,6 +73,11 @@ class HyperPodEks(OrchestratorKind[settings.HyperPodEksOrchestrator]):
         node = ssm_target(region=spec.region, cluster=spec.name, group=settings.SYSTEM_GROUP)
         return way_in(region=spec.region, cluster=spec.name, public=self.settings_of(spec).eks.endpoint.public,
                       target=node)
+
+    def job_placement(self, spec: ClusterSpec, group: NodeGroup) -> Optional[JobPlacement]:
+        from fmcluster.orchestrators.hyperpod_eks.job_placement import placement
+
+        return placement(spec, group)
 
     def fabric_job(self, spec: ClusterSpec, group: NodeGroup, *, image: Optional[str], spec_file: str) -> Optional[str]:
         from fmcluster.orchestrators.hyperpod_eks.first_job import manifests

@@ -40,7 +40,7 @@ from fmcluster.orchestrators.hyperpod_eks.versions import (
 from fmcluster.platforms.hyperpod.access import ssm_target
 from fmcluster.platforms.hyperpod.instance_role import HyperPodInstanceRole, security_group_id, subnet_id
 from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
-from fmcluster.platforms.kubernetes import gate, labels, metrics, team_objects, volumes
+from fmcluster.platforms.kubernetes import gate, kuberay, labels, metrics, team_objects, volumes
 from fmcluster.platforms.kubernetes.access import tunnel_command
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.control_plane import add_standard_addons, build_control_plane
@@ -275,6 +275,10 @@ class HyperPodEksOrchestration(Construct):
                 per_team=team_volumes.team_volumes(cluster=spec.name, teams=teams, volume=volume),
                 after=[self.control_plane.addons[volume.addon]])
         wanted += checkpoint_access.service_accounts(spec)
+        # Ray's operator on the system nodes, in before task governance's Kueue webhooks (docs/post-training.md)
+        workloads.append(objects.chart(
+            "kuberay-operator", namespace=kuberay.NAMESPACE, release=kuberay.RELEASE,
+            values=kuberay.chart_values(system_selector={labels.GROUP: SYSTEM_GROUP})))
         if wanted:
             workloads.append(objects.manifest("TeamObjects", team_objects.objects(
                 namespace=gate.NAMESPACE, wanted=wanted, node_selector={labels.GROUP: SYSTEM_GROUP}),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from fmcluster.platforms.kubernetes import devices, gate, labels
+from fmcluster.platforms.kubernetes import devices, gate, kuberay, labels
 from fmcluster.platforms.kubernetes.versions import DCGM_EXPORTER_IMAGE, KUBE_STATE_METRICS_IMAGE, NODE_EXPORTER_IMAGE
 from fmcluster.runtime.observability import (
     DCGM_EXPORTER_PORT,
@@ -174,6 +174,30 @@ def exporter_objects(*, system_selector: Dict[str, str], gpu_instance_types: Seq
     return objects + kube_state_metrics(system_selector=system_selector, node_labels=node_labels)
 
 
+def ray_job(cluster: str) -> Dict[str, Any]:
+    """Ray's metrics agents: every pod KubeRay runs (head and workers, its ray.io/node-type label) on the port it names
+    metrics, labelled with the node, the pod and the Ray cluster. Pods, not a Service: the head is behind two Services
+    and a ServiceMonitor would count it twice (Ray docs, "Using Prometheus and Grafana", KubeRay)."""
+    def pod_label(name: str) -> str:
+        return "__meta_kubernetes_pod_label_" + "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+    return {
+        "job_name": "ray",
+        "kubernetes_sd_configs": [{"role": "pod"}],
+        "relabel_configs": [
+            {"source_labels": [pod_label(kuberay.NODE_TYPE_LABEL), "__meta_kubernetes_pod_container_port_name"],
+             "regex": f".+;{kuberay.METRICS_PORT_NAME}", "action": "keep"},
+            {"source_labels": ["__meta_kubernetes_pod_node_name"], "regex": "([^.]+).*", "replacement": "$1",
+             "target_label": "node"},
+            {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
+            {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
+            {"source_labels": [pod_label(kuberay.CLUSTER_LABEL)], "target_label": "ray_io_cluster"},
+            {"source_labels": [pod_label(kuberay.NODE_TYPE_LABEL)], "target_label": "ray_node_type"},
+            {"target_label": "cluster", "replacement": cluster},
+        ],
+    }
+
+
 def _label(node_label: str) -> str:
     """How Prometheus names a node label in service discovery (every character not [a-zA-Z0-9_] becomes _)."""
     return "__meta_kubernetes_node_label_" + "".join(c if c.isalnum() or c == "_" else "_" for c in node_label)
@@ -250,6 +274,7 @@ def scrape_config(*, cluster: str, interval_s: int, strip_ml_prefix: bool = Fals
         "scrape_configs": [
             _node_job("node", NODE_EXPORTER_PORT, cluster, labels.GROUP, types),
             _node_job("dcgm", DCGM_EXPORTER_PORT, cluster, labels.GPU_PRESENT, types),
+            ray_job(cluster),
             {
                 "job_name": "kube-state-metrics",
                 "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [NAMESPACE]}}],

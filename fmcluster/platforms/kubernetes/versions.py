@@ -98,6 +98,12 @@ CHARTS: Dict[str, ChartPin] = {
     "kai-scheduler": ChartPin(
         "kai-scheduler", "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", "v0.17.0",
         "https://github.com/kai-scheduler/KAI-Scheduler/releases/tag/v0.17.0"),
+    # Ray's operator on every Kubernetes cluster (docs/post-training.md): RayJob/RayCluster for veRL. Its four CRDs
+    # (0.8-1.4 MB each) sit in the chart's crds/ folder, which Helm creates, never client-side applies, so no
+    # last-applied annotation limit applies, and CloudFormation's template carries only the chart's name and version.
+    "kuberay-operator": ChartPin(
+        "kuberay-operator", "https://ray-project.github.io/kuberay-helm/", "1.7.0",
+        "https://github.com/ray-project/kuberay/blob/v1.7.0/helm-chart/kuberay-operator/README.md"),
     # Installed only when a spec has elastic node groups; its image is set per Kubernetes minor (below), as the
     # chart's appVersion (1.35.0) fits one minor only.
     "cluster-autoscaler": ChartPin(

@@ -31,6 +31,9 @@ XID_COUNT_WINDOW_MS = 600000
 NODE_EXPORTER_PORT = 9100
 DCGM_EXPORTER_PORT = 9400
 AGENT_PORT = 9090
+# Ray's metrics agent on a node while a Ray job runs there (`fmcluster job rl` starts every Ray node with
+# --metrics-export-port at it; KubeRay's own default, utils.DefaultMetricsPort). Ray's default is a random port.
+RAY_METRICS_PORT = 8080
 
 
 # The EFA counters' textfile on a systemd timer, for Kubernetes nodes whose exporters run as pods reading the

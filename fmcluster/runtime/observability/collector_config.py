@@ -21,7 +21,7 @@ import socket
 import sys
 from typing import Any, Dict, List, Optional
 
-from fmcluster.runtime.observability import AGENT_PORT, DCGM_EXPORTER_PORT, NODE_EXPORTER_PORT
+from fmcluster.runtime.observability import AGENT_PORT, DCGM_EXPORTER_PORT, NODE_EXPORTER_PORT, RAY_METRICS_PORT
 from fmcluster.runtime.rooted import read_text
 
 REMOTE_WRITE_URL = re.compile(r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/workspaces/ws-[0-9a-f-]+/"
@@ -84,6 +84,8 @@ def build_config(
     ]
     if dcgm:
         jobs.insert(1, job("dcgm", DCGM_EXPORTER_PORT))
+        # Ray's metrics agent on GPU nodes, up only while a Ray job runs there (docs/post-training.md, "Telemetry")
+        jobs.append(job("ray", RAY_METRICS_PORT))
     return {
         "global": {"scrape_interval": interval, "scrape_timeout": timeout, "external_labels": {"cluster": cluster}},
         "scrape_configs": jobs,

@@ -50,6 +50,8 @@ def test_the_chosen_scheduler_replaces_kueue(synthesized):
     (objects,) = manifests
     for obj in objects:
         validate(obj, spec.orchestrator.eks.kubernetes_version)
+    # KubeRay hands Ray's pods to the same scheduler (its chart's batchScheduler.name)
+    assert json.loads(charts["kuberay-operator"]["Values"])["batchScheduler"] == {"name": name}
 
 
 def test_volcano_discovers_hypernodes_from_the_topology_labels():
