@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from fmcluster.aws.context import PreflightCheck
     from fmcluster.aws.status import Describer
     from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
-    from fmcluster.platforms.kubernetes.load_test import ServingEndpoint
     from fmcluster.platforms.kubernetes.job_placement import JobPlacement
+    from fmcluster.platforms.kubernetes.load_test import ServingEndpoint
     from fmcluster.spec.base import Problem
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.node_group import NodeGroup
