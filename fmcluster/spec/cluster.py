@@ -264,10 +264,12 @@ class ClusterSpec(SpecModel):
         return group.placement_strategy if self.orchestrator_kind.places_instances else "none"
 
     def _storage_problems(self) -> List[Problem]:
+        found: List[Problem] = []
+        for key, section in self.storage.store_sections():
+            found += section.spec_rules(self, f"storage.{key}")
         fsx = self.storage.fsx
         if fsx is None:
-            return []
-        found: List[Problem] = []
+            return found
         if fsx.availability_zone and fsx.availability_zone != self.availability_zone:
             found.append(("storage.fsx.availability_zone", f"{fsx.availability_zone} is not the GPU nodes' "
                           f"{self.availability_zone}; cross-AZ Lustre traffic is slow and billed: leave it out"))
