@@ -37,19 +37,25 @@ def install_lines(package: str, installer: str) -> str:
     fingerprint, whatever else KEYS holds) made a valid signature. Every download and the install run under a timeout;
     a failure leaves the mount to fail and say so."""
     url = f"{RELEASES}/{VERSION}/$(uname -m | sed s/aarch64/arm64/)/mount-s3-{VERSION}-$(uname -m | sed s/aarch64/arm64/)"
-    return (
-        "if ! command -v mount-s3 >/dev/null; then ( set -e; d=$(mktemp -d); cd \"$d\"; "
-        f"timeout 120 curl -fsSL --retry 5 -o KEYS {KEYS_URL}; "
-        f"timeout 120 curl -fsSL --retry 5 -o p.{package} {url}.{package}; "
-        f"timeout 120 curl -fsSL --retry 5 -o p.{package}.asc {url}.{package}.asc; "
-        "export GNUPGHOME=\"$d/g\"; mkdir -m 700 g; timeout 60 gpg -q --import KEYS; "
+    # one && chain: set -e does not apply inside a subshell whose status || tests
+    steps = [
+        "d=$(mktemp -d)", "cd \"$d\"",
+        f"timeout 120 curl -fsSL --retry 5 -o KEYS {KEYS_URL}",
+        f"timeout 120 curl -fsSL --retry 5 -o p.{package} {url}.{package}",
+        f"timeout 120 curl -fsSL --retry 5 -o p.{package}.asc {url}.{package}.asc",
+        "export GNUPGHOME=\"$d/g\"", "mkdir -m 700 g", "timeout 60 gpg -q --import KEYS",
         f"timeout 60 gpg --status-fd 1 --verify p.{package}.asc p.{package} 2>/dev/null "
-        f"| grep -q '^\\[GNUPG:\\] VALIDSIG .*{KEY_FINGERPRINT}'; "
-        f"timeout 600 {installer} ./p.{package} ) || echo 'fmcluster: mount-s3 {VERSION} install failed'; fi\n")
+        f"| grep -q '^\\[GNUPG:\\] VALIDSIG .*{KEY_FINGERPRINT}'",
+        f"timeout 600 {installer} ./p.{package}",
+    ]
+    return (f"if ! command -v mount-s3 >/dev/null; then ( {' && '.join(steps)} ) "
+            f"|| echo 'fmcluster: mount-s3 {VERSION} install failed'; fi\n")
 
 
 RPM = install_lines("rpm", "dnf install -y -q")
-DEB = install_lines("deb", "env DEBIAN_FRONTEND=noninteractive apt-get install -y -q")
+# apt resolves the package's dependencies (libfuse2) from the image's lists, refreshed first
+DEB = install_lines("deb", "env DEBIAN_FRONTEND=noninteractive apt-get update -q && timeout 600 env "
+                           "DEBIAN_FRONTEND=noninteractive apt-get install -y -q")
 CLIENT = NodeClient("mount-s3", install={
     **{family: (DEB if "ubuntu" in family else RPM) for family in images.FAMILIES},
     "eks-al2023": RPM,
