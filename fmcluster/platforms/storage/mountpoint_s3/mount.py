@@ -91,6 +91,8 @@ class Options:
     read_only: bool = True
     allow_overwrite: bool = False
     allow_delete: bool = False
+    uid: Optional[int] = None
+    gid: Optional[int] = None
     cache_directory: Optional[str] = None
     max_cache_size_mib: Optional[int] = None
     metadata_ttl_seconds: Optional[int] = None
@@ -106,6 +108,7 @@ def mountpoint_options(bucket: Bucket, o: Options) -> Tuple[str, ...]:
         found.append("allow-overwrite")
     if o.allow_delete:
         found.append("allow-delete")
+    found += [f"{name}={value}" for name, value in (("uid", o.uid), ("gid", o.gid)) if value is not None]
     if o.cache_directory:
         found.append(f"cache={o.cache_directory}")
     if o.max_cache_size_mib is not None:
@@ -124,6 +127,7 @@ def csi_options(bucket: Bucket, o: Options) -> Tuple[str, ...]:
     if o.prefix:
         found.append(f"prefix {o.prefix}")
     found += [flag for flag, on in (("allow-overwrite", o.allow_overwrite), ("allow-delete", o.allow_delete)) if on]
+    found += [f"{name} {value}" for name, value in (("uid", o.uid), ("gid", o.gid)) if value is not None]
     if o.metadata_ttl_seconds is not None:
         found.append(f"metadata-ttl {o.metadata_ttl_seconds}")
     return tuple(found)

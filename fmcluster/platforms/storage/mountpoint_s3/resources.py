@@ -28,7 +28,7 @@ DIRECTORY_BUCKET_ID = "MountpointDirectoryBucket"
 def build(where: StorageScope, settings: MountpointS3) -> BuiltStore:
     options = Options(
         mount_point=settings.mount_point, prefix=settings.prefix, read_only=settings.read_only,
-        allow_overwrite=settings.allow_overwrite, allow_delete=settings.allow_delete,
+        allow_overwrite=settings.allow_overwrite, allow_delete=settings.allow_delete, uid=settings.uid, gid=settings.gid,
         cache_directory=settings.cache_directory, max_cache_size_mib=settings.max_cache_size_mib,
         metadata_ttl_seconds=settings.metadata_ttl_seconds)
     here, there = _bucket(where, settings)

@@ -71,6 +71,11 @@ class MountpointS3(StoreSettings):
                                               "sequentially (checkpoints); see allow_overwrite and allow_delete.")
     allow_overwrite: bool = Field(False, description="Let a file opened with O_TRUNC replace an existing object.")
     allow_delete: bool = Field(False, description="Let rm delete objects (Mountpoint's --allow-delete).")
+    uid: Optional[int] = Field(None, ge=0, le=4294967294, description="Owner of every file and directory (default: "
+                                                                       "root, which mounts it at boot). Jobs that "
+                                                                       "write as another user need their uid here.")
+    gid: Optional[int] = Field(None, ge=0, le=4294967294, description="Group of every file and directory (default: "
+                                                                       "root's).")
     cache_directory: Optional[str] = Field(
         None, description="Cache read data on local disk here, e.g. the instance store's /opt/dlami/nvme/s3-cache "
                           "(absent: no cache). Each node caches its own reads.")

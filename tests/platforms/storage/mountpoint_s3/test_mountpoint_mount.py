@@ -76,6 +76,9 @@ def test_the_mount_as_mount8_fstab_and_the_csi_driver_take_it():
         "s3.csi.aws.com", "aws-mountpoint-s3-csi-driver", "s3", {"bucketName": "b"})
     assert volume.mount_options == ("region us-east-1", "prefix d/", "allow-overwrite", "allow-delete",
                                     "metadata-ttl 60")
+    owned = s3_mount(Bucket("b"), Options("/data", read_only=False, uid=1000, gid=1000))
+    assert owned.options == ("rw", "allow-other", "uid=1000", "gid=1000")
+    assert owned.kubernetes.mount_options == ("uid 1000", "gid 1000")
     read_only = s3_mount(Bucket("b"), Options("/data"))
     assert read_only.kubernetes.mount_options == ("read-only",)
     assert read_only.options[0] == "ro"
