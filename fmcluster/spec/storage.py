@@ -9,7 +9,7 @@ CreateFileSystemLustreMetadataConfiguration, CreateDataRepositoryAssociation).
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple
+from typing import Any, ClassVar, Dict, FrozenSet, Iterator, List, Literal, Optional, Tuple
 
 from pydantic import Field, field_validator, model_validator
 
@@ -305,12 +305,21 @@ class DataBucket(SpecModel):
         return v
 
 
+# The forms of the storage contract (fmcluster.platforms.storage) a store's mount may have, and a kind mounts
+# through: boot lines, a Kubernetes volume, HyperPod's lifecycle entry, a service's own entry (by service).
+MOUNT_FORMS = ("boot", "kubernetes", "lifecycle", "sagemaker-hyperpod", "parallelcluster")
+BOOT_ONLY: Tuple[FrozenSet[str], ...] = (frozenset({"boot"}),)
+
+
 class StoreSettings(SpecModel):
     """A store's section under ``storage``, declared in the store's folder (``settings.py``) and joined into the spec
     by the composition root, as kinds' settings are: the spec never names the store.
 
-    ``mount_point`` is where nodes see the store: no two stores share or nest mount points."""
+    ``mount_point`` is where nodes see the store: no two stores share or nest mount points. ``forms`` are the forms
+    of the storage contract its mount has (`MOUNT_FORMS`): the spec refuses it under a kind that mounts stores through
+    none of them (``OrchestratorTraits.mount_forms``), rather than fail at synth."""
 
+    forms: ClassVar[FrozenSet[str]] = frozenset()
     mount_point: str
 
     def spec_rules(self, spec: Any, at: str) -> List[Problem]:

@@ -8,7 +8,7 @@ Mountpoint supports is in docs/storage.md ("Mountpoint for Amazon S3") with its 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, List, Optional
 
 from pydantic import Field, field_validator, model_validator
 
@@ -54,6 +54,9 @@ class ExpressOneZone(SpecModel):
 
 class MountpointS3(StoreSettings):
     """An S3 bucket every node mounts with Mountpoint for Amazon S3 (pods through its CSI driver)."""
+
+    # boot lines and a CSI volume (mount.py); no service mounts S3, and HyperPod's lifecycle scripts cannot yet
+    forms: ClassVar[FrozenSet[str]] = frozenset({"boot", "kubernetes"})
 
     bucket: Optional[str] = Field(
         None, description="An existing bucket's name or ARN (a directory bucket's name ends --<zone id>--x-s3); "

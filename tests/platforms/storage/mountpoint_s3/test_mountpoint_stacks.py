@@ -1,11 +1,14 @@
 """Mountpoint for Amazon S3 in the stacks, read from the examples that mount it (each synthesized once per run):
 what the storage stack creates and keeps, what each kind's nodes and pods get, and the kinds that cannot mount it yet
-refusing it at synth by name. Examples: existing-vpc (none kind, an existing bucket), pcs-p6-b200-odcr (pcs, an S3
+refusing it in the spec (exit 2). Examples: existing-vpc (none kind, an existing bucket), pcs-p6-b200-odcr (pcs, an S3
 Express One Zone directory bucket), eks-p6-b200-capacity-block (eks, a created bucket beside FSx)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from typing import Any, Dict, List
 
 import pytest
@@ -15,6 +18,7 @@ from helpers import ROOT, group_profile, policy_statements, resources_of
 from fmcluster import registry
 from fmcluster.platforms.storage.mountpoint_s3.mount import KEY_FINGERPRINT, VERSION
 from fmcluster.platforms.storage.mountpoint_s3.resources import BUCKET_ID, DIRECTORY_BUCKET_ID, KEY_ID
+from fmcluster.spec import SpecError
 
 
 def user_data(template: Dict[str, Any]) -> str:
@@ -117,17 +121,30 @@ def test_the_storage_stacks_of_examples_without_the_store_do_not_name_it(synth_e
     assert "Mountpoint" not in storage["Description"] and "FSx for Lustre" in storage["Description"]
 
 
-@pytest.mark.parametrize("example, refusal", [
-    ("hyperpod-slurm-p5", "store mountpoint-s3 has no lifecycle form; HyperPod's lifecycle scripts cannot mount it"),
-    ("parallelcluster-p5", "mountpoint-s3"),
+@pytest.mark.parametrize("example, ways", [
+    ("hyperpod-slurm-p5", "sagemaker-hyperpod or lifecycle"),
+    ("hyperpod-eks-p5", "kubernetes and lifecycle"),
+    ("parallelcluster-p5", "parallelcluster"),
 ])
-def test_kinds_that_cannot_mount_it_yet_refuse_it_by_name(example, refusal):
-    from fmcluster.app import build_stacks
-
+def test_kinds_that_cannot_mount_it_yet_refuse_the_section_in_the_spec(example, ways):
     data = yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text())
     data["storage"]["mountpoint_s3"] = {"bucket": "datasets"}
-    with pytest.raises(ValueError, match=refusal):
-        build_stacks(registry.parse_spec(data), nag=False)
+    with pytest.raises(SpecError) as e:
+        registry.parse_spec(data)
+    kind = data["orchestrator"]["type"]
+    assert e.value.problems == [f"storage.mountpoint_s3: orchestrator {kind} mounts a store through {ways}; this "
+                                "store offers boot, kubernetes (docs/storage.md)"]
+
+
+def test_the_cli_refuses_it_with_exit_2_not_a_traceback(tmp_path):
+    data = yaml.safe_load((ROOT / "examples" / "hyperpod-slurm-p5.yaml").read_text())
+    data["storage"]["mountpoint_s3"] = {}
+    path = tmp_path / "hyperpod-s3.yaml"
+    path.write_text(yaml.safe_dump(data))
+    r = subprocess.run([sys.executable, "-m", "fmcluster", "synth", str(path)], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 2 and "storage.mountpoint_s3: orchestrator hyperpod-slurm" in r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_every_example_keeps_the_pinned_logical_ids_of_what_the_store_creates():
