@@ -327,6 +327,11 @@ class StoreSettings(SpecModel):
         below `at` (``storage.<key>``)."""
         return []
 
+    def gateway_endpoints(self) -> List[str]:
+        """The gateway VPC endpoints its nodes reach it through, by service (``s3``, ``s3express``): the network stack
+        adds those it lacks to the VPC it creates, and to an existing VPC's route tables where the spec gives them."""
+        return []
+
     def node_mounts(self, group: Any) -> List[Dict[str, Any]]:
         """What the boot validator expects mounted on a node of `group` (NodeProfile ``mounts`` entries: path,
         fstype, and what the store's checks read)."""

@@ -189,6 +189,11 @@ class MountpointS3(StoreSettings):
                               f"{spec.region}"))
         return found
 
+    def gateway_endpoints(self) -> List[str]:
+        # S3 Express One Zone's zonal endpoints have a gateway endpoint of their own; without it the traffic goes
+        # through the NAT gateway (Amazon S3 User Guide, "Networking for S3 Express One Zone")
+        return ["s3express"] if self.express is not None else []
+
     def node_mounts(self, group: Any) -> List[Dict[str, Any]]:
         # Mountpoint's FUSE session names itself "mountpoint-s3" with no subtype: /proc/mounts says
         # "mountpoint-s3 <path> fuse ..." (mountpoint-s3-fs/src/fuse/config.rs, FSName).

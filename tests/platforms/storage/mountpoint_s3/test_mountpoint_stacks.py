@@ -66,6 +66,10 @@ def test_a_directory_bucket_in_the_storage_subnets_az_with_its_own_key_kept_what
     assert data.count("timeout 120 mount /checkpoints") == 3
     assert " /checkpoints mount-s3 _netdev,nosuid,nodev,nofail,rw,allow-other,region=us-west-2,allow-overwrite," \
            "allow-delete 0 0" in data
+    # the nodes reach the zonal endpoints through a gateway endpoint of their own, not the NAT gateway
+    (endpoint,) = [r for r in resources_of(network, "AWS::EC2::VPCEndpoint").values()
+                   if "s3express" in json.dumps(r["Properties"]["ServiceName"])]
+    assert endpoint["Properties"]["VpcEndpointType"] == "Gateway" and len(endpoint["Properties"]["RouteTableIds"]) == 3
     assert group_profile(cluster, "b200")["mounts"] == [
         {"path": "/checkpoints", "fstype": "fuse", "source": "mountpoint-s3", "required": True, "read_only": False}]
 
@@ -168,3 +172,17 @@ def test_the_store_folder_holds_its_declaration_settings_constructs_builder_and_
     (store,) = [s for s in registry.stores() if s.spec_key == "mountpoint_s3"]
     assert type(store).__module__ == "fmcluster.platforms.storage.mountpoint_s3"
     assert (store.lifecycle_key, store.uses_data_key, store.always_described) == (None, False, False)
+
+
+def test_an_existing_vpc_gets_the_s3_express_gateway_endpoint_on_its_route_tables():
+    from aws_cdk.assertions import Template
+
+    from fmcluster.app import build_stacks
+
+    data = yaml.safe_load((ROOT / "examples" / "existing-vpc.yaml").read_text())
+    data["storage"]["mountpoint_s3"] = {"express": {"zone_id": "usw2-az2"}, "read_only": False}
+    network = Template.from_stack(build_stacks(registry.parse_spec(data), nag=False).network).to_json()
+    services = {r["Properties"]["ServiceName"]: r["Properties"]["RouteTableIds"]
+                for r in resources_of(network, "AWS::EC2::VPCEndpoint").values()}
+    assert services == {"com.amazonaws.us-west-2.s3": ["rtb-0a1b2c3d4e5f60718"],
+                        "com.amazonaws.us-west-2.s3express": ["rtb-0a1b2c3d4e5f60718"]}
