@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, List, Optional
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
 from fmcluster.spec.storage import BUCKET_NAME_PATTERN, RESERVED_MOUNT_POINTS, StoreSettings
@@ -116,14 +116,15 @@ class MountpointS3(StoreSettings):
 
     @field_validator("mount_point", "cache_directory")
     @classmethod
-    def _path(cls, v: Optional[str]) -> Optional[str]:
+    def _path(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
         if v is None:
             return v
         v = v.rstrip("/") or "/"
         if not re.fullmatch(r"(/[A-Za-z0-9._-]+)+", v):
             raise ValueError(f"{v!r} is not an absolute path of letters, digits, '.', '_' and '-'")
         if v in RESERVED_MOUNT_POINTS:
-            raise ValueError(f"{v} is a system directory; use e.g. /s3")
+            example = "/s3" if info.field_name == "mount_point" else "/opt/dlami/nvme/s3-cache"
+            raise ValueError(f"{v} is a system directory; use a directory of its own, e.g. {example}")
         return v
 
     @model_validator(mode="after")

@@ -45,7 +45,9 @@ def test_a_spec_without_the_section_has_none():
     ({"allow_overwrite": True}, f"{AT}.allow_overwrite: applies to a writable mount"),
     ({"prefix": "/datasets"}, f"{AT}.prefix: '/datasets' must be a relative prefix ending in /"),
     ({"prefix": "datasets"}, f"{AT}.prefix: 'datasets' must be a relative prefix ending in /"),
-    ({"mount_point": "/etc"}, f"{AT}.mount_point: /etc is a system directory"),
+    ({"mount_point": "/etc"}, f"{AT}.mount_point: /etc is a system directory; use a directory of its own, e.g. /s3"),
+    ({"cache_directory": "/var"}, f"{AT}.cache_directory: /var is a system directory; use a directory of its own, "
+                                  "e.g. /opt/dlami/nvme/s3-cache"),
     ({"mount_point": "s3"}, f"{AT}.mount_point: 's3' is not an absolute path"),
     ({"max_cache_size_mib": 1024}, f"{AT}.max_cache_size_mib: caps the cache: give cache_directory too"),
     ({"cache_directory": "/s3/cache"}, f"{AT}.cache_directory: /s3/cache is inside the mount /s3"),
