@@ -23,9 +23,14 @@ from fmcluster.orchestrators import (
     pcs,
 )
 from fmcluster.orchestrators.kind import OrchestratorKind
-from fmcluster.platforms.storage import Store, fsx_lustre
+from fmcluster.platforms.storage import (
+    Store,
+    fsx_lustre,
+    mountpoint_s3,
+)
 from fmcluster.spec import loading
 from fmcluster.spec.cluster import ClusterSpec
+from fmcluster.spec.loading import StoreSection
 
 # The first is the default kind (a spec without ``orchestrator``).
 BUILT_IN: List[OrchestratorKind[Any]] = [
@@ -42,6 +47,7 @@ _kinds: Dict[str, OrchestratorKind[Any]] = {k.name: k for k in BUILT_IN}
 # The shared stores, in the order the storage stack builds them and kinds receive their mounts.
 STORES: List[Store] = [
     fsx_lustre.STORE,
+    mountpoint_s3.STORE,
 ]
 
 
@@ -68,6 +74,11 @@ def stores() -> List[Store]:
     return list(STORES)
 
 
+def store_sections() -> List[StoreSection]:
+    """The stores' own sections under the spec's ``storage``."""
+    return [(s.spec_key, s.settings, s.summary) for s in STORES if s.settings is not None]
+
+
 def register(kind: OrchestratorKind[Any]) -> None:
     if kind.name in _kinds:
         raise ValueError(f"orchestrator {kind.name!r} is already registered")
@@ -82,17 +93,17 @@ def unregister(name: str) -> None:
 
 def spec_model() -> Type[ClusterSpec]:
     """The spec model of the kinds registered now."""
-    return loading.spec_model(kinds())
+    return loading.spec_model(kinds(), store_sections())
 
 
 def parse_spec(data: Any) -> ClusterSpec:
     """Validate an already-parsed spec (a mapping); every failure is a `fmcluster.spec.SpecError`."""
-    return loading.parse_spec(data, kinds())
+    return loading.parse_spec(data, kinds(), store_sections())
 
 
 def load_spec(path: Union[str, Path]) -> ClusterSpec:
     """Read and validate a spec file; every failure is a `fmcluster.spec.SpecError`."""
-    return loading.load_spec(path, kinds())
+    return loading.load_spec(path, kinds(), store_sections())
 
 
 def json_schema() -> Dict[str, Any]:

@@ -17,7 +17,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
-from fmcluster.nag import acknowledge, cfn_lint_ignore
+from fmcluster.nag import acknowledge, cfn_lint_ignore, nag_resource
 
 # What CDK's auto-delete-objects handler calls (custom-resource-handlers/.../auto-delete-objects-handler
 # in aws-cdk-lib 2.275: GetBucketTagging, GetBucketPolicy, PutBucketPolicy, ListObjectVersions,
@@ -192,24 +192,6 @@ def acknowledge_deployment_handler(stack: Stack) -> None:
                 ["W3005"],
                 "CDK's BucketDeployment handler declares DependsOn on its role (and policy) as well as a GetAtt; harmless",
             )
-
-
-def nag_resource(stack: Stack, value: str) -> str:
-    """`value` as cdk-nag prints it in a finding id: Ref → <X>, GetAtt → <X.Attr>, joins concatenated."""
-
-    def render(v: Any) -> str:
-        if isinstance(v, str):
-            return v
-        if isinstance(v, dict) and "Ref" in v:
-            return f"<{v['Ref']}>"
-        if isinstance(v, dict) and "Fn::GetAtt" in v:
-            return f"<{'.'.join(v['Fn::GetAtt'])}>"
-        if isinstance(v, dict) and "Fn::Join" in v:
-            sep, parts = v["Fn::Join"]
-            return str(sep).join(render(p) for p in parts)
-        raise ValueError(f"cannot render {v!r} for a cdk-nag acknowledgment")
-
-    return render(stack.resolve(value))
 
 
 def asset_bucket_arn(stack: Stack) -> str:

@@ -31,7 +31,7 @@ from fmcluster.spec.node_units import NodeUnit, Resources
 from fmcluster.spec.observability import Observability
 from fmcluster.spec.orchestrator import DLAMI, BilledService, ExtraInstance, JobImage, OrchestratorSettings, SpecWarning
 from fmcluster.spec.serving import Serving
-from fmcluster.spec.storage import Storage
+from fmcluster.spec.storage import BOOT_ONLY, MOUNT_FORMS, Storage
 from fmcluster.spec.tags import MAX_USER_TAGS, tag_problems
 from fmcluster.spec.validation import Validation
 
@@ -76,6 +76,9 @@ class OrchestratorTraits:
     :param checkpoint_tier_note: why it cannot honour the tiers it does not take (default: each tier's own reason).
     :param node_resource_types: the CloudFormation types its nodes live in (``fmcluster diff`` asks it for their
         `node_units`).
+    :param mount_forms: how it mounts a store: alternatives, each the storage contract's forms it needs together
+        (``spec.storage.MOUNT_FORMS``; default: boot lines in the nodes' user data). The spec refuses a store section
+        whose forms hold none of them.
     :param price_keys: the keys of the planner's prices (planner/data/prices.json ``services``) its ``billed_services``
         may name; a test holds them to the data, and ``plan`` says "no price" for a key the data lacks.
 
@@ -101,6 +104,7 @@ class OrchestratorTraits:
     checkpoint_tier_note: str = ""
     price_keys: FrozenSet[str] = frozenset()
     node_resource_types: Tuple[str, ...] = ()
+    mount_forms: Tuple[FrozenSet[str], ...] = BOOT_ONLY
 
     def __post_init__(self) -> None:
         if self.node_agent is not None and self.node_agent not in NODE_AGENTS:
@@ -111,6 +115,8 @@ class OrchestratorTraits:
         if not self.checkpoint_tiers or set(self.checkpoint_tiers) - set(checkpoint_rules.TIERS):
             raise ValueError(f"checkpoint_tiers: {sorted(self.checkpoint_tiers)!r} must name some of "
                              f"{', '.join(checkpoint_rules.TIERS)}")
+        if not self.mount_forms or any(not f or f - set(MOUNT_FORMS) for f in self.mount_forms):
+            raise ValueError(f"mount_forms: each alternative names some of {', '.join(MOUNT_FORMS)}")
         declared = self.settings.model_fields["type"].annotation
         if getattr(declared, "__args__", None) != (self.name,):
             raise ValueError(f"settings: {self.settings.__name__}.type must be Literal[{self.name!r}]")
@@ -269,10 +275,18 @@ class ClusterSpec(SpecModel):
         return group.placement_strategy if self.orchestrator_kind.places_instances else "none"
 
     def _storage_problems(self) -> List[Problem]:
+        found: List[Problem] = []
+        kind = self.orchestrator_kind
+        for key, section in self.storage.store_sections():
+            if not any(needed <= section.forms for needed in kind.mount_forms):
+                ways = " or ".join(" and ".join(sorted(f)) for f in kind.mount_forms)
+                found.append((f"storage.{key}", f"orchestrator {kind.name} mounts a store through {ways}; this store "
+                              f"offers {', '.join(sorted(section.forms)) or 'none'} (docs/storage.md)"))
+                continue
+            found += section.spec_rules(self, f"storage.{key}")
         fsx = self.storage.fsx
         if fsx is None:
-            return []
-        found: List[Problem] = []
+            return found
         if fsx.availability_zone and fsx.availability_zone != self.availability_zone:
             found.append(("storage.fsx.availability_zone", f"{fsx.availability_zone} is not the GPU nodes' "
                           f"{self.availability_zone}; cross-AZ Lustre traffic is slow and billed: leave it out"))

@@ -1,7 +1,8 @@
 """Reading a spec: YAML (duplicate keys refused) -> the spec model, every failure one line per problem.
 
-The spec model depends on the orchestrator kinds it takes, which the composition root (`fmcluster.registry`) passes
-to `spec_model`, `parse_spec` and `load_spec`.
+The spec model depends on the orchestrator kinds it takes and the store sections under ``storage`` (`StoreSection`:
+a store's key and settings model), which the composition root (`fmcluster.registry`) passes to `spec_model`,
+`parse_spec` and `load_spec`.
 """
 
 from __future__ import annotations
@@ -16,24 +17,42 @@ from fmcluster.spec.base import SpecError, clipped_repr
 from fmcluster.spec.cluster import ClusterSpec, OrchestratorTraits
 from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY
 from fmcluster.spec.orchestrator import OrchestratorSettings
+from fmcluster.spec.storage import Storage, StoreSettings
 from fmcluster.spec.yaml_source import read_yaml
 
 Loc = Tuple[Union[str, int], ...]
-_models: Dict[Tuple[int, ...], Type[ClusterSpec]] = {}
+# A store's section under ``storage``: its key, its settings model, the section's description.
+StoreSection = Tuple[str, Type[StoreSettings], str]
+_models: Dict[Tuple[Any, ...], Type[ClusterSpec]] = {}
 
 
-def spec_model(kinds: Sequence[OrchestratorTraits]) -> Type[ClusterSpec]:
+def _storage_model(sections: Sequence[StoreSection]) -> Type[Storage]:
+    """`Storage` with an optional field per store section."""
+    if not sections:
+        return Storage
+    fields: Dict[str, Any] = {key: (Optional[model], Field(None, description=text)) for key, model, text in sections}
+    storage = create_model("Storage", __base__=Storage, **fields)
+    storage.__doc__ = Storage.__doc__
+    return storage
+
+
+def spec_model(kinds: Sequence[OrchestratorTraits], sections: Sequence[StoreSection] = ()) -> Type[ClusterSpec]:
     """`ClusterSpec` whose ``orchestrator`` takes the settings of `kinds` (the first is the default), told apart by
-    ``type``. One model per set of kinds."""
+    ``type``, and whose ``storage`` takes the store `sections`. One model per set of kinds and sections."""
     if not kinds:
         raise ValueError("kinds: a spec needs at least one orchestrator kind")
-    key = tuple(id(k) for k in kinds)  # the model holds the kinds, so their ids stay theirs
+    # the model holds the kinds and sections, so their ids stay theirs
+    key = (tuple(id(k) for k in kinds), tuple(id(m) for _, m, _ in sections))
     if key not in _models:
         members = tuple(k.settings for k in kinds)
         union: Any = Annotated[Union[members], Field(discriminator="type")]  # type: ignore[valid-type]
         description = "; ".join(f"{k.name}: {k.summary}" for k in kinds)
         field = Field(default_factory=kinds[0].settings, description=description)
-        model = create_model("ClusterSpec", __base__=ClusterSpec, orchestrator=(union, field))
+        extra: Dict[str, Any] = {}
+        if sections:
+            storage = _storage_model(sections)
+            extra["storage"] = (storage, Field(default_factory=storage))
+        model = create_model("ClusterSpec", __base__=ClusterSpec, orchestrator=(union, field), **extra)
         model.__doc__ = ClusterSpec.__doc__
         model.kinds = {k.name: k for k in kinds}
         _models[key] = model
@@ -154,7 +173,7 @@ def _named_kind(data: Dict[str, Any], kinds: Sequence[OrchestratorTraits]) -> Op
     return next((k for k in kinds if k.name == name), None)
 
 
-def parse_spec(data: Any, kinds: Sequence[OrchestratorTraits]) -> ClusterSpec:
+def parse_spec(data: Any, kinds: Sequence[OrchestratorTraits], sections: Sequence[StoreSection] = ()) -> ClusterSpec:
     """`data` validated by the spec model of `kinds`. A spec written for one kind is validated by the model of that kind
     alone, which accepts exactly what the whole model accepts for it and builds one kind's settings schema, not every
     kind's (a command's start-up: bench/command_startup.py); a spec it refuses is validated again by the whole model,
@@ -166,17 +185,18 @@ def parse_spec(data: Any, kinds: Sequence[OrchestratorTraits]) -> ClusterSpec:
     kind = _named_kind(data, kinds)
     if kind is not None and len(kinds) > 1:
         try:
-            return spec_model([kind]).model_validate(data)
+            return spec_model([kind], sections).model_validate(data)
         except ValidationError:
             pass  # the whole model says why, below
-    model = spec_model(kinds)
+    model = spec_model(kinds, sections)
     try:
         return model.model_validate(data)
     except ValidationError as e:
         raise SpecError(format_validation_error(e, model)) from None
 
 
-def load_spec(path: Union[str, Path], kinds: Sequence[OrchestratorTraits]) -> ClusterSpec:
+def load_spec(path: Union[str, Path], kinds: Sequence[OrchestratorTraits],
+              sections: Sequence[StoreSection] = ()) -> ClusterSpec:
     """Read and validate a spec file; every failure is a `SpecError`."""
     p = Path(path)
     try:
@@ -187,7 +207,7 @@ def load_spec(path: Union[str, Path], kinds: Sequence[OrchestratorTraits]) -> Cl
         raise SpecError([f"{p}: is a directory, expected a YAML file"]) from None
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError([f"{p}: cannot read ({e})"]) from None
-    return parse_spec(read_yaml(text, str(p)), kinds)
+    return parse_spec(read_yaml(text, str(p)), kinds, sections)
 
 
 def json_schema(model: Type[ClusterSpec]) -> Dict[str, Any]:

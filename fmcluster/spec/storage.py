@@ -1,4 +1,5 @@
-"""The spec's `storage` section: FSx for Lustre, its data repository associations, and the data bucket.
+"""The spec's `storage` section: FSx for Lustre, its data repository associations, the data bucket, and the sections of
+the stores that declare their own settings (`StoreSettings`, joined in by `fmcluster.spec.loading.spec_model`).
 
 FSx rules checked here are the ones CloudFormation and cfn-lint let through and the service
 refuses half-way into a deploy (FSx API reference: CreateFileSystem, CreateFileSystemLustreConfiguration,
@@ -8,11 +9,11 @@ CreateFileSystemLustreMetadataConfiguration, CreateDataRepositoryAssociation).
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Literal, Optional, Tuple
+from typing import Any, ClassVar, Dict, FrozenSet, Iterator, List, Literal, Optional, Tuple
 
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.spec.base import SpecModel, raise_problems
+from fmcluster.spec.base import Problem, SpecModel, raise_problems
 
 # SSD PERSISTENT_2 and SCRATCH_2: 1200 GiB, 2400 GiB, then increments of 2400 GiB (CreateFileSystem StorageCapacity).
 CAPACITY_SMALL_GIB = (1200, 2400)
@@ -304,11 +305,67 @@ class DataBucket(SpecModel):
         return v
 
 
+# The forms of the storage contract (fmcluster.platforms.storage) a store's mount may have, and a kind mounts
+# through: boot lines, a Kubernetes volume, HyperPod's lifecycle entry, a service's own entry (by service).
+MOUNT_FORMS = ("boot", "kubernetes", "lifecycle", "sagemaker-hyperpod", "parallelcluster")
+BOOT_ONLY: Tuple[FrozenSet[str], ...] = (frozenset({"boot"}),)
+
+
+class StoreSettings(SpecModel):
+    """A store's section under ``storage``, declared in the store's folder (``settings.py``) and joined into the spec
+    by the composition root, as kinds' settings are: the spec never names the store.
+
+    ``mount_point`` is where nodes see the store: no two stores share or nest mount points. ``forms`` are the forms
+    of the storage contract its mount has (`MOUNT_FORMS`): the spec refuses it under a kind that mounts stores through
+    none of them (``OrchestratorTraits.mount_forms``), rather than fail at synth."""
+
+    forms: ClassVar[FrozenSet[str]] = frozenset()
+    mount_point: str
+
+    def spec_rules(self, spec: Any, at: str) -> List[Problem]:
+        """Rules that read the rest of the spec (a `ClusterSpec`: the cluster's Region, AZ, network), their paths
+        below `at` (``storage.<key>``)."""
+        return []
+
+    def gateway_endpoints(self) -> List[str]:
+        """The gateway VPC endpoints its nodes reach it through, by service (``s3``, ``s3express``): the network stack
+        adds those it lacks to the VPC it creates, and to an existing VPC's route tables where the spec gives them."""
+        return []
+
+    def node_mounts(self, group: Any) -> List[Dict[str, Any]]:
+        """What the boot validator expects mounted on a node of `group` (NodeProfile ``mounts`` entries: path,
+        fstype, and what the store's checks read)."""
+        return []
+
+
 class Storage(SpecModel):
-    """Shared storage: the data bucket (always) and FSx for Lustre (when `fsx` is given)."""
+    """Shared storage: the data bucket (always), FSx for Lustre (when `fsx` is given), and each store's section."""
 
     fsx: Optional[Fsx] = None
     data_bucket: DataBucket = Field(default_factory=DataBucket)
+
+    def store_sections(self) -> Iterator[Tuple[str, StoreSettings]]:
+        """(key, section) of every store section the spec gives (the stores' own settings)."""
+        for key in type(self).model_fields:
+            value = getattr(self, key)
+            if isinstance(value, StoreSettings):
+                yield key, value
+
+    @model_validator(mode="after")
+    def _distinct_mount_points(self) -> Storage:
+        seen: List[Tuple[str, str]] = []
+        found = []
+        for key in type(self).model_fields:
+            path = getattr(getattr(self, key), "mount_point", None)
+            if not isinstance(path, str):
+                continue
+            other = next((k for k, p in seen if _nested(p, path)), None)
+            if other is not None:
+                found.append((f"{key}.mount_point", f"{path} is or nests storage.{other}'s mount point "
+                              f"{dict(seen)[other]}; give each store its own directory"))
+            seen.append((key, path))
+        raise_problems(found)
+        return self
 
     def association_bucket(self, dra: DataRepositoryAssociation) -> Optional[str]:
         """The bucket an association links: its own, the existing data bucket, or None for the one fmcluster creates."""

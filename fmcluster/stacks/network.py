@@ -32,6 +32,9 @@ PRIVATE_LOAD_BALANCER_TAG, PUBLIC_LOAD_BALANCER_TAG = "kubernetes.io/role/intern
 # (/24 or larger) starts at the next /24 boundary at the earliest, so this range stays free whatever its size.
 EXTRA_SUBNET_PREFIX = 27
 EXTRA_SUBNET_OFFSET = 128
+# Gateway endpoints a store may ask for (StoreSettings.gateway_endpoints), beside S3's: the construct id of each.
+GATEWAY_SERVICES = {"s3express": ec2.GatewayVpcEndpointAwsService.S3_EXPRESS}
+GATEWAY_ENDPOINT_IDS = {"s3express": "S3Express"}
 
 
 class NetworkStack(Stack):
@@ -111,6 +114,8 @@ class NetworkStack(Stack):
                 "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
             },
         )
+        for service in self._store_endpoints():
+            vpc.add_gateway_endpoint(GATEWAY_ENDPOINT_IDS[service], service=GATEWAY_SERVICES[service])
         for subnets, tag in ((vpc.private_subnets, PRIVATE_LOAD_BALANCER_TAG), (vpc.public_subnets, PUBLIC_LOAD_BALANCER_TAG)):
             for subnet in subnets:
                 Tags.of(subnet).add(tag, "1")
@@ -181,5 +186,19 @@ class NetworkStack(Stack):
                 vpc_endpoint_type="Gateway",
                 route_table_ids=existing.route_table_ids,
             )
+            for service in self._store_endpoints():
+                ec2.CfnVPCEndpoint(self, f"{GATEWAY_ENDPOINT_IDS[service]}Endpoint", vpc_id=existing.vpc_id,
+                                   service_name=f"com.amazonaws.{self.region}.{service}", vpc_endpoint_type="Gateway",
+                                   route_table_ids=existing.route_table_ids)
         return vpc
+
+    def _store_endpoints(self) -> List[str]:
+        """The gateway endpoints the spec's store sections ask for beyond S3's, which every VPC here has."""
+        found: List[str] = []
+        for _, section in self.spec.storage.store_sections():
+            found += [s for s in section.gateway_endpoints() if s not in found and s != "s3"]
+        unknown = set(found) - set(GATEWAY_SERVICES)
+        if unknown:
+            raise ValueError(f"storage: no gateway endpoint for {', '.join(sorted(unknown))}")
+        return found
 

@@ -22,8 +22,9 @@ from fmcluster.stacks.network import NetworkStack
 
 
 def storage_description(spec: ClusterSpec, stores: Sequence[Store]) -> str:
-    """The stack's description: what it holds, naming every registered store."""
-    return f"fmcluster {spec.name}: " + ", ".join(["KMS key", "data bucket", *(s.resources for s in stores)])
+    """The stack's description: what it holds, naming every store the spec configures and those always named."""
+    named = [s.resources for s in stores if s.always_described or s.section(spec) is not None]
+    return f"fmcluster {spec.name}: " + ", ".join(["KMS key", "data bucket", *named])
 
 
 class StorageStack(Stack):
@@ -65,7 +66,7 @@ class StorageStack(Stack):
         self.built: Dict[str, BuiltStore] = {}
         where = StorageScope(scope=self, spec=spec, vpc=network.vpc, subnet=network.storage_subnet,
                              node_security_group=network.node_security_group.security_group, key=self.key.key,
-                             data_bucket_name=self.data_bucket.bucket_name)
+                             data_bucket_name=self.data_bucket.bucket_name, log_bucket=self.data_bucket.log_bucket)
         for store in stores:
             if store.section(spec) is not None:
                 self.built[store.name] = self._add(store.build(where))

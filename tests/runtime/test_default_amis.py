@@ -219,6 +219,12 @@ def test_the_default_ami_passes_the_kinds_own_validation(tmp_path, spec, group_n
     profile_json = kind_profile(spec, group)
     profile = NodeProfile.from_json(profile_json)
     node = on_the_ami(tmp_path, itype, ami, profile)
+    for m in profile.mounts:
+        if m.get("source") == "mountpoint-s3":  # mounted by the boot lines, as the fixture has /fsx mounted
+            access = "ro" if m.get("read_only") else "rw"
+            node.append("/proc/mounts", f"mountpoint-s3 {m['path']} fuse {access},nosuid,nodev,noatime,user_id=0,"
+                                        "group_id=0,default_permissions,allow_other 0 0\n")
+            node.tool("stat", "echo fuseblk\n")
     path = tmp_path / "profile.json"
     path.write_text(profile_json)
 

@@ -117,6 +117,12 @@ def test_the_examples_long_lived_stacks_export_and_tag_alike_whatever_their_orch
             want |= {json.dumps({"Ref": vpc})} | {
                 json.dumps({"Ref": lid}) for lid, s in resources_of(network, "AWS::EC2::Subnet").items()
                 if {"Key": "aws-cdk:subnet-type", "Value": "Public"} not in s["Properties"].get("Tags", [])}
+        # and what the storage stack's stores read from it (a directory bucket's location: the storage subnet's AZ
+        # id), which the spec's storage decides, never the orchestrator
+        storage_text = network_path.with_name(network_path.name.replace("-network.", "-storage.")).read_text()
+        want |= {json.dumps(o["Value"]) for o in network["Outputs"].values() if "Export" in o
+                 and o["Export"]["Name"] in storage_text and isinstance(o["Value"], dict)
+                 and o["Value"].get("Fn::GetAtt", [None, None])[1] == "AvailabilityZoneId"}
         assert exported == want, network_path.parent.name
         if resources_of(network, "AWS::EC2::VPC"):
             # an EKS control plane tags the VPC's subnets (aws-eks-v2): the stack carries those tags under every kind

@@ -292,7 +292,8 @@ def test_every_examples_stateful_resources_keep_their_logical_ids_and_exports_ac
         spec = load_spec(example)
         (path,) = (ROOT / "templates" / example.stem).glob("*-storage.template.json")
         template = json.loads(path.read_text())
-        ids = {k for k, v in template["Resources"].items() if v["Type"] in IDS_TYPES}
+        # a store registered after the move holds its own ids (tests/platforms/storage/mountpoint_s3/)
+        ids = {k for k, v in template["Resources"].items() if v["Type"] in IDS_TYPES and not k.startswith("Mountpoint")}
         expected = {"DataKey"} | ({"DataBucket", "AccessLogBucket"} if not spec.storage.data_bucket.existing_name
                                   else set())
         fsx = spec.storage.fsx

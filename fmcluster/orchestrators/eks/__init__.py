@@ -129,6 +129,7 @@ KIND = Eks(
     summary="Amazon EKS with GPU managed node groups, Kueue (or Volcano/KAI) and a boot-validation node gate",
     settings=settings.EksOrchestrator,
     node_resource_types=("AWS::EKS::Nodegroup",),  # fmcluster diff reads its nodes there
+    mount_forms=(frozenset({"boot", "kubernetes"}),),  # node user data and a volume in the training namespace
     price_keys=PRICE_KEYS,  # the control plane (standard or extended support) and the AMP collector
     node_agent="kubernetes",
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),

@@ -84,6 +84,7 @@ KIND = ParallelCluster(
     summary=f"AWS ParallelCluster {settings.PCLUSTER_VERSION} (Slurm) through its CloudFormation provider",
     settings=settings.ParallelClusterOrchestrator,
     node_resource_types=("Custom::PclusterCluster",),  # fmcluster diff reads its nodes there
+    mount_forms=(frozenset({"parallelcluster"}),),  # its SharedStorage section only
     node_agent="slurm",
     # CAPACITY_BLOCK queues take Capacity Blocks; ODCRs are an ONDEMAND queue's CapacityReservationTarget
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),

@@ -9,6 +9,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from fmcluster.nag import acknowledge_wildcards
 from fmcluster.platforms.kubernetes.cluster import VPC_CNI_ENV, EksControlPlane
 from fmcluster.platforms.kubernetes.settings import EksControlPlaneSettings
 from fmcluster.platforms.kubernetes.versions import AddonPin
@@ -56,8 +57,12 @@ def add_standard_addons(control_plane: EksControlPlane, *, kubernetes_version: s
     cp.add_addon("coredns", kubernetes_version=version)
     stack = Stack.of(cp)
     for addon, permissions in mounts.csi_addons():
-        statements = [iam.PolicyStatement(sid=p.sid, actions=list(p.actions), resources=p.arns(
-            partition=stack.partition, region=stack.region, account=stack.account)) for p in permissions]
-        cp.add_addon(addon.name, kubernetes_version=version, service_account=addon.service_account,
-                     policies=statements, after=["eks-pod-identity-agent"],
-                     pin=AddonPin(addon.name, dict(addon.versions), addon.source))
+        arns = [p.arns(partition=stack.partition, region=stack.region, account=stack.account) for p in permissions]
+        statements = [iam.PolicyStatement(sid=p.sid, actions=list(p.actions), resources=resources,
+                                          conditions=dict(p.conditions) or None)
+                      for p, resources in zip(permissions, arns)]
+        installed = cp.add_addon(addon.name, kubernetes_version=version, service_account=addon.service_account,
+                                 policies=statements, after=["eks-pod-identity-agent"],
+                                 pin=AddonPin(addon.name, dict(addon.versions), addon.source))
+        for p, resources in zip(permissions, arns):
+            acknowledge_wildcards(installed.node.scope, resources, p.why)

@@ -28,16 +28,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
 
 if TYPE_CHECKING:
     from aws_cdk import Stack
     from aws_cdk import aws_ec2 as ec2
     from aws_cdk import aws_iam as iam
     from aws_cdk import aws_kms as kms
+    from aws_cdk import aws_s3 as s3
     from constructs import Construct
 
     from fmcluster.spec.cluster import ClusterSpec
+    from fmcluster.spec.storage import StoreSettings
 
 __all__ = ["Alarm", "Arn", "BootMount", "BuiltStore", "CsiAddon", "HYPERPOD", "KubernetesVolume", "Mount", "Mounts",
            "NodeClient", "PARALLELCLUSTER", "Permission", "SERVICES", "Store", "StorageScope"]
@@ -52,13 +54,17 @@ ID = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 
 @dataclass(frozen=True)
 class Arn:
-    """An ARN a consumer completes with its own stack's partition (and Region and account where regional)."""
+    """An ARN a consumer completes with its own stack's partition (and Region and account where regional), or a whole
+    ARN as it is (`whole`, e.g. a key ARN the spec gives or another stack exports)."""
 
     service: str
     resource: str
     regional: bool = True
+    whole: bool = False
 
     def render(self, *, partition: str, region: str, account: str) -> str:
+        if self.whole:
+            return self.resource
         if self.regional:
             return f"arn:{partition}:{self.service}:{region}:{account}:{self.resource}"
         return f"arn:{partition}:{self.service}:::{self.resource}"
@@ -66,15 +72,24 @@ class Arn:
 
 @dataclass(frozen=True)
 class Permission:
-    """One IAM statement a store needs granted: actions named one by one, on the resources it names."""
+    """One IAM statement a store needs granted: actions named one by one, on the resources it names, under its
+    ``conditions`` (IAM's operator -> key -> value, e.g. ``{"StringLike": {"s3:prefix": ["data/*"]}}``)."""
 
     sid: str
     actions: Tuple[str, ...]
     resources: Tuple[Arn, ...]
+    conditions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    why: str = ""  # why a resource has a wildcard (objects below a prefix): the consumer's cdk-nag acknowledgment
 
     def __post_init__(self) -> None:
         if not self.actions or any("*" in a for a in self.actions):
             raise ValueError(f"actions: {self.sid} names its actions one by one, never a wildcard")
+        if self.wildcards and not self.why:
+            raise ValueError(f"why: {self.sid} has a wildcard resource; say why it needs one")
+
+    @property
+    def wildcards(self) -> bool:
+        return any("*" in a.resource for a in self.resources)
 
     def arns(self, *, partition: str, region: str, account: str) -> List[str]:
         return [a.render(partition=partition, region=region, account=account) for a in self.resources]
@@ -252,6 +267,8 @@ class StorageScope:
     :param node_security_group: the nodes' EFA security group.
     :param key: the data key (``Store.uses_data_key``).
     :param data_bucket_name: the data bucket's name (a token for the bucket fmcluster creates).
+    :param log_bucket: the data bucket's access-log bucket (None where the data bucket is an existing one), where a
+        store's own buckets deliver their access logs.
     """
 
     scope: Construct
@@ -261,6 +278,7 @@ class StorageScope:
     node_security_group: ec2.ISecurityGroup
     key: kms.IKey
     data_bucket_name: str
+    log_bucket: Optional[s3.IBucket] = None
 
 
 @dataclass(frozen=True)
@@ -274,6 +292,12 @@ class Store:
     :param uses_data_key: its resources are encrypted with the data key (named in the key's description).
     :param lifecycle_key: its key in HyperPod's lifecycle parameters (null while not mounted by the nodes).
     :param csi_addon: the EKS add-on that installs its CSI driver.
+    :param settings: the model of its section (a `fmcluster.spec.storage.StoreSettings` in its folder's settings.py),
+        which the composition root joins into the spec's ``storage`` under `spec_key`; None where the spec declares
+        the section itself (the first store's, until the spec slice moves it).
+    :param summary: the section's description in the JSON Schema.
+    :param always_described: the storage stack's description names it whether or not the spec configures it (the
+        first store, named there since the first release; a description change is an update of every storage stack).
     """
 
     name: str
@@ -283,6 +307,9 @@ class Store:
     uses_data_key: bool = False
     lifecycle_key: Optional[str] = None
     csi_addon: Optional[CsiAddon] = None
+    settings: Optional[Type[StoreSettings]] = None
+    summary: str = ""
+    always_described: bool = False
 
     def section(self, spec: ClusterSpec) -> Any:
         """Its section of the spec, or None where the spec does not configure it."""
@@ -320,9 +347,14 @@ class Mounts:
         """The mounts the nodes mount themselves: all, or those `service` does not mount."""
         return [m for m in self.mounts if service is None or service not in m.services]
 
-    def lifecycle_parameters(self, mounts: Sequence[Mount]) -> Dict[str, Any]:
+    def lifecycle_parameters(self, mounts: Sequence[Mount], *, required: bool = True) -> Dict[str, Any]:
         """HyperPod's lifecycle parameters for `mounts` (those the nodes mount): every registered store's key, null
-        where it is not among them."""
+        where it is not among them. A mount without a lifecycle form is refused where `required` (nothing else would
+        mount it); without, it is left out (a kind whose pods reach it through its Kubernetes volume)."""
+        missing = [m.store for m in mounts if m.lifecycle is None]
+        if required and missing:
+            raise ValueError(f"mounts: store {', '.join(missing)} has no lifecycle form; HyperPod's lifecycle scripts "
+                             "cannot mount it on the nodes")
         found: Dict[str, Any] = {}
         for store in self.stores:
             if store.lifecycle_key is not None:

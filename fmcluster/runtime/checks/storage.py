@@ -1,41 +1,69 @@
-"""Layer 6: storage — shared file systems (FSx for Lustre: mounted, answering, client imports, LNet on EFA) and the
-instance NVMe."""
+"""Layer 6: storage — shared file systems (FSx for Lustre: mounted, answering, client imports, LNet on EFA; Mountpoint
+for Amazon S3: mounted by its FUSE daemon with the access asked for, answering) and the instance NVMe."""
 
 from __future__ import annotations
 
 import re
 import threading
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ..node import ProbeError
 from ..probes.lustre import HEALTHY_IMPORT, LCTL_IMPORTS, LNET_SHOW, parse_imports, parse_lnet_nets
 from ..probes.mounts import mounts
 from .registry import Ctx, Result, bad, check, has_instance_store, ok, skip
 
+# Mountpoint for Amazon S3's FUSE session names itself so, with no subtype: /proc/mounts says
+# "mountpoint-s3 <path> fuse ro,nosuid,nodev,noatime,..." (mountpoint-s3-fs/src/fuse/config.rs).
+MOUNTPOINT_S3 = "mountpoint-s3"
+LUSTRE_REMEDY = ("mount the file system (check the lustre client for this kernel, the FSx security group, and the "
+                 "lifecycle script that mounts it)")
+S3_REMEDY = ("mount the bucket (the boot log says whether mount-s3 installed and mounted; `journalctl -t mount-s3` "
+             "says why Mountpoint stopped, often the node role's S3 or KMS permissions); `mount <path>` mounts it "
+             "from its fstab line")
+
+
+def _expected(m: Dict[str, Any]) -> str:
+    source = f" from {m['source']}" if m.get("source") else ""
+    read_only = m.get("read_only")
+    access = "" if not isinstance(read_only, bool) else ", read-only" if read_only else ", read-write"
+    return f"{m['path']} ({m.get('fstype', 'lustre')}{source}{access})"
+
+
+def _mount_problem(ctx: Ctx, m: Dict[str, Any], got: Tuple[str, str, str]) -> str:
+    """What is wrong with a mount /proc/mounts shows at the profile's path ("" when nothing)."""
+    path, fstype = m["path"], m.get("fstype", "lustre")
+    if fstype and got[1] != fstype:
+        return f"{path} is {got[1]}, expected {fstype}"
+    if m.get("source") and got[0] != m["source"]:
+        return f"{path} is {got[1]} from {got[0]}, expected {m['source']}"
+    if fstype == "lustre" and not ctx.node.exists("/sys/module/lustre"):
+        return f"{path}: lustre module not loaded"
+    if isinstance(m.get("read_only"), bool):
+        mounted_ro = "ro" in got[2].split(",")
+        if mounted_ro != m["read_only"]:
+            return f"{path} is mounted {'read-only' if mounted_ro else 'read-write'}, expected " \
+                   f"{'read-only' if m['read_only'] else 'read-write'}"
+    return ""
+
 
 @check("storage.mounts", "storage", applies=lambda p: bool(p.mounts), title="Shared file systems mounted")
 def shared_mounts(ctx: Ctx) -> Result:
     table = mounts(ctx)
-    problems, seen = [], []
+    problems, seen, remedies = [], [], []
     for m in ctx.profile.mounts:
-        path, fstype = m["path"], m.get("fstype", "lustre")
+        path = m["path"]
         got = table.get(path)
-        if got is None:
-            if m.get("required", True):
-                problems.append(f"{path} not mounted")
-            continue
-        if fstype and got[1] != fstype:
-            problems.append(f"{path} is {got[1]}, expected {fstype}")
-            continue
-        if fstype == "lustre" and not ctx.node.exists("/sys/module/lustre"):
-            problems.append(f"{path}: lustre module not loaded")
-            continue
-        seen.append(f"{path} ({got[1]} {got[0]})")
-    expected = ", ".join(f"{m['path']} ({m.get('fstype', 'lustre')})" for m in ctx.profile.mounts)
+        problem = (f"{path} not mounted" if m.get("required", True) else "") if got is None else _mount_problem(ctx, m, got)
+        if problem:
+            problems.append(problem)
+            remedy = S3_REMEDY if m.get("source") == MOUNTPOINT_S3 else LUSTRE_REMEDY
+            if remedy not in remedies:
+                remedies.append(remedy)
+        elif got is not None:
+            seen.append(f"{path} ({got[1]} {got[0]})")
+    expected = ", ".join(_expected(m) for m in ctx.profile.mounts)
     if problems:
-        return bad("; ".join(problems + seen), expected,
-                   "mount the file system (check the lustre client for this kernel, the FSx security group, "
-                   "and the lifecycle script that mounts it)")
+        return bad("; ".join(problems + seen), expected, "; ".join(remedies))
     return ok(", ".join(seen), expected)
 
 
@@ -141,6 +169,37 @@ def lustre_imports(ctx: Ctx) -> Result:
         return bad("; ".join(unhealthy + efa_problems), expected, "; ".join(remedies),
                    detail=observed if not unhealthy else "")
     return ok(observed, expected)
+
+
+def _s3_mounts(profile: Any) -> List[Dict[str, Any]]:
+    return [m for m in profile.mounts if m.get("source") == MOUNTPOINT_S3]
+
+
+@check("storage.s3_answers", "storage", level="standard", applies=lambda p: bool(_s3_mounts(p)),
+       title="Mountpoint for Amazon S3 answers (statfs through its FUSE daemon, under a timeout)")
+def s3_answers(ctx: Ctx) -> Result:
+    """statfs goes to the mount-s3 daemon without an S3 request: a daemon that died answers "Transport endpoint is
+    not connected", a hung one times out."""
+    table = mounts(ctx)
+    problems, good = [], []
+    for m in _s3_mounts(ctx.profile):
+        path = str(m["path"])
+        if table.get(path, ("", ""))[0] != MOUNTPOINT_S3:
+            continue
+        res = ctx.node.run(("stat", "--file-system", "--format=%T", path))
+        if res.error:
+            raise ProbeError(res.why())
+        if res.rc != 0 or "fuse" not in res.stdout:
+            problems.append(f"{path}: {res.why() if res.rc != 0 else 'statfs says ' + res.stdout.strip()[:60]}")
+        else:
+            good.append(path)
+    if not good and not problems:
+        return skip("no Mountpoint for Amazon S3 mount (see storage.mounts)")
+    if problems:
+        return bad("; ".join(problems), "every mount answers",
+                   "the mount-s3 daemon stopped or hangs: `journalctl -t mount-s3` says why; `umount -l <path>` then "
+                   "`mount <path>` remounts it from fstab")
+    return ok(", ".join(good), "every mount answers")
 
 
 @check("storage.instance_store", "storage", applies=has_instance_store,

@@ -25,8 +25,8 @@ from fmcluster.platforms.storage.fsx_lustre import STORE as FSX
 from fmcluster.registry import stores
 
 
-def test_the_registry_lists_fsx_for_lustre_with_its_declaration():
-    assert stores() == [FSX]
+def test_the_registry_lists_fsx_for_lustre_first_with_its_declaration():
+    assert stores()[0] == FSX
     assert (FSX.name, FSX.spec_key, FSX.lifecycle_key) == ("fsx-lustre", "fsx", "fsx")
     assert FSX.csi_addon == CsiAddon("aws-fsx-csi-driver", service_account="fsx-csi-controller-sa", always=True)
 
@@ -52,12 +52,17 @@ def test_a_mount_is_checked_and_says_its_mount_command():
             Mount(**{"store": "s", "id": "Shared", "path": "/data", "fstype": "fuse", "source": "x", **bad})
     with pytest.raises(ValueError, match="one by one"):
         Permission("All", ("s3:*",), ())
+    with pytest.raises(ValueError, match="has a wildcard resource; say why"):
+        Permission("Objects", ("s3:GetObject",), (Arn("s3", "bucket/*", regional=False),))
 
 
 def test_permissions_render_regional_and_global_arns():
-    p = Permission("Read", ("s3:GetObject",), (Arn("s3", "bucket/prefix/*", regional=False), Arn("fsx", "file-system/fs-1")))
+    p = Permission("Read", ("s3:GetObject",), (Arn("s3", "bucket/prefix/*", regional=False), Arn("fsx", "file-system/fs-1")),
+                   why="objects below the prefix")
     assert p.arns(partition="aws", region="us-east-1", account="123456789012") == [
         "arn:aws:s3:::bucket/prefix/*", "arn:aws:fsx:us-east-1:123456789012:file-system/fs-1"]
+    whole = Arn("kms", "arn:aws:kms:eu-west-1:111122223333:key/k", whole=True)
+    assert whole.render(partition="aws", region="us-east-1", account="123456789012") == whole.resource
 
 
 def test_fsx_for_lustre_fills_every_form():
@@ -79,6 +84,13 @@ def test_fsx_for_lustre_fills_every_form():
     assert efa.boot is not None and "--efa" in efa.boot.shell(image="dlami-al2023", efa=True)
     assert "--efa" not in efa.boot.shell(image="dlami-al2023", efa=False)  # a login or CPU node: over TCP
     assert HYPERPOD not in efa.services, "LNet over EFA is set up by fmcluster's helper only: the nodes mount it"
+
+
+def test_a_mount_the_lifecycle_scripts_cannot_mount_is_refused_where_nothing_else_would_mount_it():
+    no_form = Mount(store="s", id="S", path="/s", fstype="fuse", source="s3://b/")
+    with pytest.raises(ValueError, match="store s has no lifecycle form"):
+        no_mounts().lifecycle_parameters([no_form])
+    assert no_mounts().lifecycle_parameters([no_form], required=False) == {"fsx": None}
 
 
 def test_lifecycle_parameters_name_every_store_null_where_the_nodes_do_not_mount_it():

@@ -38,7 +38,7 @@ LATER: Dict[str, str] = {
     "fmcluster/registry.py": "the registry line: a store is one import and one STORES entry (as a kind is)",
     # the spec side: stores declare their spec section, and what the spec, preflight and the job generator read
     "fmcluster/spec/": "the `storage.fsx` section and its rules (storage.py, cluster.py, data_access.py, checkpoints.py): "
-                       "next slice, a store's settings module in its folder joined into `storage` as kinds' are",
+                       "to fsx_lustre/settings.py as a StoreSettings, joined into `storage` as Mountpoint's is",
     "fmcluster/orchestrators/parallelcluster/settings.py": "its spec rule refusing storage.fsx.efa (SharedStorage has no "
                                                            "EFA client): a store will say which services mount its "
                                                            "configuration, read by the spec",

@@ -45,4 +45,5 @@ STORE = FsxLustre(
     uses_data_key=True,
     lifecycle_key=LIFECYCLE_KEY,
     csi_addon=CSI_ADDON,
+    always_described=True,
 )

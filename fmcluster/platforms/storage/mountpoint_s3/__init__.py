@@ -1,0 +1,38 @@
+"""Mountpoint for Amazon S3, the shared store of `storage.mountpoint_s3`: its declaration as a store (`STORE`).
+
+Its folder holds everything that names it: the spec section (settings.py, joined into the spec by the composition
+root), the bucket constructs (construct.py), what the storage stack builds (resources.py) and the mount every kind
+consumes (mount.py). `build` imports its modules when called, so reading a spec never loads CDK.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fmcluster.platforms.storage import BuiltStore, StorageScope, Store
+from fmcluster.platforms.storage.mountpoint_s3.mount import CSI_ADDON
+from fmcluster.platforms.storage.mountpoint_s3.mount import STORE as NAME
+from fmcluster.platforms.storage.mountpoint_s3.settings import MountpointS3
+
+
+@dataclass(frozen=True)
+class MountpointForS3(Store):
+    def build(self, scope: StorageScope) -> BuiltStore:
+        from fmcluster.platforms.storage.mountpoint_s3.resources import build
+
+        settings = self.section(scope.spec)
+        if settings is None:
+            raise ValueError(f"spec: storage.{self.spec_key} is not configured; nothing to build")
+        return build(scope, settings)
+
+
+STORE = MountpointForS3(
+    name=NAME,
+    title="Mountpoint for Amazon S3",
+    spec_key="mountpoint_s3",
+    resources="Mountpoint for Amazon S3 bucket",
+    csi_addon=CSI_ADDON,
+    settings=MountpointS3,
+    summary="An S3 bucket (or S3 Express One Zone directory bucket) every node mounts with Mountpoint for Amazon S3; "
+            "pods through its CSI driver (docs/storage.md).",
+)
