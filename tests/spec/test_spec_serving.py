@@ -5,9 +5,11 @@ GPUs, disaggregation without EFA, a kind without Kubernetes, more replicas than 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
+import yaml
 
 from fmcluster.registry import parse_spec
 from fmcluster.spec import SpecError
@@ -134,3 +136,27 @@ def test_cli_validate_exits_2_with_the_field(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(spec_with(parallelism={"tensor": 3})))
     assert main(["validate", str(path)]) == 2
+
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_kubernetes_example_can_carry_a_serving_section(path):
+    """Issue's promise: a serving section is added to any Kubernetes cluster as it stands (an 8B model streamed from
+    S3 on its first GPU group); every other kind refuses it by field."""
+    data = yaml.safe_load(path.read_text())
+    kind = parse_spec(copy.deepcopy(data)).orchestrator_kind
+    if data.get("serving"):
+        pytest.skip("carries one already (the serving examples' own tests)")
+    group = data["node_groups"][0]
+    data["serving"] = {"models": [{
+        "name": "small", "architecture": "llama3.1-8b", "source": {"s3": "s3://my-models/llama-3.1-8b/"},
+        "engine": "vllm", "node_group": group["name"], "replicas": {"min": 1, "max": 1},
+        "parallelism": {"tensor": 1}, "slo": {"ttft_ms": 2000, "tpot_ms": 50},
+        "workload": {"prompt_tokens": 1000, "output_tokens": 200, "requests_per_second": 1},
+    }]}
+    if kind.node_agent == serving_rules.KUBERNETES:
+        assert parse_spec(data).serving.models[0].node_group == group["name"]
+    else:
+        assert any(p.startswith(f"serving: orchestrator {kind.name} runs no Kubernetes") for p in problems(data))
