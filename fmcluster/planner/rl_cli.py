@@ -9,7 +9,6 @@ import json
 import math
 from typing import Any, Dict, List, Optional
 
-from fmcluster.planner import rl
 from fmcluster.planner.errors import PlanUsageError
 
 DEFAULT_MODEL = "qwen2.5-0.5b"  # `fmcluster job rl`'s first model
@@ -75,6 +74,8 @@ def _int(args: Any, name: str, default: Optional[int] = None) -> int:
 
 
 def plan_group(group: Any, args: Any) -> Dict[str, Any]:
+    from fmcluster.planner import rl  # only when --rl runs: plain `plan` never loads the RL model
+
     model = rl.model(args.model or DEFAULT_MODEL)
     mean = _int(args, "rollout_length")
     gpus = rl.Gpus.of(group.instance, group.count * group.instance.gpus)
@@ -130,6 +131,8 @@ def plan_group(group: Any, args: Any) -> Dict[str, Any]:
 
 
 def band() -> Dict[str, Any]:
+    from fmcluster.planner import rl  # only when --rl runs: plain `plan` never loads the RL model
+
     rows = rl.calibration()
     dense = [r["error"] for r in rows if r["set"] == "dense"]
     moe = [r["error"] for r in rows if r["set"] == "moe"]

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, List, Literal, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, List, Literal, Optional, Tuple, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.spec import serving_models, serving_sizing
+from fmcluster.spec import serving_models
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
+
+if TYPE_CHECKING:
+    from fmcluster.spec import serving_sizing
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$"  # a Kubernetes object name part and a Prometheus label value
 HUB_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$"
@@ -219,6 +222,8 @@ def layout(d: Deployment, parallelism: Union[str, Parallelism], instance_type: s
     """The pool's parallel sizes: as written, or (``plan``) the pick of `fmcluster plan --serve` for the deployment's
     request mix and SLOs (fewest GPUs for its rate; aggregated, or the prefill/decode pair for a disaggregated pool),
     else the smallest one-node tensor size that fits its context; None when nothing fits a node."""
+    from fmcluster.spec import serving_sizing  # the sizing model, loaded only for a spec that serves
+
     hw = serving_sizing.gpu(instance_type)
     if isinstance(parallelism, Parallelism):
         r = serving_sizing.Replica(d.model, hw, parallelism.tensor, parallelism.pipeline, d.precision, d.kv)
@@ -305,6 +310,8 @@ def _source_problems(spec: Any, d: Deployment, at: str) -> List[Problem]:
 
 
 def _pool_problems(d: Deployment, at: str, parallelism: Union[str, Parallelism], group: Any) -> List[Problem]:
+    from fmcluster.spec import serving_sizing  # the sizing model, loaded only for a spec that serves
+
     t = group.instance
     hw = serving_sizing.gpu(group.instance_type)
     m = d.model
@@ -341,6 +348,8 @@ def _pool_problems(d: Deployment, at: str, parallelism: Union[str, Parallelism],
 
 
 def _does_not_fit(d: Deployment, r: serving_sizing.Replica) -> str:
+    from fmcluster.spec import serving_sizing  # the sizing model, loaded only for a spec that serves
+
     gib = 2**30
     need = r.weight_bytes_per_gpu + d.workload.max_context * r.kv_bytes_per_token_per_gpu + serving_sizing.RESERVE_BYTES
     have = r.utilization * r.hw.hbm_bytes
