@@ -138,7 +138,7 @@ def with_cover(text: str, group: Any, mode: str) -> Tuple[str, str]:
 
 def cmd_job_nccl(args: argparse.Namespace) -> int:
     from fmcluster.outputs import marker
-    from fmcluster.outputs.write import claim, write
+    from fmcluster.outputs.write import claim, emit
     from fmcluster.registry import kind_of, load_spec
 
     # judged before anything is read or rendered; 0o700: the owner's script (sbatch and bash read it either way)
@@ -156,11 +156,7 @@ def cmd_job_nccl(args: argparse.Namespace) -> int:
         text = render(spec, group, args.file)
     text, covered = with_cover(text, group, args.cover)
     print(covered, file=sys.stderr)
-    if out is None:
-        sys.stdout.write(text)
-        return EXIT_OK
-    write(out, text.encode("utf-8"))
-    print(f"wrote {args.out}", file=sys.stderr)
+    emit(text, out, args.out)
     return EXIT_OK
 
 

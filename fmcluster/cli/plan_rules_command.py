@@ -5,7 +5,6 @@ job dashboard. The planner's own arguments and report; --out is judged before pl
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from fmcluster.cli.errors import EXIT_OK, UsageError
@@ -71,13 +70,9 @@ def _rl_text(args: argparse.Namespace) -> str:
 
 
 def _write(out: Any, args: argparse.Namespace, text: str) -> int:
-    from fmcluster.outputs.write import write
+    from fmcluster.outputs.write import emit
 
-    if out is None:
-        sys.stdout.write(text)
-        return EXIT_OK
-    write(out, text.encode("utf-8"))
-    print(f"wrote {args.out}", file=sys.stderr)
+    emit(text, out, args.out)
     return EXIT_OK
 
 

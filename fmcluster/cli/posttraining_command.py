@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
@@ -304,7 +303,7 @@ def _sft_manifest(header: List[str], group: Any, placement: Any, nodes: int, ima
 
 def _write(args: argparse.Namespace, render: Any) -> int:
     from fmcluster.outputs import marker
-    from fmcluster.outputs.write import claim, write
+    from fmcluster.outputs.write import claim, emit
     from fmcluster.posttraining import trl, verl
     from fmcluster.registry import load_spec
 
@@ -315,11 +314,7 @@ def _write(args: argparse.Namespace, render: Any) -> int:
         text = render(spec, args, shown)
     except (verl.UnknownKey, trl.UnknownKey) as e:
         raise UsageError(str(e)) from None
-    if out is None:
-        sys.stdout.write(text)
-        return EXIT_OK
-    write(out, text.encode("utf-8"))
-    print(f"wrote {args.out}", file=sys.stderr)
+    emit(text, out, args.out)
     return EXIT_OK
 
 

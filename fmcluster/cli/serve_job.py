@@ -5,7 +5,6 @@ rate; a hub model's staging Job comes first (docs/serving.md, "Load test and acc
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any, List
 
 import yaml
@@ -77,17 +76,13 @@ def render(spec: Any, spec_file: str, names: List[str], image: Any = None) -> st
 
 def cmd_job_serve(args: argparse.Namespace) -> int:
     from fmcluster.outputs import marker
-    from fmcluster.outputs.write import claim, write
+    from fmcluster.outputs.write import claim, emit
     from fmcluster.registry import load_spec
 
     out = claim(args.out, "--out", marker.HASH, force=args.force, spec=args.file) if args.out else None
     spec = load_spec(args.file)
     text = render(spec, args.file, args.model or [], args.image)
-    if out is None:
-        sys.stdout.write(text)
-        return EXIT_OK
-    write(out, text.encode("utf-8"))
-    print(f"wrote {args.out}", file=sys.stderr)
+    emit(text, out, args.out)
     return EXIT_OK
 
 

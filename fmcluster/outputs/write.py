@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -132,3 +133,13 @@ def write(out: Output, data: bytes) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def emit(text: str, out: Optional[Output], shown: str) -> None:
+    """A command's text to standard output, or (`--out`) written to its claimed file with one line on standard error
+    naming it as the user wrote it (`shown`)."""
+    if out is None:
+        sys.stdout.write(text)
+        return
+    write(out, text.encode("utf-8"))
+    print(f"wrote {shown}", file=sys.stderr)
