@@ -11,6 +11,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from fmcluster.constructs.retained_bucket import retained_bucket
 from fmcluster.nag import acknowledge
 
 
@@ -75,21 +76,8 @@ class DataBucket(Construct):
             "AwsSolutions-S1",
             "This is the access-log target of the data bucket; logging it into itself would loop.",
         )
-        self.bucket = s3.Bucket(
-            self,
-            "Bucket",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=key,
-            bucket_key_enabled=True,
-            versioned=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            server_access_logs_bucket=self.log_bucket,
-            server_access_logs_prefix="data-bucket/",
-            removal_policy=RemovalPolicy.RETAIN,
-            lifecycle_rules=[_rule(r) for r in lifecycle],
-        )
+        self.bucket = retained_bucket(self, "Bucket", key=key, log_bucket=self.log_bucket, log_prefix="data-bucket/",
+                                      lifecycle_rules=[_rule(r) for r in lifecycle])
 
     @property
     def bucket_name(self) -> str:

@@ -12,6 +12,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3express as s3express
 from constructs import Construct
 
+from fmcluster.constructs.retained_bucket import retained_bucket
 from fmcluster.nag import acknowledge
 
 
@@ -26,24 +27,12 @@ class MountBucket(Construct):
 
     def __init__(self, scope: Construct, id: str, *, key: kms.IKey, log_bucket: Optional[s3.IBucket] = None) -> None:
         super().__init__(scope, id)
-        self.bucket = s3.Bucket(
-            self,
-            "Bucket",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=key,
-            bucket_key_enabled=True,
-            versioned=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            server_access_logs_bucket=log_bucket,
-            server_access_logs_prefix="mountpoint-bucket/" if log_bucket is not None else None,
-            removal_policy=RemovalPolicy.RETAIN,
-            # overwritten checkpoints and deleted objects stay as noncurrent versions: expire them, and the parts of
-            # uploads a node never finished (Mountpoint aborts its own on failure; a lost node cannot)
+        # overwritten checkpoints and deleted objects stay as noncurrent versions: expire them, and the parts of
+        # uploads a node never finished (Mountpoint aborts its own on failure; a lost node cannot)
+        self.bucket = retained_bucket(
+            self, "Bucket", key=key, log_bucket=log_bucket, log_prefix="mountpoint-bucket/",
             lifecycle_rules=[s3.LifecycleRule(noncurrent_version_expiration=Duration.days(30),
-                                              abort_incomplete_multipart_upload_after=Duration.days(7))],
-        )
+                                              abort_incomplete_multipart_upload_after=Duration.days(7))])
         if log_bucket is None:
             acknowledge(self.bucket, "AwsSolutions-S1", "The data bucket is an existing one, so there is no log "
                         "bucket of this stack to deliver access logs to; CloudTrail data events can log requests.")
