@@ -52,17 +52,13 @@ def _rl_text(args: argparse.Namespace) -> str:
 
     from fmcluster.acceptance.plan_rules import rl_rule_groups
     from fmcluster.planner.cli import PlanUsageError
-    from fmcluster.planner.rl_cli import plan_group, refuse_training_options
+    from fmcluster.planner.rl_cli import plan_groups, refuse_training_options
     from fmcluster.registry import load_spec
 
     try:
         refuse_training_options(args)
         spec = load_spec(args.file)
-        groups = [g for g in spec.node_groups if g.instance.is_gpu and (args.group is None or g.name == args.group)]
-        if not groups:
-            raise PlanUsageError(f"--group: no GPU node group {args.group!r}" if args.group else
-                                 "--rl: the spec has no GPU node group")
-        plans = [plan_group(g, args) for g in groups]
+        plans = plan_groups(spec, args)
     except PlanUsageError as e:
         raise UsageError(str(e)) from None
     return ("# fmcluster plan-rules --rl: the RL plan's step per GPU node group (docs/post-training.md, \"Telemetry\")\n"

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional
 from fmcluster.outputs import marker
 from fmcluster.outputs.write import Output, OutputRefused, claim, write
 from fmcluster.planner.errors import PlanUsageError
+from fmcluster.planner.options import number
 
 __all__ = ["PlanUsageError", "add_plan_arguments", "run_plan", "add_diagram_arguments", "run_diagram", "main"]
 
@@ -87,27 +88,6 @@ def add_diagram_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output file: .svg, .png, .pdf, or .dot/.gv for the Graphviz source")
     parser.add_argument("--force", action="store_true", help="replace --out even when fmcluster did not write it or it "
                         "was edited since (a PDF carries no mark: an existing one is replaced only with --force)")
-
-
-def number(args: Any, name: str, integer: bool = False, upper: Optional[float] = None) -> Optional[float]:
-    """The value of --NAME as a positive number (suffixes K, M, B/G, T), or None when absent."""
-    raw = getattr(args, name, None)
-    if raw is None:
-        return None
-    from fmcluster.planner.models import parse_count
-
-    option = "--" + name.replace("_", "-")
-    try:
-        value = parse_count(str(raw))
-    except ValueError:
-        raise PlanUsageError(f"{option}: {raw!r} is not a number") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise PlanUsageError(f"{option}: must be greater than 0")
-    if integer and value != int(value):
-        raise PlanUsageError(f"{option}: must be a whole number")
-    if upper is not None and value > upper:
-        raise PlanUsageError(f"{option}: must be at most {upper:g}")
-    return value
 
 
 def fraction(args: Any, name: str, default: float) -> float:

@@ -176,15 +176,19 @@ def render(plans: List[Dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def run(args: Any) -> int:
-    from fmcluster.registry import load_spec
-
-    refuse_training_options(args)
-    spec = load_spec(args.file)
+def plan_groups(spec: Any, args: Any) -> List[Dict[str, Any]]:
+    """The RL step on each GPU node group of the spec (or --group's)."""
     groups = [g for g in spec.node_groups if g.instance.is_gpu and (args.group is None or g.name == args.group)]
     if not groups:
         raise PlanUsageError(f"--group: no GPU node group {args.group!r}" if args.group else
                              "--rl: the spec has no GPU node group")
-    plans = [plan_group(g, args) for g in groups]
+    return [plan_group(g, args) for g in groups]
+
+
+def run(args: Any) -> int:
+    from fmcluster.registry import load_spec
+
+    refuse_training_options(args)
+    plans = plan_groups(load_spec(args.file), args)
     print(json.dumps(plans, indent=2) if args.json else render(plans))
     return 0

@@ -8,6 +8,7 @@ import json
 from typing import Any, Dict, List, Optional
 
 from fmcluster.planner.errors import PlanUsageError
+from fmcluster.planner.options import number
 
 OPTIONS = ("prompt_tokens", "output_tokens", "context", "rate", "ttft_ms", "tpot_ms", "kv_cache")
 
@@ -28,25 +29,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _given(args: Any) -> List[str]:
     return [o for o in OPTIONS if getattr(args, o, None) is not None]
-
-
-def number(args: Any, name: str, integer: bool = False) -> Optional[float]:
-    """--NAME as a positive number (suffixes K, M, B), or None when absent."""
-    from fmcluster.planner.models import parse_count
-
-    raw = getattr(args, name, None)
-    if raw is None:
-        return None
-    option = "--" + name.replace("_", "-")
-    try:
-        value = parse_count(str(raw))
-    except ValueError:
-        raise PlanUsageError(f"{option}: {raw!r} is not a number") from None
-    if not 0 < value < float("inf"):
-        raise PlanUsageError(f"{option}: must be greater than 0")
-    if integer and value != int(value):
-        raise PlanUsageError(f"{option}: must be a whole number")
-    return value
 
 
 def requests(args: Any, spec: Any) -> List[Any]:
