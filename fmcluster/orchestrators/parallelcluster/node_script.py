@@ -9,9 +9,10 @@ SUPPORTED, and its ``--revision`` argument (a digest of what the head node reads
 new runtime or settings were published (pcluster/schemas/cluster_schema.py, HeadNodeCustomActionsSchema).
 
 Where the spec has a store ParallelCluster does not mount itself (no SharedStorage form: Mountpoint for Amazon S3),
-each action is a ``Sequence`` (ParallelCluster 3.6+, the same schema's OneOrManyCustomActionField): the published
-``mounts.sh`` first, which runs the stores' boot lines, then fmcluster's script, whose validator then finds the
-mounts. Without such a store the actions stay a single ``Script``, as before."""
+each action is a ``Sequence`` (added in ParallelCluster 3.6.0, its scripts run in the order listed:
+https://docs.aws.amazon.com/parallelcluster/latest/ug/custom-bootstrap-actions-config-v3.html; the same schema's
+OneOrManyCustomActionField): the published ``mounts.sh`` first, which runs the stores' boot lines, then fmcluster's
+script, whose validator then finds the mounts. Without such a store the actions stay a single ``Script``, as before."""
 
 from __future__ import annotations
 
