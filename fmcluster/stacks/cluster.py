@@ -9,7 +9,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fmcluster.nag import acknowledge_wildcards
+from fmcluster.constructs.store_permissions import grant_permissions
 from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
 from fmcluster.platforms.ec2.node_builder import NodeGroupBuilder, construct_id
 from fmcluster.platforms.storage import Mounts
@@ -94,9 +94,4 @@ class ClusterStack(Stack):
         """What each store says the nodes' principal needs to reach its data (`Mount.node_permissions`): the
         orchestration's ``node_principal``, or its ``grantee``."""
         for mount in mounts:
-            for p in mount.node_permissions:
-                resources = p.arns(partition=self.partition, region=self.region, account=self.account)
-                grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(
-                    sid=p.sid, actions=list(p.actions), resources=resources, conditions=dict(p.conditions) or None))
-                if isinstance(grantee.grant_principal, Construct):
-                    acknowledge_wildcards(grantee.grant_principal, resources, p.why)
+            grant_permissions(grantee, mount.node_permissions, stack=self)

@@ -84,7 +84,8 @@ KIND = ParallelCluster(
     summary=f"AWS ParallelCluster {settings.PCLUSTER_VERSION} (Slurm) through its CloudFormation provider",
     settings=settings.ParallelClusterOrchestrator,
     node_resource_types=("Custom::PclusterCluster",),  # fmcluster diff reads its nodes there
-    mount_forms=(frozenset({"parallelcluster"}),),  # its SharedStorage section only
+    # its SharedStorage section, or the nodes run the store's boot lines from their custom actions (mounts.py)
+    mount_forms=(frozenset({"parallelcluster"}), frozenset({"boot"})),
     node_agent="slurm",
     # CAPACITY_BLOCK queues take Capacity Blocks; ODCRs are an ONDEMAND queue's CapacityReservationTarget
     capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),

@@ -14,6 +14,8 @@ configuration names only keys that never change, and a deployment puts the curre
                                                     deploy rewrites the bucket gets one deployment's pair, never a mix
     s3://<bucket>/fmcluster/profiles/<group>.json   each node group's NodeProfile, as earlier releases' scripts read it
                                                     (a node running such a script during this release's first deploy)
+    s3://<bucket>/fmcluster/mounts.sh               the boot lines of the stores ParallelCluster does not mount itself
+                                                    (Mountpoint for Amazon S3): only where the spec has such a store
 
 A node reads them when its action runs: at its launch, and on the head node after every cluster update
 (``OnNodeUpdated``, which ParallelCluster does update; `revision` changes with the head node's inputs so that an
@@ -56,6 +58,7 @@ PREFIX = "fmcluster/"
 SCRIPT = "on_node_configured.sh"
 LEGACY_RUNTIME = "runtime.zip"  # the key earlier releases wrote; left in place for nodes still booting from it
 SETTINGS = "settings.json"
+MOUNTS = "mounts.sh"
 PROFILES = "profiles/"
 GROUPS = "groups/"
 GROUP_SCHEMA = 1
@@ -84,10 +87,13 @@ class NodeAssets(Construct):
     :param profiles: node group name -> NodeProfile JSON, written to ``profiles/<group>.json``.
     :param retain: keep the bucket when the stack is deleted (the cluster stays; its new nodes read the bucket).
     :param runtime_dir: the runtime to publish (default: fmcluster's).
+    :param mounts: ``mounts.sh``, the shell script that mounts the stores the nodes mount themselves (None: none, and
+        no object).
 
     Exposes ``bucket``, ``access_logs`` (its server access logs' bucket), ``deployment``,
     ``settings``, ``profiles``, ``source_url`` (``s3://<bucket>/fmcluster/``),
-    ``script_url``, ``revision`` (changes with anything the head node reads), `grant_read` and `depend_on_contents`.
+    ``script_url``, ``mounts_url`` (None without mounts), ``revision`` (changes with anything the head node
+    reads), `grant_read` and `depend_on_contents`.
     """
 
     def __init__(
@@ -99,6 +105,7 @@ class NodeAssets(Construct):
         profiles: Mapping[str, str],
         retain: bool = False,
         runtime_dir: Optional[Path] = None,
+        mounts: Optional[str] = None,
     ) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
@@ -108,6 +115,7 @@ class NodeAssets(Construct):
         self.profile_groups: List[str] = sorted(profiles)
         self.settings = dict(settings)
         self.profiles = {g: profiles[g] for g in self.profile_groups}
+        self.mounts = mounts
         # Server access logs like the data and lifecycle buckets: which node (role) read which asset, when.
         self.access_logs = server_access_log_bucket(self, "AccessLogs", logged="ParallelCluster node assets bucket")
         self.bucket = secure_bucket(
@@ -157,6 +165,7 @@ class NodeAssets(Construct):
                     "url": f"s3://{self.bucket.bucket_name}/{PREFIX}{REPORTS}{g}/", "region": stack.region,
                     "pointer": f"{PREFIX}{GROUPS}{g}.json", "platform": "ec2"}))
                   for g, text in self.profiles.items()),
+                *((s3deploy.Source.data(MOUNTS, mounts),) if mounts is not None else ()),
             ],
             destination_bucket=self.bucket,
             destination_key_prefix=PREFIX,
@@ -169,11 +178,14 @@ class NodeAssets(Construct):
         self.deployment.node.add_dependency(self.runtime_deployment)
         grant_destination(role, self.bucket, PREFIX)
         acknowledge_deployment_handler(stack)
-        self.revision = hashlib.sha256(json.dumps({
+        inputs = {
             "script": hashlib.sha256(script.encode()).hexdigest(),
             "runtime": runtime_digest,
             "settings": stack.resolve(self.settings),
-        }, sort_keys=True).encode()).hexdigest()[:16]
+        }
+        if mounts is not None:  # the head node's OnNodeUpdated runs it again when it changes
+            inputs["mounts"] = stack.resolve(mounts)
+        self.revision = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
 
     @property
     def source_url(self) -> str:
@@ -184,16 +196,22 @@ class NodeAssets(Construct):
     def script_url(self) -> str:
         return f"{self.source_url}{SCRIPT}"
 
+    @property
+    def mounts_url(self) -> Optional[str]:
+        return f"{self.source_url}{MOUNTS}" if self.mounts is not None else None
+
     def object_arns(self, profiles: Sequence[str] = ()) -> List[str]:
         unknown = sorted(set(profiles) - set(self.profile_groups))
         if unknown:
             raise ValueError(f"profiles: no profile published for {', '.join(unknown)}")
         keys = [SCRIPT, f"{RUNTIME_PREFIX}*", SETTINGS] + [f"{d}{g}.json" for g in profiles for d in (GROUPS, PROFILES)]
+        if self.mounts is not None:
+            keys.append(MOUNTS)
         return [self.bucket.arn_for_objects(f"{PREFIX}{k}") for k in keys]
 
     def grant_read(self, grantee: iam.IGrantable, *, profiles: Sequence[str] = ()) -> iam.Grant:
-        """s3:GetObject on exactly the script, the settings and the given groups' objects and profiles, and on the
-        runtime objects (``runtime/*``: whichever the settings name, checked against its sha256)."""
+        """s3:GetObject on exactly the script, the settings, the mounts script and the given groups' objects and
+        profiles, and on the runtime objects (``runtime/*``: whichever the settings name, checked against its sha256)."""
         grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"],
                                            resource_arns=self.object_arns(profiles))
         if isinstance(grantee, Construct):

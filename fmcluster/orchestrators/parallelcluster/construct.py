@@ -1,5 +1,6 @@
 """AWS ParallelCluster composed from the spec: ParallelCluster's provider (nested stack), the policies its node
-roles attach, fmcluster's placement groups, the OnNodeConfigured script, and the `Custom::PclusterCluster` with
+roles attach, fmcluster's placement groups, the OnNodeConfigured script (after mounts.sh where a store has no
+SharedStorage form), and the `Custom::PclusterCluster` with
 the rendered configuration, on the cluster's node subnet, node security group and shared file system."""
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.constructs.placement_group import UltraClusterPlacementGroup
+from fmcluster.constructs.store_permissions import grant_permissions
 from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.parallelcluster.assets import NodeAssets
 from fmcluster.orchestrators.parallelcluster.cluster import PclusterCluster
 from fmcluster.orchestrators.parallelcluster.config import ClusterInputs, cluster_configuration
+from fmcluster.orchestrators.parallelcluster.mounts import mounts_script
 from fmcluster.orchestrators.parallelcluster.node_policy import NodePolicy
 from fmcluster.orchestrators.parallelcluster.node_script import OnNodeConfiguredScript
 from fmcluster.orchestrators.parallelcluster.provider import ParallelClusterProvider
@@ -69,6 +72,9 @@ class ParallelClusterOrchestration(Construct):
         settings = ParallelClusterOrchestrator.of(spec).parallelcluster
         stack = Stack.of(self)
         name = cluster_name(spec)
+        # ParallelCluster mounts each store that gives its SharedStorage entry; the nodes mount the others (their boot
+        # form) from mounts.sh, the first script of their custom actions
+        by_nodes = context.mounts.mounted_by_nodes(PARALLELCLUSTER)
         # Everything a node reads that changes with fmcluster or the collectors' settings is published under stable
         # keys; the configuration names only those keys (ParallelCluster cannot update the head node's actions).
         self.assets = NodeAssets(
@@ -77,6 +83,7 @@ class ParallelClusterOrchestration(Construct):
             settings=node_settings(spec, context.remote_write_url),
             profiles={g.name: node_profile_json(spec, g) for g in spec.node_groups},
             retain=settings.deletion_policy == "Retain",
+            mounts=mounts_script(by_nodes, os=settings.os) if by_nodes else None,
         )
         self.script = OnNodeConfiguredScript(self, "OnNodeConfigured", assets=self.assets, region=stack.region)
         self.compute_policy = NodePolicy(self, "ComputePolicy", name=f"parallelcluster-{name}-{stack.region}-compute",
@@ -89,6 +96,9 @@ class ParallelClusterOrchestration(Construct):
         self.assets.grant_read(self.head_node_policy)
         if context.remote_write_url is not None and context.grant_remote_write is not None:
             context.grant_remote_write(self.head_node_policy)
+        # the head node mounts them too: what the stores need, as the cluster stack grants the compute policy
+        for mount in by_nodes:
+            grant_permissions(self.head_node_policy, mount.node_permissions, stack=stack)
 
         self.placement_groups: Dict[str, UltraClusterPlacementGroup] = {}
         for group in spec.node_groups:
@@ -97,11 +107,6 @@ class ParallelClusterOrchestration(Construct):
                     self, f"{construct_id(group.name)}Placement", strategy=group.placement_strategy,
                     partitions=group.placement.partitions if group.placement else None,
                 )
-        # ParallelCluster mounts each store itself, from the store's SharedStorage entry
-        unserved = context.mounts.mounted_by_nodes(PARALLELCLUSTER)
-        if unserved:
-            raise ValueError(f"mounts: ParallelCluster mounts a store through its SharedStorage section only; "
-                             f"{', '.join(m.store for m in unserved)} gives none")
         self.configuration = cluster_configuration(spec, ClusterInputs(
             subnet_id=context.subnet_ids[0],
             security_group_id=context.security_group_ids[0],

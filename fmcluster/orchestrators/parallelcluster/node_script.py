@@ -6,7 +6,13 @@ validation level and policy travel in the group's published profile, so changing
 ParallelCluster refuses updates of the head node's OnNodeConfigured Script and Args (UNSUPPORTED) and replaces a
 queue's compute nodes when its custom actions change (QUEUE_UPDATE_STRATEGY); the head node's OnNodeUpdated is
 SUPPORTED, and its ``--revision`` argument (a digest of what the head node reads) makes an update run it after a
-new runtime or settings were published (pcluster/schemas/cluster_schema.py, HeadNodeCustomActionsSchema)."""
+new runtime or settings were published (pcluster/schemas/cluster_schema.py, HeadNodeCustomActionsSchema).
+
+Where the spec has a store ParallelCluster does not mount itself (no SharedStorage form: Mountpoint for Amazon S3),
+each action is a ``Sequence`` (added in ParallelCluster 3.6.0, its scripts run in the order listed:
+https://docs.aws.amazon.com/parallelcluster/latest/ug/custom-bootstrap-actions-config-v3.html; the same schema's
+OneOrManyCustomActionField): the published ``mounts.sh`` first, which runs the stores' boot lines, then fmcluster's
+script, whose validator then finds the mounts. Without such a store the actions stay a single ``Script``, as before."""
 
 from __future__ import annotations
 
@@ -50,20 +56,25 @@ class OnNodeConfiguredScript(Construct):
             raise ValueError(f"node_group: {node_group!r} must be one word")
         return ["--role", role, "--source", self.assets.source_url, "--region", self.region, "--node-group", node_group]
 
+    def _action(self, args: List[str]) -> Dict[str, Any]:
+        """fmcluster's script with `args`, after the mounts script where there is one."""
+        action = {"Script": self.s3_url, "Args": args}
+        mounts = self.assets.mounts_url
+        return action if mounts is None else {"Sequence": [{"Script": mounts}, action]}
+
     def compute_action(self, *, node_group: str) -> Dict[str, Any]:
         """A queue's ``CustomActions``: OnNodeConfigured validates the node with the group's published profile (its
         level and policy too). Nothing here changes with the runtime or the validation settings: a change of a
         queue's CustomActions replaces its compute nodes (QUEUE_UPDATE_STRATEGY)."""
         if node_group not in self.assets.profile_groups:
             raise ValueError(f"node_group: no profile published for {node_group!r}")
-        return {"OnNodeConfigured": {"Script": self.s3_url, "Args": self._args("compute", node_group)}}
+        return {"OnNodeConfigured": self._action(self._args("compute", node_group))}
 
     def head_action(self, *, node_group: str) -> Dict[str, Any]:
         """The head node's ``CustomActions``: OnNodeConfigured at its launch (constant), OnNodeUpdated after every
         update (its revision changes whenever the runtime, the script or the settings do)."""
         args = self._args("head", node_group)
         return {
-            "OnNodeConfigured": {"Script": self.s3_url, "Args": args},
-            "OnNodeUpdated": {"Script": self.s3_url,
-                              "Args": args + ["--event", "updated", "--revision", self.assets.revision]},
+            "OnNodeConfigured": self._action(args),
+            "OnNodeUpdated": self._action(args + ["--event", "updated", "--revision", self.assets.revision]),
         }

@@ -3,7 +3,8 @@ contract that applies: boot lines (the pinned client, then an fstab entry mounte
 volume, the nodes' and the driver's S3 permissions.
 
 Pure: the bucket's name and key ARN come in as strings (CDK tokens of the storage stack at synth), so tests build a
-mount from plain values. HyperPod and ParallelCluster mount nothing of S3 themselves: no service form; and no
+mount from plain values. HyperPod and ParallelCluster mount nothing of S3 themselves: no service form (the
+ParallelCluster kind runs the boot lines from its nodes' custom action instead); and no
 lifecycle form yet, since HyperPod's lifecycle scripts mount only the first store's entry (the node-side slice makes
 them mount a list of mounts), so both HyperPod kinds refuse this mount at synth rather than leave it unmounted.
 """
@@ -56,9 +57,14 @@ RPM = install_lines("rpm", "dnf install -y -q")
 # apt resolves the package's dependencies (libfuse2) from the image's lists, refreshed first
 DEB = install_lines("deb", "env DEBIAN_FRONTEND=noninteractive apt-get update -q && timeout 600 env "
                            "DEBIAN_FRONTEND=noninteractive apt-get install -y -q")
+# Operating systems as ParallelCluster's Image.Os names them (its kind's nodes run the boot lines from a custom
+# action): Mountpoint publishes the RPM for Amazon Linux, RHEL and its rebuilds, the DEB for Ubuntu (doc/INSTALL.md).
+OPERATING_SYSTEMS = {"alinux2023": RPM, "ubuntu2204": DEB, "ubuntu2404": DEB, "rhel8": RPM, "rocky8": RPM,
+                     "rhel9": RPM, "rocky9": RPM}
 CLIENT = NodeClient("mount-s3", install={
     **{family: (DEB if "ubuntu" in family else RPM) for family in images.FAMILIES},
     "eks-al2023": RPM,
+    **OPERATING_SYSTEMS,
 })
 
 # The CSI driver: EKS's add-on (https://docs.aws.amazon.com/eks/latest/userguide/s3-csi.html), not pinned here: EKS

@@ -16,6 +16,7 @@ from fmcluster.platforms.storage import HYPERPOD, PARALLELCLUSTER
 from fmcluster.platforms.storage.mountpoint_s3.mount import (
     CLIENT,
     KEY_FINGERPRINT,
+    OPERATING_SYSTEMS,
     RPM,
     VERSION,
     Bucket,
@@ -91,7 +92,7 @@ def test_no_service_mounts_it_and_no_lifecycle_form_until_the_lifecycle_scripts_
 
 
 def test_every_image_installs_the_pinned_client():
-    assert set(CLIENT.install) == {*images.FAMILIES, "eks-al2023"}
+    assert set(CLIENT.install) == {*images.FAMILIES, "eks-al2023", *OPERATING_SYSTEMS}
     for image, lines in CLIENT.install.items():
         assert f"mount-s3-{VERSION}-" in lines and KEY_FINGERPRINT in lines, image
         assert ("apt-get install" in lines) == ("ubuntu" in image), image

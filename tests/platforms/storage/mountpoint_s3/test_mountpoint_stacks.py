@@ -128,7 +128,6 @@ def test_the_storage_stacks_of_examples_without_the_store_do_not_name_it(synth_e
 @pytest.mark.parametrize("example, ways", [
     ("hyperpod-slurm-p5", "sagemaker-hyperpod or lifecycle"),
     ("hyperpod-eks-p5", "kubernetes and lifecycle"),
-    ("parallelcluster-p5", "parallelcluster"),
 ])
 def test_kinds_that_cannot_mount_it_yet_refuse_the_section_in_the_spec(example, ways):
     data = yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text())

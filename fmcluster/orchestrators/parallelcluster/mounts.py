@@ -1,0 +1,38 @@
+"""``mounts.sh``: the stores ParallelCluster does not mount itself (a mount without its SharedStorage form, such as
+Mountpoint for Amazon S3), mounted by the nodes from their custom action, before fmcluster's script.
+
+ParallelCluster's SharedStorage types are EBS, EFS and Amazon's managed file systems (SharedStorage section of the
+cluster configuration reference), so a store without such a form brings its `BootMount`: the client's install for
+the cluster's ``Image.Os`` and the mount, each under its own timeouts. A failed mount only says so: on a compute node the
+boot validator's required ``storage.mounts`` check, which runs next, judges it by ``validation.policy``; the head
+node is never failed (its bootstrap, or an update, would fail with it). The script always exits 0.
+
+Pure: the mounts' values may be CDK tokens (the bucket's name), resolved when the node assets deployment writes the
+object."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from fmcluster.platforms.storage import Mount
+
+
+def mounts_script(mounts: Sequence[Mount], *, os: str) -> str:
+    """The script: every mount's boot lines for `os` (ParallelCluster's Image.Os), in the spec's order. A mount
+    without a boot form, or whose client names no install for `os`, is refused."""
+    lines = [
+        "#!/bin/bash",
+        "# fmcluster on AWS ParallelCluster: mount the stores ParallelCluster does not mount itself (the first script",
+        "# of OnNodeConfigured, and of the head node's OnNodeUpdated). A failed mount is reported here and judged",
+        "# by the boot validator (storage.mounts) on compute nodes; this script always exits 0.",
+        "set -u",
+    ]
+    for m in mounts:
+        if m.boot is None:
+            raise ValueError(f"mounts: store {m.store} has neither ParallelCluster's SharedStorage form nor a boot "
+                             "form; nothing would mount it on ParallelCluster's nodes")
+        lines.append(f"# {m.store}: {m.source} on {m.path} (a client's download URL may hold $(uname -m), one word)")
+        lines.append("# shellcheck disable=SC2046")
+        lines.append(m.boot.shell(image=os).rstrip("\n"))
+    lines.append("exit 0")
+    return "\n".join(lines) + "\n"
