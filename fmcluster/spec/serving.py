@@ -246,6 +246,19 @@ def layout(d: Deployment, parallelism: Union[str, Parallelism], instance_type: s
     return Layout(pick.tp, 1, pick.tp if d.model.is_moe and pick.tp > 1 else 1, pick, True)
 
 
+
+def pool_layouts(d: Deployment, instance_type: str) -> List[Tuple[str, str, Replicas, Layout]]:
+    """(path, role, replicas, resolved layout) of each of the deployment's pools; role is "prefill" or "decode" when
+    disaggregated, "" otherwise. A pool that fits no node is a ValueError naming it (the spec's rules refuse it)."""
+    out = []
+    for path, parallelism, replicas in d.pools():
+        role = path.split(".")[0] if d.mode == "disaggregated" else ""
+        found = layout(d, parallelism, instance_type, role)
+        if found is None:
+            raise ValueError(f"serving model {d.name}: {path}: no layout fits one {instance_type}")
+        out.append((path, role, replicas, found))
+    return out
+
 def problems(spec: Any) -> List[Problem]:
     """What the section needs of the rest of the spec (field paths from the top)."""
     serving: Optional[Serving] = spec.serving

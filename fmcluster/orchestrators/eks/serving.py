@@ -111,10 +111,7 @@ def graph(spec: Any, d: Deployment, namespace: str) -> Dict[str, Any]:
                                  "nodeSelector": {labels.GROUP: "system"}}},
     }
     components = [frontend]
-    for path, parallelism, replicas in d.pools():
-        role = path.split(".")[0] if d.mode == "disaggregated" else ""
-        layout = serving_rules.layout(d, parallelism, group.instance_type, role)
-        assert layout is not None, "the spec's rules refuse a pool that fits no node"
+    for _, role, replicas, layout in serving_rules.pool_layouts(d, group.instance_type):
         components.append(_worker(spec, d, layout, role, replicas, group, has_fsx))
     return {"apiVersion": API, "kind": "DynamoGraphDeployment",
             "metadata": {"name": d.name, "namespace": namespace, "labels": {"fmcluster.io/model": d.name}},
@@ -125,10 +122,7 @@ def scalers(spec: Any, d: Deployment, namespace: str, *, workspace_url: str) -> 
     """One ScaledObject per worker pool, on its load and its KV cache, within the pool's replicas."""
     group = next(g for g in spec.node_groups if g.name == d.node_group)
     out = []
-    for path, parallelism, replicas in d.pools():
-        role = path.split(".")[0] if d.mode == "disaggregated" else ""
-        layout = serving_rules.layout(d, parallelism, group.instance_type, role)
-        assert layout is not None
+    for _, role, replicas, layout in serving_rules.pool_layouts(d, group.instance_type):
         pool = adapter_name(d, role)
         load, kv = LOAD_QUERIES[d.engine]
         so = common.scaled_object(

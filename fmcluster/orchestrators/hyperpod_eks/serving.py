@@ -56,7 +56,8 @@ def _source(d: Deployment, region: str, fsx: Optional[Dict[str, str]]) -> Dict[s
         bucket, _, prefix = d.source.s3[len("s3://"):].partition("/")
         return {"modelSourceType": "s3", "s3Storage": {"bucketName": bucket, "region": region},
                 "modelLocation": prefix.rstrip("/")}
-    assert fsx is not None, "the spec's rules require storage.fsx for fsx and hub sources"
+    if fsx is None:
+        raise ValueError(f"serving model {d.name}: source: fsx and hub sources need storage.fsx")
     location = (d.source.fsx or f"{common.MODELS}/{d.name}").lstrip("/")
     return {"modelSourceType": "fsx", "modelLocation": location,
             "fsxStorage": {"fileSystemId": fsx["id"], "dnsName": fsx["dns"], "mountName": fsx["mount"]}}
@@ -81,12 +82,7 @@ def endpoint_config(spec: Any, d: Deployment, namespace: str, *, workspace_url: 
     group = next(g for g in spec.node_groups if g.name == d.node_group)
     node_selector = {"sagemaker.amazonaws.com/instance-group-name": group.name}
     pools = d.pools()
-    layouts = []
-    for path, parallelism, _ in pools:
-        role = path.split(".")[0] if d.mode == "disaggregated" else ""
-        lay = serving_rules.layout(d, parallelism, group.instance_type, role)
-        assert lay is not None, "the spec's rules refuse a pool that fits no node"
-        layouts.append((role, lay))
+    layouts = [(role, lay) for _, role, _, lay in serving_rules.pool_layouts(d, group.instance_type)]
     first = layouts[0][1]
     worker: Dict[str, Any] = {
         "image": IMAGES[d.engine], "command": COMMANDS[d.engine], "args": _args(spec, d, first),
