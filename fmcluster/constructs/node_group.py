@@ -3,13 +3,13 @@ instances (an Auto Scaling group of yours, AWS PCS, an EKS managed node group)."
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence
+from dataclasses import replace
+from typing import Optional
 
 from aws_cdk import Stack
 from constructs import Construct
 
-from fmcluster.catalog import InstanceType
-from fmcluster.constructs.launch_template import IMDS_HOP_LIMIT, NodeLaunchTemplate
+from fmcluster.constructs.launch_template import LaunchTemplateProps, NodeLaunchTemplate
 from fmcluster.constructs.logical_ids import logical_id
 from fmcluster.constructs.placement_group import UltraClusterPlacementGroup
 
@@ -20,14 +20,10 @@ class Ec2NodeGroup(Construct):
     The resources keep the logical ids ``<id>Placement…`` and ``<id>LaunchTemplate…`` they had when they sat
     directly in the cluster stack, so deployed clusters update in place.
 
-    :param instance: catalog entry of the instance type (drives the EFA layout).
-    :param efa: attach EFA interfaces.
+    :param template: the launch template's props; its ``placement_group_name`` is this group's (leave it None).
     :param placement_strategy: ``cluster`` | ``partition`` | ``none``.
     :param partitions: partition count (partition strategy only).
     :param existing_placement_group: launch into this placement group (strategy ``none``: nothing is created).
-    :param capacity_type: ``on-demand`` | ``odcr`` | ``capacity-block``; ``reservation_id`` for the latter two.
-    :param image_id, user_data, security_group_ids, subnet_id, instance_type, instance_profile_arn,
-        root_volume_gib, root_device_name, tags, imds_hop_limit: passed to `NodeLaunchTemplate`.
     """
 
     def __init__(
@@ -35,54 +31,28 @@ class Ec2NodeGroup(Construct):
         scope: Construct,
         id: str,
         *,
-        instance: InstanceType,
-        efa: bool,
-        image_id: Optional[str],
-        root_device_name: str,
-        user_data: str,
-        security_group_ids: Sequence[str],
-        subnet_id: Optional[str],
+        template: LaunchTemplateProps,
         placement_strategy: str = "cluster",
         partitions: Optional[int] = None,
         existing_placement_group: Optional[str] = None,
-        capacity_type: str = "on-demand",
-        reservation_id: Optional[str] = None,
-        instance_type: Optional[str] = None,
-        instance_profile_arn: Optional[str] = None,
-        root_volume_gib: int = 200,
-        tags: Optional[Dict[str, str]] = None,
-        imds_hop_limit: int = IMDS_HOP_LIMIT,
     ) -> None:
         super().__init__(scope, id)
         if placement_strategy not in ("cluster", "partition", "none"):
             raise ValueError(f"placement_strategy: {placement_strategy!r} is not cluster, partition or none")
         if existing_placement_group and placement_strategy != "none":
             raise ValueError("existing_placement_group: give it with placement_strategy none (nothing to create)")
+        if template.placement_group_name is not None:
+            raise ValueError("template.placement_group_name: the node group sets it (placement_strategy, "
+                             "existing_placement_group)")
         prefix = [c.node.id for c in self.node.scopes[1:] if not isinstance(c, Stack)][:-1]
         self.placement: Optional[UltraClusterPlacementGroup] = None
         if placement_strategy != "none":
             self.placement = UltraClusterPlacementGroup(self, "Placement", strategy=placement_strategy,
                                                         partitions=partitions)
             self.placement.resource.override_logical_id(logical_id(*prefix, f"{id}Placement", "Resource"))
+        group_name = self.placement.group_name if self.placement else existing_placement_group
         self.launch_template = NodeLaunchTemplate(
-            self,
-            "LaunchTemplate",
-            instance=instance,
-            efa=efa,
-            security_group_ids=security_group_ids,
-            subnet_id=subnet_id,
-            image_id=image_id,
-            root_device_name=root_device_name,
-            user_data=user_data,
-            placement_group_name=self.placement.group_name if self.placement else existing_placement_group,
-            capacity_type=capacity_type,
-            reservation_id=reservation_id,
-            instance_type=instance_type,
-            instance_profile_arn=instance_profile_arn,
-            root_volume_gib=root_volume_gib,
-            tags=tags,
-            imds_hop_limit=imds_hop_limit,
-        )
+            self, "LaunchTemplate", props=replace(template, placement_group_name=group_name))
         self.launch_template.resource.override_logical_id(logical_id(*prefix, f"{id}LaunchTemplate", "Resource"))
 
     @property

@@ -19,7 +19,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster import catalog
-from fmcluster.constructs.launch_template import NodeLaunchTemplate
+from fmcluster.constructs.launch_template import LaunchTemplateProps, NodeLaunchTemplate
 from fmcluster.constructs.node_bootstrap import mime_user_data
 from fmcluster.constructs.node_group import Ec2NodeGroup
 from fmcluster.constructs.node_role import NodeRole
@@ -234,9 +234,7 @@ class EksNodeGroups(Construct):
                 ) -> eks.Nodegroup:
         system = EksOrchestrator.of(context.spec).eks.system_nodes
         instance = catalog.get(system.instance_type)
-        lt = NodeLaunchTemplate(
-            self,
-            "SystemLaunchTemplate",
+        lt = NodeLaunchTemplate(self, "SystemLaunchTemplate", props=LaunchTemplateProps(
             instance=instance,
             efa=False,
             security_group_ids=context.security_group_ids,
@@ -248,7 +246,7 @@ class EksNodeGroups(Construct):
             root_device_name=AL2023_ROOT_DEVICE,
             tags={**context.instance_tags, "fmcluster:node-group": SYSTEM_GROUP},
             imds_hop_limit=IMDS_HOP_LIMIT,
-        )
+        ))
         return eks.Nodegroup(
             self,
             "SystemNodeGroup",

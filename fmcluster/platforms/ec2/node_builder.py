@@ -13,7 +13,7 @@ from constructs import Construct
 
 from fmcluster.catalog import InstanceType
 from fmcluster.constructs import boot_pointer
-from fmcluster.constructs.launch_template import IMDS_HOP_LIMIT, NodeLaunchTemplate
+from fmcluster.constructs.launch_template import IMDS_HOP_LIMIT, LaunchTemplateProps, NodeLaunchTemplate
 from fmcluster.constructs.node_bootstrap import (
     NodeRuntime,
     bootstrap_script,
@@ -164,23 +164,25 @@ class NodeGroupBuilder:
         built = Ec2NodeGroup(
             scope,
             construct_id(group.name),
-            instance=group.instance,
-            efa=group.efa_enabled,
+            template=LaunchTemplateProps(
+                instance=group.instance,
+                efa=group.efa_enabled,
+                capacity_type=group.capacity.type,
+                reservation_id=group.capacity.reservation_id,
+                security_group_ids=self.security_group_ids,
+                subnet_id=self.subnet_id if in_subnet else None,
+                image_id=image.image_id if image is not None else self.image_id(scope, group),
+                user_data=image.user_data if image is not None else self.user_data(scope, group),
+                instance_type=group.instance_type if set_instance_type else None,
+                instance_profile_arn=instance_profile_arn,
+                root_volume_gib=group.root_volume_gib,
+                root_device_name=image.root_device_name if image is not None else group.image.root_device,
+                tags={**self.instance_tags, "fmcluster:node-group": group.name},
+                imds_hop_limit=imds_hop_limit,
+            ),
             placement_strategy=group.placement_strategy,
             partitions=group.placement.partitions if group.placement else None,
             existing_placement_group=group.existing_placement_group,
-            capacity_type=group.capacity.type,
-            reservation_id=group.capacity.reservation_id,
-            security_group_ids=self.security_group_ids,
-            subnet_id=self.subnet_id if in_subnet else None,
-            image_id=image.image_id if image is not None else self.image_id(scope, group),
-            user_data=image.user_data if image is not None else self.user_data(scope, group),
-            instance_type=group.instance_type if set_instance_type else None,
-            instance_profile_arn=instance_profile_arn,
-            root_volume_gib=group.root_volume_gib,
-            root_device_name=image.root_device_name if image is not None else group.image.root_device,
-            tags={**self.instance_tags, "fmcluster:node-group": group.name},
-            imds_hop_limit=imds_hop_limit,
         )
         if self._runtime is not None:  # an image of the kind's own may not fetch the runtime
             self._runtime.required_by(built)
@@ -199,9 +201,7 @@ class NodeGroupBuilder:
                    root_device_name: str) -> NodeLaunchTemplate:
         """A login node's launch template: no EFA, no GPU to validate, the shared stores mounted (`image`: the image
         family of `image_id`, for the stores' clients)."""
-        template = NodeLaunchTemplate(
-            scope,
-            id,
+        template = NodeLaunchTemplate(scope, id, props=LaunchTemplateProps(
             instance=instance,
             efa=False,
             security_group_ids=self.security_group_ids,
@@ -217,6 +217,6 @@ class NodeGroupBuilder:
             ),
             root_volume_gib=100,
             tags={**self.instance_tags, "fmcluster:node-group": LOGIN_NODE_GROUP},
-        )
+        ))
         self.runtime(scope).required_by(template)
         return template
