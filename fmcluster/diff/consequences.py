@@ -9,7 +9,8 @@ from fmcluster.diff import groups, kubernetes, nodes, pcluster, refusals, schema
 from fmcluster.diff.changes import ADDED, MODIFIED, REMOVED, REPLACED, ExportChange, ResourceChange, Template, compare_stacks
 from fmcluster.diff.findings import CAPACITY, CLASSES, CONTROL_PLANE, DATA, NODES, SAFE, Finding
 
-STATEFUL = ("AWS::FSx::FileSystem", "AWS::S3::Bucket", "AWS::KMS::Key", "AWS::FSx::DataRepositoryAssociation")
+# what holds data whatever the store (the data bucket, keys); the stores add their own types (storage.stateful_types)
+STATEFUL = ("AWS::S3::Bucket", "AWS::KMS::Key")
 CONTROL = ("AWS::EKS::Cluster", "AWS::PCS::Cluster", "AWS::PCS::Queue", "AWS::SageMaker::Cluster",
            "Custom::PclusterCluster", "AWS::CloudFormation::Stack")
 SHARED_NETWORK = ("AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::EC2::SecurityGroup")
@@ -62,13 +63,10 @@ def _stateful(c: ResourceChange) -> Finding:
                 else "deleted after a final snapshot (DeletionPolicy Snapshot)" if policy == "Snapshot"
                 else f"deleted with its data (DeletionPolicy {policy})")
         return Finding(DATA, c.where, f"{c.type} removed: {fate}")
+    said = storage.replaced(c)
+    if said is not None:
+        return said
     policy = c.policy("UpdateReplacePolicy")
-    if c.type == storage.DRA:
-        kept = ("the old association stays on the file system, detached from the stack (UpdateReplacePolicy Retain), "
-                "and keeps linking its directory and prefix until you delete it" if policy.startswith("Retain") else
-                "the old association is deleted")
-        return Finding(DATA, c.where, f"{c.type} replaced ({'; '.join(c.because)}): a new association links "
-                       f"{storage.describe(c.new)}; the files already in the file system stay; {kept}")
     fate = ("the old one is kept, detached (UpdateReplacePolicy Retain); the cluster gets a new, empty one"
             if policy.startswith("Retain") else "the old one is deleted after a final snapshot; the cluster gets a new, "
             "empty one" if policy == "Snapshot" else f"the old one is deleted with its data (UpdateReplacePolicy {policy})")
@@ -128,13 +126,13 @@ class _Context:
 
     consumed_templates: set  # launch templates a node group consumes (their changes are the group's)
     scratch_buckets: set  # buckets CDK empties on deletion
-    failing_associations: Dict[str, Finding]  # replaced associations FSx refuses, by place
+    refused: Dict[str, Finding]  # replacements a store's service refuses, by place
     moved_zones: bool  # a subnet moves to another Availability Zone
 
 
 def _stateful_one(c: ResourceChange, ctx: _Context) -> Finding:
-    if c.where in ctx.failing_associations:
-        return ctx.failing_associations[c.where]
+    if c.where in ctx.refused:
+        return ctx.refused[c.where]
     name = refusals.custom_name(c.type, c.old, c.new) if c.action == REPLACED else None
     if name is not None:
         return Finding(DATA, c.where, f"{c.type} replaced ({'; '.join(c.because)}): {refusals.refusal(c.type, name)}",
@@ -143,10 +141,11 @@ def _stateful_one(c: ResourceChange, ctx: _Context) -> Finding:
 
 
 def _one(c: ResourceChange, ctx: _Context) -> List[Finding]:
-    if c.type in STATEFUL and c.action in (REMOVED, REPLACED) and c.where in ctx.scratch_buckets:
+    stateful = STATEFUL + storage.stateful_types()
+    if c.type in stateful and c.action in (REMOVED, REPLACED) and c.where in ctx.scratch_buckets:
         return [Finding(SAFE, c.where, f"{c.type} {c.action}: a bucket of deployment artifacts the stack empties "
                                        "on deletion (autoDeleteObjects), no user data")]
-    if c.type in STATEFUL and c.action in (REMOVED, REPLACED):
+    if c.type in stateful and c.action in (REMOVED, REPLACED):
         return [_stateful_one(c, ctx)]
     if c.type in groups.node_types() and c.type not in CONTROL:
         return []  # node groups: nodes.findings
@@ -185,7 +184,7 @@ def _one(c: ResourceChange, ctx: _Context) -> List[Finding]:
             Finding(SAFE, c.where, f"{c.type} {c.action}: applied inside the cluster by CDK's kubectl provider; which "
                                    "pods restart is not computed")]
     detail = f": {_paths(c)}" if c.action in (MODIFIED, REPLACED) and c.paths else ""
-    judged = storage.file_system(c)
+    judged = storage.modified(c)
     name = refusals.custom_name(c.type, c.old, c.new) if c.action == REPLACED else None
     if name is not None:
         judged.append(Finding(CONTROL_PLANE, c.where, f"{c.type} replaced{detail}: {refusals.refusal(c.type, name)}",
@@ -243,7 +242,7 @@ def compare(old: Dict[str, Template], new: Dict[str, Template], *, region: str =
     every = [c for changes in stacks.values() for c in changes]
     moved = any(c.type == "AWS::EC2::Subnet" and c.action == REPLACED and ("AvailabilityZone",) in c.paths
                 for c in every)
-    ctx = _Context(consumed, _auto_deleted_buckets(old), storage.associations(every), moved)
+    ctx = _Context(consumed, _auto_deleted_buckets(old), storage.refused(every), moved)
     found: List[Finding] = []
     for c in every:
         found.extend(_one(c, ctx))

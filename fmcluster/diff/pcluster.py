@@ -28,7 +28,7 @@ CHECKER = ROOT / "scripts" / "pcluster_update_check.py"
 PYTHON_ENV = "FMCLUSTER_PCLUSTER_PYTHON"
 
 # Ids of the right shape for what each key holds (ParallelCluster's id patterns: 8 or 17 lower-case characters,
-# FSx for Lustre exactly 17); its checker cannot read CloudFormation intrinsics, CloudFormation resolves them first.
+# file system ids exactly 17); its checker cannot read CloudFormation intrinsics, CloudFormation resolves them first.
 PLACEHOLDERS: Dict[str, str] = {
     "SubnetId": "subnet-0123456789abcdef0",
     "SubnetIds": "subnet-0123456789abcdef0",

@@ -1,7 +1,8 @@
 """Does a property change replace the resource? The provider schema first, then documented facts it lacks.
 
 Some schemas are incomplete: the CloudFormation reference says "Update requires: Replacement" for properties the
-schema does not list as create-only. Each such fact below carries the page that states it.
+schema does not list as create-only. The stores declare such facts of their resources, each with the page that states
+it (`ChangeRules.create_only`).
 """
 
 from __future__ import annotations
@@ -10,21 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from fmcluster.diff import schemas
+from fmcluster.diff.storage import create_only
 
 Path_ = Tuple[str, ...]
-
-_FSX_LUSTRE = ("https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/"
-               "aws-properties-fsx-filesystem-lustreconfiguration.html")
-
-# (type, property path) -> the CloudFormation reference page that says "Update requires: Replacement"
-DOCUMENTED_REPLACEMENT: Dict[Tuple[str, Path_], str] = {
-    ("AWS::FSx::FileSystem", ("LustreConfiguration", "DeploymentType")): _FSX_LUSTRE,
-    ("AWS::FSx::FileSystem", ("LustreConfiguration", "DriveCacheType")): _FSX_LUSTRE,
-    ("AWS::FSx::FileSystem", ("LustreConfiguration", "ImportPath")): _FSX_LUSTRE,
-    ("AWS::FSx::FileSystem", ("LustreConfiguration", "ExportPath")): _FSX_LUSTRE,
-    ("AWS::FSx::FileSystem", ("LustreConfiguration", "ImportedFileChunkSize")): _FSX_LUSTRE,
-}
-
 
 def changed_paths(old: Any, new: Any, prefix: Path_ = ()) -> Iterator[Path_]:
     """The deepest property paths whose values differ (list items by index)."""
@@ -62,7 +51,7 @@ class Verdict:
 def judge(resource_type: str, paths: Sequence[Path_], region: str = "us-east-1") -> Verdict:
     """Whether changing `paths` of a `resource_type` replaces it."""
     because = []
-    for (rtype, rule), source in DOCUMENTED_REPLACEMENT.items():
+    for (rtype, rule), source in create_only().items():
         if rtype == resource_type and any(_covers(rule, p) for p in paths):
             because.append(f"{'.'.join(rule)} (documented: {source})")
     rules = schemas.create_only(resource_type, region)

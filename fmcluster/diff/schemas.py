@@ -49,7 +49,7 @@ def _index(region: str) -> Dict[str, str]:
 
 @cache
 def create_only(resource_type: str, region: str = "us-east-1") -> Optional[Tuple[Path_, ...]]:
-    """The create-only property paths of a type (``("LustreConfiguration", "DeploymentType")``, ``*`` for any
+    """The create-only property paths of a type (``("BucketName",)``, ``*`` for any
     list item), or None when no schema is known for it (custom resources, or cfn-lint missing)."""
     root = _schema_root()
     digest = _index(region).get(resource_type)

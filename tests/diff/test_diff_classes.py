@@ -151,6 +151,10 @@ def dra_path(t):
         "Fn::Join": ["", ["s3://", {"Ref": "DataBucket"}, "/datasets-v2/"]]}
 
 
+def directory_bucket_zone(t):
+    first(t, "AWS::S3Express::DirectoryBucket")["LocationName"] = "use1-az5"
+
+
 def alert_email(t):
     first(t, "AWS::SNS::Subscription")["Endpoint"] = "ml-oncall-2@example.com"
 
@@ -368,6 +372,8 @@ MATRIX = [
     case("default", dra_moved, {DATA}, False, "the files already in the file system stay"),
     case("default", existing_data_bucket, {DATA}, True, "kept in the account, detached from the stack"),
     case("default", launch_template_user_data, {SAFE}, False, "new launches use the new version", absent=ALL),
+    # Mountpoint for Amazon S3's directory bucket holds the mounted data as the data bucket does
+    case("pcs-p6-b200-odcr", directory_bucket_zone, {DATA}, False, "the cluster gets a new, empty one"),
 ]
 
 

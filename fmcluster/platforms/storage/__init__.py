@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Protocol, Sequence, Tuple, Type
 
 if TYPE_CHECKING:
     from aws_cdk import Stack
@@ -41,8 +41,9 @@ if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.storage import StoreSettings
 
-__all__ = ["Alarm", "Arn", "BootMount", "BuiltStore", "CsiAddon", "HYPERPOD", "KubernetesVolume", "Mount", "Mounts",
-           "NodeClient", "PARALLELCLUSTER", "Permission", "SERVICES", "Store", "StorageScope"]
+__all__ = ["Alarm", "Arn", "BootMount", "BuiltStore", "ChangeRules", "CsiAddon", "HYPERPOD", "Judgement",
+           "KubernetesVolume", "Mount", "Mounts", "NodeClient", "PARALLELCLUSTER", "Permission", "ResourceEdit",
+           "SERVICES", "Store", "StorageScope"]
 
 # Services that mount a store themselves, given its entry in their own format.
 HYPERPOD = "sagemaker-hyperpod"  # an InstanceStorageConfigs entry of AWS::SageMaker::Cluster, as CloudFormation writes it
@@ -281,6 +282,63 @@ class StorageScope:
     log_bucket: Optional[s3.IBucket] = None
 
 
+class ResourceEdit(Protocol):
+    """A change to one resource of a template, as ``fmcluster diff`` hands it to a store (its ``ResourceChange``):
+    ``action`` is added, removed, modified or replaced; ``paths`` the property paths that differ; ``old``/``new`` the
+    resource as each template declares it."""
+
+    type: str
+    logical_id: str
+    action: str
+    paths: List[Tuple[str, ...]]
+    because: List[str]
+    old: Optional[Dict[str, Any]]
+    new: Optional[Dict[str, Any]]
+
+    @property
+    def where(self) -> str: ...
+
+    def policy(self, name: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What a store says a change to one of its resources does, with the pages that say so: ``data`` (the data is at
+    stake) or else the store's availability to the cluster; ``fails`` where the service refuses the change and the
+    stack rolls back."""
+
+    text: str
+    sources: Tuple[str, ...] = ()
+    data: bool = False
+    fails: bool = False
+
+
+class ChangeRules:
+    """How ``fmcluster diff`` judges changes to a store's resources; the defaults say nothing beyond CloudFormation's
+    own rules (docs/changes.md, "Shared storage").
+
+    :cvar stateful: resource types that hold the store's data: replacing or removing one is a data finding.
+    :cvar create_only: (type, property path) -> the CloudFormation reference page that says "Update requires:
+        Replacement" where the provider schema does not list the path as create-only.
+    """
+
+    stateful: Tuple[str, ...] = ()
+    create_only: Mapping[Tuple[str, Tuple[str, ...]], str] = {}
+
+    def modified(self, edit: ResourceEdit) -> List[Judgement]:
+        """What updating one of its resources in place does (an interruption, a refusal)."""
+        return []
+
+    def replaced(self, edit: ResourceEdit) -> Optional[Judgement]:
+        """What replacing one of its stateful resources does, where the generic words (the old one kept or deleted)
+        would mislead; None: the generic words."""
+        return None
+
+    def refused(self, edits: Sequence[ResourceEdit]) -> Dict[str, Judgement]:
+        """The replacements the service refuses given every change of the deploy, by ``where``."""
+        return {}
+
+
 @dataclass(frozen=True)
 class Store:
     """One shared store, declared as data; `build` and `key_statements` import their modules when called.
@@ -323,6 +381,10 @@ class Store:
     def build(self, scope: StorageScope) -> BuiltStore:
         """Build its resources in the storage stack (called only where `section` is not None)."""
         raise NotImplementedError(f"store {self.name} builds nothing")
+
+    def changes(self) -> ChangeRules:
+        """How ``fmcluster diff`` judges changes to its resources."""
+        return ChangeRules()
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,6 @@ LATER: Dict[str, str] = {
     "fmcluster/platforms/kubernetes/node/kube_team_objects.py": "a log example naming the fsx claim (node side)",
     # tools and AWS calls
     "fmcluster/planner/": "cost, throughput, checkpoint tiers and the diagram: the planner slice (a store's figures)",
-    "fmcluster/diff/": "what a change to a file system does: the diff slice (a store's replacement and refusal rules)",
     "fmcluster/aws/": "preflight (quotas, repositories) and status describers: a store's preflight.py and status.py",
     "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: after the spec slice",
     "fmcluster/observability/": "alert rules and dashboards on Lustre metrics: a store's rule group",
@@ -178,7 +177,8 @@ def test_the_lifecycle_parameters_carry_a_store_the_nodes_mount():
     assert mounts.lifecycle_parameters(mounts.mounted_by_nodes(HYPERPOD)) == {"fsx": None, "toy": {"x": 1}}
 
 
-def test_the_store_folder_holds_its_construct_builder_and_mount():
-    assert {p.name for p in STORE_FOLDER.glob("*.py")} == {"__init__.py", "construct.py", "resources.py", "mount.py"}
+def test_the_store_folder_holds_its_construct_builder_mount_and_change_rules():
+    assert {p.name for p in STORE_FOLDER.glob("*.py")} == {"__init__.py", "construct.py", "resources.py", "mount.py",
+                                                           "changes.py"}
     assert not (PACKAGE / "constructs" / "fsx_lustre.py").exists()
     assert type(registry.stores()[0]).__module__ == "fmcluster.platforms.storage.fsx_lustre"

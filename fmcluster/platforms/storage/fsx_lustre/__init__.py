@@ -1,8 +1,8 @@
 """FSx for Lustre, the shared file system of `storage.fsx`: its declaration as a store (`STORE`).
 
 Its folder holds everything that names it on the synth side: the construct (construct.py), what the storage stack
-builds (resources.py) and the mount every kind consumes (mount.py). `build` and `key_statements` import their modules
-when called, so reading a spec never loads CDK.
+builds (resources.py), the mount every kind consumes (mount.py) and how `fmcluster diff` judges changes to it
+(changes.py). Its methods import their modules when called, so reading a spec never loads CDK.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, List
 
-from fmcluster.platforms.storage import BuiltStore, StorageScope, Store
+from fmcluster.platforms.storage import BuiltStore, ChangeRules, StorageScope, Store
 from fmcluster.platforms.storage.fsx_lustre.mount import CSI_ADDON, LIFECYCLE_KEY
 from fmcluster.platforms.storage.fsx_lustre.mount import STORE as NAME
 
@@ -35,6 +35,11 @@ class FsxLustre(Store):
         if fsx is None:
             raise ValueError(f"spec: storage.{self.spec_key} is not configured; nothing to build")
         return build(scope, fsx)
+
+    def changes(self) -> ChangeRules:
+        from fmcluster.platforms.storage.fsx_lustre.changes import RULES
+
+        return RULES
 
 
 STORE = FsxLustre(

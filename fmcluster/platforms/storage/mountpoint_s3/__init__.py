@@ -1,15 +1,16 @@
 """Mountpoint for Amazon S3, the shared store of `storage.mountpoint_s3`: its declaration as a store (`STORE`).
 
 Its folder holds everything that names it: the spec section (settings.py, joined into the spec by the composition
-root), the bucket constructs (construct.py), what the storage stack builds (resources.py) and the mount every kind
-consumes (mount.py). `build` imports its modules when called, so reading a spec never loads CDK.
+root), the bucket constructs (construct.py), what the storage stack builds (resources.py), the mount every kind
+consumes (mount.py) and how `fmcluster diff` judges changes to its buckets (changes.py). Its methods import their
+modules when called, so reading a spec never loads CDK.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fmcluster.platforms.storage import BuiltStore, StorageScope, Store
+from fmcluster.platforms.storage import BuiltStore, ChangeRules, StorageScope, Store
 from fmcluster.platforms.storage.mountpoint_s3.mount import CSI_ADDON
 from fmcluster.platforms.storage.mountpoint_s3.mount import STORE as NAME
 from fmcluster.platforms.storage.mountpoint_s3.settings import MountpointS3
@@ -24,6 +25,11 @@ class MountpointForS3(Store):
         if settings is None:
             raise ValueError(f"spec: storage.{self.spec_key} is not configured; nothing to build")
         return build(scope, settings)
+
+    def changes(self) -> ChangeRules:
+        from fmcluster.platforms.storage.mountpoint_s3.changes import RULES
+
+        return RULES
 
 
 STORE = MountpointForS3(
