@@ -47,6 +47,7 @@ class ClusterStacks:
                 app,
                 spec.stack_name("observability"),
                 spec=spec,
+                store_rules=[s.rules for s in registered if s.rules is not None and s.section(spec) is not None],
                 env=env,
                 description=f"fmcluster {spec.name}: Amazon Managed Prometheus, alert rules, alert routing, dashboards",
             )

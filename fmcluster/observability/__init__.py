@@ -5,6 +5,8 @@ The files beside this module are package data, read relative to this file:
 - ``rules.yaml``: recording and alerting rules (the AMP rule groups namespace).
 - ``rules.<name>.yaml``: rule groups on metrics only some orchestrator kinds produce, added for a kind that names them
   (`OrchestratorKind.rule_groups`).
+- a store's ``rules.yaml`` in its folder (``platforms/storage/<store>/``, `Store.rules`): its groups, added where the
+  spec configures the store.
 - ``alertmanager.yaml``: the Alertmanager configuration, routed to the alert SNS topic.
 - ``../runtime/observability/dcgm-counters.csv`` (shipped to the nodes): the DCGM fields dcgm-exporter collects on
   every GPU, and ``dcgm-counters-<gpu_arch>.csv`` those of one GPU architecture (NVLink error counters).
@@ -26,14 +28,16 @@ RULES_FILE = HERE / "rules.yaml"
 ALERTMANAGER_FILE = HERE / "alertmanager.yaml"
 DCGM_COUNTERS_FILE = HERE.parent / "runtime" / "observability" / "dcgm-counters.csv"
 DASHBOARD_DIR = HERE / "dashboards"
+# the stores' rule files, found by the folder layout (a store's folder holds everything that names it)
+STORE_RULE_FILES = tuple(sorted((HERE.parent / "platforms" / "storage").glob("*/rules.yaml")))
 
 _TOPIC = "__TOPIC_ARN__"
 _REGION = "__REGION__"
 
 
 def rule_files() -> List[Path]:
-    """rules.yaml, then every optional rules.<name>.yaml."""
-    return [RULES_FILE] + sorted(HERE.glob("rules.*.yaml"))
+    """rules.yaml, then every optional rules.<name>.yaml, then every store's rules.yaml."""
+    return [RULES_FILE] + sorted(HERE.glob("rules.*.yaml")) + list(STORE_RULE_FILES)
 
 
 def extra_rules_file(name: str) -> Path:
@@ -52,21 +56,23 @@ def _groups_only(text: str) -> str:
 
 def rules_text(
     cluster: Optional[str] = None, expected: Sequence[ExpectedNodes] = (), *, slurm: bool = False,
-    extra: Sequence[str] = (), serving: Optional[Any] = None,
+    extra: Sequence[str] = (), stores: Sequence[Path] = (), serving: Optional[Any] = None,
 ) -> str:
     """The rules file as AMP takes it (the Data of AWS::APS::RuleGroupsNamespace).
 
     With `cluster`, the ``fmcluster.inventory`` group rendered from the expected nodes follows the static groups
     (fmcluster/observability/inventory.py), then with `serving` (the spec's serving section) the
     ``fmcluster.serving`` group (fmcluster/observability/serving_rules.py); without it, rules.yaml verbatim. `extra`
-    names optional rule files (``rules.<name>.yaml``) whose groups follow rules.yaml's."""
+    names optional rule files (``rules.<name>.yaml``) whose groups follow rules.yaml's, then the `stores`' rule files'
+    groups."""
     text = RULES_FILE.read_text(encoding="utf-8")
-    if cluster is None and not extra:
+    if cluster is None and not extra and not stores:
         return text
     if not text.endswith("\n"):
         text += "\n"
-    for name in extra:
-        text += f"\n  # {extra_rules_file(name).name}\n" + _groups_only(extra_rules_file(name).read_text(encoding="utf-8"))
+    for name, path in [(extra_rules_file(n).name, extra_rules_file(n)) for n in extra] + [
+            (str(path.relative_to(HERE.parent.parent)), path) for path in stores]:
+        text += f"\n  # {name}\n" + _groups_only(path.read_text(encoding="utf-8"))
         if not text.endswith("\n"):
             text += "\n"
     if cluster is None:
@@ -82,10 +88,11 @@ def rules_text(
 
 
 def load_rules() -> Dict[str, Any]:
-    """Every static rule group: rules.yaml's and the optional files'."""
+    """Every static rule group: rules.yaml's, the optional files' and the stores'."""
     import yaml
 
-    data = yaml.safe_load(rules_text(extra=[p.name.split(".")[1] for p in rule_files()[1:]]))
+    data = yaml.safe_load(rules_text(extra=[p.name.split(".")[1] for p in sorted(HERE.glob("rules.*.yaml"))],
+                                     stores=STORE_RULE_FILES))
     if not isinstance(data, dict) or "groups" not in data:
         raise ValueError(f"{RULES_FILE}: expected a mapping with groups")
     return data

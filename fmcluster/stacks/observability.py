@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
 
 from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -40,7 +41,8 @@ class ObservabilityStack(Stack):
     ``query_url``, ``alert_topic``, ``prometheus`` (the construct), ``grafana`` (or None).
     """
 
-    def __init__(self, scope: Construct, id: str, *, spec: ClusterSpec, **kwargs: Any) -> None:
+    def __init__(self, scope: Construct, id: str, *, spec: ClusterSpec, store_rules: Sequence[Path] = (),
+                 **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
         self.spec = spec
         region, account = self.region, self.account
@@ -83,10 +85,11 @@ class ObservabilityStack(Stack):
             "Prometheus",
             alias=f"fmcluster-{spec.name}",
             encryption_key=metrics_key.key,
-            # rules.yaml plus the expected nodes and GPUs per node group, rendered from the spec
+            # rules.yaml, the kind's and the configured stores' rule files, the expected nodes and GPUs per node
+            # group, rendered from the spec
             rules=observability.rules_text(spec.name, expected_nodes(spec),
                                            slurm=spec.orchestrator_kind.node_agent == "slurm",
-                                           extra=spec.orchestrator_kind.rule_groups,
+                                           extra=spec.orchestrator_kind.rule_groups, stores=store_rules,
                                            serving=spec.serving),
             rule_namespace=RULE_NAMESPACE,
             alert_manager_definition=observability.alertmanager_definition(self.alert_topic.topic_arn, region),

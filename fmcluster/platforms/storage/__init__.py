@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Protocol, Sequence, Tuple, Type
 
 if TYPE_CHECKING:
@@ -356,6 +357,8 @@ class Store:
     :param summary: the section's description in the JSON Schema.
     :param always_described: the storage stack's description names it whether or not the spec configures it (the
         first store, named there since the first release; a description change is an update of every storage stack).
+    :param rules: its Prometheus rule file (``rules.yaml`` in its folder): groups on what the nodes see of it, added
+        to the cluster's AMP rule groups namespace where the spec configures it.
     """
 
     name: str
@@ -368,6 +371,7 @@ class Store:
     settings: Optional[Type[StoreSettings]] = None
     summary: str = ""
     always_described: bool = False
+    rules: Optional[Path] = None
 
     def section(self, spec: ClusterSpec) -> Any:
         """Its section of the spec, or None where the spec does not configure it."""

@@ -59,7 +59,8 @@ LATER: Dict[str, str] = {
     "fmcluster/planner/": "cost, throughput, checkpoint tiers and the diagram: the planner slice (a store's figures)",
     "fmcluster/aws/": "preflight (quotas, repositories) and status describers: a store's preflight.py and status.py",
     "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: after the spec slice",
-    "fmcluster/observability/": "alert rules and dashboards on Lustre metrics: a store's rule group",
+    "fmcluster/observability/dashboards/": "the storage dashboard and the overview's free-capacity panel on Lustre "
+                                           "metrics: a store's dashboard panels (its alert rules are its rules.yaml)",
     "fmcluster/feature_flags.py": "a comment on strong references naming the storage stack's file system",
     # serving: a model's weights on the shared file system (the spec's `source.fsx`, read with the spec slice)
     "fmcluster/platforms/kubernetes/serving.py": "where an engine reads a model on the shared file system "

@@ -2,12 +2,13 @@
 
 Its folder holds everything that names it on the synth side: the construct (construct.py), what the storage stack
 builds (resources.py), the mount every kind consumes (mount.py) and how `fmcluster diff` judges changes to it
-(changes.py). Its methods import their modules when called, so reading a spec never loads CDK.
+(changes.py), and its alert rules (rules.yaml). Its methods import their modules when called, so reading a spec never loads CDK.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, List
 
 from fmcluster.platforms.storage import BuiltStore, ChangeRules, StorageScope, Store
@@ -51,4 +52,5 @@ STORE = FsxLustre(
     lifecycle_key=LIFECYCLE_KEY,
     csi_addon=CSI_ADDON,
     always_described=True,
+    rules=Path(__file__).parent / "rules.yaml",
 )
