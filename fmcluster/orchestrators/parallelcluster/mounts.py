@@ -7,6 +7,10 @@ the cluster's ``Image.Os`` and the mount, each under its own timeouts. A failed 
 boot validator's required ``storage.mounts`` check, which runs next, judges it by ``validation.policy``; the head
 node is never failed (its bootstrap, or an update, would fail with it). The script always exits 0.
 
+It shares the custom action's one window (Slurm's ResumeTimeout, docs/parallelcluster.md "Deadlines"): the whole of it
+runs under `BUDGET_S`, and it leaves its start and budget in `STAMP` so that fmcluster's action, which runs next,
+counts its own budget from that start instead of from its own.
+
 Pure: the mounts' values may be CDK tokens (the bucket's name), resolved when the node assets deployment writes the
 object."""
 
@@ -15,6 +19,10 @@ from __future__ import annotations
 from typing import Sequence
 
 from fmcluster.platforms.storage import Mount
+
+BUDGET_S = 600  # every mount of the script together, downloads and installs included: half the action's default
+# /run is a tmpfs: a stamp never outlives the boot it was written in. The action reads it (on_node_configured.sh).
+STAMP = "/run/fmcluster/action-started"
 
 
 def mounts_script(mounts: Sequence[Mount], *, os: str) -> str:
@@ -26,6 +34,14 @@ def mounts_script(mounts: Sequence[Mount], *, os: str) -> str:
         "# of OnNodeConfigured, and of the head node's OnNodeUpdated). A failed mount is reported here and judged",
         "# by the boot validator (storage.mounts) on compute nodes; this script always exits 0.",
         "set -u",
+        f"budget=${{FMCLUSTER_MOUNTS_BUDGET:-{BUDGET_S}}}",
+        "# the action's window starts here: fmcluster's script, next in the sequence, counts its budget from this",
+        f"stamp=${{FMCLUSTER_ACTION_STAMP:-{STAMP}}}",
+        'if [[ "${1:-}" != --bounded ]]; then',
+        '  mkdir -p "$(dirname "$stamp")" && printf \'%(%s)T %s\\n\' -1 "$budget" > "$stamp"',
+        '  timeout --kill-after=10 "$budget" bash "$0" --bounded || echo "fmcluster: the mounts ended unfinished after at most ${budget}s"',
+        "  exit 0",
+        "fi",
     ]
     for m in mounts:
         if m.boot is None:

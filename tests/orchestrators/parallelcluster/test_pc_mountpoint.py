@@ -14,7 +14,7 @@ from helpers import actions_of, resources_of
 from helpers.parallelcluster import ROOT, configuration, pcluster_update_check, pcluster_validate, with_placeholders
 
 from fmcluster import registry
-from fmcluster.orchestrators.parallelcluster.mounts import mounts_script
+from fmcluster.orchestrators.parallelcluster.mounts import BUDGET_S, mounts_script
 from fmcluster.orchestrators.parallelcluster.settings import cluster_name
 from fmcluster.platforms.storage import BootMount, Mount
 
@@ -213,6 +213,24 @@ def test_every_os_the_kind_takes_installs_the_client(built):
         assert "/mount-s3-" in mounts_script([mount], os=os), os
     with pytest.raises(ValueError, match="no way to install mount-s3 on 'alinux2'"):
         mounts_script([mount], os="alinux2")
+
+
+def test_the_mounts_stop_at_their_budget_and_stamp_where_the_window_started(tmp_path):
+    """A mount that hangs is cut at the script's budget (here 1 s, 600 s by default), the node goes on (exit 0), and the
+    stamp tells fmcluster's action when the window began and how long the mounts could take."""
+    import subprocess
+
+    hung = Mount(store="toy", id="Toy", path="/toy", fstype="toyfs", source="toy:/",
+                 boot=BootMount(command="sleep 30", failure="toy mount failed"))
+    script = tmp_path / "mounts.sh"
+    script.write_text(mounts_script([hung], os="ubuntu2404"))
+    stamp = tmp_path / "run" / "action-started"
+    env = {"PATH": "/usr/bin:/bin", "FMCLUSTER_MOUNTS_BUDGET": "1", "FMCLUSTER_ACTION_STAMP": str(stamp)}
+    r = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=25)
+    assert r.returncode == 0 and "the mounts ended unfinished after at most 1s" in r.stdout
+    start, budget = stamp.read_text().split()
+    assert start.isdigit() and budget == "1"
+    assert f"budget=${{FMCLUSTER_MOUNTS_BUDGET:-{BUDGET_S}}}" in mounts_script([hung], os="ubuntu2404")
 
 
 def test_the_published_script_parses_and_is_shellcheck_clean(built, tmp_path):

@@ -141,7 +141,8 @@ class Node:
                    FMCLUSTER_SLURM_BIN=str(self.tmp / "slurm"), FMCLUSTER_SLURM_SCRIPTS=str(self.scripts),
                    FMCLUSTER_PCLUSTER_DIR=str(self.tmp / "pcluster"),
                    FMCLUSTER_NODENAME_FILE=str(self.nodename), FMCLUSTER_ROOT=str(self.root),
-                   FMCLUSTER_RETRY_DELAY="0", FMCLUSTER_TEST_LOG=str(self.log))
+                   FMCLUSTER_RETRY_DELAY="0", FMCLUSTER_TEST_LOG=str(self.log),
+                   FMCLUSTER_ACTION_STAMP=str(self.tmp / "run" / "action-started"))
         # as on a node, python3 caches the runtime's bytecode beside it: the script's later starts skip compiling it
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         return subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=120)
@@ -279,6 +280,25 @@ def test_every_step_fits_one_budget_inside_slurms_resume_timeout(tmp_path, runti
     assert 0 < validate <= validator and 0 < install <= collectors
     fetches = _timeouts(node, "s3 cp")
     assert fetches and all(0 < f <= min(300, int(budget or 1200)) for f in fetches)
+
+
+@pytest.mark.parametrize("age, validator, collectors", [(500, 640, 280), (700, 1140, 480)])
+def test_the_action_counts_its_budget_from_where_mounts_sh_started_the_window(tmp_path, runtime_zip, age, validator,
+                                                                               collectors):
+    """mounts.sh ran first and stamped "START BUDGET" (600 s): 500 s later the action has 1,200 - 500 s left; a stamp
+    older than mounts.sh's own budget is not from this sequence and changes nothing."""
+    import time
+
+    node = Node(tmp_path, runtime_zip)
+    node._cmd("timeout", f'echo "$@" >> {node.log}/timeout.log\n'
+                         'while [[ "$1" == --* ]]; do shift; done\nshift\nexec "$@"\n')
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "action-started").write_text(f"{int(time.time()) - age} 600\n")
+    assert node.run(*compute_args("fail")).returncode == 0
+    (validate,) = _timeouts(node, "fmcluster.runtime.validate")
+    (install,) = _timeouts(node, "install.sh")
+    assert validator - 5 <= validate <= validator and collectors - 5 <= install <= collectors
+    assert ("mounts.sh took" in node.file("log/on-node-configured.log")) == (age == 500)
 
 
 def test_there_is_no_drain_on_parallelcluster(tmp_path, runtime_zip):

@@ -110,6 +110,17 @@ unit_path="$slurm_bin:/opt/amazon/efa/bin:/usr/local/sbin:/usr/local/bin:/usr/sb
 # below is bounded by what is left of it, never by its own fixed limit alone.
 budget=${FMCLUSTER_ACTION_BUDGET:-1200}
 [[ "$budget" =~ ^[0-9]+$ ]] || budget=1200
+# mounts.sh (the stores the nodes mount themselves) ran first in the same sequence and left "START BUDGET": the window
+# began then. A stamp whose age is beyond that budget is not from this sequence.
+read -r mounts_start mounts_budget _ <"${FMCLUSTER_ACTION_STAMP:-/run/fmcluster/action-started}" 2>/dev/null
+if [[ "${mounts_start:-}" =~ ^[0-9]+$ && "${mounts_budget:-}" =~ ^[0-9]+$ ]]; then
+  printf -v now '%(%s)T' -1
+  spent=$((now - mounts_start))
+  if ((spent >= 0 && spent <= mounts_budget + 15)); then
+    budget=$((budget > spent + 60 ? budget - spent : 60))
+    log "mounts.sh took ${spent}s of the window: ${budget}s left for this action"
+  fi
+fi
 deadline=$((SECONDS + budget))
 # what the collectors leave for the validator (and the failure report after it) on a compute node
 validator_reserve=0
