@@ -39,7 +39,8 @@ def mounts_script(mounts: Sequence[Mount], *, os: str) -> str:
         f"stamp=${{FMCLUSTER_ACTION_STAMP:-{STAMP}}}",
         'if [[ "${1:-}" != --bounded ]]; then',
         '  mkdir -p "$(dirname "$stamp")" && printf \'%(%s)T %s\\n\' -1 "$budget" > "$stamp"',
-        '  timeout --kill-after=10 "$budget" bash "$0" --bounded || echo "fmcluster: the mounts ended unfinished after at most ${budget}s"',
+        '  timeout --kill-after=10 "$budget" bash "$0" --bounded '
+        '|| echo "fmcluster: the mounts ended unfinished after at most ${budget}s"',
         "  exit 0",
         "fi",
     ]
