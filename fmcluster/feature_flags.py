@@ -107,7 +107,7 @@ FLAGS: Dict[str, Any] = {
 DEVIATIONS: Dict[str, str] = {
     "@aws-cdk/core:defaultCrossStackReferences": (
         "strong (Fn::ImportValue): CloudFormation refuses to delete or change an export a stack imports, so the "
-        "storage stack (FSx for Lustre, the data bucket) cannot be torn away from a cluster that mounts it; weak "
+        "storage stack (the shared stores, the data bucket) cannot be torn away from a cluster that mounts it; weak "
         "references (Fn::GetStackOutput) would let it go silently. The cluster stack is the one meant to be replaced."
     ),
     "@aws-cdk/aws-lambda:useCdkManagedLogGroup": (

@@ -61,7 +61,6 @@ LATER: Dict[str, str] = {
     "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: after the spec slice",
     "fmcluster/observability/dashboards/": "the storage dashboard and the overview's free-capacity panel on Lustre "
                                            "metrics: a store's dashboard panels (its alert rules are its rules.yaml)",
-    "fmcluster/feature_flags.py": "a comment on strong references naming the storage stack's file system",
     # serving: a model's weights on the shared file system (the spec's `source.fsx`, read with the spec slice)
     "fmcluster/platforms/kubernetes/serving.py": "where an engine reads a model on the shared file system "
                                                  "(storage.fsx's mount point): the mount's path from the contract "
