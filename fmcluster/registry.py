@@ -111,9 +111,11 @@ def json_schema() -> Dict[str, Any]:
 
 
 def status_describers() -> Dict[str, Any]:
-    """Every kind's status describers: `fmcluster status` describes what the deployed stacks hold, which may still be
-    another kind's resources when the spec has switched orchestrators and is not deployed yet."""
+    """Every kind's and store's status describers: `fmcluster status` describes what the deployed stacks hold, which
+    may still be another kind's resources when the spec has switched orchestrators and is not deployed yet."""
     found: Dict[str, Any] = {}
     for kind in kinds():
         found.update(kind.status_describers())
+    for store in STORES:
+        found.update(store.status_describers())
     return found

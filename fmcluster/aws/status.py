@@ -2,9 +2,9 @@
 
 Resources are discovered from the stacks themselves (ListStackResources, by resource type), so
 status follows whatever the storage, observability and cluster stacks create without reading
-spec fields: FSx file systems and DRAs, placement groups, AMP workspaces, and what each orchestrator
-kind describes (HyperPod clusters and nodes, PCS clusters and node groups); any resource whose
-deployment failed is listed with CloudFormation's reason.
+spec fields: placement groups, AMP workspaces, the nodes' reports, and what each store and orchestrator kind
+describes (a file system and its associations; HyperPod clusters and nodes, PCS clusters and node groups); any
+resource whose deployment failed is listed with CloudFormation's reason.
 """
 
 from __future__ import annotations
@@ -122,26 +122,6 @@ def arn_id(identifier: str, marker: str) -> str:
 # --- describers: one per resource type --------------------------------------------------------
 
 
-def _fsx(ctx: Context, pid: str) -> Item:
-    fs = ctx.client("fsx").describe_file_systems(FileSystemIds=[pid])["FileSystems"][0]
-    life = fs.get("Lifecycle", "?")
-    lustre = fs.get("LustreConfiguration", {})
-    mount = f", mount {fs.get('DNSName')}@tcp:/{lustre.get('MountName')}" if lustre.get("MountName") else ""
-    detail = f"{lustre.get('DeploymentType', fs.get('FileSystemType', ''))} {fs.get('StorageCapacity', '?')} GiB{mount}"
-    if fs.get("FailureDetails", {}).get("Message"):
-        detail += f"; {fs['FailureDetails']['Message']}"
-    return Item("FSx file system", pid, life, health(life, {"AVAILABLE"}, {"CREATING", "UPDATING"}), detail)
-
-
-def _dra(ctx: Context, pid: str) -> Item:
-    a = ctx.client("fsx").describe_data_repository_associations(AssociationIds=[pid])["Associations"][0]
-    life = a.get("Lifecycle", "?")
-    detail = f"{a.get('FileSystemPath')} <-> {a.get('DataRepositoryPath')}"
-    if a.get("FailureDetails", {}).get("Message"):
-        detail += f"; {a['FailureDetails']['Message']}"
-    return Item("FSx DRA", pid, life, health(life, {"AVAILABLE"}, {"CREATING", "UPDATING"}), detail)
-
-
 def _placement_group(ctx: Context, pid: str) -> Item:
     g = ctx.client("ec2").describe_placement_groups(GroupNames=[pid])["PlacementGroups"][0]
     state = g.get("State", "?")
@@ -156,19 +136,18 @@ def _amp(ctx: Context, pid: str) -> Item:
                 health(state, {"ACTIVE"}, {"CREATING", "UPDATING"}), w.get("prometheusEndpoint", ""))
 
 
-# Resource type -> (service called, describer). The orchestrator kinds add their own (OrchestratorKind.status).
+# Resource type -> (service called, describer). The orchestrator kinds and the stores add their own
+# (`OrchestratorKind.status_describers`, `Store.status_describers`, gathered by the composition root).
 DESCRIBERS: Dict[str, Describer] = {
-    "AWS::FSx::FileSystem": ("fsx", _fsx),
-    "AWS::FSx::DataRepositoryAssociation": ("fsx", _dra),
     "AWS::EC2::PlacementGroup": ("ec2", _placement_group),
     "AWS::APS::Workspace": ("amp", _amp),
     "AWS::S3::Bucket": ("s3", node_reports.describe),  # which runtime each node runs, where a bucket holds reports
 }
 
 
-def describers(kind: Mapping[str, Describer] = MappingProxyType({})) -> Dict[str, Describer]:
-    """The describers above and the orchestrator kind's (`OrchestratorKind.status_describers`)."""
-    return {**DESCRIBERS, **kind}
+def describers(registered: Mapping[str, Describer] = MappingProxyType({})) -> Dict[str, Describer]:
+    """The describers above and the registered kinds' and stores' (`fmcluster.registry.status_describers`)."""
+    return {**DESCRIBERS, **registered}
 
 
 def _unknown(kind: str, name: str, exc: BaseException, service: str, ctx: Optional[Context] = None) -> Item:
@@ -223,14 +202,14 @@ def _stack(ctx: Context, part: str, known: Mapping[str, Describer]) -> StackStat
 def collect_status(
     spec: ClusterSpec, aws: AwsClients, *, label: str = "", progress: Optional[Progress] = None,
     ctx: Optional[Context] = None, deadline_s: Optional[float] = None,
-    kind_describers: Mapping[str, Describer] = MappingProxyType({}),
+    registered: Mapping[str, Describer] = MappingProxyType({}),
 ) -> ClusterStatus:
     """Each stack and what it holds, the whole run within `deadline_s` seconds (None: unbounded, for tests); each
     stack is reported as it is read. A fault that makes later calls pointless (an endpoint that never answers, the
-    deadline) ends the run: the stacks after it are unknown, never ok. `kind_describers` describe the orchestrator
-    kinds' resources (`OrchestratorKind.status_describers`)."""
+    deadline) ends the run: the stacks after it are unknown, never ok. `registered` describe the orchestrator
+    kinds' and the stores' resources (`fmcluster.registry.status_describers`)."""
     ctx = ctx or Context(spec=spec, aws=aws)
-    known = describers(kind_describers)
+    known = describers(registered)
     if deadline_s is not None:
         ctx.deadline = time.monotonic() + deadline_s
     out = ClusterStatus(label or spec.name, aws.region, None)

@@ -69,7 +69,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     spec = load_spec(args.file)
     aws = _clients(args, spec)
     status = collect_status(spec, aws, label=args.file, progress=_progress, deadline_s=args.deadline,
-                            kind_describers=status_describers())
+                            registered=status_describers())
     print(json.dumps(status.to_dict(), indent=2, default=str) if args.json else status.render_text())
     return status.exit_code
 

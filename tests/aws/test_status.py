@@ -94,7 +94,7 @@ def test_full_status_at_a_glance() -> None:
         "FileSystemPath": "/data", "DataRepositoryPath": "s3://fm-dev-data/datasets/"}]})
     stub_operation(ec2, "DescribePlacementGroups", {"PlacementGroups": [
         {"GroupName": "fm-dev-gpu", "State": "available", "Strategy": "cluster"}]})
-    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
+    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, registered=status_describers())
     text = status.render_text()
     data = status.to_dict()
     assert data["account"] == ACCOUNT
@@ -120,7 +120,7 @@ def test_failed_deploy_shows_the_reason() -> None:
         "cluster": ("ROLLBACK_COMPLETE", [res("Gpu", "AWS::EC2::LaunchTemplate", "", "CREATE_FAILED",
                                               "Resource handler returned message: InsufficientInstanceCapacity")]),
     })
-    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
+    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, registered=status_describers())
     assert status.overall == "failed" and status.exit_code == 1
     text = status.render_text()
     assert "FAIL  fm-dev-cluster" in text and "InsufficientInstanceCapacity" in text
@@ -140,7 +140,7 @@ def test_pcs_cluster_and_node_groups() -> None:
         {"name": n, "id": f"pcs_{n}12345", "arn": f"{arn}/computenodegroup/pcs_{n}12345", "clusterId": "pcs_abcdef1234",
          "createdAt": T0, "modifiedAt": T0, "status": s} for n, s in (("gpu", "ACTIVE"), ("login", "CREATING"))]
     pcs.add_response("list_compute_node_groups", {"computeNodeGroups": groups}, {"clusterIdentifier": "pcs_abcdef1234"})
-    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
+    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, registered=status_describers())
     [item] = status.stacks[3].resources
     assert item.type == "PCS cluster" and item.state == "ACTIVE"
     assert [(c.name, c.health) for c in item.children] == [("gpu", "ok"), ("login", "pending")]
@@ -152,7 +152,7 @@ def test_unreadable_resource_is_unknown_not_a_crash() -> None:
     stub_stacks(ctx, {"storage": ("CREATE_COMPLETE", [res("Lustre", "AWS::FSx::FileSystem", "fs-0123456789abcdef0")])})
     fsx = stubbed(ctx, "fsx")
     fsx.add_client_error("describe_file_systems", "AccessDenied", "denied")
-    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
+    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, registered=status_describers())
     [item] = status.stacks[1].resources
     assert item.health == "unknown" and "cannot check: access denied to fsx:DescribeFileSystems" in item.detail
     assert status.exit_code == 1
@@ -161,7 +161,7 @@ def test_unreadable_resource_is_unknown_not_a_crash() -> None:
 def test_real_moto_stack_and_nothing_deployed() -> None:
     spec = make_spec()
     ctx = make_ctx(spec)
-    status = collect_status(spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
+    status = collect_status(spec, ctx.aws, ctx=ctx, registered=status_describers())
     assert status.overall == "not deployed" and status.exit_code == 1
     boto3.client("cloudformation", region_name=REGION).create_stack(
         StackName="fm-dev-network", TemplateBody='{"Resources": {"B": {"Type": "AWS::S3::Bucket"}}}')
@@ -198,7 +198,7 @@ def test_status_shows_which_runtime_each_node_runs_and_its_verdict() -> None:
     ctx = make_ctx(make_spec())
     stub_stacks(ctx, {"cluster": ("UPDATE_COMPLETE", [res("NodeRuntimeBucket", "AWS::S3::Bucket", "fm-dev-runtime"),
                                                       res("DataBucket", "AWS::S3::Bucket", "fm-dev-data")])})
-    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
+    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, registered=status_describers())
     [item] = status.stacks[3].resources
     assert item.type == "node runtimes" and item.health == "warn" and item.state == "2 node(s) reported"
     assert "1 on the runtime their group's pointer names now, 1 on an older one" in item.detail

@@ -390,6 +390,10 @@ class Store:
         """How ``fmcluster diff`` judges changes to its resources."""
         return ChangeRules()
 
+    def status_describers(self) -> Mapping[str, Any]:
+        """``fmcluster status``'s describers of its resources, by resource type (`fmcluster.aws.status.Describer`)."""
+        return {}
+
 
 @dataclass(frozen=True)
 class Mounts:

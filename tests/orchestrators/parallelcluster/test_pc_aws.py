@@ -304,7 +304,7 @@ def test_collect_status_describes_provider_and_cluster_from_the_cluster_stack():
     ec2.add_response("describe_instances", _instances("pending", node_type="HeadNode"))
     ec2.add_response("describe_instances", {"Reservations": []})
     cfn.add_response("describe_stacks", _stack("pc-test-cluster", "CREATE_IN_PROGRESS"), {"StackName": "pc-test-cluster"})
-    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, kind_describers=status_describers())
+    status = collect_status(ctx.spec, ctx.aws, ctx=ctx, registered=status_describers())
     cluster = status.stacks[3]
     assert [(r.type, r.health) for r in cluster.resources] == [("ParallelCluster provider", OK),
                                                                ("ParallelCluster cluster", PENDING)]

@@ -1,15 +1,16 @@
 """FSx for Lustre, the shared file system of `storage.fsx`: its declaration as a store (`STORE`).
 
 Its folder holds everything that names it on the synth side: the construct (construct.py), what the storage stack
-builds (resources.py), the mount every kind consumes (mount.py) and how `fmcluster diff` judges changes to it
-(changes.py), and its alert rules (rules.yaml). Its methods import their modules when called, so reading a spec never loads CDK.
+builds (resources.py), the mount every kind consumes (mount.py), how `fmcluster diff` judges changes to it
+(changes.py), its alert rules (rules.yaml) and what `fmcluster status` says of it (status.py). Its methods import their
+modules when called, so reading a spec never loads CDK.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, List
+from typing import TYPE_CHECKING, Any, List, Mapping
 
 from fmcluster.platforms.storage import BuiltStore, ChangeRules, StorageScope, Store
 from fmcluster.platforms.storage.fsx_lustre.mount import CSI_ADDON, LIFECYCLE_KEY
@@ -41,6 +42,11 @@ class FsxLustre(Store):
         from fmcluster.platforms.storage.fsx_lustre.changes import RULES
 
         return RULES
+
+    def status_describers(self) -> Mapping[str, Any]:
+        from fmcluster.platforms.storage.fsx_lustre.status import DESCRIBERS
+
+        return DESCRIBERS
 
 
 STORE = FsxLustre(
