@@ -53,9 +53,9 @@ NOT_HONOURED = {"managed": MANAGED_NEEDS_HYPERPOD_EKS}
 class Checkpoints(SpecModel):
     """Where training jobs write checkpoints, how often, and how many complete ones the resume helper keeps."""
 
-    tier: Tier = Field(description="fsx (shared Lustre, exported to S3), nvme (instance-store NVMe, copied to FSx) "
-                                   "managed (HyperPod on EKS managed tiered checkpointing: CPU memory, then S3) or s3 (straight to "
-                                   "the writable Mountpoint for Amazon S3 mount, storage.mountpoint_s3).")
+    tier: Tier = Field(description="fsx (shared Lustre, exported to S3), nvme (instance-store NVMe, copied to FSx), "
+                                   "managed (HyperPod on EKS managed tiered checkpointing: CPU memory, then S3) or s3 "
+                                   "(straight to the writable Mountpoint for Amazon S3 mount, storage.mountpoint_s3).")
     directory: str = Field(
         "/checkpoints",
         description="fsx and nvme: the directory below the FSx mount point (and below the instance NVMe for nvme); "
