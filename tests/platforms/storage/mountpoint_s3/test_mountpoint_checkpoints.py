@@ -69,3 +69,15 @@ def test_every_kind_that_mounts_the_store_honours_the_tier(kind):
                                                                     **WRITABLE, "mount_point": "/ckpt-s3"}}
     data["checkpoints"] = {"tier": "s3"}
     assert paths(registry.parse_spec(data)).durable == "/ckpt-s3/checkpoints"
+
+
+def test_plan_exits_2_naming_the_read_only_field(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "ro.yaml"
+    path.write_text(yaml.safe_dump(spec_with({})))
+    r = subprocess.run([sys.executable, "-m", "fmcluster", "plan", str(path)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "storage.mountpoint_s3.read_only" in r.stdout + r.stderr and "Traceback" not in r.stderr
