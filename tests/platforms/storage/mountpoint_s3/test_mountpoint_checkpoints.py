@@ -81,3 +81,14 @@ def test_plan_exits_2_naming_the_read_only_field(tmp_path):
                        text=True, timeout=120)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "storage.mountpoint_s3.read_only" in r.stdout + r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_data_buckets_checkpoint_prefix_is_not_the_s3_tiers():
+    from fmcluster.spec.data_access import checkpoint_prefix
+
+    data = yaml.safe_load((ROOT / "examples" / "default.yaml").read_text())  # FSx exports /checkpoints
+    data["storage"]["mountpoint_s3"] = WRITABLE
+    data["checkpoints"] = {"tier": "s3"}
+    assert checkpoint_prefix(registry.parse_spec(data)) is None
+    data["checkpoints"] = {"tier": "fsx"}
+    assert checkpoint_prefix(registry.parse_spec(data)) == "checkpoints/"
