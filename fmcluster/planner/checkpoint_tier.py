@@ -94,6 +94,9 @@ def chosen_tier(size: float, group: Any, spec: Any, targets: List[Dict[str, Any]
     if ck.tier == "s3":
         from fmcluster.spec.checkpoints import tier_store
 
+        store = next(t for t in targets if t.get("store_tier") == "s3")
+        out["write_bound"], out["restore_bound"] = store["write_bound"], store["restore_bound"]
+
         found = tier_store(spec)
         out["notes"] = found[1].checkpoint_notes() if found is not None else []
     if ck.tier in ("fsx", "nvme") and ck.export_to_s3 and "write" in s3:

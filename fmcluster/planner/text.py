@@ -287,9 +287,10 @@ def tier_lines(tier: Optional[Dict[str, Any]]) -> List[str]:
         return []
     if not tier["available"]:
         return [f"  spec's tier {tier['tier']}: n/a ({tier['reason']})"]
-    head = (f"  spec's tier {tier['tier']}, every {tier['interval_minutes']} min: blocks >= "
-            f"{human_seconds(val(tier['blocking']))} ({percent(val(tier['overhead']))} of the run), durable after >= "
-            f"{human_seconds(val(tier['durable_after']))}, restore on a replaced node >= "
+    w, r = _at_least(tier, "write"), _at_least(tier, "restore")
+    head = (f"  spec's tier {tier['tier']}, every {tier['interval_minutes']} min: blocks {w} "
+            f"{human_seconds(val(tier['blocking']))} ({percent(val(tier['overhead']))} of the run), durable after {w} "
+            f"{human_seconds(val(tier['durable_after']))}, restore on a replaced node {r} "
             f"{human_seconds(val(tier['restore']))} from {tier['restore_reads']}")
     lines = [head + (" [unverified rates]" if tier["unverified"] else "")]
     lines += [f"    {note}" for note in tier.get("notes", [])]

@@ -58,8 +58,9 @@ def test_many_nodes_on_one_prefix_are_bound_by_s3s_documented_put_rate_which_is_
     assert t["write"]["value"] == pytest.approx(size / (3500 * PART))
     assert t["restore"]["value"] == pytest.approx(size / min(5500 * PART, t["restore"]["inputs"]["client_bytes_per_s"]))
     assert t["write_bound"].startswith("at S3's documented rate, not a bound")
-    lines = checkpoint_lines(plan(64, WRITABLE, model="llama3-70b")["checkpoint"])
+    lines = checkpoint_lines(plan(64, WRITABLE, model="llama3-70b", tier="s3")["checkpoint"])
     assert any(re.search(r"S3 \(Mountpoint\): write ~ ", ln) for ln in lines), lines
+    assert any(ln.startswith("  spec's tier s3, every 30 min: blocks ~ ") for ln in lines), lines
 
 
 def test_a_directory_bucket_takes_more_requests_than_one_prefix():
