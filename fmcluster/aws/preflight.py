@@ -221,6 +221,8 @@ def checks_for(spec: ClusterSpec, kind_checks: Sequence[PreflightCheck] = ()) ->
     for linked in repositories.linked_buckets(spec):
         p.append(PreflightCheck(f"repository:{linked}", f"data repository bucket {linked}", "s3",
                                 partial(repositories.check_repository_bucket, bucket=linked)))
+    for key, section in spec.storage.store_sections():  # each store's own checks (its folder's preflight.py)
+        p += section.preflight_checks(spec, key)
     p.append(PreflightCheck("cdk-bootstrap", "CDK bootstrap", "ssm", check_cdk_bootstrap))
     p.append(PreflightCheck("stacks", "existing stacks", "cloudformation", check_stacks))
     return p

@@ -5,6 +5,8 @@ checkpointing costs per hour and per failure.
 - fsx: the ranks write to FSx; durable once written; a restart reads FSx.
 - nvme: the ranks write to their node's NVMe (training goes on), then the copy to FSx runs; durable after both; a
   replaced node's NVMe is empty, so a restart reads FSx, never the NVMe.
+- s3: the ranks write straight to the S3 store through Mountpoint; durable once every file is closed; a restart reads
+  S3 (s3_store.py). S3 holds any amount, so `keep` always fits; the store's notes say what a job must do differently.
 - managed: HyperPod copies each GPU's shard to host memory over its PCIe link and replicates it to a neighbouring
   node; a replaced node reads its shard back from that neighbour over the network. Persisting to S3 runs on the
   library's own schedule and is not modelled. Rates in data/storage.json, unverified: times are lower bounds.
@@ -65,6 +67,12 @@ def chosen_tier(size: float, group: Any, spec: Any, targets: List[Dict[str, Any]
                     "reason": nvme.get("reason") or fsx.get("reason") or "no instance NVMe or FSx"}
         blocking, durable = val(nvme["write"]), val(nvme["write"]) + val(fsx["write"])
         restore, reads = val(fsx["restore"]), "FSx (a replaced node's NVMe is empty)"
+    elif ck.tier == "s3":
+        store = next((t for t in targets if t.get("store_tier") == "s3"), {})
+        if not store.get("available") or store.get("comparison"):
+            return {"tier": ck.tier, "available": False, "reason": store.get("reason") or "no writable S3 store"}
+        blocking = durable = val(store["write"])
+        restore, reads = val(store["restore"]), store["target"]
     else:
         blocking = durable = val(fsx["write"])
         restore, reads = val(fsx["restore"]), "FSx"
@@ -83,7 +91,15 @@ def chosen_tier(size: float, group: Any, spec: Any, targets: List[Dict[str, Any]
         "unverified": ck.tier != "fsx",
     }
     s3 = by.get("S3 (data repository association)", {})
-    if ck.tier != "managed" and ck.export_to_s3 and "write" in s3:
+    if ck.tier == "s3":
+        from fmcluster.spec.checkpoints import tier_store
+
+        store = next(t for t in targets if t.get("store_tier") == "s3")
+        out["write_bound"], out["restore_bound"] = store["write_bound"], store["restore_bound"]
+
+        found = tier_store(spec)
+        out["notes"] = found[1].checkpoint_notes() if found is not None else []
+    if ck.tier in ("fsx", "nvme") and ck.export_to_s3 and "write" in s3:
         start = val(nvme["write"]) if ck.tier == "nvme" else 0.0
         out["in_s3_after"] = fig(start + val(s3["write"]), "s", "the NVMe write (nvme) + the FSx write and its "
                                  "export through the data repository association", start_s=start)
@@ -100,6 +116,8 @@ def fits(size: float, group: Any, spec: Any) -> List[Dict[str, Any]]:
     ck, t = spec.checkpoints, group.instance
     found: List[Dict[str, Any]] = []
     per_node = size / group.count
+    if ck.tier == "s3":  # S3 holds any amount: nothing to fit
+        return found
     if ck.tier == "managed":
         have = ck.memory_percent / 100 * t.memory_mib * MIB
         need = MANAGED_COPIES_PER_NODE * per_node

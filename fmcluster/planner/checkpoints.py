@@ -13,6 +13,8 @@ max(size / rate, 2 x size / FSx throughput) after the write starts; a restore fr
 imports then reads, the same bound. Rates from data/storage.json; unverified ones are
 generous, so every time stays a lower bound. With a `checkpoints` section, ``tier`` holds the figures of the tier the
 spec deploys (checkpoint_tier.py): its blocking write, restore after a replaced node, overhead and cost.
+The S3 store (Mountpoint for Amazon S3, s3_store.py) is a target when the spec has it, and a comparison beside FSx
+when the spec has FSx only; ``s3_cost`` says what its checkpoints cost a month on S3 Standard and S3 Express One Zone.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from fmcluster.planner import s3_store
 from fmcluster.planner.checkpoint_tier import chosen_tier, managed_target
 from fmcluster.planner.figures import GB, fig, val
 from fmcluster.planner.models import Model
@@ -55,6 +58,9 @@ def checkpoint(model: Model, group: Any, spec: Any, step: Step, weight_bytes: in
         memory = managed_target(size, group, storage_facts()["managed_memory_tier"])
         memory["write_steps"] = _steps(val(memory["write"]), step)
         targets.insert(0, memory)
+    s3 = s3_target(size, group, spec, step)
+    if s3 is not None:
+        targets.append(s3)
     out: Dict[str, Any] = {
         "size": fig(size, "bytes", f"{per_param} bytes x params ({weight_bytes} of weights + {optimizer_bytes} of "
                     "optimizer state, as the framework keeps them)", params=model.params),
@@ -62,7 +68,33 @@ def checkpoint(model: Model, group: Any, spec: Any, step: Step, weight_bytes: in
         "targets": targets,
         "tier": chosen_tier(size, group, spec, targets, storage_facts(), usd_per_hour),
     }
+    if s3 is not None:
+        ck = spec.checkpoints
+        keep, interval = (ck.keep, ck.interval_minutes) if ck is not None else (3, 30)
+        from fmcluster.planner.cost import prices
+
+        out["s3_cost"] = {"keep": keep, "interval_minutes": interval, "assumed": ck is None,
+                          "classes": s3_store.monthly_cost(size, keep, interval, prices(), storage_facts(),
+                                                           spec.region),
+                          "fsx": "FSx for Lustre bills its provisioned capacity, whatever it holds: unpriced in this "
+                                 "data (see the cost section)" if spec.storage.fsx is not None else None}
     return out
+
+
+def s3_target(size: float, group: Any, spec: Any, step: Step) -> Optional[Dict[str, Any]]:
+    """The S3 store as a checkpoint target: the spec's (writable or not), or S3 Standard as a comparison beside FSx."""
+    found = s3_store.section(spec)
+    if found is None and spec.storage.fsx is None:
+        return None
+    clients = client_bytes_per_s(group, False)  # Mountpoint speaks TCP over ENA, never EFA
+    express = found is not None and getattr(found[1], "express", None) is not None
+    t = s3_store.target(size, group, spec, storage_facts(), clients, express, configured=found is not None)
+    t["available"] = True
+    t["comparison"] = found is None or bool(found[1].checkpoint_problems())
+    if found is not None and t["comparison"]:
+        t["note"] += f"; a comparison: storage.{found[0]} is read-only and takes no checkpoints"
+    t["write_steps"] = _steps(val(t["write"]), step)
+    return t
 
 
 def _steps(seconds: float, step: Step) -> float:
@@ -132,16 +164,21 @@ def fsx_and_s3(size: float, group: Any, spec: Any, step: Step) -> List[Dict[str,
     return [fsx_target, s3]
 
 
-def data_path(step: Step, spec: Any, bytes_per_token: float) -> Dict[str, Any]:
-    """Tokens per second the input pipeline must sustain at the step bound, against FSx."""
+def data_path(step: Step, spec: Any, bytes_per_token: float, group: Any = None) -> Dict[str, Any]:
+    """Tokens per second the input pipeline must sustain at the step bound, against FSx and the S3 store."""
     tps = step.tokens_per_s
     need = fig(tps * bytes_per_token, "bytes/s", "tokens per step / step bound x bytes per token",
                tokens_per_step=step.tokens, step_bound_s=step.bound_s, bytes_per_token=bytes_per_token)
     out: Dict[str, Any] = {"tokens_per_s": fig(tps, "tokens/s", "tokens per step / step bound", tokens_per_step=step.tokens,
                                                step_bound_s=step.bound_s), "bytes_per_s": need}
+    found = s3_store.section(spec)
+    if group is not None and (found is not None or spec.storage.fsx is not None):
+        out["s3"] = s3_store.stream(val(need), group, storage_facts(), client_bytes_per_s(group, False),
+                                    found is not None and getattr(found[1], "express", None) is not None)
+        out["s3"]["comparison"] = found is None
     ceiling = fsx_bytes_per_s(spec)
     if ceiling is None:
-        out.update(fsx=None, delivers=None, note="no FSx in the spec: the data path is not checked")
+        out.update(fsx=None, delivers=None, note="no FSx in the spec: the data path is not checked against FSx")
         return out
     out["fsx"] = fig(ceiling, "bytes/s", "capacity TiB x MB/s per TiB", capacity_gib=spec.storage.fsx.storage_capacity_gib)
     out["share_of_fsx"] = val(need) / ceiling

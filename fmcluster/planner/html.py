@@ -9,7 +9,15 @@ from typing import Any, Dict, Iterable, List, Sequence
 
 from fmcluster.planner.chart import legend, step_chart
 from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, plain, val
-from fmcluster.planner.text import compute_rates, hbm_fit, percent, pinned_lines, tier_lines
+from fmcluster.planner.text import (
+    compute_rates,
+    hbm_fit,
+    percent,
+    pinned_lines,
+    s3_cost_lines,
+    s3_stream_line,
+    tier_lines,
+)
 from fmcluster.planner.text import framework_line as text_framework_line
 
 CSS = """
@@ -218,11 +226,16 @@ def checkpoint_table(j: Dict[str, Any]) -> str:
         write = human_seconds(val(t["write"])) + f" ({plain(t['write_steps'], 2)} steps)" if "write" in t \
             else escape(t.get("write_reason", "-"))
         note = escape(t.get("note", "")) + (" <b>unverified rates</b>" if t.get("unverified") else "")
-        rows.append((escape(t["target"]), write, human_seconds(val(t["restore"])), escape(t.get("limited_by", "")), note))
+        if t.get("write_bound"):
+            note += escape(f"; write {t['write_bound']}; restore {t['restore_bound']}")
+        name = t["target"] + (" (comparison)" if t.get("comparison") else "")
+        rows.append((escape(name), write, human_seconds(val(t["restore"])), escape(t.get("limited_by", "")), note))
     tier = ck.get("tier")
     chosen = ""
     if tier is not None:
         chosen = "<p>" + "<br>".join(escape(line.strip()) for line in tier_lines(tier)) + "</p>"
+    if ck.get("s3_cost"):
+        chosen += "<p>" + "<br>".join(escape(line.strip()) for line in s3_cost_lines(ck["s3_cost"])) + "</p>"
     return (f"<h3>Checkpoints: {human_bytes(val(ck['size']))} ({ck['bytes_per_param']} bytes per parameter), "
             "lower bounds</h3>"
             + table(("target", "write", "restore", "limited by", "note"), rows) + chosen)
@@ -231,11 +244,12 @@ def checkpoint_table(j: Dict[str, Any]) -> str:
 def data_paragraph(j: Dict[str, Any]) -> str:
     d = j["data_path"]
     need = f"{human_count(val(d['tokens_per_s']))} tokens/s = {human_bytes(val(d['bytes_per_s']))}/s"
+    s3 = f"<p>{escape(s3_stream_line(d['s3']))}.</p>" if d.get("s3") else ""
     if d["fsx"] is None:
-        return f"<h3>Data path</h3><p>{escape(need)}; {escape(d['note'])}.</p>"
+        return f"<h3>Data path</h3><p>{escape(need)}; {escape(d['note'])}.</p>{s3}"
     verdict = '<span class="ok">FSx delivers it</span>' if d["delivers"] else '<span class="bad">more than FSx delivers</span>'
     return (f"<h3>Data path</h3><p>At the step bound the input pipeline reads {escape(need)}: "
-            f"{percent(d['share_of_fsx'])} of FSx's {human_bytes(val(d['fsx']))}/s. {verdict}.</p>")
+            f"{percent(d['share_of_fsx'])} of FSx's {human_bytes(val(d['fsx']))}/s. {verdict}.</p>{s3}")
 
 
 def all_layouts(j: Dict[str, Any]) -> str:

@@ -127,7 +127,7 @@ def job(spec: Any, group: Any, model: Model, opts: PlanOptions, cost: Dict[str, 
                                    best.memory.scheme.checkpoint_optimizer_bytes,
                                    sum(val(ln["usd_per_hour"]) for ln in lines if "usd_per_hour" in ln) if priced
                                    else None)
-    out["data_path"] = data_path(best.step, spec, opts.bytes_per_token)
+    out["data_path"] = data_path(best.step, spec, opts.bytes_per_token, group)
     out["tokens"] = dict(token_cost(opts.tokens, best.step.tokens_per_s, priced_for_job(cost, group.name)),
                          count=opts.tokens)
     est_tokens_s = best.step.tokens / best.estimate.seconds

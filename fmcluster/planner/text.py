@@ -168,6 +168,8 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     else:
         verdict = "FSx delivers it" if d["delivers"] else "MORE than FSx delivers"
         lines.append(data + f" = {percent(d['share_of_fsx'])} of FSx {human_bytes(val(d['fsx']))}/s: {verdict}")
+    if d.get("s3"):
+        lines.append("  " + s3_stream_line(d["s3"]))
     t = j["tokens"]
     excludes = f"; without {', '.join(t['usd_excludes'])}" if t.get("usd_excludes") else ""
     usd = (f">= {money(val(t['usd']))} at {money(t['usd']['inputs']['usd_per_hour'])}/h (this group and the shared "
@@ -236,14 +238,47 @@ def checkpoint_lines(ck: Dict[str, Any]) -> List[str]:
             continue
         parts = []
         if "write" in t:
-            parts.append(f"write >= {human_seconds(val(t['write']))} ({plain(t['write_steps'], 2)} steps)")
+            parts.append(f"write {_at_least(t, 'write')} {human_seconds(val(t['write']))} "
+                         f"({plain(t['write_steps'], 2)} steps)")
         elif "write_reason" in t:
             parts.append(t["write_reason"])
-        parts.append(f"restore >= {human_seconds(val(t['restore']))}")
+        parts.append(f"restore {_at_least(t, 'restore')} {human_seconds(val(t['restore']))}")
         if t.get("limited_by"):
             parts.append(f"limited by {t['limited_by']}")
-        lines.append(f"    {t['target']}: {', '.join(parts)}" + (" [unverified rates]" if t.get("unverified") else ""))
-    return lines + tier_lines(ck.get("tier"))
+        name = t["target"] + (" (comparison)" if t.get("comparison") else "")
+        lines.append(f"    {name}: {', '.join(parts)}" + (" [unverified rates]" if t.get("unverified") else ""))
+    return lines + tier_lines(ck.get("tier")) + s3_cost_lines(ck.get("s3_cost"))
+
+
+def s3_stream_line(s3: Dict[str, Any]) -> str:
+    where = "S3 Express One Zone" if s3["express"] else "S3"
+    verdict = "it delivers it" if s3["delivers"] else "MORE than it delivers"
+    where += " (comparison)" if s3.get("comparison") else ""
+    return (f"data from {where} through Mountpoint: {percent(s3['share'])} of "
+            f"{human_bytes(val(s3['delivers_bytes_per_s']))}/s (limited by {s3['limited_by']}; {s3['bound']}): "
+            f"{verdict}")
+
+
+def _at_least(t: Dict[str, Any], what: str) -> str:
+    """'>=' for a lower bound; '~' for a time at S3's documented request rate, which S3 may exceed."""
+    return "~" if str(t.get(f"{what}_bound", "lower bound")).startswith("at S3") else ">="
+
+
+def s3_cost_lines(cost: Optional[Dict[str, Any]]) -> List[str]:
+    """What the checkpoints on the S3 store cost a month, per storage class, beside FSx's capacity billing."""
+    if cost is None:
+        return []
+    how = f"keep {cost['keep']}, one every {cost['interval_minutes']} min" + (
+        " (assumed: no checkpoints section)" if cost["assumed"] else "")
+    lines = [f"  checkpoints on S3 a month ({how}):"]
+    for c in cost["classes"]:
+        notes = "; ".join([f"status {c['status']}", *c["notes"]])
+        lines.append(f"    {c['class']}: {money(val(c['usd_per_month']))} (storage {money(c['storage_usd'])}, "
+                     f"requests {money(c['requests_usd'])}, upload {money(c['upload_usd'])}); a restore "
+                     f"{money(val(c['restore_usd']))} [{notes}]")
+    if cost.get("fsx"):
+        lines.append(f"    {cost['fsx']}")
+    return lines
 
 
 def tier_lines(tier: Optional[Dict[str, Any]]) -> List[str]:
@@ -252,11 +287,13 @@ def tier_lines(tier: Optional[Dict[str, Any]]) -> List[str]:
         return []
     if not tier["available"]:
         return [f"  spec's tier {tier['tier']}: n/a ({tier['reason']})"]
-    head = (f"  spec's tier {tier['tier']}, every {tier['interval_minutes']} min: blocks >= "
-            f"{human_seconds(val(tier['blocking']))} ({percent(val(tier['overhead']))} of the run), durable after >= "
-            f"{human_seconds(val(tier['durable_after']))}, restore on a replaced node >= "
+    w, r = _at_least(tier, "write"), _at_least(tier, "restore")
+    head = (f"  spec's tier {tier['tier']}, every {tier['interval_minutes']} min: blocks {w} "
+            f"{human_seconds(val(tier['blocking']))} ({percent(val(tier['overhead']))} of the run), durable after {w} "
+            f"{human_seconds(val(tier['durable_after']))}, restore on a replaced node {r} "
             f"{human_seconds(val(tier['restore']))} from {tier['restore_reads']}")
     lines = [head + (" [unverified rates]" if tier["unverified"] else "")]
+    lines += [f"    {note}" for note in tier.get("notes", [])]
     lost = f"    a failure loses >= {plain(val(tier['lost_per_failure']), 2)} h of training"
     if "usd_per_failure" in tier:
         lost += (f" (${plain(val(tier['usd_per_failure']), 3)}); checkpointing costs "

@@ -12,6 +12,10 @@ Tiers:
   (``TieredStorageConfig`` of ``AWS::SageMaker::Cluster``), replicated to neighbouring nodes, and persists them to S3
   (a prefix of the cluster's data bucket). Only the orchestrator kinds that build a HyperPod cluster on EKS honour it;
   the others refuse it in their spec rules with `refused` below.
+- ``s3``: every rank writes its shard straight to the shared store whose section offers the tier (Mountpoint for
+  Amazon S3's ``storage.mountpoint_s3``, writable), below its mount point: durable in S3 once each file is closed. The
+  store says what it cannot do for checkpoints (`StoreSettings.checkpoint_problems`); every kind that mounts the store
+  honours it.
 """
 
 from __future__ import annotations
@@ -19,14 +23,16 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Any, FrozenSet, List, Literal, Optional
+from typing import Any, FrozenSet, List, Literal, Optional, Tuple
 
 from pydantic import Field, field_validator
 
 from fmcluster.spec.base import Problem, SpecModel
 
-TIERS = ("fsx", "nvme", "managed")
-Tier = Literal["fsx", "nvme", "managed"]
+TIERS = ("fsx", "nvme", "managed", "s3")
+Tier = Literal["fsx", "nvme", "managed", "s3"]
+# Tiers a store section provides (`StoreSettings.checkpoint_tier`) rather than FSx, the NVMe or a service.
+STORE_TIERS = frozenset({"s3"})
 # InstanceMemoryAllocationPercentage: the API takes 0-100 (SageMaker API reference, ClusterTieredStorageConfig), the
 # setup guide says "The range is 20-100" ("Set up managed tier checkpointing", Step 1); the spec takes the narrower.
 MANAGED_MEMORY_PERCENT = (20, 100)
@@ -39,7 +45,7 @@ MANAGED_NEEDS_HYPERPOD_EKS = (
 EVENTS_THAT_EXPORT_A_NEW_CHECKPOINT = "NEW"
 # The tiers a kind honours unless it declares others (`OrchestratorTraits.checkpoint_tiers`): a tier a kind's service
 # provides (managed) is refused by every kind that does not say it takes it.
-DEFAULT_TIERS = frozenset({"fsx", "nvme"})
+DEFAULT_TIERS = frozenset({"fsx", "nvme", "s3"})
 # Why a kind that does not declare a tier cannot honour it, unless the kind says why itself (`checkpoint_tier_note`).
 NOT_HONOURED = {"managed": MANAGED_NEEDS_HYPERPOD_EKS}
 
@@ -47,12 +53,14 @@ NOT_HONOURED = {"managed": MANAGED_NEEDS_HYPERPOD_EKS}
 class Checkpoints(SpecModel):
     """Where training jobs write checkpoints, how often, and how many complete ones the resume helper keeps."""
 
-    tier: Tier = Field(description="fsx (shared Lustre, exported to S3), nvme (instance-store NVMe, copied to FSx) "
-                                   "or managed (HyperPod on EKS managed tiered checkpointing: CPU memory, then S3).")
+    tier: Tier = Field(description="fsx (shared Lustre, exported to S3), nvme (instance-store NVMe, copied to FSx), "
+                                   "managed (HyperPod on EKS managed tiered checkpointing: CPU memory, then S3) or s3 "
+                                   "(straight to the writable Mountpoint for Amazon S3 mount, storage.mountpoint_s3).")
     directory: str = Field(
         "/checkpoints",
         description="fsx and nvme: the directory below the FSx mount point (and below the instance NVMe for nvme); "
-                    "managed: the prefix in the cluster's data bucket the checkpoints persist to.")
+                    "s3: the directory below the store's mount point; managed: the prefix in the cluster's data bucket "
+                    "the checkpoints persist to.")
     interval_minutes: int = Field(30, ge=1, le=10080,
                                   description="Minutes of training between checkpoints (what `plan` prices).")
     keep: int = Field(3, ge=1, le=1000, description="Complete checkpoints the resume helper keeps on each tier.")
@@ -97,6 +105,10 @@ def paths(spec: Any) -> Optional[CheckpointPaths]:
         return None
     if ck.tier == "managed":
         return CheckpointPaths("managed", f"s3://<data bucket>{ck.directory}/")
+    if ck.tier in STORE_TIERS:
+        store = tier_store(spec)
+        assert store is not None, "the section's rules require a store offering the tier"
+        return CheckpointPaths(ck.tier, store[1].mount_point.rstrip("/") + ck.directory)
     assert spec.storage.fsx is not None, "the section's rules require storage.fsx"
     durable = spec.storage.fsx.mount_point.rstrip("/") + ck.directory
     return CheckpointPaths(ck.tier, durable, ck.directory if ck.tier == "nvme" else None)
@@ -116,6 +128,8 @@ def problems(spec: Any) -> List[Problem]:
         return found
     if ck.memory_percent is not None:
         found.append(("checkpoints.memory_percent", f"applies to tier managed only, not {ck.tier}; leave it out"))
+    if ck.tier in STORE_TIERS:
+        return found + _store_problems(spec)
     fsx = spec.storage.fsx
     if fsx is None:
         why = ("the checkpoints live on it" if ck.tier == "fsx" else
@@ -134,6 +148,25 @@ def problems(spec: Any) -> List[Problem]:
                       "data_bucket_prefix: checkpoints/, auto_import: [], auto_export: [NEW, CHANGED]}, or set "
                       "export_to_s3: false"))
     return found
+
+
+def tier_store(spec: Any) -> Optional[Tuple[str, Any]]:
+    """(key, section) of the store section that offers the spec's checkpoint tier, or None."""
+    tier = spec.checkpoints.tier
+    return next(((k, s) for k, s in spec.storage.store_sections() if s.checkpoint_tier == tier), None)
+
+
+def _store_problems(spec: Any) -> List[Problem]:
+    ck = spec.checkpoints
+    found = tier_store(spec)
+    if found is None:
+        offered = [f"storage.{k}" for k, s in spec.storage.store_sections() if s.checkpoint_tier is not None]
+        return [("checkpoints.tier", f"{ck.tier} writes to the shared store section that offers it; the spec has "
+                 "none: add a writable storage.mountpoint_s3 (read_only: false)"
+                 + (f" ({', '.join(offered)} offer other tiers)" if offered else ""))]
+    key, section = found
+    return [(f"storage.{key}.{path}" if path else f"storage.{key}", f"checkpoints.tier {ck.tier}: {msg}")
+            for path, msg in section.checkpoint_problems()]
 
 
 def _exports(file_system_path: str, events: List[str], directory: str) -> bool:

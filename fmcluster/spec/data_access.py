@@ -28,12 +28,15 @@ def _overlap(a: str, b: str) -> bool:
 
 def checkpoint_prefix(spec: Any) -> Optional[str]:
     """The data bucket prefix the spec's checkpoints persist to: the managed tier's directory, or the part of the
-    bucket the association covering a file tier's directory maps it to (None: no section, or no such association)."""
+    bucket the association covering a file tier's directory maps it to (None: no section, a store's tier, or no such
+    association)."""
     ck = spec.checkpoints
     if ck is None:
         return None
     if ck.tier == "managed":
         return ck.directory.lstrip("/") + "/"
+    if ck.tier not in ("fsx", "nvme"):  # a store's tier (s3): its own bucket, not the data bucket
+        return None
     fsx = spec.storage.fsx
     for dra in fsx.data_repository_associations if fsx is not None else []:
         root = dra.file_system_path.rstrip("/") + "/"

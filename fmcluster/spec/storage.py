@@ -320,7 +320,22 @@ class StoreSettings(SpecModel):
     none of them (``OrchestratorTraits.mount_forms``), rather than fail at synth."""
 
     forms: ClassVar[FrozenSet[str]] = frozenset()
+    # the ``checkpoints.tier`` it offers (checkpoints written below its mount point), or None
+    checkpoint_tier: ClassVar[Optional[str]] = None
     mount_point: str
+
+    def checkpoint_problems(self) -> List[Problem]:
+        """Why this section cannot take the checkpoints of the tier it offers, as (path below it, message)."""
+        return []
+
+    def checkpoint_notes(self) -> List[str]:
+        """What a training job must do differently to checkpoint to it (said by `plan` and the docs)."""
+        return []
+
+    def preflight_checks(self, spec: Any, key: str) -> List[Any]:
+        """`fmcluster preflight`'s checks of this section (`fmcluster.aws.context.PreflightCheck`s; the store's own
+        module builds them, so the spec never imports boto3)."""
+        return []
 
     def spec_rules(self, spec: Any, at: str) -> List[Problem]:
         """Rules that read the rest of the spec (a `ClusterSpec`: the cluster's Region, AZ, network), their paths

@@ -180,7 +180,7 @@ def test_a_kind_refuses_the_managed_checkpoint_tier_unless_it_declares_it(toy_ki
     (problem,) = [p for p in e.value.problems if p.startswith("checkpoints.tier")]
     assert problem.startswith("checkpoints.tier: orchestrator toy cannot honour tier managed: managed tiered "
                               "checkpointing is a feature of SageMaker HyperPod clusters orchestrated by Amazon EKS")
-    assert problem.endswith("use fsx, nvme")
+    assert problem.endswith("use fsx, nvme, s3")
     registry.unregister(TOY.name)
     registry.register(Toy(**{**{f: getattr(TOY, f) for f in TOY.__dataclass_fields__},
                              "checkpoint_tiers": frozenset({"fsx", "nvme", "managed"})}))

@@ -37,7 +37,8 @@ def target(ck, name):
 def test_without_a_section_plan_shows_every_target_and_no_tier():
     ck = checkpoint()
     assert ck["tier"] is None and [t["target"] for t in ck["targets"]] == [
-        "instance NVMe", "FSx for Lustre", "S3 (data repository association)"]
+        "instance NVMe", "FSx for Lustre", "S3 (data repository association)", "S3 (Mountpoint)"]
+    assert ck["targets"][-1]["comparison"] is True
 
 
 def test_fsx_tier_blocks_for_the_fsx_write_and_restores_from_fsx():

@@ -101,4 +101,4 @@ def test_directory_is_absolute_and_normalized(directory):
 
 def test_unknown_tier_names_the_allowed_ones():
     (problem,) = problems(with_checkpoints(tier="ebs"))
-    assert problem.startswith("checkpoints.tier:") and "'fsx', 'nvme' or 'managed'" in problem
+    assert problem.startswith("checkpoints.tier:") and "'fsx', 'nvme', 'managed' or 's3'" in problem

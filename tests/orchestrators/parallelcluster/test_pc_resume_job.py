@@ -21,4 +21,4 @@ def test_the_requeuing_job_defaults_to_the_specs_checkpoints():
 def test_the_managed_tier_is_refused_with_its_source():
     (problem,) = problems_with_checkpoints("parallelcluster-p5", tier="managed", memory_percent=30)
     assert problem.startswith("checkpoints.tier: orchestrator parallelcluster cannot honour tier managed:")
-    assert "managed-tier-checkpointing-setup.html" in problem and problem.endswith("use fsx, nvme")
+    assert "managed-tier-checkpointing-setup.html" in problem and problem.endswith("use fsx, nvme, s3")

@@ -57,6 +57,7 @@ class MountpointS3(StoreSettings):
 
     # boot lines and a CSI volume (mount.py); no service mounts S3, and HyperPod's lifecycle scripts cannot yet
     forms: ClassVar[FrozenSet[str]] = frozenset({"boot", "kubernetes"})
+    checkpoint_tier: ClassVar[Optional[str]] = "s3"
 
     bucket: Optional[str] = Field(
         None, description="An existing bucket's name or ARN (a directory bucket's name ends --<zone id>--x-s3); "
@@ -189,6 +190,36 @@ class MountpointS3(StoreSettings):
                 found.append((f"{at}.bucket", f"the directory bucket is in {partition_region[3]}, the cluster in "
                               f"{spec.region}"))
         return found
+
+    def checkpoint_problems(self) -> List[Problem]:
+        if self.read_only:
+            return [("read_only", "checkpoints are written through the mount: set read_only: false (Mountpoint then "
+                     "writes new files sequentially; see allow_overwrite and allow_delete for replacing and pruning)")]
+        return []
+
+    def checkpoint_notes(self) -> List[str]:
+        # doc/SEMANTICS.md: new files, written sequentially from the start, one writer; no directory rename; file
+        # rename only on S3 Express One Zone. PyTorch DCP's FileSystemWriter writes .metadata.tmp and renames it.
+        notes = ["each rank writes its shard to a new file, sequentially, and closes it; no appends, no seeks back, "
+                 "no two writers to one file (Mountpoint, doc/SEMANTICS.md)",
+                 "a directory cannot be renamed: commit a checkpoint with a marker file written last, not a "
+                 "directory rename"]
+        if self.express is None:
+            notes.append("a general purpose bucket renames no file: PyTorch DCP's FileSystemWriter (it writes "
+                         ".metadata.tmp, then renames it) fails at the end of dcp.save; write shards that need no "
+                         "rename (torch.save of each shard to its final name) or use an S3 Express One Zone "
+                         "directory bucket, where Mountpoint renames files")
+        if not self.allow_overwrite:
+            notes.append("no file is replaced (allow_overwrite is off): each checkpoint goes to a new directory")
+        if not self.allow_delete:
+            notes.append("old checkpoints are not pruned through the mount (allow_delete is off): S3 keeps them "
+                         "until a lifecycle rule or another client deletes them")
+        return notes
+
+    def preflight_checks(self, spec: Any, key: str) -> List[Any]:
+        from fmcluster.platforms.storage.mountpoint_s3.preflight import checks
+
+        return checks(spec, key, self)
 
     def gateway_endpoints(self) -> List[str]:
         # S3 Express One Zone's zonal endpoints have a gateway endpoint of their own; without it the traffic goes

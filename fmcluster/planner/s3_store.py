@@ -1,0 +1,113 @@
+"""The S3 store (the store section offering checkpoint tier s3: Mountpoint for Amazon S3) beside FSx: checkpoint write
+and restore, dataset streaming, and what its checkpoints cost a month, on S3 Standard and S3 Express One Zone.
+
+Every node writes (or reads) its shard at once through Mountpoint, which moves files in parts of one request each. So
+a checkpoint takes ``size / min(nodes x node network, request rate x part size)``: the network term is generous (a
+lower bound on time); the request term is S3's documented floor for one partitioned prefix (general purpose buckets,
+which partition a busy prefix further over time) or the planner's reading of "hundreds of thousands of requests per
+second" for a directory bucket (unverified). Rates and prices in data/storage.json and data/prices.json, with sources.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from fmcluster.planner.figures import fig
+
+TIER = "s3"
+GIB = 2**30
+HOURS_PER_MONTH = 730
+
+
+def section(spec: Any) -> Optional[Tuple[str, Any]]:
+    """(key, section) of the store section that offers checkpoint tier s3, or None."""
+    return next(((k, s) for k, s in spec.storage.store_sections() if s.checkpoint_tier == TIER), None)
+
+
+def _rates(facts: Dict[str, Any], express: bool) -> Tuple[float, float, str]:
+    """(PUT/s, GET/s, what they are per) for the bucket type."""
+    if express:
+        rate = facts["express_one_zone"]["requests_per_s_per_bucket"]
+        return rate, rate, "directory bucket (S3 Express One Zone; unverified reading of 'hundreds of thousands')"
+    gp = facts["general_purpose"]
+    return gp["put_per_s_per_prefix"], gp["get_per_s_per_prefix"], "partitioned prefix (S3's documented floor)"
+
+
+def _transfer(size: float, clients: float, requests_per_s: float, part: float, verb: str,
+              per: str) -> Dict[str, Any]:
+    by_requests = requests_per_s * part
+    rate = min(clients, by_requests)
+    limited = "client network" if clients <= by_requests else f"S3 {verb} requests per {per}"
+    bound = ("lower bound (the node network is taken generously)" if clients <= by_requests
+             else "at S3's documented rate, not a bound (S3 may scale past it)")
+    return {"figure": fig(size / rate, "s", f"size / min(nodes x node network, {verb} requests/s x part size)",
+                          size=size, client_bytes_per_s=clients, requests_per_s=requests_per_s, part_bytes=part),
+            "limited_by": limited, "bound": bound}
+
+
+def target(size: float, group: Any, spec: Any, facts: Dict[str, Any], clients: float, express: Optional[bool] = None,
+           configured: bool = True) -> Dict[str, Any]:
+    """Writing every shard to, and reading it back from, the S3 store through Mountpoint."""
+    s3 = facts["s3"]
+    part = s3["mountpoint"]["part_size_bytes"]
+    put, get, per = _rates(s3, bool(express))
+    write = _transfer(size, clients, put, part, "PUT", per)
+    read = _transfer(size, clients, get, part, "GET", per)
+    name = "S3 Express One Zone (Mountpoint)" if express else "S3 (Mountpoint)"
+    out: Dict[str, Any] = {
+        "target": name, "store_tier": TIER, "available": configured, "write": write["figure"], "restore": read["figure"],
+        "limited_by": write["limited_by"], "write_bound": write["bound"], "restore_bound": read["bound"],
+        "restore_limited_by": read["limited_by"], "durable": True, "unverified": True,
+        "note": ("one AZ's durability (S3 Express One Zone)" if express else "durable in S3 once each file is closed")
+        + ("" if configured else "; a comparison: the spec has no writable storage.mountpoint_s3"),
+    }
+    return out
+
+
+def stream(step_bytes_per_s: float, group: Any, facts: Dict[str, Any], clients: float,
+           express: bool) -> Dict[str, Any]:
+    """What the S3 store delivers to the input pipeline, against what the step needs."""
+    s3 = facts["s3"]
+    _, get, per = _rates(s3, express)
+    part = s3["mountpoint"]["part_size_bytes"]
+    read = _transfer(1.0, clients, get, part, "GET", per)
+    rate = min(clients, get * part)
+    return {"delivers_bytes_per_s": fig(rate, "bytes/s", "min(nodes x node network, GET requests/s x part size)",
+                                        client_bytes_per_s=clients, requests_per_s=get, part_bytes=part),
+            "limited_by": read["limited_by"], "bound": read["bound"].replace("lower bound", "upper bound on rate"),
+            "share": step_bytes_per_s / rate if rate else float("inf"), "delivers": step_bytes_per_s <= rate,
+            "express": express}
+
+
+def monthly_cost(size: float, keep: int, interval_minutes: int, prices: Dict[str, Any], facts: Dict[str, Any],
+                 region: str) -> List[Dict[str, Any]]:
+    """What `keep` checkpoints stored and one written every `interval_minutes` cost a month, per storage class."""
+    part = facts["s3"]["mountpoint"]["part_size_bytes"]
+    table = prices["s3_storage"]
+    stored_gb, written_gb = keep * size / GIB, size / GIB
+    per_month = HOURS_PER_MONTH * 60 / interval_minutes
+    puts = -(-size // part)  # at least one part per part size; more with many small shards (a lower bound)
+    out: List[Dict[str, Any]] = []
+    for key in ("standard", "express_one_zone"):
+        p = table[key]
+        storage = stored_gb * p["usd_per_gb_month"]
+        requests = per_month * puts * p["usd_per_1000_put"] / 1000
+        upload = per_month * written_gb * p["usd_per_gb_upload"]
+        total = storage + requests + upload
+        notes = [] if region == p["region"] else [f"estimate: {region} not in the data, {p['region']} price"]
+        if p["status"] == "unverified":
+            notes.append("figures not checked against an AWS page or the Price List (docs/planning.md, Cost)")
+        out.append({
+            "class": p["item"], "status": p["status"], "source": p.get("page", p["source"]), "notes": notes,
+            "usd_per_month": fig(total, "USD/month", "stored GB x USD/GB-month + checkpoints a month x (PUTs x USD "
+                                 "per PUT + GB x USD per GB uploaded)", stored_gb=stored_gb, written_gb=written_gb,
+                                 checkpoints_per_month=per_month, puts_per_checkpoint=puts,
+                                 usd_per_gb_month=p["usd_per_gb_month"], usd_per_1000_put=p["usd_per_1000_put"],
+                                 usd_per_gb_upload=p["usd_per_gb_upload"]),
+            "storage_usd": storage, "requests_usd": requests, "upload_usd": upload,
+            "restore_usd": fig(puts * p["usd_per_1000_get"] / 1000 + written_gb * p["usd_per_gb_retrieval"], "USD",
+                               "GETs x USD per GET + GB x USD per GB retrieved (one restore)"),
+        })
+    return out
+
+
