@@ -110,6 +110,11 @@ def json_schema() -> Dict[str, Any]:
     return loading.json_schema(spec_model())
 
 
+def store_preflight_checks(spec: ClusterSpec) -> List[Any]:
+    """`fmcluster preflight`'s checks of every store the spec configures (`Store.preflight_checks`)."""
+    return [check for store in STORES if store.section(spec) is not None for check in store.preflight_checks(spec)]
+
+
 def status_describers() -> Dict[str, Any]:
     """Every kind's and store's status describers: `fmcluster status` describes what the deployed stacks hold, which
     may still be another kind's resources when the spec has switched orchestrators and is not deployed yet."""

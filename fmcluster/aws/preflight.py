@@ -172,9 +172,11 @@ def check_stacks(ctx: Context) -> Outcome:
     return Outcome(PASS, observed, expected)
 
 
-def checks_for(spec: ClusterSpec, kind_checks: Sequence[PreflightCheck] = ()) -> List[PreflightCheck]:
+def checks_for(spec: ClusterSpec, kind_checks: Sequence[PreflightCheck] = (),
+               store_checks: Sequence[PreflightCheck] = ()) -> List[PreflightCheck]:
     """The checks that apply to `spec`, in order (credentials first: later ones need the account); `kind_checks` are
-    the orchestrator kind's (`OrchestratorKind.preflight_checks`), run after fmcluster's quota checks."""
+    the orchestrator kind's (`OrchestratorKind.preflight_checks`), run after fmcluster's quota checks, `store_checks`
+    the configured stores' (`fmcluster.registry.store_preflight_checks`), after the buckets'."""
     p: List[PreflightCheck] = [
         PreflightCheck("credentials", "credentials and account", "sts", check_credentials),
         PreflightCheck("availability-zone", f"availability zone {spec.availability_zone}", "ec2", check_availability_zone),
@@ -221,8 +223,7 @@ def checks_for(spec: ClusterSpec, kind_checks: Sequence[PreflightCheck] = ()) ->
     for linked in repositories.linked_buckets(spec):
         p.append(PreflightCheck(f"repository:{linked}", f"data repository bucket {linked}", "s3",
                                 partial(repositories.check_repository_bucket, bucket=linked)))
-    for key, section in spec.storage.store_sections():  # each store's own checks (its folder's preflight.py)
-        p += section.preflight_checks(spec, key)
+    p += store_checks
     p.append(PreflightCheck("cdk-bootstrap", "CDK bootstrap", "ssm", check_cdk_bootstrap))
     p.append(PreflightCheck("stacks", "existing stacks", "cloudformation", check_stacks))
     return p
@@ -261,6 +262,7 @@ def run_preflight(
     progress: Optional[Progress] = None,
     ctx: Optional[Context] = None,
     kind_checks: Sequence[PreflightCheck] = (),
+    store_checks: Sequence[PreflightCheck] = (),
     deadline_s: Optional[float] = None,
     tolerate_unchecked: bool = False,
 ) -> Report:
@@ -268,7 +270,7 @@ def run_preflight(
     ctx = ctx or Context(spec=spec, aws=aws)
     if deadline_s is not None:
         ctx.deadline = time.monotonic() + deadline_s
-    planned = checks_for(spec, kind_checks)
+    planned = checks_for(spec, kind_checks, store_checks)
     checks = run_checks(ctx, planned, skip=skip, progress=progress, command="preflight", deadline_s=deadline_s)
     done = {c.id for c in checks}
     return Report("preflight", label or spec.name, aws.region, ctx.account, checks,

@@ -51,12 +51,13 @@ def _skips(values: List[str]) -> List[str]:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     from fmcluster.aws.preflight import run_preflight
-    from fmcluster.registry import kind_of, load_spec
+    from fmcluster.registry import kind_of, load_spec, store_preflight_checks
 
     spec = load_spec(args.file)
     aws = _clients(args, spec)
     report = run_preflight(spec, aws, label=args.file, skip=_skips(args.skip), progress=_progress,
-                           kind_checks=kind_of(spec).preflight_checks(spec), deadline_s=args.deadline,
+                           kind_checks=kind_of(spec).preflight_checks(spec),
+                           store_checks=store_preflight_checks(spec), deadline_s=args.deadline,
                            tolerate_unchecked=args.allow_unchecked)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.render_text())
     return report.exit_code

@@ -332,11 +332,6 @@ class StoreSettings(SpecModel):
         """What a training job must do differently to checkpoint to it (said by `plan` and the docs)."""
         return []
 
-    def preflight_checks(self, spec: Any, key: str) -> List[Any]:
-        """`fmcluster preflight`'s checks of this section (`fmcluster.aws.context.PreflightCheck`s; the store's own
-        module builds them, so the spec never imports boto3)."""
-        return []
-
     def spec_rules(self, spec: Any, at: str) -> List[Problem]:
         """Rules that read the rest of the spec (a `ClusterSpec`: the cluster's Region, AZ, network), their paths
         below `at` (``storage.<key>``)."""

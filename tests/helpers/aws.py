@@ -78,9 +78,9 @@ def stub_operation(client: Any, operation: str, *responses: Dict[str, Any]) -> L
 
 
 def preflight_checks(spec: Any) -> List[Any]:
-    """Every check `fmcluster preflight` runs for `spec`: fmcluster's and its orchestrator kind's, as the CLI
-    composes them."""
+    """Every check `fmcluster preflight` runs for `spec`: fmcluster's, its orchestrator kind's and its stores', as the
+    CLI composes them."""
     from fmcluster.aws.preflight import checks_for
-    from fmcluster.registry import kind_of
+    from fmcluster.registry import kind_of, store_preflight_checks
 
-    return checks_for(spec, kind_of(spec).preflight_checks(spec))
+    return checks_for(spec, kind_of(spec).preflight_checks(spec), store_preflight_checks(spec))

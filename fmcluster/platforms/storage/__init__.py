@@ -394,6 +394,11 @@ class Store:
         """``fmcluster status``'s describers of its resources, by resource type (`fmcluster.aws.status.Describer`)."""
         return {}
 
+    def preflight_checks(self, spec: ClusterSpec) -> List[Any]:
+        """``fmcluster preflight``'s checks of its section (`fmcluster.aws.context.PreflightCheck`s; called only
+        where the spec configures it)."""
+        return []
+
 
 @dataclass(frozen=True)
 class Mounts:

@@ -9,11 +9,15 @@ modules when called, so reading a spec never loads CDK.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, List
 
 from fmcluster.platforms.storage import BuiltStore, ChangeRules, StorageScope, Store
 from fmcluster.platforms.storage.mountpoint_s3.mount import CSI_ADDON
 from fmcluster.platforms.storage.mountpoint_s3.mount import STORE as NAME
 from fmcluster.platforms.storage.mountpoint_s3.settings import MountpointS3
+
+if TYPE_CHECKING:
+    from fmcluster.spec.cluster import ClusterSpec
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,11 @@ class MountpointForS3(Store):
         if settings is None:
             raise ValueError(f"spec: storage.{self.spec_key} is not configured; nothing to build")
         return build(scope, settings)
+
+    def preflight_checks(self, spec: ClusterSpec) -> List[Any]:
+        from fmcluster.platforms.storage.mountpoint_s3.preflight import checks
+
+        return checks(spec, self.spec_key, self.section(spec))
 
     def changes(self) -> ChangeRules:
         from fmcluster.platforms.storage.mountpoint_s3.changes import RULES

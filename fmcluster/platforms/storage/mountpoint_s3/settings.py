@@ -216,11 +216,6 @@ class MountpointS3(StoreSettings):
                          "until a lifecycle rule or another client deletes them")
         return notes
 
-    def preflight_checks(self, spec: Any, key: str) -> List[Any]:
-        from fmcluster.platforms.storage.mountpoint_s3.preflight import checks
-
-        return checks(spec, key, self)
-
     def gateway_endpoints(self) -> List[str]:
         # S3 Express One Zone's zonal endpoints have a gateway endpoint of their own; without it the traffic goes
         # through the NAT gateway (Amazon S3 User Guide, "Networking for S3 Express One Zone")

@@ -12,7 +12,7 @@ from helpers.aws import make_ctx, make_spec, preflight_checks, stub_operation
 
 from fmcluster.aws.context import run_checks
 from fmcluster.aws.results import ERROR, FAIL, PASS
-from fmcluster.platforms.storage.mountpoint_s3 import express_zones
+from fmcluster.platforms.storage.mountpoint_s3 import preflight
 
 pytestmark = pytest.mark.usefixtures("moto")
 
@@ -44,13 +44,13 @@ def test_an_az_without_express_fails_naming_the_zones_that_have_it():
     assert result.status == FAIL
     assert result.observed == "us-east-1b is use1-az1 in this account: S3 Express One Zone is not offered there"
     assert "us-east-1a (use1-az6)" in result.remedy and "us-east-1d (use1-az4)" in result.remedy
-    assert "use1-az4, use1-az5, use1-az6" in result.expected and express_zones.READ in result.expected
+    assert "use1-az4, use1-az5, use1-az6" in result.expected and preflight.READ in result.expected
 
 
 def test_a_region_not_in_the_list_fails_with_the_list():
     result = run(express_spec("eu-west-2a", region="eu-west-2"))
     assert result.status == FAIL and result.observed.startswith("eu-west-2 is not in the list of Regions")
-    assert "us-east-1" in result.observed and "express_zones.py" in result.remedy
+    assert "us-east-1" in result.observed and "mountpoint_s3/preflight.py" in result.remedy
 
 
 def test_a_named_zone_that_is_not_the_gpu_azs_fails():
