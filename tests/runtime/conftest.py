@@ -160,6 +160,10 @@ class FixtureNode:
         assert dlami_nvme in mounts
         mounts = mounts.replace(dlami_nvme + "\n", raid0 + "\n" if disks_up else "")
         (root / "proc/mounts").write_text(mounts)
+        # df answers for the xfs array once nodeadm has made it: about 0.1% less than the 30.4 TB of disks (log and
+        # allocation-group headers; our figure)
+        self.edit_tool("df", "  /opt/dlami/nvme) size=29914365718528 ;;\n",
+                       f"  {disks}) size=30371874439168 ;;\n" if disks_up else "")
         # kubelet.service is not enabled on the AMI: nodeadm-run.service starts it (nodeadm init's run phase)
         self.tool("systemctl", '[ "$1" = "is-active" ] || { echo "fake systemctl: unsupported: $*" >&2; exit 1; }\n'
                                'shift\nfor u in "$@"; do\n'
