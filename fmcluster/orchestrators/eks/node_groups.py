@@ -104,8 +104,9 @@ def ami_type(instance: catalog.InstanceType) -> eks.NodegroupAmiType:
 
 def eks_node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
     """The group's NodeProfile as EKS nodes check it: the AL2023 NVIDIA AMI's stack, the instance NVMe at the tier's
-    path (bound onto nodeadm's array before the validator runs), kubelet as the agent, the report left to the node gate (policy report on the node)."""
-    has_nvme = bool(group.instance.nvme_disks)
+    path (bound onto nodeadm's array before the validator runs), kubelet as the agent, the report left to the node
+    gate (policy report on the node)."""
+    has_nvme = NVME.size(group.instance) is not None
     return NodeProfile.from_catalog(
         group.instance_type,
         mounts=mounts(spec, group),

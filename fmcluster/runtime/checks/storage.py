@@ -8,8 +8,8 @@ import threading
 from typing import Any, Dict, List, Tuple
 
 from ..node import ProbeError
-from ..probes.lustre import HEALTHY_IMPORT, LCTL_IMPORTS, LNET_SHOW, parse_imports, parse_lnet_nets
 from ..probes.filesystem import size_bytes
+from ..probes.lustre import HEALTHY_IMPORT, LCTL_IMPORTS, LNET_SHOW, parse_imports, parse_lnet_nets
 from ..probes.mounts import mounts
 from .registry import Ctx, Result, bad, check, has_instance_store, ok, skip
 
