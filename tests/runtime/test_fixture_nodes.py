@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -265,6 +266,12 @@ def test_instance_store_size_unreadable_is_an_error_not_a_pass(p5):
     assert res.status("storage.instance_store") == "error"
     p5.tool("df", 'printf "     1B-blocks Mounted on\\n29914365718528 /\\n"\n')  # the root's: not mounted there
     assert p5.run("--level", "fast").status("storage.instance_store") == "error"
+    p5.tool("df", 'printf "     1B-blocks Mounted on\\n29914365718528 /opt/dlami/nvme\\n"\n')
+    no_size = p5.profile()
+    profile = json.loads(no_size.read_text())
+    profile["facts"]["nvme_gb"] = 0  # disks without a size: the size check cannot run, which is no pass
+    no_size.write_text(json.dumps(profile))
+    assert p5.run("--level", "fast", profile=no_size).status("storage.instance_store") == "error"
 
 
 def test_slurmd_inactive(p5):

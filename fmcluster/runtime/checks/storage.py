@@ -228,12 +228,12 @@ def instance_store(ctx: Ctx) -> Result:
         return bad(observed, expected, "an instance-store disk is missing: stop/start the instance")
     if got is None:
         return bad(observed, expected, f"assemble the disks (LVM/RAID0) and mount them on {path}")
-    if not want_gb:
-        return ok(observed, expected, "the catalog has no size for the type: size not checked")
+    if not want_gb:  # a check that cannot run is no pass
+        raise ProbeError("the profile's facts give nvme_disks but no nvme_gb: the size cannot be checked")
     size = size_bytes(ctx, path)
     observed += f", {size / 1e9:,.0f} GB"
     expected += f", {NVME_SIZE_FLOOR:.0%}-{NVME_SIZE_CEILING:.0%} of the catalog's {want_gb:,} GB"
     if not NVME_SIZE_FLOOR * want_gb * 1e9 <= size <= NVME_SIZE_CEILING * want_gb * 1e9:
-        return bad(observed, expected, f"{path} is not the whole instance store: `lsblk` and `mdadm --detail --scan` "
-                   "show which disks it spans; reassemble all of them (the array's data is scratch) or replace the node")
+        return bad(observed, expected, f"{path} is not the whole instance store: `lsblk` shows which disks it spans; "
+                   "reassemble it over all of them (its data is scratch) or replace the node")
     return ok(observed, expected)
