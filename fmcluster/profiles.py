@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from fmcluster.platforms.storage.instance_nvme.tier import NVME
 from fmcluster.runtime.observability import DCGM_EXPORTER_PORT, NODE_EXPORTER_PORT
 from fmcluster.runtime.profile import NodeProfile
 from fmcluster.spec import ClusterSpec, NodeGroup
@@ -47,6 +48,7 @@ def node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
         orchestrator=spec.orchestrator_kind.node_agent,
         policy=spec.validation_policy,
         level=spec.validation.level,
+        instance_store=NVME.path if NVME.size(group.instance) is not None else None,
     )
 
 

@@ -23,8 +23,9 @@ from typing import Dict, Iterator, Set, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fmcluster"
 
-# Modules of a kind or platform that are data read by the spec (settings models, pinned versions, constants).
-SPEC_LEAVES = ("settings", "versions", "addresses", "node_checks")
+# Modules of a kind or platform that are data read by the spec (settings models, pinned versions, constants, a
+# node-local storage tier's declaration).
+SPEC_LEAVES = ("settings", "versions", "addresses", "node_checks", "tier")
 
 
 def layer_of(module: str) -> str:
@@ -196,7 +197,8 @@ def test_the_layer_test_sees_what_it_must():
     """Guard the guard: function-level and TYPE_CHECKING imports are seen, and the modules land in their layers."""
     g, typed = graph(), graph(type_checking=True)
     assert "fmcluster.cli.aws_commands" in g["fmcluster.cli"]
-    declarations = [m for m in g if layer_of(m) == "kinds" and m != "fmcluster.orchestrators.kind"]
+    # a folder whose __init__ only describes it (the instance NVMe tier: nothing to build) declares no methods
+    declarations = [m for m in g if layer_of(m) == "kinds" and m != "fmcluster.orchestrators.kind" and g[m]]
     assert declarations and all(any(layer_of(i) == "orchestration" for i in g[m]) for m in declarations)  # in bind
     assert "fmcluster.orchestrators.context" in typed["fmcluster.orchestrators.kind"]  # TYPE_CHECKING only
     assert "fmcluster.orchestrators.context" not in g["fmcluster.orchestrators.kind"]
@@ -211,6 +213,7 @@ def test_the_layer_test_sees_what_it_must():
     assert layer_of("fmcluster.platforms.storage.somestore") == "kinds"  # a store's declaration
     assert layer_of("fmcluster.platforms.storage.somestore.construct") == "orchestration"
     assert layer_of("fmcluster.platforms.storage.somestore.settings") == "spec"
+    assert layer_of("fmcluster.platforms.storage.instance_nvme.tier") == "spec"  # read by the spec and the planner
     assert layer_of("fmcluster.platforms.storage.somestore.preflight") == "aws"
     assert layer_of("fmcluster.platforms.storage.somestore.node.tool") == "node"
 

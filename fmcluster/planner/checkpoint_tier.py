@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from fmcluster.planner.figures import GB, fig, val
+from fmcluster.platforms.storage.instance_nvme.tier import NVME
 
 MIB = 2**20
 GIB = 2**30
@@ -56,7 +57,7 @@ def chosen_tier(size: float, group: Any, spec: Any, targets: List[Dict[str, Any]
         return None
     by = {t["target"]: t for t in targets}
     interval = ck.interval_minutes * 60.0
-    fsx, nvme = by.get("FSx for Lustre", {}), by.get("instance NVMe", {})
+    fsx, nvme = by.get("FSx for Lustre", {}), by.get(NVME.title, {})
     if ck.tier == "managed":
         mem = managed_target(size, group, facts["managed_memory_tier"])
         blocking, durable = val(mem["write"]), val(mem["write"]) + val(mem["replicate"])
@@ -130,8 +131,9 @@ def fits(size: float, group: Any, spec: Any) -> List[Dict[str, Any]]:
         need = ck.keep * size
         found.append({"where": "FSx", "need_bytes": need, "have_bytes": have, "fits": need <= have,
                       "formula": "keep x size vs FSx capacity (shared with everything else on it)"})
-    if ck.tier == "nvme" and t.nvme_gb:
-        have = t.nvme_gb * 1e9
+    node = NVME.size(t)
+    if ck.tier == NVME.name and node is not None:
+        have = node.bytes
         need = ck.keep * per_node
         found.append({"where": "instance NVMe per node", "need_bytes": need, "have_bytes": have, "fits": need <= have,
                       "formula": "keep x size / nodes vs the node's instance store (shared with container images)"})

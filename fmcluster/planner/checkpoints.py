@@ -10,7 +10,8 @@ capacity x throughput per TiB (FSx performance guide). Data repository associati
 data to and from S3 through the file servers: the export reads what the write put there,
 both against the same throughput, so S3 holds a checkpoint no sooner than
 max(size / rate, 2 x size / FSx throughput) after the write starts; a restore from S3
-imports then reads, the same bound. Rates from data/storage.json; unverified ones are
+imports then reads, the same bound. Rates from data/storage.json (the instance NVMe's from its declaration,
+platforms/storage/instance_nvme/tier.py); unverified ones are
 generous, so every time stays a lower bound. With a `checkpoints` section, ``tier`` holds the figures of the tier the
 spec deploys (checkpoint_tier.py): its blocking write, restore after a replaced node, overhead and cost.
 The S3 store (Mountpoint for Amazon S3, s3_store.py) is a target when the spec has it, and a comparison beside FSx
@@ -29,6 +30,7 @@ from fmcluster.planner.checkpoint_tier import chosen_tier, managed_target
 from fmcluster.planner.figures import GB, fig, val
 from fmcluster.planner.models import Model
 from fmcluster.planner.steptime import Step
+from fmcluster.platforms.storage.instance_nvme.tier import NVME
 
 CHECKPOINT_BYTES_PER_PARAM = 14
 SCRATCH_2_MBPS_PER_TIB = 200
@@ -102,19 +104,21 @@ def _steps(seconds: float, step: Step) -> float:
 
 
 def nvme(size: float, group: Any, step: Step) -> Dict[str, Any]:
+    """Writing every node's shards to its own instance NVMe (the declared tier `NVME`) and reading them back."""
     t = group.instance
-    facts = storage_facts()["nvme_per_disk_mbps"]
-    if not t.nvme_gb or not t.nvme_disks or not t.is_verified("nvme_gb"):
-        return {"target": "instance NVMe", "available": False,
+    node = NVME.size(t)
+    if node is None or not node.verified:
+        return {"target": NVME.title, "available": False,
                 "reason": f"the catalog has no verified instance store for {t.name}"}
-    disks = group.count * t.nvme_disks
-    write_bps, read_bps = disks * facts["write"] * MB, disks * facts["read"] * MB
+    disks = group.count * node.disks
+    write_bps, read_bps = disks * NVME.write_mbps_per_disk * MB, disks * NVME.read_mbps_per_disk * MB
     write = fig(size / write_bps, "s", "size / (nodes x disks x per-disk write MB/s)", size=size, nodes=group.count,
-                disks_per_node=t.nvme_disks, write_mbps_per_disk=facts["write"])
+                disks_per_node=node.disks, write_mbps_per_disk=NVME.write_mbps_per_disk)
     read = fig(size / read_bps, "s", "size / (nodes x disks x per-disk read MB/s)", size=size, nodes=group.count,
-               disks_per_node=t.nvme_disks, read_mbps_per_disk=facts["read"])
-    return {"target": "instance NVMe", "available": True, "write": write, "restore": read,
-            "write_steps": _steps(val(write), step), "durable": False, "unverified": bool(facts.get("unverified")),
+               disks_per_node=node.disks, read_mbps_per_disk=NVME.read_mbps_per_disk)
+    return {"target": NVME.title, "available": True, "write": write, "restore": read,
+            "write_steps": _steps(val(write), step), "durable": False, "unverified": NVME.rates_unverified,
+            "path": NVME.path, "gb_per_node": node.gb,
             "note": "local and lost with the node; copy to FSx or S3 for durability"}
 
 

@@ -69,7 +69,9 @@ def ssh_key_ok(line: str) -> bool:
 
 
 # --- where node data lives ----------------------------------------------------------------------------------
-INSTANCE_NVME_ROOT = "/opt/dlami/nvme"  # DLAMI: instance-store NVMe (RAID0 when several), mounted by dlami-nvme
+# The instance NVMe on every kind (the node-local tier, platforms/storage/instance_nvme/tier.py): where the DLAMI's
+# dlami-nvme and ParallelCluster's EphemeralVolume mount it, and EKS nodes bind a directory of nodeadm's array.
+INSTANCE_NVME_ROOT = "/opt/dlami/nvme"
 HYPERPOD_EBS_ROOT = "/opt/sagemaker"  # HyperPod: the instance group's extra EBS volume (InstanceStorageConfigs)
 DOCKER_DATA_ROOT_KEY = "data-root"  # daemon.json
 ENROOT_PATH_KEYS = ("ENROOT_RUNTIME_PATH", "ENROOT_CACHE_PATH", "ENROOT_DATA_PATH", "ENROOT_TEMP_PATH")

@@ -27,6 +27,7 @@ from typing import Any, FrozenSet, List, Literal, Optional, Tuple
 
 from pydantic import Field, field_validator
 
+from fmcluster.platforms.storage.instance_nvme.tier import NVME
 from fmcluster.spec.base import Problem, SpecModel
 
 TIERS = ("fsx", "nvme", "managed", "s3")
@@ -89,7 +90,8 @@ class CheckpointPaths:
     :param tier: the spec's tier.
     :param durable: the shared directory every node restores from (fsx, nvme), or the S3 prefix ``s3://<data
         bucket>/<prefix>`` as a template (managed: the bucket name is known at deploy only).
-    :param local: nvme only: the directory below the instance NVMe root (the kind's nodes decide the root).
+    :param local: nvme only: the directory on every node's instance NVMe, below the tier's declared path (the same on
+        every kind: platforms/storage/instance_nvme/tier.py).
     """
 
     tier: str
@@ -111,7 +113,7 @@ def paths(spec: Any) -> Optional[CheckpointPaths]:
         return CheckpointPaths(ck.tier, store[1].mount_point.rstrip("/") + ck.directory)
     assert spec.storage.fsx is not None, "the section's rules require storage.fsx"
     durable = spec.storage.fsx.mount_point.rstrip("/") + ck.directory
-    return CheckpointPaths(ck.tier, durable, ck.directory if ck.tier == "nvme" else None)
+    return CheckpointPaths(ck.tier, durable, NVME.below(ck.directory) if ck.tier == NVME.name else None)
 
 
 def problems(spec: Any) -> List[Problem]:
@@ -138,7 +140,7 @@ def problems(spec: Any) -> List[Problem]:
         return found
     if ck.tier == "nvme":
         for i, g in enumerate(spec.node_groups):
-            if g.role == "gpu" and not g.instance.nvme_disks:
+            if g.role == "gpu" and NVME.size(g.instance) is None:
                 found.append((f"node_groups[{i}].instance_type", f"checkpoints.tier nvme needs instance-store NVMe; "
                               f"{g.instance_type} has none (EC2 instance types reference): use tier fsx"))
     if ck.export_to_s3 and not any(_exports(d.file_system_path, d.auto_export, ck.directory)

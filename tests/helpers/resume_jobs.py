@@ -12,7 +12,6 @@ from typing import Any, Dict, List, Optional, Tuple
 import yaml
 
 from fmcluster.registry import parse_spec
-from fmcluster.runtime.contract import INSTANCE_NVME_ROOT
 from fmcluster.spec import SpecError
 from fmcluster.spec.checkpoints import paths
 
@@ -31,7 +30,7 @@ def shell_defaults(script: Path) -> Dict[str, str]:
     return dict(pattern.findall(script.read_text()))
 
 
-def expected_settings(spec: Any, nvme_root: str = INSTANCE_NVME_ROOT) -> Dict[str, str]:
+def expected_settings(spec: Any) -> Dict[str, str]:
     """What a job's checkpoint defaults must be for `spec`: its tier, directories, interval and retention."""
     where = paths(spec)
     assert where is not None, "the example spec has a checkpoints section"
@@ -39,7 +38,7 @@ def expected_settings(spec: Any, nvme_root: str = INSTANCE_NVME_ROOT) -> Dict[st
     out = {"TIER": ck.tier, "DURABLE_ROOT": where.durable, "INTERVAL_MINUTES": str(ck.interval_minutes),
            "KEEP": str(ck.keep)}
     if where.local is not None:
-        out["LOCAL_ROOT"] = nvme_root + where.local
+        out["LOCAL_ROOT"] = where.local
     return out
 
 

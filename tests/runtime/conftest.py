@@ -112,7 +112,7 @@ class FixtureNode:
             else:
                 self.write("/sys/module/gdrdrv/version", gdrcopy + "\n")
 
-    def eks_al2023(self, driver: str, disks: str, *, after: str) -> None:
+    def eks_al2023(self, driver: str, disks: str, *, after: str, bound_at: Optional[str] = None) -> None:
         """Turn the DLAMI node into what the EKS-optimized AL2023 NVIDIA AMI carries (amazon-eks-ami CHANGELOG and its
         al2023 provisioners): the NVIDIA open kernel module `driver` with its user-space libraries in /usr/lib64, kernel
         6.12, the EFA kernel module and rdma-core only (aws-efa-installer --minimal: no libfabric, fi_info or
@@ -120,8 +120,10 @@ class FixtureNode:
 
         `after`: the boot unit that has just ended (EKS_BOOT_ORDER). User data runs in cloud-final.service, before
         nodeadm-run.service has assembled the instance NVMe or started kubelet; after nodeadm-run.service nodeadm's
-        RAID0 of the instance NVMe is mounted on `disks` (xfs) and kubelet is active. Synthesized, not captured: no
-        public capture of such a node exists."""
+        RAID0 of the instance NVMe is mounted on `disks` (xfs) and kubelet is active; with `bound_at`, a directory of the
+        array is also bound there, as fmcluster's boot-validation unit does before its validator runs (a bind mount's
+        /proc/mounts line names the array's device, file system and options). Synthesized, not captured: no public
+        capture of such a node exists."""
         if after not in EKS_BOOT_ORDER:
             raise ValueError(f"after: {after!r} is not one of {EKS_BOOT_ORDER}")
         root = self.root
@@ -158,8 +160,14 @@ class FixtureNode:
         disks_up = EKS_BOOT_ORDER.index(after) >= EKS_BOOT_ORDER.index("nodeadm-run.service")
         dlami_nvme = "/dev/mapper/vg.01-lv_ephemeral /opt/dlami/nvme ext4 rw,relatime 0 0"
         assert dlami_nvme in mounts
-        mounts = mounts.replace(dlami_nvme + "\n", raid0 + "\n" if disks_up else "")
+        bound = raid0.replace(f" {disks} ", f" {bound_at} ") + "\n" if bound_at else ""
+        mounts = mounts.replace(dlami_nvme + "\n", raid0 + "\n" + bound if disks_up else "")
         (root / "proc/mounts").write_text(mounts)
+        # df answers for the xfs array once nodeadm has made it: about 0.1% less than the 30.4 TB of disks (log and
+        # allocation-group headers; our figure)
+        answers = "|".join([disks] + ([bound_at] if bound_at else []))
+        self.edit_tool("df", "  /opt/dlami/nvme) size=29914365718528 ;;\n",
+                       f"  {answers}) size=30371874439168 ;;\n" if disks_up else "")
         # kubelet.service is not enabled on the AMI: nodeadm-run.service starts it (nodeadm init's run phase)
         self.tool("systemctl", '[ "$1" = "is-active" ] || { echo "fake systemctl: unsupported: $*" >&2; exit 1; }\n'
                                'shift\nfor u in "$@"; do\n'

@@ -186,7 +186,7 @@ def test_standard_level_calls_each_command_once(p5, efa):
     assert all(o.result.status in ("pass", "skip") for o in outcomes), [(o.check.id, o.result.observed)
                                                                           for o in outcomes]
     assert len(node.calls) == len(set(node.calls))
-    tools = {"nvidia-smi", "fi_info", "systemctl", "lfs", "dcgmi", "scontrol", "lctl"}
+    tools = {"nvidia-smi", "fi_info", "systemctl", "lfs", "dcgmi", "scontrol", "lctl", "df"}
     assert {c[0] for c in node.calls} == (tools | {"lnetctl"} if efa else tools)
 
 

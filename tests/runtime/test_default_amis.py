@@ -21,6 +21,8 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 from fmcluster import registry
+from fmcluster.orchestrators.eks.node_groups import K8S_DISKS
+from fmcluster.platforms.storage.instance_nvme.tier import NVME
 from fmcluster.registry import load_spec, parse_spec
 from fmcluster.runtime import versions
 from fmcluster.runtime.profile import NodeProfile
@@ -191,9 +193,10 @@ def test_every_kind_has_its_default_ami_and_a_case_on_hopper_and_blackwell():
 def on_the_ami(tmp_path: Path, itype: str, ami: Ami, profile: NodeProfile):
     node = copy_node(tmp_path, itype)
     if ami is EKS:
-        assert profile.instance_store  # nodeadm's RAID0 of the instance NVMe
-        # the boot validation runs after nodeadm-run.service (node_groups.VALIDATE_AFTER), once the RAID0 is mounted
-        node.eks_al2023(ami.driver, profile.instance_store, after="nodeadm-run.service")
+        assert profile.instance_store == NVME.path  # bound onto nodeadm's RAID0 of the instance NVMe
+        # the boot validation runs after nodeadm-run.service (node_groups.VALIDATE_AFTER), once the RAID0 is mounted,
+        # and binds the tier's path onto it first
+        node.eks_al2023(ami.driver, K8S_DISKS, after="nodeadm-run.service", bound_at=NVME.path)
         return node
     assert ami.efa_installer and ami.libfabric and ami.aws_ofi_nccl
     node.set_stack(driver=ami.driver, cuda=ami.cuda, efa_installer=ami.efa_installer, libfabric=ami.libfabric,

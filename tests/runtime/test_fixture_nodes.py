@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -236,6 +237,41 @@ def test_instance_store_missing_disk(p5):
     p5.remove("/sys/class/nvme/nvme8")
     res = p5.run("--level", "fast")
     assert res.not_passing() == {"storage.instance_store": "fail"}
+
+
+def test_instance_store_of_the_catalog_size_passes_and_says_its_size(p5):
+    res = p5.run("--level", "fast")
+    check = res.check("storage.instance_store")
+    assert check["status"] == "pass" and "/opt/dlami/nvme mounted (ext4" in check["observed"]
+    assert "29,914 GB" in check["observed"] and "of the catalog's 30,400 GB" in check["expected"]
+
+
+def test_instance_store_smaller_than_the_catalog_says_fails(p5):
+    """Seven of the eight 3,800 GB disks in the array (one left out when it was assembled): 26.2 TB of 30.4."""
+    p5.edit_tool("df", "size=29914365718528", "size=26175070003200")
+    res = p5.run("--level", "fast")
+    assert res.not_passing() == {"storage.instance_store": "fail"}
+    assert "26,175 GB" in res.check("storage.instance_store")["observed"]
+
+
+def test_instance_store_on_another_volume_fails(p5):
+    """A 100 GiB EBS volume mounted at the path instead of the array."""
+    p5.edit_tool("df", "size=29914365718528", "size=107374182400")
+    assert p5.run("--level", "fast").not_passing() == {"storage.instance_store": "fail"}
+
+
+def test_instance_store_size_unreadable_is_an_error_not_a_pass(p5):
+    p5.tool("df", 'echo "df: /opt/dlami/nvme: Input/output error" >&2; exit 1\n')
+    res = p5.run("--level", "fast")
+    assert res.status("storage.instance_store") == "error"
+    p5.tool("df", 'printf "     1B-blocks Mounted on\\n29914365718528 /\\n"\n')  # the root's: not mounted there
+    assert p5.run("--level", "fast").status("storage.instance_store") == "error"
+    p5.tool("df", 'printf "     1B-blocks Mounted on\\n29914365718528 /opt/dlami/nvme\\n"\n')
+    no_size = p5.profile()
+    profile = json.loads(no_size.read_text())
+    profile["facts"]["nvme_gb"] = 0  # disks without a size: the size check cannot run, which is no pass
+    no_size.write_text(json.dumps(profile))
+    assert p5.run("--level", "fast", profile=no_size).status("storage.instance_store") == "error"
 
 
 def test_slurmd_inactive(p5):

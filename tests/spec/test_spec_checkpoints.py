@@ -51,9 +51,9 @@ def test_fsx_tier_lives_below_the_mount_point_and_reaches_s3_through_an_exportin
     assert paths(spec) == type(paths(spec))("fsx", "/fsx/checkpoints", None)
 
 
-def test_nvme_tier_writes_locally_and_copies_to_fsx():
+def test_nvme_tier_writes_below_the_declared_tier_path_and_copies_to_fsx():
     got = paths(parse_spec(with_checkpoints(tier="nvme", directory="/checkpoints/run/")))
-    assert (got.tier, got.durable, got.local) == ("nvme", "/fsx/checkpoints/run", "/checkpoints/run")
+    assert (got.tier, got.durable, got.local) == ("nvme", "/fsx/checkpoints/run", "/opt/dlami/nvme/checkpoints/run")
 
 
 def test_a_directory_below_an_exporting_association_is_exported():

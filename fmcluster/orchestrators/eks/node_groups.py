@@ -29,7 +29,9 @@ from fmcluster.orchestrators.eks.settings import SYSTEM_GROUP, EksOrchestrator
 from fmcluster.platforms.ec2.node_builder import NodeImage, construct_id
 from fmcluster.platforms.kubernetes import autoscaler, labels
 from fmcluster.platforms.kubernetes.node_checks import EKS_DISABLED_CHECKS, EKS_OPTIONAL
+from fmcluster.platforms.storage.instance_nvme.tier import NVME
 from fmcluster.profiles import mounts
+from fmcluster.runtime.node_setup.storage import mount_unit_name
 from fmcluster.runtime.observability import EFA_TEXTFILE_TIMER_UNIT
 from fmcluster.runtime.profile import NodeProfile
 from fmcluster.spec import ClusterSpec, NodeGroup
@@ -43,6 +45,11 @@ EKS_IMAGE = "eks-al2023"
 # kubelet, containerd and pod logs onto it (amazon-eks-ami, nodeadm API "LocalStorageOptions";
 # templates/al2023/runtime/bin/setup-local-disks).
 K8S_DISKS = "/mnt/k8s-disks/0"
+# The instance NVMe tier's path (`NVME.path`, where every other kind's image mounts the instance store) shows this
+# directory of the array, bound by a systemd mount unit: kept apart from the kubelet's, containerd's and the pod logs'
+# directories there, so a job that empties its tier cannot reach them. nodeadm's mountPath moves the array only below
+# a directory of its own (<mountPath>/0), never onto the tier path itself.
+NVME_ON_ARRAY = f"{K8S_DISKS}/nvme"
 NODE_CONFIG = "application/node.eks.aws"
 # On the AL2023 AMI nodeadm sets up the local disks and starts kubelet in its run phase, in nodeadm-run.service, which
 # is ordered After=cloud-final.service: after our user data has ended (docs/eks.md, "Boot order on AL2023"). The boot
@@ -96,9 +103,10 @@ def ami_type(instance: catalog.InstanceType) -> eks.NodegroupAmiType:
 
 
 def eks_node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
-    """The group's NodeProfile as EKS nodes check it: the AL2023 NVIDIA AMI's stack, instance NVMe where nodeadm
-    mounts it, kubelet as the agent, the report left to the node gate (policy report on the node)."""
-    has_nvme = bool(group.instance.nvme_disks)
+    """The group's NodeProfile as EKS nodes check it: the AL2023 NVIDIA AMI's stack, the instance NVMe at the tier's
+    path (bound onto nodeadm's array before the validator runs), kubelet as the agent, the report left to the node
+    gate (policy report on the node)."""
+    has_nvme = NVME.size(group.instance) is not None
     return NodeProfile.from_catalog(
         group.instance_type,
         mounts=mounts(spec, group),
@@ -107,7 +115,7 @@ def eks_node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
         orchestrator=spec.orchestrator_kind.node_agent,
         policy="report",
         level=spec.validation.level,
-        instance_store=K8S_DISKS if has_nvme else None,
+        instance_store=NVME.path if has_nvme else None,
         min_versions={**EKS_MIN_VERSIONS, **spec.validation.min_versions},
         known_good=dict(EKS_KNOWN_GOOD),
         pinned_versions=dict(spec.validation.pinned_versions),
@@ -136,15 +144,21 @@ EFA_TEXTFILE_UNITS = (
 
 def pre_validation_steps(spec: ClusterSpec, group: NodeGroup) -> str:
     """Shell lines before the mounts and the validator, in the boot-validation unit (after nodeadm-run.service): with
-    observability the EFA counters' textfile timer, and a short wait for nodeadm's RAID0 mount (nodeadm-run.service
-    mounts it before it starts kubelet, so it is normally there). The stores' clients follow, each before its mount
-    (the image has none: `EKS_IMAGE`). Every command under a timeout."""
+    observability the EFA counters' textfile timer, a short wait for nodeadm's RAID0 mount (nodeadm-run.service
+    mounts it before it starts kubelet, so it is normally there), then the tier's path bound onto it by a mount unit
+    that later boots mount again after the array's (training pods wait for the node gate, which waits for this
+    validation). The stores' clients follow, each before its mount (the image has none: `EKS_IMAGE`). Every command
+    under a timeout."""
     lines = ""
     if spec.observability.enabled and group.efa_enabled:
         lines += EFA_TEXTFILE_UNITS
     if group.instance.nvme_disks:
         lines += (f"for i in $(seq 24); do timeout 10 mountpoint -q {K8S_DISKS} && break; sleep 5; done\n"
-                  f"timeout 10 mountpoint -q {K8S_DISKS} || echo 'fmcluster: {K8S_DISKS} not mounted after 2 min'\n")
+                  f"timeout 10 mountpoint -q {K8S_DISKS} || echo 'fmcluster: {K8S_DISKS} not mounted after 2 min'\n"
+                  "PYTHONPATH=/opt/fmcluster/pkg timeout 60 python3 -m fmcluster.runtime.node_setup bind-unit "
+                  f"--unit-dir /etc/systemd/system --source {NVME_ON_ARRAY} --target {NVME.path} --requires {K8S_DISKS} "
+                  f">/dev/null && timeout 60 systemctl daemon-reload && timeout 120 systemctl enable --now "
+                  f"{mount_unit_name(NVME.path)} || echo 'fmcluster: {NVME.path} not bound to the instance NVMe'\n")
     return lines
 
 

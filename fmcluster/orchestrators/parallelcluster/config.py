@@ -17,8 +17,8 @@ from fmcluster.orchestrators.parallelcluster.settings import (
     head_node_instance_type,
     min_count,
 )
+from fmcluster.platforms.storage.instance_nvme.tier import NVME
 from fmcluster.runtime import health_check
-from fmcluster.runtime.contract import INSTANCE_NVME_ROOT
 from fmcluster.spec import ClusterSpec, NodeGroup
 
 # How long creation waits for the head node's bootstrap, which holds the static compute nodes' launch and bootstrap
@@ -138,9 +138,9 @@ def queue(spec: ClusterSpec, group: NodeGroup, inputs: ClusterInputs) -> Dict[st
     if pg is not None:
         networking["PlacementGroup"] = pg
     storage: Dict[str, Any] = {"RootVolume": {"Size": group.root_volume_gib, "Encrypted": True, "VolumeType": "gp3"}}
-    if group.instance.nvme_disks:
-        # ParallelCluster mounts the instance store (RAID 0 across disks) where the node contract expects it
-        storage["EphemeralVolume"] = {"MountDir": INSTANCE_NVME_ROOT}
+    if NVME.size(group.instance) is not None:
+        # ParallelCluster mounts the instance store (RAID 0 across disks) at the tier's path, as every kind has it
+        storage["EphemeralVolume"] = {"MountDir": NVME.path}
     section: Dict[str, Any] = {
         "Name": group.name,
         "CapacityType": "CAPACITY_BLOCK" if group.capacity.type == "capacity-block" else "ONDEMAND",

@@ -8,6 +8,7 @@ import threading
 from typing import Any, Dict, List, Tuple
 
 from ..node import ProbeError
+from ..probes.filesystem import size_bytes
 from ..probes.lustre import HEALTHY_IMPORT, LCTL_IMPORTS, LNET_SHOW, parse_imports, parse_lnet_nets
 from ..probes.mounts import mounts
 from .registry import Ctx, Result, bad, check, has_instance_store, ok, skip
@@ -202,10 +203,18 @@ def s3_answers(ctx: Ctx) -> Result:
     return ok(", ".join(good), "every mount answers")
 
 
+# The file system on the instance NVMe is a few percent smaller than its disks (ext4's inode tables and journal, xfs's
+# log and allocation-group headers), and a disk missing from an 8-disk RAID0 takes 12.5% away: below this share of the
+# catalog's size the tier is not whole. Above the ceiling it is not the instance store at all.
+NVME_SIZE_FLOOR = 0.9
+NVME_SIZE_CEILING = 1.05
+
+
 @check("storage.instance_store", "storage", applies=has_instance_store,
-       title="Instance NVMe present and mounted")
+       title="Instance NVMe present, mounted and of the catalog's size")
 def instance_store(ctx: Ctx) -> Result:
     want = int(ctx.profile.fact("nvme_disks"))
+    want_gb = int(ctx.profile.fact("nvme_gb", 0) or 0)
     path = str(ctx.profile.instance_store)
     disks = []
     for c in ctx.node.listdir("/sys/class/nvme"):
@@ -219,4 +228,12 @@ def instance_store(ctx: Ctx) -> Result:
         return bad(observed, expected, "an instance-store disk is missing: stop/start the instance")
     if got is None:
         return bad(observed, expected, f"assemble the disks (LVM/RAID0) and mount them on {path}")
+    if not want_gb:  # a check that cannot run is no pass
+        raise ProbeError("the profile's facts give nvme_disks but no nvme_gb: the size cannot be checked")
+    size = size_bytes(ctx, path)
+    observed += f", {size / 1e9:,.0f} GB"
+    expected += f", {NVME_SIZE_FLOOR:.0%}-{NVME_SIZE_CEILING:.0%} of the catalog's {want_gb:,} GB"
+    if not NVME_SIZE_FLOOR * want_gb * 1e9 <= size <= NVME_SIZE_CEILING * want_gb * 1e9:
+        return bad(observed, expected, f"{path} is not the whole instance store: `lsblk` shows which disks it spans; "
+                   "reassemble it over all of them (its data is scratch) or replace the node")
     return ok(observed, expected)

@@ -5,7 +5,8 @@
 
     parameters.py   fmcluster_parameters.json (HyperPod's lifecycle parameters) checked, defaults filled in
     identity.py     which node this is (role, group) and the settings its steps need
-    storage.py      where container data goes (instance NVMe, HyperPod's EBS volume), fstab bind mounts
+    storage.py      where container data goes (instance NVMe, HyperPod's EBS volume), fstab bind mounts, the EKS
+                    nodes' mount unit that binds the instance NVMe's path onto nodeadm's array
     containers.py   docker's data-root and enroot's paths under that storage
     efa_units.py    the EFA counters' systemd units
     files.py        the package's error and its file helpers

@@ -23,6 +23,9 @@ Any node (HyperPod, ParallelCluster, EKS node groups):
 - ``container-layout --base D``: containerd's, the kubelet's and the pod logs' directories and where under D they go.
 - ``fstab-bind --file F --source S --target T --requires D [--after UNIT]``: the bind mount S -> T in fstab, once.
 - ``efa-units --unit-dir D``: write the EFA counters' systemd units into D.
+- ``bind-unit --unit-dir D --source S --target T --requires M [--root R]``: a systemd mount unit in D that binds S (a
+  directory it creates on the mount point M, refused when M is not mounted) on T; prints ``unit`` (its name) and
+  ``changed`` (1 or 0). EKS nodes put the instance NVMe's tier path on nodeadm's array with it.
 """
 
 from __future__ import annotations
@@ -79,6 +82,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--after", help="the systemd unit that mounts --requires, if no fstab line does")
     f = sub.add_parser("efa-units")
     f.add_argument("--unit-dir", required=True)
+    m = sub.add_parser("bind-unit")
+    m.add_argument("--unit-dir", required=True)
+    m.add_argument("--source", required=True)
+    m.add_argument("--target", required=True)
+    m.add_argument("--requires", required=True)
+    m.add_argument("--root", default="/")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "whoami":
@@ -132,6 +141,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             from fmcluster.runtime.node_setup.efa_units import write_efa_units
 
             print("\n".join(write_efa_units(args.unit_dir)))
+        elif args.cmd == "bind-unit":
+            from fmcluster.runtime.node_setup.storage import bind_unit
+
+            name, changed = bind_unit(args.unit_dir, args.source, args.target, args.requires, args.root)
+            _emit({"unit": name, "changed": "1" if changed else "0"})
     except SetupError as exc:
         print(str(exc), file=sys.stderr)
         return 1

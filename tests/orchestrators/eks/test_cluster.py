@@ -141,7 +141,7 @@ def test_user_data_is_mime_with_a_node_config_and_the_validator(p5):
     pointer = boot_pointers(p5["eks-p5-cluster"])["boot/groups/h100.json"]
     profile = pointer["profile"]
     assert profile["orchestrator"] == "kubernetes" and profile["policy"] == pointer["policy"] == "report"
-    assert profile["instance_store"] == "/mnt/k8s-disks/0" and profile["min_versions"]["driver"].startswith("580.")
+    assert profile["instance_store"] == "/opt/dlami/nvme" and profile["min_versions"]["driver"].startswith("580.")
     assert "dnf install -y -q lustre-client" in text and "--efa" not in text
     assert "observability/install.sh" not in text
 

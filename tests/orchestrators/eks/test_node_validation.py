@@ -5,7 +5,8 @@ The fixture is the p5 healthy node turned into what the AMI carries (amazon-eks-
 its al2023 provisioners; FixtureNode.eks_al2023 in tests/runtime/conftest.py): NVIDIA open kernel module 580.159.03
 with its user-space libraries in /usr/lib64, the EFA kernel module and rdma-core only, no CUDA toolkit, containerd.
 It follows the AMI's boot order: while user data runs (cloud-final.service) nodeadm has not yet assembled the
-instance NVMe nor started kubelet; after nodeadm-run.service the RAID0 is on /mnt/k8s-disks/0 and kubelet runs. The
+instance NVMe nor started kubelet; after nodeadm-run.service the RAID0 is on /mnt/k8s-disks/0 and kubelet runs, and the
+boot-validation unit binds the instance NVMe tier's path (/opt/dlami/nvme) onto a directory of it before its validator. The
 tests read from the synthesized user data when the validator runs. Synthesized, not captured: no public capture of
 such a node exists.
 """
@@ -22,7 +23,8 @@ from pathlib import Path
 import pytest
 from helpers import resources_of
 
-from fmcluster.orchestrators.eks.node_groups import K8S_DISKS, eks_node_profile
+from fmcluster.orchestrators.eks.node_groups import K8S_DISKS, NVME_ON_ARRAY, eks_node_profile
+from fmcluster.platforms.storage.instance_nvme.tier import NVME
 from fmcluster.registry import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -36,7 +38,7 @@ USER_DATA_UNIT = "cloud-final.service"  # cloud-init runs user data scripts in i
 
 def eks_al2023_node(tmp_path: Path, after: str):
     node = fixture_nodes.copy_node(tmp_path, "p5.48xlarge")
-    node.eks_al2023(EKS_DRIVER, K8S_DISKS, after=after)
+    node.eks_al2023(EKS_DRIVER, K8S_DISKS, after=after, bound_at=NVME.path)
     return node
 
 
@@ -114,9 +116,25 @@ def test_the_boot_validator_runs_after_nodeadm_has_mounted_the_disks(synth_examp
     assert validator_runs_after(script) == "nodeadm-run.service"
     stage = heredoc(script, "FMCLUSTER_STAGE")
     assert "set -e" not in stage, "a failed step must not keep the bootstrap (and its published verdict) from running"
-    assert stage.index(f"mountpoint -q {K8S_DISKS}") < stage.index("lustre-client") < stage.index("node_bootstrap.sh")
+    assert stage.index(f"mountpoint -q {K8S_DISKS}") < stage.index("bind-unit") < stage.index("lustre-client") \
+        < stage.index("node_bootstrap.sh")
     assert "/etc/fmcluster/boot.env" in stage, "the level and policy the pointer named reach the bootstrap"
     assert "[Install]" not in heredoc(script, "FMCLUSTER_UNIT"), "once per instance, as user data"
+
+
+@pytest.mark.parametrize("example, stack, group", [("eks-p5", "eks-p5-cluster", "h100"),
+                                                   ("eks-p6-b200-capacity-block", "eks-b200-cluster", "b200")])
+def test_the_user_data_puts_the_instance_nvme_at_the_tier_path_as_every_kind_has_it(synth_example, example, stack,
+                                                                                     group):
+    """A mount unit binds a directory of nodeadm's array on /opt/dlami/nvme once the array is mounted, and is enabled
+    so later boots mount it after the array; a failure is said, and the validator's storage.instance_store judges it."""
+    stage = heredoc(user_data_script(synth_example(example), stack, group), "FMCLUSTER_STAGE")
+    (line,) = [x for x in stage.splitlines() if "bind-unit" in x]
+    assert line.startswith("PYTHONPATH=/opt/fmcluster/pkg timeout 60 python3 -m fmcluster.runtime.node_setup bind-unit ")
+    assert (f"--source {NVME_ON_ARRAY} --target /opt/dlami/nvme --requires {K8S_DISKS}" in line
+            and NVME_ON_ARRAY == "/mnt/k8s-disks/0/nvme")
+    assert "timeout 120 systemctl enable --now opt-dlami-nvme.mount ||" in line
+    assert line.endswith("|| echo 'fmcluster: /opt/dlami/nvme not bound to the instance NVMe'")
 
 
 def test_the_rendered_user_data_and_its_validation_script_are_shellcheck_clean(synth_example, tmp_path):
@@ -141,7 +159,7 @@ def test_eks_profile_passes_on_the_eks_ami(tmp_path, synth_example, p5_profile, 
     checks = {c["id"]: c for c in res.report["checks"]}
     assert checks["hw.driver.version"]["status"] == "pass" and EKS_DRIVER in checks["hw.driver.version"]["observed"]
     assert checks["storage.instance_store"]["status"] == "pass"
-    assert K8S_DISKS in checks["storage.instance_store"]["observed"]
+    assert f"{NVME.path} mounted (xfs /dev/md127)" in checks["storage.instance_store"]["observed"]
     assert checks["efa.devices"]["status"] == "pass" and checks["efa.devices"]["observed"] == 32
     for disabled in ("acc.cuda", "efa.libfabric", "ofi.plugin"):
         assert checks[disabled]["status"] == "skip"
@@ -150,7 +168,7 @@ def test_eks_profile_passes_on_the_eks_ami(tmp_path, synth_example, p5_profile, 
 def test_eks_profile_still_catches_a_broken_node(tmp_path, p5_profile):
     node = eks_al2023_node(tmp_path, after="nodeadm-run.service")
     node.remove("/proc/driver/nvidia/gpus/0000:ca:00.0")
-    (node.root / "proc/mounts").write_text((node.root / "proc/mounts").read_text().replace(f" {K8S_DISKS} ", " /mnt/x "))
+    (node.root / "proc/mounts").write_text((node.root / "proc/mounts").read_text().replace(f" {NVME.path} ", " /mnt/x "))
     res = node.run("--level", "standard", "--skip", "orch.agent", profile=write_profile(node, p5_profile))
     assert res.rc == 1
     assert res.status("hw.gpu.driver") == "fail"

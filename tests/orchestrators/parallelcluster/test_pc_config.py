@@ -17,6 +17,7 @@ from fmcluster.orchestrators.parallelcluster.config import (
     placement_group,
 )
 from fmcluster.platforms.storage import PARALLELCLUSTER
+from fmcluster.platforms.storage.instance_nvme.tier import NVME
 
 CB = {"type": "capacity-block", "reservation_id": "cr-0a1b2c3d4e5f60718"}
 ODCR = {"type": "odcr", "reservation_id": "cr-0fedcba9876543210"}
@@ -130,9 +131,9 @@ def test_nodes_replace_parallelclusters_security_groups_with_the_node_group_and_
     assert "AdditionalSecurityGroups" not in queue(config)["Networking"]
 
 
-def test_instance_nvme_is_local_storage_where_the_node_contract_expects_it():
+def test_instance_nvme_is_local_storage_at_the_tiers_path():
     storage = queue(render())["ComputeSettings"]["LocalStorage"]
-    assert storage["EphemeralVolume"] == {"MountDir": "/opt/dlami/nvme"}
+    assert storage["EphemeralVolume"] == {"MountDir": "/opt/dlami/nvme"} == {"MountDir": NVME.path}
     assert storage["RootVolume"] == {"Size": 200, "Encrypted": True, "VolumeType": "gp3"}
 
 

@@ -238,3 +238,48 @@ def test_resource_config_and_entry_script_must_agree_and_one_of_them_is_needed()
         identity.whoami(resource_config(), params(), [GPU_IP], group_name="cpu-b")
     with pytest.raises(SetupError, match="no resource_config.json and no instance group"):
         identity.whoami(None, params(), [GPU_IP])
+
+
+# /proc/mounts of an EKS AL2023 node once nodeadm's RAID0 strategy has mounted the array (amazon-eks-ami
+# setup-local-disks: xfs on /dev/md/kubernetes, mounted on /mnt/k8s-disks/0)
+EKS_MOUNTS = ("/dev/nvme0n1p1 / xfs rw,noatime,attr2,inode64,logbufs=8,logbsize=32k,noquota 0 0\n"
+              "/dev/md127 /mnt/k8s-disks/0 xfs rw,relatime,attr2,inode64,logbufs=8,logbsize=32k,sunit=1024,"
+              "swidth=8192,noquota 0 0\n")
+
+
+@pytest.mark.parametrize("path, unit", [("/opt/dlami/nvme", "opt-dlami-nvme.mount"),
+                                        ("/mnt/k8s-disks/0/", "mnt-k8s\\x2ddisks-0.mount"),
+                                        ("/a.b/.c/é", "a.b-.c-\\xc3\\xa9.mount"), ("/.hidden", "\\x2ehidden.mount")])
+def test_mount_units_are_named_as_systemd_escape_names_them(path, unit):
+    assert storage.mount_unit_name(path) == unit  # systemd-escape --path --suffix=mount PATH
+
+
+def test_the_tier_path_is_bound_to_a_directory_on_the_array_by_a_mount_unit(tmp_path):
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/mounts").write_text(EKS_MOUNTS)
+    (tmp_path / "etc/systemd/system").mkdir(parents=True)
+    argv = ["bind-unit", "--unit-dir", "/etc/systemd/system", "--source", "/mnt/k8s-disks/0/nvme", "--target",
+            "/opt/dlami/nvme", "--requires", "/mnt/k8s-disks/0", "--root", str(tmp_path)]
+    name, changed = storage.bind_unit("/etc/systemd/system", "/mnt/k8s-disks/0/nvme", "/opt/dlami/nvme",
+                                      "/mnt/k8s-disks/0", root=str(tmp_path))
+    assert (name, changed) == ("opt-dlami-nvme.mount", True)
+    unit = (tmp_path / "etc/systemd/system/opt-dlami-nvme.mount").read_text()
+    assert "RequiresMountsFor=/mnt/k8s-disks/0\n" in unit and "What=/mnt/k8s-disks/0/nvme\nWhere=/opt/dlami/nvme\n" in unit
+    assert "Options=bind\n" in unit and "WantedBy=multi-user.target\n" in unit
+    assert (tmp_path / "mnt/k8s-disks/0/nvme").is_dir() and (tmp_path / "opt/dlami/nvme").is_dir()
+    assert storage.bind_unit("/etc/systemd/system", "/mnt/k8s-disks/0/nvme", "/opt/dlami/nvme", "/mnt/k8s-disks/0",
+                             root=str(tmp_path)) == (name, False)
+    assert cli.main(argv) == 0
+
+
+def test_no_bind_unit_while_the_array_is_not_mounted(tmp_path, capsys):
+    """Before nodeadm has assembled the disks, or when it failed: the directory would land on the root volume."""
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/mounts").write_text(EKS_MOUNTS.splitlines(keepends=True)[0])
+    with pytest.raises(SetupError, match="/mnt/k8s-disks/0 is not a mount point of its own"):
+        storage.bind_unit("/etc/systemd/system", "/mnt/k8s-disks/0/nvme", "/opt/dlami/nvme", "/mnt/k8s-disks/0",
+                          root=str(tmp_path))
+    assert not (tmp_path / "mnt").exists() and not (tmp_path / "etc").exists()
+    assert cli.main(["bind-unit", "--unit-dir", "/etc/systemd/system", "--source", "/elsewhere/nvme", "--target",
+                     "/opt/dlami/nvme", "--requires", "/mnt/k8s-disks/0", "--root", str(tmp_path)]) == 1
+    assert "not below --requires" in capsys.readouterr().err
