@@ -23,6 +23,8 @@ Any node (HyperPod, ParallelCluster, EKS node groups):
 - ``container-layout --base D``: containerd's, the kubelet's and the pod logs' directories and where under D they go.
 - ``fstab-bind --file F --source S --target T --requires D [--after UNIT]``: the bind mount S -> T in fstab, once.
 - ``efa-units --unit-dir D``: write the EFA counters' systemd units into D.
+- ``mounts --params F --dir D``: the HyperPod parameters' list of mounts (either workload manager), each script
+  written to D; one ``store path script-file failure`` line each, in order.
 """
 
 from __future__ import annotations
@@ -79,6 +81,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--after", help="the systemd unit that mounts --requires, if no fstab line does")
     f = sub.add_parser("efa-units")
     f.add_argument("--unit-dir", required=True)
+    m = sub.add_parser("mounts")
+    m.add_argument("--params", required=True)
+    m.add_argument("--dir", required=True)
     args = ap.parse_args(argv)
     try:
         if args.cmd == "whoami":
@@ -132,6 +137,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             from fmcluster.runtime.node_setup.efa_units import write_efa_units
 
             print("\n".join(write_efa_units(args.unit_dir)))
+        elif args.cmd == "mounts":
+            from fmcluster.runtime.node_setup.parameters import write_mounts
+
+            for mount in write_mounts(load_json(args.params, "fmcluster_parameters.json"), args.dir):
+                print("\t".join(mount))
     except SetupError as exc:
         print(str(exc), file=sys.stderr)
         return 1

@@ -23,6 +23,8 @@
 #   fsx         only for an EFA-enabled FSx for Lustre (HyperPod mounts the others itself, over TCP): mount it with
 #               the lustre helper (LNet over EFA), hold the Lustre client packages. A failed mount is judged by
 #               validation.policy (the boot validator on GPU workers, this step elsewhere)
+#   mounts      the other stores HyperPod does not mount (the parameters' list, e.g. Mountpoint for Amazon S3): each
+#               store's script (its client's install, its mount) under a timeout, a failure judged as fsx's
 #   containers  docker data-root and enroot paths on the instance NVMe (fallback: /opt/sagemaker; never /)
 #   users       create the users from the parameters with fixed uids (idempotent)
 #   collectors  node_exporter / dcgm-exporter / Prometheus agent via observability/install.sh (never fatal)
@@ -32,7 +34,7 @@
 # Environment (tests; all optional): FMCLUSTER_LIFECYCLE_ROOT prefixes every node path written or read
 # (/opt, /etc, /var, /proc), SAGEMAKER_RESOURCE_CONFIG_PATH, FMCLUSTER_PARAMS, FMCLUSTER_NODE_IP (this node's
 # address instead of discovering it), FMCLUSTER_APT_LOCK_TIMEOUT (s, default 900), FMCLUSTER_NVME_WAIT (s, 180),
-# FMCLUSTER_RETRY_DELAY (first backoff delay, s, default 5).
+# FMCLUSTER_RETRY_DELAY (first backoff delay, s, default 5), FMCLUSTER_MOUNT_TIMEOUT (s per listed mount, 2400).
 # Exit status: 0 done; 1 with one line "fmcluster lifecycle FAILED at step S: reason" (HyperPod reports it).
 set -Eeuo pipefail
 
@@ -174,6 +176,14 @@ step_fsx() {
   fi
 }
 
+step_mounts() {
+  local validator_runs=0
+  if [[ "${NODE[role]}" == compute && "${NODE[gpu]}" == 1 ]]; then
+    validator_runs=1  # GPU workers run the boot validator
+  fi
+  mount_listed "$validator_runs" ""
+}
+
 step_containers() {
   local out base why
   out="$(wait_for_nvme 0)"  # waits only while dlami-nvme.service exists
@@ -294,6 +304,7 @@ STEP=role
 step_role
 run_step job-map step_job_map
 run_step fsx step_fsx
+run_step mounts step_mounts
 run_step containers step_containers
 run_step users step_users
 run_step collectors step_collectors
