@@ -11,14 +11,17 @@ from helpers.storage import fsx_mounts
 
 from fmcluster.orchestrators.hyperpod_eks.nodes import lifecycle_parameters as eks_parameters
 from fmcluster.orchestrators.hyperpod_slurm.construct import lifecycle_parameters as slurm_parameters
-from fmcluster.platforms.hyperpod.mounts import EKS_IMAGE, SLURM_IMAGE, lifecycle_mounts
-from fmcluster.platforms.storage import HYPERPOD, Mount, Mounts
-from fmcluster.platforms.storage.mountpoint_s3.mount import Bucket, Options, s3_mount
+from fmcluster.platforms.hyperpod.mounts import IMAGES, SLURM_IMAGE, lifecycle_mounts
+from fmcluster.platforms.storage import HYPERPOD, BootMount, Mount, Mounts, NodeClient
 from fmcluster.registry import parse_spec, stores
 from fmcluster.runtime import contract
 from fmcluster.runtime.node_setup import parameters
 
-S3 = s3_mount(Bucket("datasets", region="us-east-1"), Options("/s3", prefix="corpus/"))
+# a store as Mountpoint's is to HyperPod (its own tests hold its lines): boot lines with a client, no lifecycle form
+S3 = Mount(store="mountpoint-s3", id="MountpointS3", path="/s3", fstype="mount-s3", source="s3://datasets/corpus/",
+           boot=BootMount(command="mkdir -p /s3 && timeout 120 mount /s3",
+                          failure="Mountpoint for Amazon S3 mount failed (s3://datasets/corpus/ on /s3)",
+                          client=NodeClient("mount-s3", install={i: f"install-on-{i}\n" for i in IMAGES})))
 SLURM = {"name": "hp", "region": "us-east-1", "availability_zone": "us-east-1a",
          "node_groups": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 1}],
          "orchestrator": {"type": "hyperpod-slurm", "hyperpod": {}}}
@@ -35,11 +38,10 @@ def test_a_store_without_a_lifecycle_entry_comes_as_its_boot_script_for_the_imag
     (listed,) = found["mounts"]
     assert (listed["store"], listed["path"], listed["failure"]) == (
         "mountpoint-s3", "/s3", "Mountpoint for Amazon S3 mount failed (s3://datasets/corpus/ on /s3)")
-    assert listed["script"] == S3.boot.script(image=SLURM_IMAGE)
-    assert "apt-get install" in listed["script"] and listed["script"].rstrip().endswith("timeout 120 mount /s3; }")
-    assert "fmcluster: Mountpoint" not in listed["script"], "the node judges the failure, not the line"
-    eks = lifecycle_mounts(mounts, mounts.mounted_by_nodes(), image=EKS_IMAGE)["mounts"][0]["script"]
-    assert "$(command -v dnf || command -v yum) install" in eks
+    assert listed["script"] == "install-on-hyperpod-slurm\nmkdir -p /s3 && timeout 120 mount /s3\n", \
+        "the node judges a failure: no handler on the line"
+    eks = lifecycle_mounts(mounts, mounts.mounted_by_nodes(), image="hyperpod-eks")["mounts"][0]["script"]
+    assert eks.startswith("install-on-hyperpod-eks\n")
 
 
 def test_a_store_hyperpod_mounts_itself_is_in_neither():
