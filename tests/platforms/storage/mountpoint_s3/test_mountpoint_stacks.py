@@ -231,3 +231,23 @@ def test_an_existing_vpc_gets_the_s3_express_gateway_endpoint_on_its_route_table
                 for r in resources_of(network, "AWS::EC2::VPCEndpoint").values()}
     assert services == {"com.amazonaws.us-west-2.s3": ["rtb-0a1b2c3d4e5f60718"],
                         "com.amazonaws.us-west-2.s3express": ["rtb-0a1b2c3d4e5f60718"]}
+
+
+def test_hyperpod_eks_without_serving_installs_the_driver_on_an_irsa_role_of_its_own():
+    from aws_cdk.assertions import Template
+
+    from fmcluster.app import build_stacks
+
+    data = yaml.safe_load((ROOT / "examples" / "hyperpod-eks-p5.yaml").read_text())
+    data["storage"]["mountpoint_s3"] = {"bucket": "datasets", "prefix": "train/", "mount_point": "/datasets"}
+    cluster = Template.from_stack(build_stacks(registry.parse_spec(data), nag=True).cluster).to_json()
+    (addon,) = [r["Properties"] for r in resources_of(cluster, "AWS::EKS::Addon").values()
+                if r["Properties"]["AddonName"] == "aws-mountpoint-s3-csi-driver"]
+    assert "PodIdentityAssociations" not in addon and addon["AddonVersion"].startswith("v1.")
+    role = addon["ServiceAccountRoleArn"]["Fn::GetAtt"][0]
+    trust = json.dumps(cluster["Resources"][role]["Properties"]["AssumeRolePolicyDocument"])
+    assert "sts:AssumeRoleWithWebIdentity" in trust and len(resources_of(cluster, "AWS::IAM::OIDCProvider")) == 1
+    driver = {s["Sid"]: s for r in resources_of(cluster, "AWS::IAM::Policy").values()
+              if {"Ref": role} in r["Properties"]["Roles"] for s in r["Properties"]["PolicyDocument"]["Statement"]}
+    assert set(driver) == {"MountpointCsiList", "MountpointCsiObjects"}
+    assert driver["MountpointCsiObjects"]["Resource"] == "arn:aws:s3:::datasets/train/*"
