@@ -399,14 +399,15 @@ def test_listed_stores_are_mounted_after_fsx_and_a_failure_stops_the_controller_
                                                            validation={"level": "standard", "policy": "fail"}))
     out = ok(n.run())
     assert "mountpoint-s3 mounted at /s3" in out and n.marker("mounts")
-    assert out.index("[fsx] FSx for Lustre mounted") < out.index("[mounts] mounting mountpoint-s3 at /s3")
+    assert out.index("[containers] container data under /opt/dlami/nvme") < out.index("[mounts] mounting mountpoint-s3"), \
+        "after the NVMe wait: a cache there must not land on the root volume"
     again = Node(tmp_path / "again", ip=CONTROLLER_IP, parameters=params(
         mounts=mounts, validation={"level": "standard", "policy": "fail"}))
     r = again.run(FAKE_LISTED_RC="2")
     assert r.returncode == 1
     assert ("FAILED at step mounts: Mountpoint for Amazon S3 mount failed (s3://bucket/ on /s3) (exit 2; see the "
             "lines above); policy fail") in r.stdout
-    assert not again.marker("mounts") and not again.marker("containers")
+    assert not again.marker("mounts") and again.marker("containers") and not again.marker("users")
 
 
 def test_a_gpu_worker_leaves_a_failed_listed_mount_to_the_validator(tmp_path):

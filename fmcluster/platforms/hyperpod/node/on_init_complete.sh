@@ -23,9 +23,10 @@
 #   fsx         only for an EFA-enabled FSx for Lustre (HyperPod mounts the others itself, over TCP): mount it with
 #               the lustre helper (LNet over EFA), hold the Lustre client packages. A failed mount is judged by
 #               validation.policy (the boot validator on GPU workers, this step elsewhere)
-#   mounts      the other stores HyperPod does not mount (the parameters' list, e.g. Mountpoint for Amazon S3): each
-#               store's script (its client's install, its mount) under a timeout, a failure judged as fsx's
 #   containers  docker data-root and enroot paths on the instance NVMe (fallback: /opt/sagemaker; never /)
+#   mounts      the other stores HyperPod does not mount (the parameters' list, e.g. Mountpoint for Amazon S3): each
+#               store's script (its client's install, its mount) under a timeout, a failure judged as fsx's; after
+#               containers, which waits for the NVMe a store may cache on
 #   users       create the users from the parameters with fixed uids (idempotent)
 #   collectors  node_exporter / dcgm-exporter / Prometheus agent via observability/install.sh (never fatal)
 #   slurm       check only: HyperPod's API-driven configuration owns the partitions and the daemons
@@ -304,8 +305,9 @@ STEP=role
 step_role
 run_step job-map step_job_map
 run_step fsx step_fsx
-run_step mounts step_mounts
 run_step containers step_containers
+# after containers, which waits for the instance NVMe: a store's cache there must not land on the root volume below it
+run_step mounts step_mounts
 run_step users step_users
 run_step collectors step_collectors
 run_step slurm step_slurm
