@@ -87,12 +87,14 @@ KUBERNETES_DATA_DIRS = (("containerd", "/var/lib/containerd"), ("kubelet", "/var
 LIFECYCLE_PARAMETERS_FILE = "fmcluster_parameters.json"
 LIFECYCLE_PARAMETERS_VERSION = 1
 LIFECYCLE_PARAMETERS_KEYS = ("version", "workload_manager", "cluster_name", "region", "controller_group",
-                             "login_group", "worker_groups", "fsx", "validation", "observability", "users")
+                             "login_group", "worker_groups", "fsx", "mounts", "validation", "observability", "users")
 WORKER_GROUP_KEYS = ("instance_group_name", "partition_name", "instance_type", "gpu", "efa")
 FSX_KEYS = ("dns_name", "mount_name", "mount_point", "efa")
+# mounts: the stores without an entry of their own, each a script the node runs (platforms/hyperpod/mounts.py)
+MOUNT_KEYS = ("store", "path", "script", "failure")
 USER_KEYS = ("name", "uid", "groups", "ssh_public_keys")
 EKS_LIFECYCLE_PARAMETERS_KEYS = ("version", "workload_manager", "cluster_name", "region", "system_group",
-                                 "worker_groups", "fsx", "validation", "observability")
+                                 "worker_groups", "fsx", "mounts", "validation", "observability")
 # instance_store: the type has instance-store NVMe (catalog), so a GPU node waits for /opt/dlami/nvme
 EKS_WORKER_GROUP_KEYS = ("instance_group_name", "instance_type", "gpu", "efa", "instance_store")
 EKS_OBSERVABILITY_KEYS = ("efa_textfile",)

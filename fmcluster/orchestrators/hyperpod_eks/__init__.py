@@ -122,7 +122,8 @@ KIND = HyperPodEks(
     summary="SageMaker HyperPod on Amazon EKS with health checks, node recovery and task governance",
     settings=settings.HyperPodEksOrchestrator,
     node_resource_types=("AWS::SageMaker::Cluster",),  # fmcluster diff reads its nodes there
-    mount_forms=(frozenset({"lifecycle", "kubernetes"}),),  # the lifecycle scripts, and one volume per team
+    # the lifecycle scripts (a store's own entry, or its boot lines in the list of mounts), and one volume per team
+    mount_forms=(frozenset({"lifecycle", "kubernetes"}), frozenset({"boot", "kubernetes"})),
     price_keys=PRICE_KEYS,  # the control plane (standard or extended support) and the AMP collector
     node_agent="kubernetes",
     # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations

@@ -27,11 +27,14 @@ from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.hyperpod_eks import autoscaling, checkpoint_access, governance, nodes, team_volumes
 from fmcluster.orchestrators.hyperpod_eks.cluster import HyperPodEksCluster
 from fmcluster.orchestrators.hyperpod_eks.dependencies import GitHelmChart
+from fmcluster.orchestrators.hyperpod_eks.irsa import IrsaCsiDrivers
 from fmcluster.orchestrators.hyperpod_eks.settings import SYSTEM_GROUP, HyperPodEksOrchestrator
 from fmcluster.orchestrators.hyperpod_eks.versions import (
     ADDONS,
     HYPERPOD_CHART,
     HYPERPOD_NAMESPACE,
+    IRSA_ADDONS,
+    S3_CSI,
     TASK_GOVERNANCE,
     TRAINING_OPERATOR,
     TRAINING_OPERATOR_POLICY,
@@ -150,6 +153,7 @@ class HyperPodEksOrchestration(Construct):
         self.checkpoint_access = checkpoint_access.for_spec(self, context=context, control_plane=self.control_plane,
                                                              cluster_name=self.cluster.cluster_name)
         self.objects = ClusterObjects(self, "Objects", cluster=self.control_plane.icluster)
+        irsa_drivers = [(a, p) for a, p in context.mounts.csi_addons() if a.name in IRSA_ADDONS]
         if spec.serving is not None:  # the HyperPod Inference Operator's add-on and the models (docs/serving.md)
             from fmcluster.orchestrators.hyperpod_eks.serving_install import ServingInstall
 
@@ -157,9 +161,14 @@ class HyperPodEksOrchestration(Construct):
                 self, "Serving", spec=spec, control_plane=self.control_plane, objects=self.objects,
                 hyperpod_cluster_arn=self.hyperpod.cluster_arn, workspace_arn=context.metrics_workspace_arn,
                 mounts=context.mounts,
-                after=[self.dependencies.resource])  # the add-on's configuration reads the cluster's ARN: it waits for it
+                after=[self.dependencies.resource],  # the add-on's configuration reads the cluster's ARN: it waits for it
+                driver_permissions=next((p for a, p in irsa_drivers if a.name == S3_CSI), ()))
             # its Deployments go outside kube-system: created before task governance's fail-closed webhooks
             task_governance.node.add_dependency(self.serving.addon)
+            irsa_drivers = [(a, p) for a, p in irsa_drivers if a.name != S3_CSI]
+        if irsa_drivers:  # the stores' drivers on IRSA that serving did not install (one role and add-on each)
+            IrsaCsiDrivers(self, "CsiDrivers", control_plane=self.control_plane,
+                           kubernetes_version=s.eks.kubernetes_version, drivers=irsa_drivers)
         if elastic:
             # Karpenter's kinds exist once HyperPod runs it for the cluster: the objects wait for its autoscaling to be
             # InService, which it reports apart from the cluster (docs/resilience.md)
@@ -204,7 +213,8 @@ class HyperPodEksOrchestration(Construct):
         """The eks kind's add-ons (CloudFormation completes an add-on that has no nodes to run on yet as DEGRADED,
         docs/hyperpod-eks.md) and task governance; no EKS node monitoring agent (HyperPod's agent watches its nodes)."""
         version = HyperPodEksOrchestrator.of(context.spec).eks.kubernetes_version
-        add_standard_addons(self.control_plane, kubernetes_version=version, mounts=context.mounts)
+        add_standard_addons(self.control_plane, kubernetes_version=version, mounts=context.mounts,
+                            installed_by_kind=IRSA_ADDONS)
         self.control_plane.add_addon(TASK_GOVERNANCE, kubernetes_version=version)
 
     def _instance_role(self, context: OrchestrationContext) -> HyperPodInstanceRole:

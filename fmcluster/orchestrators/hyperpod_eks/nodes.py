@@ -13,6 +13,7 @@ from fmcluster.orchestrators.hyperpod_eks.settings import (
 )
 from fmcluster.orchestrators.hyperpod_eks.versions import CERT_MANAGER_NAMESPACE
 from fmcluster.platforms.hyperpod.cluster import HyperPodInstanceGroup
+from fmcluster.platforms.hyperpod.mounts import EKS_IMAGE, lifecycle_mounts
 from fmcluster.platforms.kubernetes import labels
 from fmcluster.platforms.kubernetes.node_checks import EKS_DISABLED_CHECKS, EKS_OPTIONAL
 from fmcluster.platforms.storage import Mounts
@@ -125,7 +126,7 @@ def lifecycle_parameters(spec: ClusterSpec, region: str, mounts: Mounts, observa
         "worker_groups": [{"instance_group_name": g.name, "instance_type": ml_type(g.instance_type),
                            "gpu": g.instance.is_gpu, "efa": g.efa_enabled,
                            "instance_store": bool(g.instance.nvme_disks)} for g in spec.node_groups],
-        **mounts.lifecycle_parameters(mounts.mounted_by_nodes()),
+        **lifecycle_mounts(mounts, mounts.mounted_by_nodes(), image=EKS_IMAGE),
         "validation": {"level": spec.validation.level, "policy": spec.validation_policy},
         "observability": {"efa_textfile": True} if observability else None,
     }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from aws_cdk import CfnJson, Fn, RemovalPolicy, Stack
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
@@ -19,16 +19,18 @@ from fmcluster.constructs.bucket_deployment import (
     secure_bucket,
     server_access_log_bucket,
 )
+from fmcluster.constructs.store_permissions import grant_permissions
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.hyperpod_eks import serving
+from fmcluster.orchestrators.hyperpod_eks.irsa import install_addon, irsa_role, oidc_provider
+from fmcluster.orchestrators.hyperpod_eks.versions import S3_CSI
 from fmcluster.platforms.kubernetes import pod_identity, volumes
 from fmcluster.platforms.kubernetes import serving as common
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.cluster import EksControlPlane
 from fmcluster.platforms.kubernetes.serving_access import add_model_reads, amp_query_statement, workspace_url
-from fmcluster.platforms.storage import Mounts
+from fmcluster.platforms.storage import Mounts, Permission
 
-S3_CSI = "aws-mountpoint-s3-csi-driver"
 S3_CSI_SERVICE_ACCOUNT = "s3-csi-driver-sa"  # the driver's node service account (Mountpoint for S3 CSI driver v1)
 
 
@@ -37,20 +39,19 @@ def _camel(name: str) -> str:
 
 
 class ServingInstall(Construct):
-    """The operator's add-on and roles; `objects`: each deployment's manifest."""
+    """The operator's add-on and roles; `objects`: each deployment's manifest. `driver_permissions`: what the stores'
+    volumes on the Mountpoint for S3 driver need, on the same driver's role."""
 
     def __init__(self, scope: Construct, id: str, *, spec: Any, control_plane: EksControlPlane,
                  objects: ClusterObjects, hyperpod_cluster_arn: str, workspace_arn: Optional[str],
                  mounts: Mounts,
-                 after: Sequence[IConstruct]) -> None:
+                 after: Sequence[IConstruct], driver_permissions: Sequence[Permission] = ()) -> None:
         super().__init__(scope, id)
         section = spec.serving
         stack = Stack.of(self)
         cluster = control_plane.cluster
         version = spec.orchestrator.eks.kubernetes_version
-        self.oidc = iam.OidcProviderNative(self, "Oidc", url=cluster.cluster_open_id_connect_issuer_url,
-                                           client_ids=["sts.amazonaws.com"])
-        issuer = Fn.select(1, Fn.split("https://", cluster.cluster_open_id_connect_issuer_url))
+        self.oidc, issuer = oidc_provider(self, control_plane)
         # the operator's TLS certificates get a bucket of their own: its role writes and deletes there only (AWS's
         # script points it at a bucket of the user's; the data bucket's objects stay out of its reach)
         access_logs = server_access_log_bucket(self, "TlsAccessLogs", logged="inference operator's TLS bucket")
@@ -81,14 +82,14 @@ class ServingInstall(Construct):
         for name in wanted:
             deps.append(control_plane.add_addon(name, kubernetes_version=version, after=["eks-pod-identity-agent"]))
         uris = [d.source.s3 for d in section.models if d.source.s3]
-        if uris:
+        if uris or driver_permissions:
+            # one driver, one role: the models' reads and what the stores' volumes on it need
             s3_role = self._irsa_role("S3CsiRole", issuer, "kube-system", S3_CSI_SERVICE_ACCOUNT,
                                       "the Mountpoint for S3 CSI driver")
-            add_model_reads(s3_role, stack, uris)
-            addon = control_plane.add_addon(S3_CSI, kubernetes_version=version)
-            addon.node.default_child.add_property_override(  # type: ignore[union-attr]
-                "ServiceAccountRoleArn", s3_role.role_arn)
-            deps.append(addon)
+            if uris:
+                add_model_reads(s3_role, stack, uris)
+            grant_permissions(s3_role, driver_permissions, stack=stack)
+            deps.append(install_addon(control_plane, S3_CSI, s3_role, kubernetes_version=version))
         configuration = serving.addon_configuration(
             execution_role_arn=self.execution_role.role_arn, tls_bucket=tls_bucket, cluster_arn=hyperpod_cluster_arn,
             keda_role_arn=self.keda_role.role_arn)
@@ -117,20 +118,16 @@ class ServingInstall(Construct):
                    sagemaker: bool = False) -> iam.Role:
         """A role for one service account through the cluster's OIDC provider (IRSA), as the add-on takes its
         roles; also assumable by SageMaker where AWS's script trusts it."""
-        conditions = CfnJson(self, f"{id}Trust", value={f"{issuer}:sub": f"system:serviceaccount:{namespace}:"
-                                                                          f"{service_account}",
-                                                         f"{issuer}:aud": "sts.amazonaws.com"})
-        principal: iam.IPrincipal = iam.WebIdentityPrincipal(self.oidc.oidc_provider_arn,
-                                                             {"StringEquals": conditions})
-        if sagemaker:
-            principal = iam.CompositePrincipal(principal, iam.ServicePrincipal("sagemaker.amazonaws.com"))
-        return iam.Role(self, id, assumed_by=principal, description=f"IRSA: {purpose} ({namespace}/{service_account})")
+        return irsa_role(self, id, provider=self.oidc, issuer=issuer, namespace=namespace,
+                         service_account=service_account, purpose=purpose, sagemaker=sagemaker)
 
 
 def _fsx(mounts: Mounts) -> Optional[Dict[str, str]]:
-    """The shared file system as the operator's fsxStorage takes it (id, DNS name, mount name), or None."""
+    """The shared file system as the operator's fsxStorage takes it (id, DNS name, mount name), or None: the volume
+    that has those attributes (another store's volume has none)."""
     for _, volume in mounts.volumes():
         attrs = dict(volume.attributes)
-        return {"id": volume.handle, "dns": attrs.get("dnsname", ""), "mount": attrs.get("mountname", "")}
+        if "dnsname" in attrs:
+            return {"id": volume.handle, "dns": attrs["dnsname"], "mount": attrs.get("mountname", "")}
     return None
 

@@ -105,6 +105,11 @@ ADDONS: Dict[str, AddonPin] = {
         "aws-mountpoint-s3-csi-driver", {v: "v1.14.1-eksbuild.1" for v in HYPERPOD_KUBERNETES_VERSIONS},
         INFERENCE_SOURCE),
 }
+# Add-ons whose pin above takes its credentials through IRSA only: the Mountpoint for S3 CSI driver v1 (EKS Pod
+# Identity came with v2: awslabs/mountpoint-s3-csi-driver README). The kind installs them on an IRSA role (irsa.py),
+# shared by a store's volumes and serving's S3 weights.
+S3_CSI = "aws-mountpoint-s3-csi-driver"
+IRSA_ADDONS = (S3_CSI,)
 # The Kubernetes versions the training operator's page lists ("Using the HyperPod training operator", Supported
 # versions: 1.28-1.33), narrower than HyperPod's own; preflight asks EKS which versions it offers the add-on for.
 # https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html

@@ -82,7 +82,8 @@ KIND = HyperPodSlurm(
     summary="SageMaker HyperPod with Slurm",
     settings=settings.HyperPodSlurmOrchestrator,
     node_resource_types=("AWS::SageMaker::Cluster",),  # fmcluster diff reads its nodes there
-    mount_forms=(frozenset({"sagemaker-hyperpod"}), frozenset({"lifecycle"})),  # HyperPod, or the lifecycle scripts
+    # HyperPod itself, else the lifecycle scripts: a store's own entry, or its boot lines in the list of mounts
+    mount_forms=(frozenset({"sagemaker-hyperpod"}), frozenset({"lifecycle"}), frozenset({"boot"})),
     node_agent="slurm",
     # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
     capacity_types=frozenset({"on-demand", "training-plan"}),

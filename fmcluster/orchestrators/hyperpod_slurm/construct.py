@@ -15,6 +15,7 @@ from fmcluster.platforms.hyperpod.access import session_command
 from fmcluster.platforms.hyperpod.cluster import HyperPodInstanceGroup, HyperPodSlurmCluster
 from fmcluster.platforms.hyperpod.instance_role import HyperPodInstanceRole
 from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
+from fmcluster.platforms.hyperpod.mounts import SLURM_IMAGE, lifecycle_mounts
 from fmcluster.platforms.storage import HYPERPOD, Mounts
 from fmcluster.profiles import node_profile_json
 from fmcluster.runtime.contract import LIFECYCLE_PARAMETERS_VERSION, SLURM_ENTRY_SCRIPT, ml_type
@@ -123,7 +124,7 @@ def lifecycle_parameters(
              "gpu": g.instance.is_gpu, "efa": g.efa_enabled}
             for g in spec.node_groups
         ],
-        **mounts.lifecycle_parameters(mounts.mounted_by_nodes(HYPERPOD)),
+        **lifecycle_mounts(mounts, mounts.mounted_by_nodes(HYPERPOD), image=SLURM_IMAGE),
         "validation": {"level": spec.validation.level, "policy": spec.validation_policy},
         "observability": (
             {"remote_write_url": remote_write_url, "scrape_interval_seconds": spec.observability.scrape_interval_seconds,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Collection, Mapping, Optional, Sequence
 
 from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
@@ -44,10 +44,12 @@ def build_control_plane(scope: Construct, *, cluster_name: str, vpc: Optional[ec
     )
 
 
-def add_standard_addons(control_plane: EksControlPlane, *, kubernetes_version: str, mounts: Mounts) -> None:
+def add_standard_addons(control_plane: EksControlPlane, *, kubernetes_version: str, mounts: Mounts,
+                        installed_by_kind: Collection[str] = ()) -> None:
     """The add-ons every EKS-orchestrated cluster here runs: Pod Identity, the VPC CNI on its own Pod Identity role,
     kube-proxy, CoreDNS, and the shared stores' CSI drivers (`Mounts.csi_addons`), each on a Pod Identity role with
-    what its volumes say the driver needs."""
+    what its volumes say the driver needs, but those `installed_by_kind` (a kind whose pin of the add-on reads
+    another identity installs them itself)."""
     cp, version = control_plane, kubernetes_version
     cp.add_addon("eks-pod-identity-agent", kubernetes_version=version)
     cp.add_addon("vpc-cni", kubernetes_version=version, configuration={"env": VPC_CNI_ENV},
@@ -57,6 +59,8 @@ def add_standard_addons(control_plane: EksControlPlane, *, kubernetes_version: s
     cp.add_addon("coredns", kubernetes_version=version)
     stack = Stack.of(cp)
     for addon, permissions in mounts.csi_addons():
+        if addon.name in installed_by_kind:
+            continue
         arns = [p.arns(partition=stack.partition, region=stack.region, account=stack.account) for p in permissions]
         statements = [iam.PolicyStatement(sid=p.sid, actions=list(p.actions), resources=resources,
                                           conditions=dict(p.conditions) or None)

@@ -15,7 +15,8 @@ never by the store's name:
   it: what the service mounts itself (HyperPod's ``InstanceStorageConfigs`` entry, ParallelCluster's
   ``SharedStorage`` entry). A mount without a service's form is mounted by the nodes instead.
 - ``lifecycle``: the store's entry in HyperPod's lifecycle parameters, under the store's ``lifecycle_key`` (the node
-  scripts mount it).
+  scripts mount it). HyperPod's nodes mount a store without one from its boot form instead (the parameters' list of
+  mounts: fmcluster/platforms/hyperpod/mounts.py).
 - ``node_permissions``: IAM the nodes' principal needs to reach the data (the cluster stack grants them with the data
   bucket).
 
@@ -135,6 +136,13 @@ class BootMount:
         if "'" in self.failure or "\n" in self.failure:
             raise ValueError("failure: one line without single quotes (the boot script echoes it quoted)")
 
+    def script(self, *, image: str, efa: bool = False) -> str:
+        """The client's install, then the mount, as one script whose exit status is the mount's: for a caller that
+        judges a failure itself (HyperPod's lifecycle scripts)."""
+        command = self.efa_command if efa and self.efa_command is not None else self.command
+        client = self.client.install_on(image) if self.client is not None else ""
+        return f"{client}{command}\n"
+
     def shell(self, *, image: str, efa: bool = False, fatal_under_fail: bool = False) -> str:
         """Shell lines: the client's install, then the mount. A failed mount is judged by validation.policy
         (docs/node-contract.md): where the boot validator runs, its required storage.mounts check applies the policy,
@@ -144,9 +152,7 @@ class BootMount:
         said = f"echo 'fmcluster: {self.failure}'"
         on_failure = ("{ " + said + "; if [ \"${FMCLUSTER_POLICY:-fail}\" = fail ]; then echo 'fmcluster: policy "
                       "fail'; exit 1; fi; }") if fatal_under_fail else said
-        command = self.efa_command if efa and self.efa_command is not None else self.command
-        client = self.client.install_on(image) if self.client is not None else ""
-        return f"{client}{command} || {on_failure}\n"
+        return f"{self.script(image=image, efa=efa)[:-1]} || {on_failure}\n"
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ Any node (HyperPod, ParallelCluster, EKS node groups):
 - ``bind-unit --unit-dir D --source S --target T --requires M [--root R]``: a systemd mount unit in D that binds S (a
   directory it creates on the mount point M, refused when M is not mounted) on T; prints ``unit`` (its name) and
   ``changed`` (1 or 0). EKS nodes put the instance NVMe's tier path on nodeadm's array with it.
+- ``mounts --params F --dir D``: the HyperPod parameters' list of mounts (either workload manager), each script
+  written to D; one ``store path script-file failure`` line each, in order.
 """
 
 from __future__ import annotations
@@ -88,6 +90,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     m.add_argument("--target", required=True)
     m.add_argument("--requires", required=True)
     m.add_argument("--root", default="/")
+    ms = sub.add_parser("mounts")
+    ms.add_argument("--params", required=True)
+    ms.add_argument("--dir", required=True)
     args = ap.parse_args(argv)
     try:
         if args.cmd == "whoami":
@@ -146,6 +151,11 @@ def main(argv: Optional[List[str]] = None) -> int:
 
             name, changed = bind_unit(args.unit_dir, args.source, args.target, args.requires, args.root)
             _emit({"unit": name, "changed": "1" if changed else "0"})
+        elif args.cmd == "mounts":
+            from fmcluster.runtime.node_setup.parameters import write_mounts
+
+            for mount in write_mounts(load_json(args.params, "fmcluster_parameters.json"), args.dir):
+                print("\t".join(mount))
     except SetupError as exc:
         print(str(exc), file=sys.stderr)
         return 1

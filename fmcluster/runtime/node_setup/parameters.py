@@ -6,8 +6,9 @@ ignored."""
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any, Dict, Iterable, List
+from typing import Any, Dict, Iterable, List, Tuple
 
 from fmcluster.runtime.contract import (
     EKS_LIFECYCLE_PARAMETERS_KEYS,
@@ -16,13 +17,14 @@ from fmcluster.runtime.contract import (
     LIFECYCLE_PARAMETERS_FILE,
     LIFECYCLE_PARAMETERS_KEYS,
     LIFECYCLE_PARAMETERS_VERSION,
+    MOUNT_KEYS,
     UID_MAX,
     UID_MIN,
     USER_NAME_PATTERN,
     WORKER_GROUP_KEYS,
     ssh_key_ok,
 )
-from fmcluster.runtime.node_setup.files import SetupError, clean
+from fmcluster.runtime.node_setup.files import SetupError, clean, write_file
 from fmcluster.runtime.profile import LEVELS, POLICIES
 
 # validation.policy on HyperPod on EKS nodes: fail (the lifecycle script fails; HyperPod provisions another instance),
@@ -79,6 +81,7 @@ def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
     _check_workers(params, WORKER_GROUP_KEYS, ("instance_group_name", "partition_name", "instance_type"),
                    {"gpu": True, "efa": False})
     _check_fsx(params.get("fsx"))
+    out["mounts"] = mounts_of(params)
     out["validation"] = _check_validation(params.get("validation"), default_policy="drain", policies=POLICIES)
     obs = params.get("observability")
     if obs is not None:
@@ -158,6 +161,29 @@ def _check_fsx(fsx: Any) -> None:
         raise SetupError("fsx.efa must be true or false")
 
 
+def mounts_of(params: Dict[str, Any]) -> List[Dict[str, str]]:
+    """The ``mounts`` list (absent: none): each ``{"store", "path", "script", "failure"}``, its path absolute and
+    its script non-empty text the node runs as it is."""
+    mounts = params.get("mounts") or []
+    if not isinstance(mounts, list):
+        raise SetupError("mounts must be a list")
+    seen = set()
+    for i, m in enumerate(mounts):
+        if not isinstance(m, dict):
+            raise SetupError(f"mounts[{i}] must be an object")
+        _known_keys(m, MOUNT_KEYS, f"mounts[{i}]")
+        for key in ("store", "path", "failure"):
+            clean(m.get(key), f"mounts[{i}].{key}")
+        if not m["path"].startswith("/") or m["path"] == "/" or " " in m["path"]:
+            raise SetupError(f"mounts[{i}].path must be an absolute path below / without spaces, got {m['path']!r}")
+        if m["path"] in seen:
+            raise SetupError(f"mounts[{i}].path {m['path']} is mounted twice")
+        seen.add(m["path"])
+        if not isinstance(m.get("script"), str) or not m["script"].strip() or "\0" in m["script"]:
+            raise SetupError(f"mounts[{i}].script must be a non-empty shell script")
+    return [dict(m) for m in mounts]
+
+
 def validate_eks_params(params: Dict[str, Any]) -> Dict[str, Any]:
     """Check the HyperPod on EKS parameters (``workload_manager: eks``) and return them with defaults filled in."""
     _check_head(params, "eks", EKS_LIFECYCLE_PARAMETERS_KEYS, ("cluster_name", "region", "system_group"))
@@ -167,6 +193,7 @@ def validate_eks_params(params: Dict[str, Any]) -> Dict[str, Any]:
     if params["system_group"] in {w["instance_group_name"] for w in workers}:
         raise SetupError(f"system_group {params['system_group']!r} is also a worker group")
     _check_fsx(params.get("fsx"))
+    out["mounts"] = mounts_of(params)
     out["validation"] = _check_validation(params.get("validation"), default_policy="taint", policies=EKS_POLICIES,
                                           where=" on EKS nodes")
     obs = params.get("observability")
@@ -176,3 +203,16 @@ def validate_eks_params(params: Dict[str, Any]) -> Dict[str, Any]:
         if not isinstance(obs.get("efa_textfile", False), bool):
             raise SetupError("observability.efa_textfile must be true or false")
     return out
+
+
+def write_mounts(params: Dict[str, Any], directory: str) -> List[Tuple[str, str, str, str]]:
+    """Check the parameters (by their workload manager) and write each listed mount's script to `directory` as
+    ``<n>-<store>.sh`` (root's alone: it runs as root); (store, path, script file, failure) each, in order."""
+    check = validate_eks_params if params.get("workload_manager") == "eks" else validate_params
+    found = []
+    for i, m in enumerate(check(params)["mounts"]):
+        path = os.path.join(directory, f"{i}-{re.sub(r'[^A-Za-z0-9_.-]', '_', m['store'])}.sh")
+        write_file(path, m["script"])
+        os.chmod(path, 0o700)
+        found.append((m["store"], m["path"], path, m["failure"]))
+    return found

@@ -151,7 +151,8 @@ def test_the_lifecycle_parameters_name_the_file_system_only_when_the_lifecycle_m
         (scripts,) = [r for k, r in resources_of(template, "Custom::CDKBucketDeployment").items() if "Pointers" in k]
         return json.dumps(scripts["Properties"].get("SourceMarkers", []))
 
-    assert "hp-p5-storage" not in markers(p5)  # HyperPod mounts it (FsxLustreConfig)
+    assert "FileSystem" not in markers(p5)  # HyperPod mounts it (FsxLustreConfig)
+    assert "hp-p5-storage-MountpointBucketName" in markers(p5), "the nodes mount Mountpoint's bucket (the list)"
     assert "hp-b200-storage" in markers(b200) and "FileSystem" in markers(b200)  # EFA-enabled: the lifecycle does
 
 

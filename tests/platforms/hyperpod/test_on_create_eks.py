@@ -313,7 +313,7 @@ def test_a_gpu_node_whose_mount_fails_leaves_the_verdict_to_the_validator(troubl
 
 def test_rerun_is_idempotent(gpu_node):
     n = gpu_node["node"]
-    assert gpu_node["second"].count("skipping") == 4
+    assert gpu_node["second"].count("skipping") == 5
     assert (n.root / "etc/fstab").read_text() == gpu_node["fstab"]
     assert len(n.log("validate.log").splitlines()) == 1 and len(n.log("mount.log").splitlines()) == 3
 
@@ -326,3 +326,45 @@ def test_unknown_group_fails_at_the_role_step_and_a_missing_group_is_a_usage_err
     assert r.returncode == 1 and "FAILED at step role: instance group 'h100' is neither" in r.stdout
     direct = subprocess.run(["bash", str(n.prefix / SCRIPT)], capture_output=True, text=True, timeout=60)
     assert direct.returncode == 2 and "usage" in direct.stderr
+
+
+# Stores without an entry of their own come as a list of scripts (platforms/hyperpod/mounts.py): each records that it
+# ran, in order, and exits as the test says.
+def listed(store: str, path: str, rc: int = 0, body: str = "") -> Dict[str, str]:
+    return {"store": store, "path": path, "failure": f"{store} mount failed ({path})",
+            "script": f'{body}echo "{store} {path}" >> "$FAKE_LOG/listed.log"\nexit {rc}\n'}
+
+
+def test_a_gpu_node_mounts_the_listed_stores_in_order_and_a_failed_one_is_left_to_the_validator(tmp_path):
+    n = Node(tmp_path, group="h100", parameters=eks_params(mounts=[listed("broken", "/broken", rc=3),
+                                                                    listed("mountpoint-s3", "/s3")]))
+    out = ok(n.run())
+    assert n.log("listed.log").splitlines() == ["broken /broken", "mountpoint-s3 /s3"], "a failure stops no later mount"
+    assert ("broken mount failed (/broken) (exit 3; see the lines above); the boot validator reports it under "
+            "policy taint") in out
+    assert "mountpoint-s3 mounted at /s3" in out and "--profile" in n.log("validate.log")
+    assert not n.marker("mounts"), "a rerun tries the mounts again"
+
+
+def test_a_system_node_whose_listed_mount_fails_under_policy_fail_fails(tmp_path):
+    n = Node(tmp_path, group="system", parameters=eks_params(
+        mounts=[listed("mountpoint-s3", "/s3", rc=1)], validation={"level": "standard", "policy": "fail"}))
+    r = n.run()
+    assert r.returncode == 1, r.stdout
+    assert "FAILED at step mounts: mountpoint-s3 mount failed (/s3) (exit 1; see the lines above); policy fail" in r.stdout
+    assert not n.marker("mounts") and not n.marker("validate")
+
+
+def test_a_listed_mount_that_never_answers_is_stopped_by_its_timeout(tmp_path):
+    n = Node(tmp_path, group="system", parameters=eks_params(mounts=[listed("mountpoint-s3", "/s3", body="sleep 30\n")]))
+    out = ok(n.run(FMCLUSTER_MOUNT_TIMEOUT="1"))
+    assert ("WARNING: mountpoint-s3 mount failed (/s3): no answer after 1s; policy taint: this system node continues "
+            "without it (pods mount it through its CSI driver)") in out
+    assert n.log("listed.log") == ""
+
+
+def test_a_listed_mount_script_cannot_read_the_list_on_its_stdin(tmp_path):
+    n = Node(tmp_path, group="system", parameters=eks_params(mounts=[listed("first", "/a", body="cat >/dev/null\n"),
+                                                                      listed("second", "/b")]))
+    ok(n.run())
+    assert n.log("listed.log").splitlines() == ["first /a", "second /b"]

@@ -253,7 +253,7 @@ def test_a_controller_whose_mount_fails_stops_under_policy_fail(tmp_path):
 
 def test_rerun_is_idempotent(gpu_worker):
     n, second = gpu_worker.node, gpu_worker.outs[1]
-    assert second.count("skipping") == 7
+    assert second.count("skipping") == 8
     for log in ("lustre.log", "install.log", "validate.log", "useradd.log", "apt-mark.log"):
         assert len(n.log(log).splitlines()) == 1, log
 
@@ -389,3 +389,30 @@ def test_workers_write_the_hooks_first_and_leave_slurm_conf_alone(tmp_path):
     assert os.access(n.root / "opt/fmcluster/slurm/epilog.sh", os.X_OK)
     assert conf.read_text() == "ClusterName=demo\n" and n.log("scontrol.log") == ""
     assert n.log("lustre.log").strip().endswith("--fstab --efa")
+
+
+def test_listed_stores_are_mounted_after_fsx_and_a_failure_stops_the_controller_under_policy_fail(tmp_path):
+    script = 'echo "s3 $*" >> "$FAKE_LOG/listed.log"\nexit "${FAKE_LISTED_RC:-0}"\n'
+    mounts = [{"store": "mountpoint-s3", "path": "/s3", "script": script,
+               "failure": "Mountpoint for Amazon S3 mount failed (s3://bucket/ on /s3)"}]
+    n = Node(tmp_path, ip=CONTROLLER_IP, parameters=params(mounts=mounts,
+                                                           validation={"level": "standard", "policy": "fail"}))
+    out = ok(n.run())
+    assert "mountpoint-s3 mounted at /s3" in out and n.marker("mounts")
+    assert out.index("[containers] container data under /opt/dlami/nvme") < out.index("[mounts] mounting mountpoint-s3"), \
+        "after the NVMe wait: a cache there must not land on the root volume"
+    again = Node(tmp_path / "again", ip=CONTROLLER_IP, parameters=params(
+        mounts=mounts, validation={"level": "standard", "policy": "fail"}))
+    r = again.run(FAKE_LISTED_RC="2")
+    assert r.returncode == 1
+    assert ("FAILED at step mounts: Mountpoint for Amazon S3 mount failed (s3://bucket/ on /s3) (exit 2; see the "
+            "lines above); policy fail") in r.stdout
+    assert not again.marker("mounts") and again.marker("containers") and not again.marker("users")
+
+
+def test_a_gpu_worker_leaves_a_failed_listed_mount_to_the_validator(tmp_path):
+    mounts = [{"store": "mountpoint-s3", "path": "/s3", "script": "exit 1\n", "failure": "S3 mount failed"}]
+    n = Node(tmp_path, ip=GPU_IP, parameters=params(mounts=mounts))
+    out = ok(n.run())
+    assert "S3 mount failed (exit 1; see the lines above); the boot validator reports it under policy" in out
+    assert "--profile" in n.log("validate.log") and not n.marker("mounts")

@@ -52,8 +52,9 @@ LATER: Dict[str, str] = {
     # the node side: byte-identical runtime archives keep these until the node-side slice
     "fmcluster/runtime/": "the mount helper (lustre.py), probes and checks, the lifecycle parameters' fsx entry: "
                           "node-side slice, each store's node code in its folder's node/",
-    "fmcluster/platforms/hyperpod/node/": "the lifecycle scripts mount the parameters' fsx entry: node-side slice, a "
-                                          "generic list of mounts",
+    "fmcluster/platforms/hyperpod/node/": "the lifecycle scripts mount the parameters' fsx entry (LNet over EFA); "
+                                          "other stores come in the generic list of mounts: the entry moves to the "
+                                          "store's node/ with the node-side slice",
     "fmcluster/platforms/kubernetes/node/kube_team_objects.py": "a log example naming the fsx claim (node side)",
     # tools and AWS calls
     "fmcluster/planner/": "cost, throughput, checkpoint tiers and the diagram: the planner slice (a store's figures)",

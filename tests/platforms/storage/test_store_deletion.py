@@ -91,8 +91,9 @@ def test_a_package_without_the_store_imports_validates_and_synthesizes_the_rest(
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     result = json.loads(r.stdout.strip().splitlines()[-1])
-    assert result["refused"] == 4, ("existing-vpc, pcs-p6-b200-odcr, eks-p6-b200-capacity-block and "
-                                    "parallelcluster-p5en-capacity-block mount it")
+    assert result["refused"] == 6, ("existing-vpc, pcs-p6-b200-odcr, eks-p6-b200-capacity-block, "
+                                    "parallelcluster-p5en-capacity-block, hyperpod-slurm-p5 and "
+                                    "hyperpod-eks-p5en-serving mount it")
     templates = result["templates"]
     assert "FileSystem" in templates["eks-b200-storage"]["Resources"], "FSx for Lustre is still built"
     assert not re.search(r"Mountpoint|mount-s3|s3\.csi\.aws\.com", json.dumps(templates))

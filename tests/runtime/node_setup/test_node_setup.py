@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from helpers.lifecycle import CONTROLLER_IP, CPU_IP, GPU_IP, LOGIN_IP, params, resource_config
+from helpers.lifecycle import CONTROLLER_IP, CPU_IP, GPU_IP, LOGIN_IP, eks_params, params, resource_config
 
 from fmcluster.runtime.node_setup import cli, containers, efa_units, identity, parameters, storage
 from fmcluster.runtime.node_setup.files import SetupError
@@ -283,3 +283,32 @@ def test_no_bind_unit_while_the_array_is_not_mounted(tmp_path, capsys):
     assert cli.main(["bind-unit", "--unit-dir", "/etc/systemd/system", "--source", "/elsewhere/nvme", "--target",
                      "/opt/dlami/nvme", "--requires", "/mnt/k8s-disks/0", "--root", str(tmp_path)]) == 1
     assert "not below --requires" in capsys.readouterr().err
+
+
+MOUNT = {"store": "mountpoint-s3", "path": "/s3", "script": "mount-s3 bucket /s3\n", "failure": "S3 mount failed"}
+
+
+def test_the_listed_mounts_are_written_as_scripts_root_alone_may_read_and_named_in_order(tmp_path, capsys):
+    p = tmp_path / "params.json"
+    p.write_text(json.dumps(params(mounts=[MOUNT, dict(MOUNT, store="other/store", path="/data")])))
+    assert cli.main(["mounts", "--params", str(p), "--dir", str(tmp_path / "m")]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [(r[0], r[1], r[3]) for r in rows] == [("mountpoint-s3", "/s3", "S3 mount failed"),
+                                                  ("other/store", "/data", "S3 mount failed")]
+    assert rows[0][2] == str(tmp_path / "m/0-mountpoint-s3.sh") and rows[1][2] == str(tmp_path / "m/1-other_store.sh")
+    assert (tmp_path / "m/0-mountpoint-s3.sh").read_text() == "mount-s3 bucket /s3\n"
+    assert (tmp_path / "m/0-mountpoint-s3.sh").stat().st_mode & 0o777 == 0o700
+    assert parameters.validate_params(params())["mounts"] == [], "absent: nothing to mount"
+
+
+@pytest.mark.parametrize("mounts, words", [
+    ({"store": "s3"}, "mounts must be a list"),
+    ([dict(MOUNT, extra=1)], "mounts[0]: unknown key(s) extra"),
+    ([dict(MOUNT, path="s3")], "mounts[0].path must be an absolute path"),
+    ([dict(MOUNT, script=" \n")], "mounts[0].script must be a non-empty shell script"),
+    ([dict(MOUNT, failure="two\nlines")], "mounts[0].failure contains a tab, newline or NUL"),
+    ([MOUNT, MOUNT], "mounts[1].path /s3 is mounted twice"),
+])
+def test_a_mounts_list_the_node_cannot_run_is_refused(mounts, words):
+    with pytest.raises(SetupError, match=re.escape(words)):
+        parameters.validate_eks_params(eks_params(mounts=mounts))

@@ -10,6 +10,7 @@
 #   node_py     the decisions (python3 -m fmcluster.runtime.node_setup) from the stable runtime copy
 #   step_runtime  copy the runtime, profiles and parameters to /opt/fmcluster (systemd units refer to that copy)
 #   mount_fsx   the parameters' FSx for Lustre, a failed mount judged by one policy
+#   mount_listed  the parameters' list of other stores' mounts, each judged by the same policy
 # shellcheck shell=bash disable=SC2034
 
 # The runtime archive carries this folder at its path in the package below fmcluster/runtime/
@@ -31,6 +32,8 @@ PARAMS="$ETC_DIR/fmcluster_parameters.json"
 NVME_WAIT="${FMCLUSTER_NVME_WAIT:-180}"
 NVME_POLL="${FMCLUSTER_NVME_POLL:-5}"  # s between looks at the mount
 RETRY_DELAY="${FMCLUSTER_RETRY_DELAY:-5}"
+# one listed mount: its client's install (each download and the install under timeouts of its own) and the mount
+MOUNT_TIMEOUT="${FMCLUSTER_MOUNT_TIMEOUT:-2400}"
 
 mkdir -p "$LOG_DIR" "$STATE_DIR"
 exec > >(tee -a "$LOG_DIR/lifecycle.log") 2>&1
@@ -167,18 +170,52 @@ mount_fsx() {
   fi
   # the helper retries with backoff itself, is idempotent and proves the mount answers; one call is enough
   if ! PYTHONPATH="$FMCLUSTER_HOME/pkg" timeout --kill-after=10 1200 python3 -m fmcluster.runtime.lustre "${args[@]}"; then
-    local what="cannot mount FSx for Lustre ${NODE[fsx_dns_name]}@tcp:/${NODE[fsx_mount_name]} at $mp (lustre helper failed; see the lines above)"
-    STEP_MARK=0
-    if [[ "$validator_runs" == 1 ]]; then
-      log "$what; the boot validator reports it under policy ${NODE[policy]}"
-    elif [[ "${NODE[policy]}" == fail ]]; then
-      fail "$what; policy fail"
-    else
-      log "WARNING: $what; policy ${NODE[policy]}: this ${NODE[role]} node continues without it$note"
-    fi
+    mount_failed "$validator_runs" "$note" \
+      "cannot mount FSx for Lustre ${NODE[fsx_dns_name]}@tcp:/${NODE[fsx_mount_name]} at $mp (lustre helper failed; see the lines above)"
     return 1
   fi
   log "FSx for Lustre mounted at $mp"
+}
+
+# mount_failed VALIDATOR_RUNS NOTE WHAT: a store did not mount. Where the boot validator runs its required
+# storage.mounts check applies validation.policy; elsewhere it applies here: fail ends the script, else a warning.
+# The step is left to the next run either way.
+mount_failed() {
+  local validator_runs="$1" note="$2" what="$3"
+  STEP_MARK=0
+  if [[ "$validator_runs" == 1 ]]; then
+    log "$what; the boot validator reports it under policy ${NODE[policy]}"
+  elif [[ "${NODE[policy]}" == fail ]]; then
+    fail "$what; policy fail"
+  else
+    log "WARNING: $what; policy ${NODE[policy]}: this ${NODE[role]} node continues without it$note"
+  fi
+}
+
+# mount_listed VALIDATOR_RUNS NOTE: mount the parameters' list of mounts (stores without an entry of their own), in
+# order, each script under $MOUNT_TIMEOUT s; a failed one is judged as mount_fsx judges its own (mount_failed) and
+# the next is still tried.
+mount_listed() {
+  local validator_runs="$1" note="$2" out store path script failure rc
+  if ! out="$(node_py mounts --params "$PARAMS" --dir "$FMCLUSTER_HOME/mounts" 2>&1)"; then
+    fail "$out"
+  fi
+  if [[ -z "$out" ]]; then
+    log "no other stores in the parameters; nothing to mount"
+    return 0
+  fi
+  while IFS=$'\t' read -r store path script failure; do
+    log "mounting $store at $path ($script, up to ${MOUNT_TIMEOUT}s)"
+    rc=0
+    timeout --kill-after=10 "$MOUNT_TIMEOUT" bash "$script" </dev/null || rc=$?  # stdin is the list
+    if ((rc == 0)); then
+      log "$store mounted at $path"
+    elif ((rc == 124 || rc == 137)); then
+      mount_failed "$validator_runs" "$note" "$failure: no answer after ${MOUNT_TIMEOUT}s"
+    else
+      mount_failed "$validator_runs" "$note" "$failure (exit $rc; see the lines above)"
+    fi
+  done <<<"$out"
 }
 
 # run_boot_validator NODE_POLICY NOTE [VAR=value ...]: run node_bootstrap.sh with this node's group profile, the

@@ -22,13 +22,15 @@
 #                 fail: fails); what an earlier node or image left in the target directories is removed first
 #   fsx           mount the shared FSx for Lustre file system with the lustre helper (LNet over EFA on EFA nodes when
 #                 the file system has EFA); a failed mount is judged by validation.policy
+#   mounts        the other stores (the parameters' list, e.g. Mountpoint for Amazon S3): each store's script under a
+#                 timeout, a failure judged as fsx's
 #   efa-textfile  the EFA counters' textfile timer on EFA nodes (node-exporter pods read it), with observability
 #   validate      GPU nodes: the boot validator through node_bootstrap.sh with the group's profile; it publishes the
 #                 result the node gate reads, and fails the script under policy fail
 #
 # Environment (tests; all optional): FMCLUSTER_LIFECYCLE_ROOT prefixes every node path written or read
 # (/opt, /etc, /var, /proc), FMCLUSTER_PARAMS, FMCLUSTER_NVME_WAIT (s, 180), FMCLUSTER_NVME_POLL (s, 5),
-# FMCLUSTER_RETRY_DELAY (s, 5).
+# FMCLUSTER_RETRY_DELAY (s, 5), FMCLUSTER_MOUNT_TIMEOUT (s per listed mount, 2400).
 # Exit status: 0 done; 1 with one line "fmcluster lifecycle FAILED at step S: reason" (HyperPod reports it and, with
 # continuous provisioning, provisions another instance); 2 usage.
 set -Eeuo pipefail
@@ -139,6 +141,10 @@ step_fsx() {
   mount_fsx "${NODE[gpu]}" " (pods mount it through the FSx CSI driver)" || true
 }
 
+step_mounts() {
+  mount_listed "${NODE[gpu]}" " (pods mount it through its CSI driver)"
+}
+
 step_efa_textfile() {
   if [[ "${NODE[efa_textfile]}" != 1 ]]; then
     log "no EFA counters on this node (no EFA, or no observability)"
@@ -170,6 +176,7 @@ STEP=role
 step_role
 run_step containers step_containers
 run_step fsx step_fsx
+run_step mounts step_mounts
 run_step efa-textfile step_efa_textfile
 run_step validate step_validate
 STEP=end

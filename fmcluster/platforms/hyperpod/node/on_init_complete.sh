@@ -24,6 +24,9 @@
 #               the lustre helper (LNet over EFA), hold the Lustre client packages. A failed mount is judged by
 #               validation.policy (the boot validator on GPU workers, this step elsewhere)
 #   containers  docker data-root and enroot paths on the instance NVMe (fallback: /opt/sagemaker; never /)
+#   mounts      the other stores HyperPod does not mount (the parameters' list, e.g. Mountpoint for Amazon S3): each
+#               store's script (its client's install, its mount) under a timeout, a failure judged as fsx's; after
+#               containers, which waits for the NVMe a store may cache on
 #   users       create the users from the parameters with fixed uids (idempotent)
 #   collectors  node_exporter / dcgm-exporter / Prometheus agent via observability/install.sh (never fatal)
 #   slurm       check only: HyperPod's API-driven configuration owns the partitions and the daemons
@@ -32,7 +35,7 @@
 # Environment (tests; all optional): FMCLUSTER_LIFECYCLE_ROOT prefixes every node path written or read
 # (/opt, /etc, /var, /proc), SAGEMAKER_RESOURCE_CONFIG_PATH, FMCLUSTER_PARAMS, FMCLUSTER_NODE_IP (this node's
 # address instead of discovering it), FMCLUSTER_APT_LOCK_TIMEOUT (s, default 900), FMCLUSTER_NVME_WAIT (s, 180),
-# FMCLUSTER_RETRY_DELAY (first backoff delay, s, default 5).
+# FMCLUSTER_RETRY_DELAY (first backoff delay, s, default 5), FMCLUSTER_MOUNT_TIMEOUT (s per listed mount, 2400).
 # Exit status: 0 done; 1 with one line "fmcluster lifecycle FAILED at step S: reason" (HyperPod reports it).
 set -Eeuo pipefail
 
@@ -174,6 +177,14 @@ step_fsx() {
   fi
 }
 
+step_mounts() {
+  local validator_runs=0
+  if [[ "${NODE[role]}" == compute && "${NODE[gpu]}" == 1 ]]; then
+    validator_runs=1  # GPU workers run the boot validator
+  fi
+  mount_listed "$validator_runs" ""
+}
+
 step_containers() {
   local out base why
   out="$(wait_for_nvme 0)"  # waits only while dlami-nvme.service exists
@@ -295,6 +306,8 @@ step_role
 run_step job-map step_job_map
 run_step fsx step_fsx
 run_step containers step_containers
+# after containers, which waits for the instance NVMe: a store's cache there must not land on the root volume below it
+run_step mounts step_mounts
 run_step users step_users
 run_step collectors step_collectors
 run_step slurm step_slurm

@@ -3,10 +3,9 @@ contract that applies: boot lines (the pinned client, then an fstab entry mounte
 volume, the nodes' and the driver's S3 permissions.
 
 Pure: the bucket's name and key ARN come in as strings (CDK tokens of the storage stack at synth), so tests build a
-mount from plain values. HyperPod and ParallelCluster mount nothing of S3 themselves: no service form (the
-ParallelCluster kind runs the boot lines from its nodes' custom action instead); and no
-lifecycle form yet, since HyperPod's lifecycle scripts mount only the first store's entry (the node-side slice makes
-them mount a list of mounts), so both HyperPod kinds refuse this mount at synth rather than leave it unmounted.
+mount from plain values. HyperPod and ParallelCluster mount nothing of S3 themselves: no service form. Their nodes
+run the boot lines instead: ParallelCluster's from a custom action, HyperPod's lifecycle scripts from the lifecycle
+parameters' list of mounts (no lifecycle form of its own: platforms/hyperpod/mounts.py builds the entry).
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from fmcluster import images
+from fmcluster.platforms.hyperpod.mounts import EKS_IMAGE, SLURM_IMAGE
 from fmcluster.platforms.storage import Arn, BootMount, CsiAddon, KubernetesVolume, Mount, NodeClient, Permission
 
 STORE = "mountpoint-s3"
@@ -61,10 +61,15 @@ DEB = install_lines("deb", "env DEBIAN_FRONTEND=noninteractive apt-get update -q
 # action): Mountpoint publishes the RPM for Amazon Linux, RHEL and its rebuilds, the DEB for Ubuntu (doc/INSTALL.md).
 OPERATING_SYSTEMS = {"alinux2023": RPM, "ubuntu2204": DEB, "ubuntu2404": DEB, "rhel8": RPM, "rocky8": RPM,
                      "rhel9": RPM, "rocky9": RPM}
+# HyperPod's AMIs: Slurm's is Ubuntu (the Deep Learning Base GPU AMI's); EKS's is Amazon Linux, whose release (2 with
+# yum, 2023 with dnf) AWS does not publish where we found, so the node uses the one it has (docs/storage.md).
+HYPERPOD_IMAGES = {SLURM_IMAGE: DEB,
+                   EKS_IMAGE: install_lines("rpm", "$(command -v dnf || command -v yum) install -y -q")}
 CLIENT = NodeClient("mount-s3", install={
     **{family: (DEB if "ubuntu" in family else RPM) for family in images.FAMILIES},
     "eks-al2023": RPM,
     **OPERATING_SYSTEMS,
+    **HYPERPOD_IMAGES,
 })
 
 # The CSI driver: EKS's add-on (https://docs.aws.amazon.com/eks/latest/userguide/s3-csi.html), not pinned here: EKS
@@ -140,10 +145,15 @@ def csi_options(bucket: Bucket, o: Options) -> Tuple[str, ...]:
 
 
 def boot_command(source: str, o: Options, options: Tuple[str, ...]) -> str:
-    """Create the mount point (and cache directory), add the fstab line once, mount it unless mounted."""
+    """Create the mount point (and cache directory), make fstab's line for the mount point this one (a line the
+    spec changed since, e.g. another prefix, is replaced; the same line is left alone), mount it unless mounted."""
     line = f"{source} {o.mount_point} {FSTYPE} {','.join(FSTAB_OPTIONS + options)} 0 0"
     dirs = " ".join(d for d in (o.mount_point, o.cache_directory) if d)
-    return (f"mkdir -p {dirs} && {{ grep -qs ' {o.mount_point} {FSTYPE} ' /etc/fstab || echo '{line}' >> /etc/fstab; }} "
+    # the spec's paths hold letters, digits, '.', '_', '-' and '/': only '.' needs escaping in sed's pattern
+    ours = f"\\| {o.mount_point.replace('.', '[.]')} {FSTYPE} |d"
+    fstab = (f"{{ grep -qsxF '{line}' /etc/fstab || {{ {{ [ ! -e /etc/fstab ] || sed -i '{ours}' /etc/fstab; }} "
+             f"&& echo '{line}' >> /etc/fstab; }}; }}")
+    return (f"mkdir -p {dirs} && {fstab} "
             f"&& {{ mountpoint -q {o.mount_point} || timeout {MOUNT_TIMEOUT_S} mount {o.mount_point}; }}")
 
 

@@ -55,7 +55,7 @@ class ExpressOneZone(SpecModel):
 class MountpointS3(StoreSettings):
     """An S3 bucket every node mounts with Mountpoint for Amazon S3 (pods through its CSI driver)."""
 
-    # boot lines and a CSI volume (mount.py); no service mounts S3, and HyperPod's lifecycle scripts cannot yet
+    # boot lines (also what HyperPod's lifecycle scripts run) and a CSI volume (mount.py); no service mounts S3
     forms: ClassVar[FrozenSet[str]] = frozenset({"boot", "kubernetes"})
     checkpoint_tier: ClassVar[Optional[str]] = "s3"
 

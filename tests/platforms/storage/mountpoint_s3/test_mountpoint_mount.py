@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fmcluster import images
+from fmcluster.platforms.hyperpod.mounts import EKS_IMAGE, IMAGES, SLURM_IMAGE
 from fmcluster.platforms.storage import HYPERPOD, PARALLELCLUSTER
 from fmcluster.platforms.storage.mountpoint_s3.mount import (
     CLIENT,
@@ -85,17 +86,63 @@ def test_the_mount_as_mount8_fstab_and_the_csi_driver_take_it():
     assert read_only.options[0] == "ro"
 
 
-def test_no_service_mounts_it_and_no_lifecycle_form_until_the_lifecycle_scripts_can():
+def test_no_service_mounts_it_and_hyperpod_nodes_mount_it_from_its_boot_form():
     m = s3_mount(Bucket("b"), Options("/data"))
     assert HYPERPOD not in m.services and PARALLELCLUSTER not in m.services
-    assert m.lifecycle is None
+    assert m.lifecycle is None, "no entry of its own: the lifecycle parameters' list carries its boot form"
 
 
 def test_every_image_installs_the_pinned_client():
-    assert set(CLIENT.install) == {*images.FAMILIES, "eks-al2023", *OPERATING_SYSTEMS}
+    assert set(CLIENT.install) == {*images.FAMILIES, "eks-al2023", *OPERATING_SYSTEMS, *IMAGES}
     for image, lines in CLIENT.install.items():
         assert f"mount-s3-{VERSION}-" in lines and KEY_FINGERPRINT in lines, image
-        assert ("apt-get install" in lines) == ("ubuntu" in image), image
+        ubuntu = "ubuntu" in image or image == SLURM_IMAGE
+        assert ("apt-get install" in lines) == ubuntu, image
+    assert "$(command -v dnf || command -v yum) install -y -q ./p.rpm" in CLIENT.install[EKS_IMAGE], \
+        "Amazon Linux 2 has yum, 2023 dnf"
+
+
+FAKE_MOUNT = """#!/bin/sh
+case "$(basename "$0")" in
+  mountpoint) exit 1 ;;
+  mount) echo "$*" >> "$MOUNTS" ;;
+esac
+"""
+
+
+def run_boot_command(tmp_path: Path, prefix: str) -> subprocess.CompletedProcess:
+    """The boot command as a node runs it, on a real fstab file in tmp_path (mount and mountpoint faked)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name in ("mount", "mountpoint"):
+        (bin_dir / name).write_text(FAKE_MOUNT)
+        (bin_dir / name).chmod(0o755)
+    point = str(tmp_path / "s3.data")
+    command = s3_mount(Bucket("b"), Options(point, prefix=prefix)).boot.command
+    command = command.replace("/etc/fstab", str(tmp_path / "fstab"))
+    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                               "MOUNTS": str(tmp_path / "mounts.log")})
+
+
+def test_the_fstab_line_is_added_once_and_replaced_when_the_prefix_changes(tmp_path: Path):
+    fstab = tmp_path / "fstab"
+    others = f"/dev/sda1 / ext4 defaults 0 0\ns3://b/x/ {tmp_path}/s3Xdata mount-s3 _netdev,ro 0 0\n"
+    fstab.write_text(others)
+    point = f"{tmp_path}/s3.data"
+    for _ in range(2):
+        assert run_boot_command(tmp_path, "train/").returncode == 0
+    first = fstab.read_text()
+    assert first == others + f"s3://b/train/ {point} mount-s3 _netdev,nosuid,nodev,nofail,ro,allow-other 0 0\n", \
+        "a rerun adds nothing; another mount point (the '.' is no wildcard) is left alone"
+    assert run_boot_command(tmp_path, "eval/").returncode == 0
+    assert fstab.read_text() == others + f"s3://b/eval/ {point} mount-s3 _netdev,nosuid,nodev,nofail,ro,allow-other 0 0\n"
+    assert (tmp_path / "mounts.log").read_text().splitlines() == [point] * 3
+
+
+def test_a_node_without_an_fstab_gets_one(tmp_path: Path):
+    assert run_boot_command(tmp_path, "").returncode == 0
+    assert (tmp_path / "fstab").read_text().startswith("s3://b/ ")
     steps = RPM.split(" && ")
     for command in ("curl", "gpg", "dnf"):
         runs = [step for step in steps if f" {command} " in f" {step} " and not step.startswith("export")]

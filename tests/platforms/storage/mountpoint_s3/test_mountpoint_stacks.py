@@ -1,7 +1,8 @@
 """Mountpoint for Amazon S3 in the stacks, read from the examples that mount it (each synthesized once per run):
-what the storage stack creates and keeps, what each kind's nodes and pods get, and the kinds that cannot mount it yet
-refusing it in the spec (exit 2). Examples: existing-vpc (none kind, an existing bucket), pcs-p6-b200-odcr (pcs, an S3
-Express One Zone directory bucket), eks-p6-b200-capacity-block (eks, a created bucket beside FSx)."""
+what the storage stack creates and keeps, what each kind's nodes and pods get, and every kind taking it in the spec.
+Examples: existing-vpc (none kind, an existing bucket), pcs-p6-b200-odcr (pcs, an S3 Express One Zone directory
+bucket), eks-p6-b200-capacity-block (eks, a created bucket beside FSx), hyperpod-slurm-p5 (a created bucket beside
+FSx), hyperpod-eks-p5en-serving (an existing bucket, one CSI driver with serving's weights)."""
 
 from __future__ import annotations
 
@@ -125,29 +126,74 @@ def test_the_storage_stacks_of_examples_without_the_store_do_not_name_it(synth_e
     assert "Mountpoint" not in storage["Description"] and "FSx for Lustre" in storage["Description"]
 
 
-@pytest.mark.parametrize("example, ways", [
-    ("hyperpod-slurm-p5", "sagemaker-hyperpod or lifecycle"),
-    ("hyperpod-eks-p5", "kubernetes and lifecycle"),
-])
-def test_kinds_that_cannot_mount_it_yet_refuse_the_section_in_the_spec(example, ways):
+@pytest.mark.parametrize("example", ["hyperpod-slurm-p5", "hyperpod-eks-p5", "pcs-p5", "parallelcluster-p5"])
+def test_every_kind_takes_the_section(example):
     data = yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text())
+    data.setdefault("storage", {})["mountpoint_s3"] = {"bucket": "datasets", "mount_point": "/datasets-s3"}
+    assert registry.parse_spec(data).storage.mountpoint_s3 is not None
+
+
+def test_a_kind_refuses_a_store_that_lacks_every_form_it_mounts_through(monkeypatch):
+    """hyperpod-eks needs a Kubernetes volume for the teams' pods: a store with boot lines only is refused."""
+    from fmcluster.platforms.storage.mountpoint_s3.settings import MountpointS3
+
+    monkeypatch.setattr(MountpointS3, "forms", frozenset({"boot"}))
+    data = yaml.safe_load((ROOT / "examples" / "hyperpod-eks-p5.yaml").read_text())
     data["storage"]["mountpoint_s3"] = {"bucket": "datasets"}
     with pytest.raises(SpecError) as e:
         registry.parse_spec(data)
-    kind = data["orchestrator"]["type"]
-    assert e.value.problems == [f"storage.mountpoint_s3: orchestrator {kind} mounts a store through {ways}; this "
-                                "store offers boot, kubernetes (docs/storage.md)"]
+    assert e.value.problems == ["storage.mountpoint_s3: orchestrator hyperpod-eks mounts a store through kubernetes "
+                                "and lifecycle or boot and kubernetes; this store offers boot (docs/storage.md)"]
 
 
-def test_the_cli_refuses_it_with_exit_2_not_a_traceback(tmp_path):
-    data = yaml.safe_load((ROOT / "examples" / "hyperpod-slurm-p5.yaml").read_text())
-    data["storage"]["mountpoint_s3"] = {}
-    path = tmp_path / "hyperpod-s3.yaml"
-    path.write_text(yaml.safe_dump(data))
-    r = subprocess.run([sys.executable, "-m", "fmcluster", "synth", str(path)], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert r.returncode == 2 and "storage.mountpoint_s3: orchestrator hyperpod-slurm" in r.stdout + r.stderr
+def test_the_cli_takes_it_on_hyperpod_and_refuses_a_bad_field_with_exit_2_naming_it(tmp_path):
+    data = yaml.safe_load((ROOT / "examples" / "hyperpod-eks-p5.yaml").read_text())
+    data["storage"]["mountpoint_s3"] = {"bucket": "datasets"}
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text(yaml.safe_dump(data))
+    data["storage"]["mountpoint_s3"]["prefix"] = "eval"
+    bad.write_text(yaml.safe_dump(data))
+    run = [sys.executable, "-m", "fmcluster", "validate"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([*run, str(good)], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([*run, str(bad)], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 2 and "storage.mountpoint_s3.prefix" in r.stdout + r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_hyperpod_slurm_nodes_mount_it_from_the_lifecycle_and_reach_only_its_prefix(synth_example):
+    t = synth_example("hyperpod-slurm-p5")
+    cluster = t["hp-p5-cluster"]
+    found = sids(cluster, "MountpointS3")
+    assert set(found) == {"MountpointS3List", "MountpointS3Objects", "MountpointS3Key"}
+    assert found["MountpointS3List"][0]["Condition"] == {"StringLike": {"s3:prefix": ["corpus/*"]}}
+    assert found["MountpointS3Objects"][0]["Action"] == "s3:GetObject"
+    assert found["MountpointS3Objects"][0]["Resource"]["Fn::Join"][1][-1] == "/corpus/*"
+    roles = {s["Sid"]: lid for lid, r in resources_of(cluster, "AWS::IAM::Policy").items()
+             for s in r["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid", "").startswith("MountpointS3")}
+    assert {lid.startswith("HyperPodInstanceRole") for lid in roles.values()} == {True}, "the HyperPod instance role"
+    assert group_profile(cluster, "h100")["mounts"][-1] == {
+        "path": "/s3", "fstype": "fuse", "source": "mountpoint-s3", "required": True, "read_only": True}
+
+
+def test_hyperpod_eks_pods_reach_it_through_the_one_csi_add_on_serving_streams_weights_with(synth_example):
+    cluster = synth_example("hyperpod-eks-p5en-serving")["hpeks-serve-cluster"]
+    (addon,) = [r["Properties"] for r in resources_of(cluster, "AWS::EKS::Addon").values()
+                if r["Properties"]["AddonName"] == "aws-mountpoint-s3-csi-driver"]
+    assert "PodIdentityAssociations" not in addon, "v1 of the driver reads IRSA only"
+    role = addon["ServiceAccountRoleArn"]["Fn::GetAtt"][0]
+    driver = {s["Sid"]: s for lid, r in resources_of(cluster, "AWS::IAM::Policy").items()
+              if {"Ref": role} in r["Properties"]["Roles"] for s in r["Properties"]["PolicyDocument"]["Statement"]}
+    assert {"MountpointCsiList", "MountpointCsiObjects", "ReadModel1"} <= set(driver), "the store's and serving's"
+    assert driver["MountpointCsiObjects"]["Resource"] == "arn:aws:s3:::my-eval-bucket/eval/*"
+    nodes = sids(cluster, "MountpointS3")
+    assert nodes["MountpointS3Objects"][0]["Resource"] == "arn:aws:s3:::my-eval-bucket/eval/*"
+    (volume,) = [r for lid, r in cluster["Resources"].items() if lid.startswith("HyperPodEksObjectsResearchMountpointS3")]
+    manifest = json.dumps(volume["Properties"]["Manifest"])
+    assert "s3.csi.aws.com" in manifest and "prefix eval/" in manifest and "my-eval-bucket" in manifest
+    assert group_profile(cluster, "h200")["mounts"] == [
+        {"path": "/s3", "fstype": "fuse", "source": "mountpoint-s3", "required": True, "read_only": True}]
 
 
 def test_every_example_keeps_the_pinned_logical_ids_of_what_the_store_creates():
@@ -185,3 +231,23 @@ def test_an_existing_vpc_gets_the_s3_express_gateway_endpoint_on_its_route_table
                 for r in resources_of(network, "AWS::EC2::VPCEndpoint").values()}
     assert services == {"com.amazonaws.us-west-2.s3": ["rtb-0a1b2c3d4e5f60718"],
                         "com.amazonaws.us-west-2.s3express": ["rtb-0a1b2c3d4e5f60718"]}
+
+
+def test_hyperpod_eks_without_serving_installs_the_driver_on_an_irsa_role_of_its_own():
+    from aws_cdk.assertions import Template
+
+    from fmcluster.app import build_stacks
+
+    data = yaml.safe_load((ROOT / "examples" / "hyperpod-eks-p5.yaml").read_text())
+    data["storage"]["mountpoint_s3"] = {"bucket": "datasets", "prefix": "train/", "mount_point": "/datasets"}
+    cluster = Template.from_stack(build_stacks(registry.parse_spec(data), nag=True).cluster).to_json()
+    (addon,) = [r["Properties"] for r in resources_of(cluster, "AWS::EKS::Addon").values()
+                if r["Properties"]["AddonName"] == "aws-mountpoint-s3-csi-driver"]
+    assert "PodIdentityAssociations" not in addon and addon["AddonVersion"].startswith("v1.")
+    role = addon["ServiceAccountRoleArn"]["Fn::GetAtt"][0]
+    trust = json.dumps(cluster["Resources"][role]["Properties"]["AssumeRolePolicyDocument"])
+    assert "sts:AssumeRoleWithWebIdentity" in trust and len(resources_of(cluster, "AWS::IAM::OIDCProvider")) == 1
+    driver = {s["Sid"]: s for r in resources_of(cluster, "AWS::IAM::Policy").values()
+              if {"Ref": role} in r["Properties"]["Roles"] for s in r["Properties"]["PolicyDocument"]["Statement"]}
+    assert set(driver) == {"MountpointCsiList", "MountpointCsiObjects"}
+    assert driver["MountpointCsiObjects"]["Resource"] == "arn:aws:s3:::datasets/train/*"

@@ -1,0 +1,63 @@
+"""Roles for service accounts through the cluster's OIDC provider (IRSA), for what takes no Pod Identity here: the
+HyperPod Inference Operator's add-on (its roles, as AWS's script creates them) and an add-on whose pinned version
+reads IRSA only (`versions.IRSA_ADDONS`). A store's CSI driver of that kind gets one role on one add-on, with
+serving's model reads where serving streams weights from S3 (serving_install.py), else from `IrsaCsiDrivers`."""
+
+from __future__ import annotations
+
+from typing import Sequence, Tuple
+
+from aws_cdk import CfnJson, Fn, Stack
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from fmcluster.constructs.store_permissions import grant_permissions
+from fmcluster.platforms.kubernetes.cluster import EksControlPlane
+from fmcluster.platforms.storage import CsiAddon, Permission
+
+
+def oidc_provider(scope: Construct, control_plane: EksControlPlane) -> Tuple[iam.OidcProviderNative, str]:
+    """The cluster's OIDC provider (id ``Oidc`` in `scope`) and its issuer without https://. One per cluster: IAM
+    refuses a second provider for the same URL."""
+    url = control_plane.cluster.cluster_open_id_connect_issuer_url
+    provider = iam.OidcProviderNative(scope, "Oidc", url=url, client_ids=["sts.amazonaws.com"])
+    return provider, Fn.select(1, Fn.split("https://", url))
+
+
+def irsa_role(scope: Construct, id: str, *, provider: iam.OidcProviderNative, issuer: str, namespace: str,
+              service_account: str, purpose: str, sagemaker: bool = False) -> iam.Role:
+    """A role for one service account (IRSA); also assumable by SageMaker where AWS's script trusts it."""
+    conditions = CfnJson(scope, f"{id}Trust", value={f"{issuer}:sub": f"system:serviceaccount:{namespace}:"
+                                                                       f"{service_account}",
+                                                      f"{issuer}:aud": "sts.amazonaws.com"})
+    principal: iam.IPrincipal = iam.WebIdentityPrincipal(provider.oidc_provider_arn, {"StringEquals": conditions})
+    if sagemaker:
+        principal = iam.CompositePrincipal(principal, iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    return iam.Role(scope, id, assumed_by=principal, description=f"IRSA: {purpose} ({namespace}/{service_account})")
+
+
+def install_addon(control_plane: EksControlPlane, name: str, role: iam.Role, *, kubernetes_version: str) -> eks.Addon:
+    """The add-on at its pin, its service account on `role` (the add-on's ServiceAccountRoleArn)."""
+    addon = control_plane.add_addon(name, kubernetes_version=kubernetes_version)
+    addon.node.default_child.add_property_override(  # type: ignore[union-attr]
+        "ServiceAccountRoleArn", role.role_arn)
+    return addon
+
+
+class IrsaCsiDrivers(Construct):
+    """The stores' CSI drivers whose pinned add-on reads IRSA only, on a cluster without serving: the OIDC provider,
+    and per add-on one role with what its volumes need (`Mounts.csi_addons`). Exposes ``addons`` by name."""
+
+    def __init__(self, scope: Construct, id: str, *, control_plane: EksControlPlane, kubernetes_version: str,
+                 drivers: Sequence[Tuple[CsiAddon, Sequence[Permission]]]) -> None:
+        super().__init__(scope, id)
+        provider, issuer = oidc_provider(self, control_plane)
+        self.addons = {}
+        for addon, permissions in drivers:
+            rid = "".join(p.capitalize() for p in addon.name.split("-")) + "Role"
+            role = irsa_role(self, rid, provider=provider, issuer=issuer, namespace="kube-system",
+                             service_account=addon.service_account, purpose=f"the {addon.name} add-on")
+            grant_permissions(role, permissions, stack=Stack.of(self))
+            self.addons[addon.name] = install_addon(control_plane, addon.name, role,
+                                                    kubernetes_version=kubernetes_version)
