@@ -3,7 +3,7 @@
 from dataclasses import replace
 
 import pytest
-from aws_cdk import App, Stack
+from aws_cdk import Stack
 from aws_cdk.assertions import Template
 
 from fmcluster import catalog
@@ -27,8 +27,14 @@ def test_props_refuse_a_combination_ec2_refuses_naming_the_field(change, field):
         replace(P5, **change)
 
 
+def a_stack() -> Stack:
+    from fmcluster.app import new_app
+
+    return Stack(new_app(nag=False), "S")
+
+
 def test_a_node_group_places_its_template_in_the_placement_group_it_creates():
-    stack = Stack(App(), "S")
+    stack = a_stack()
     Ec2NodeGroup(stack, "Gpu", template=P5, placement_strategy="cluster")
     template = Template.from_stack(stack)
     data = next(iter(template.find_resources("AWS::EC2::LaunchTemplate").values()))["Properties"]["LaunchTemplateData"]
@@ -39,4 +45,4 @@ def test_a_node_group_places_its_template_in_the_placement_group_it_creates():
 
 def test_a_node_group_sets_the_placement_group_itself():
     with pytest.raises(ValueError, match="^template.placement_group_name:"):
-        Ec2NodeGroup(Stack(App(), "S"), "Gpu", template=replace(P5, placement_group_name="mine"))
+        Ec2NodeGroup(a_stack(), "Gpu", template=replace(P5, placement_group_name="mine"))

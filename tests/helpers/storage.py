@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fmcluster.platforms.storage import Mounts
+from fmcluster.platforms.storage import BootMount, Mount, Mounts, NodeClient
 from fmcluster.platforms.storage.fsx_lustre import STORE as FSX
 from fmcluster.platforms.storage.fsx_lustre.mount import lustre_mount
 from fmcluster.registry import stores
@@ -21,3 +21,13 @@ def fsx_mounts(*, dns_name: str = "fs-0abc.fsx.us-east-1.amazonaws.com", mount_n
 def no_mounts() -> Mounts:
     """Every registered store, none configured."""
     return Mounts(stores=tuple(stores()))
+
+
+def with_boot_only_store(mounts: Mounts, images) -> Mounts:
+    """`mounts` and one more: a store as Mountpoint for Amazon S3 is to HyperPod (its own tests hold its lines): boot
+    lines with a client for each of `images`, no lifecycle form."""
+    s3 = Mount(store="mountpoint-s3", id="MountpointS3", path="/s3", fstype="mount-s3", source="s3://datasets/corpus/",
+               boot=BootMount(command="mkdir -p /s3 && timeout 120 mount /s3",
+                              failure="Mountpoint for Amazon S3 mount failed (s3://datasets/corpus/ on /s3)",
+                              client=NodeClient("mount-s3", install={i: f"install-on-{i}\n" for i in images})))
+    return Mounts(stores=mounts.stores, mounts=(*mounts.mounts, s3))

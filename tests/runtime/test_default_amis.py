@@ -21,7 +21,6 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 from fmcluster import registry
-from fmcluster.orchestrators.eks.node_groups import K8S_DISKS
 from fmcluster.platforms.storage.instance_nvme.tier import NVME
 from fmcluster.registry import load_spec, parse_spec
 from fmcluster.runtime import versions
@@ -29,6 +28,9 @@ from fmcluster.runtime.profile import NodeProfile
 from fmcluster.spec import ClusterSpec, NodeGroup
 
 from .conftest import REPO, TYPES, copy_node
+
+# where nodeadm's localStorage RAID0 strategy mounts the instance NVMe's array (amazon-eks-ami setup-local-disks)
+NODEADM_ARRAY = "/mnt/k8s-disks/0"
 
 EXAMPLES = REPO / "examples"
 
@@ -196,7 +198,7 @@ def on_the_ami(tmp_path: Path, itype: str, ami: Ami, profile: NodeProfile):
         assert profile.instance_store == NVME.path  # bound onto nodeadm's RAID0 of the instance NVMe
         # the boot validation runs after nodeadm-run.service (node_groups.VALIDATE_AFTER), once the RAID0 is mounted,
         # and binds the tier's path onto it first
-        node.eks_al2023(ami.driver, K8S_DISKS, after="nodeadm-run.service", bound_at=NVME.path)
+        node.eks_al2023(ami.driver, NODEADM_ARRAY, after="nodeadm-run.service", bound_at=NVME.path)
         return node
     assert ami.efa_installer and ami.libfabric and ami.aws_ofi_nccl
     node.set_stack(driver=ami.driver, cuda=ami.cuda, efa_installer=ami.efa_installer, libfabric=ami.libfabric,
