@@ -27,7 +27,7 @@ from fmcluster.orchestrators.context import OrchestrationContext
 from fmcluster.orchestrators.hyperpod_eks import autoscaling, checkpoint_access, governance, nodes, team_volumes
 from fmcluster.orchestrators.hyperpod_eks.cluster import HyperPodEksCluster
 from fmcluster.orchestrators.hyperpod_eks.dependencies import GitHelmChart
-from fmcluster.orchestrators.hyperpod_eks.irsa import IrsaCsiDrivers
+from fmcluster.orchestrators.hyperpod_eks.irsa import IrsaCsiDrivers, oidc_provider
 from fmcluster.orchestrators.hyperpod_eks.settings import SYSTEM_GROUP, HyperPodEksOrchestrator
 from fmcluster.orchestrators.hyperpod_eks.versions import (
     ADDONS,
@@ -154,13 +154,14 @@ class HyperPodEksOrchestration(Construct):
                                                              cluster_name=self.cluster.cluster_name)
         self.objects = ClusterObjects(self, "Objects", cluster=self.control_plane.icluster)
         irsa_drivers = [(a, p) for a, p in context.mounts.csi_addons() if a.name in IRSA_ADDONS]
+        oidc, issuer = oidc_provider(self, self.control_plane) if spec.serving is not None or irsa_drivers else (None, "")
         if spec.serving is not None:  # the HyperPod Inference Operator's add-on and the models (docs/serving.md)
             from fmcluster.orchestrators.hyperpod_eks.serving_install import ServingInstall
 
             self.serving = ServingInstall(
                 self, "Serving", spec=spec, control_plane=self.control_plane, objects=self.objects,
                 hyperpod_cluster_arn=self.hyperpod.cluster_arn, workspace_arn=context.metrics_workspace_arn,
-                mounts=context.mounts,
+                mounts=context.mounts, oidc=cast(iam.OidcProviderNative, oidc), issuer=issuer,
                 after=[self.dependencies.resource],  # the add-on's configuration reads the cluster's ARN: it waits for it
                 driver_permissions=next((p for a, p in irsa_drivers if a.name == S3_CSI), ()))
             # its Deployments go outside kube-system: created before task governance's fail-closed webhooks
@@ -168,7 +169,8 @@ class HyperPodEksOrchestration(Construct):
             irsa_drivers = [(a, p) for a, p in irsa_drivers if a.name != S3_CSI]
         if irsa_drivers:  # the stores' drivers on IRSA that serving did not install (one role and add-on each)
             IrsaCsiDrivers(self, "CsiDrivers", control_plane=self.control_plane,
-                           kubernetes_version=s.eks.kubernetes_version, drivers=irsa_drivers)
+                           kubernetes_version=s.eks.kubernetes_version, provider=cast(iam.OidcProviderNative, oidc),
+                           issuer=issuer, drivers=irsa_drivers)
         if elastic:
             # Karpenter's kinds exist once HyperPod runs it for the cluster: the objects wait for its autoscaling to be
             # InService, which it reports apart from the cluster (docs/resilience.md)

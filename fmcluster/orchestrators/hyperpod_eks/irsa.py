@@ -12,16 +12,23 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from fmcluster.constructs.logical_ids import pin_logical_id
 from fmcluster.constructs.store_permissions import grant_permissions
 from fmcluster.platforms.kubernetes.cluster import EksControlPlane
 from fmcluster.platforms.storage import CsiAddon, Permission
 
+# The provider's logical id, whoever needs it (serving, a store's driver): serving created it first under this id, and
+# IAM refuses a second provider for the same URL, so a provider that moved to another id when serving or a store came
+# or went would be created before the old one is deleted and fail the deploy.
+OIDC_LOGICAL_ID = "HyperPodEksServingOidc78810FB5"
+
 
 def oidc_provider(scope: Construct, control_plane: EksControlPlane) -> Tuple[iam.OidcProviderNative, str]:
-    """The cluster's OIDC provider (id ``Oidc`` in `scope`) and its issuer without https://. One per cluster: IAM
-    refuses a second provider for the same URL."""
+    """The cluster's OIDC provider (id ``Oidc`` in `scope`, its logical id pinned) and its issuer without https://.
+    One per cluster: build it once and hand it to every role that needs it."""
     url = control_plane.cluster.cluster_open_id_connect_issuer_url
     provider = iam.OidcProviderNative(scope, "Oidc", url=url, client_ids=["sts.amazonaws.com"])
+    pin_logical_id(provider, OIDC_LOGICAL_ID)
     return provider, Fn.select(1, Fn.split("https://", url))
 
 
@@ -46,13 +53,14 @@ def install_addon(control_plane: EksControlPlane, name: str, role: iam.Role, *, 
 
 
 class IrsaCsiDrivers(Construct):
-    """The stores' CSI drivers whose pinned add-on reads IRSA only, on a cluster without serving: the OIDC provider,
-    and per add-on one role with what its volumes need (`Mounts.csi_addons`). Exposes ``addons`` by name."""
+    """The stores' CSI drivers whose pinned add-on reads IRSA only, on a cluster without serving: per add-on one role
+    with what its volumes need (`Mounts.csi_addons`), trusted through the cluster's OIDC `provider`. Exposes
+    ``addons`` by name."""
 
     def __init__(self, scope: Construct, id: str, *, control_plane: EksControlPlane, kubernetes_version: str,
+                 provider: iam.OidcProviderNative, issuer: str,
                  drivers: Sequence[Tuple[CsiAddon, Sequence[Permission]]]) -> None:
         super().__init__(scope, id)
-        provider, issuer = oidc_provider(self, control_plane)
         self.addons = {}
         for addon, permissions in drivers:
             rid = "".join(p.capitalize() for p in addon.name.split("-")) + "Role"

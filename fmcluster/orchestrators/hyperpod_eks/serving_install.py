@@ -22,7 +22,7 @@ from fmcluster.constructs.bucket_deployment import (
 from fmcluster.constructs.store_permissions import grant_permissions
 from fmcluster.nag import acknowledge
 from fmcluster.orchestrators.hyperpod_eks import serving
-from fmcluster.orchestrators.hyperpod_eks.irsa import install_addon, irsa_role, oidc_provider
+from fmcluster.orchestrators.hyperpod_eks.irsa import install_addon, irsa_role
 from fmcluster.orchestrators.hyperpod_eks.versions import S3_CSI
 from fmcluster.platforms.kubernetes import pod_identity, volumes
 from fmcluster.platforms.kubernetes import serving as common
@@ -44,14 +44,14 @@ class ServingInstall(Construct):
 
     def __init__(self, scope: Construct, id: str, *, spec: Any, control_plane: EksControlPlane,
                  objects: ClusterObjects, hyperpod_cluster_arn: str, workspace_arn: Optional[str],
-                 mounts: Mounts,
+                 mounts: Mounts, oidc: iam.OidcProviderNative, issuer: str,
                  after: Sequence[IConstruct], driver_permissions: Sequence[Permission] = ()) -> None:
         super().__init__(scope, id)
         section = spec.serving
         stack = Stack.of(self)
         cluster = control_plane.cluster
         version = spec.orchestrator.eks.kubernetes_version
-        self.oidc, issuer = oidc_provider(self, control_plane)
+        self.oidc = oidc
         # the operator's TLS certificates get a bucket of their own: its role writes and deletes there only (AWS's
         # script points it at a bucket of the user's; the data bucket's objects stay out of its reach)
         access_logs = server_access_log_bucket(self, "TlsAccessLogs", logged="inference operator's TLS bucket")
