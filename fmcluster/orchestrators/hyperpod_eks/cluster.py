@@ -22,7 +22,7 @@ from typing import Dict, Optional, Sequence
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from fmcluster.platforms.hyperpod.cluster import HyperPodInstanceGroup, cfn_cluster, check_cluster_props
+from fmcluster.platforms.hyperpod.cluster import HyperPodCluster, HyperPodInstanceGroup
 from fmcluster.platforms.hyperpod.instance_role import (
     HyperPodInstanceRole,
     SecurityGroupRef,
@@ -32,19 +32,14 @@ from fmcluster.platforms.hyperpod.lifecycle import LifecycleScripts
 from fmcluster.spec.checkpoints import MANAGED_MEMORY_PERCENT
 
 
-class HyperPodEksCluster(Construct):
-    """A HyperPod cluster whose nodes join `eks_cluster_arn`, in our VPC, nodes running ``role``, lifecycle scripts
-    from ``lifecycle`` (granted to the role here; the cluster waits for their deployment).
+class HyperPodEksCluster(HyperPodCluster):
+    """A HyperPod cluster whose nodes join `eks_cluster_arn` (`HyperPodCluster`'s props, and):
 
-    :param cluster_name: HyperPod cluster name.
     :param eks_cluster_arn: the EKS cluster's ARN.
-    :param instance_groups: groups without a Slurm node type; unique names.
-    :param subnets: VpcConfig.Subnets (private); ``security_groups``: VpcConfig.SecurityGroupIds.
-    :param node_recovery: Automatic (default) | None.
+    :param instance_groups: groups without a Slurm node type; at least one.
     :param continuous_provisioning: NodeProvisioningMode Continuous (default on).
     :param autoscaling_role_arn: turns on HyperPod's autoscaling (``AutoScaling`` Karpenter, with this role as
         ``ClusterRole``), which is built on continuous provisioning.
-    :param tags: cluster tags.
     :param checkpoint_memory_percent: managed tiered checkpointing on, with this share (20-100) of every node's memory
         for checkpoints (TieredStorageConfig); None: off.
     """
@@ -67,29 +62,25 @@ class HyperPodEksCluster(Construct):
         tags: Optional[Dict[str, str]] = None,
         checkpoint_memory_percent: Optional[int] = None,
     ) -> None:
-        super().__init__(scope, id)
         if not instance_groups:
             raise ValueError("instance_groups: at least one")
-        check_cluster_props(cluster_name=cluster_name, instance_groups=instance_groups, node_recovery=node_recovery,
-                            subnets=subnets, security_groups=security_groups)
         if autoscaling_role_arn is not None and not continuous_provisioning:
             raise ValueError("autoscaling_role_arn: HyperPod's autoscaling requires continuous provisioning")
         for group in instance_groups:
             if group.node_type is not None or group.partitions:
                 raise ValueError(f"instance_groups[{group.name!r}].node_type: EKS instance groups have no Slurm role")
-        self._cluster_name = cluster_name
-        self.instance_groups = tuple(instance_groups)
-        self.cluster = cfn_cluster(
-            self, cluster_name=cluster_name, instance_groups=instance_groups, role=role, lifecycle=lifecycle,
-            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
-                eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(cluster_arn=eks_cluster_arn)),
-            node_recovery=node_recovery, subnets=subnets, security_groups=security_groups,
-            node_provisioning_mode="Continuous" if continuous_provisioning else None, tags=tags,
-        )
         if checkpoint_memory_percent is not None:
             low, high = MANAGED_MEMORY_PERCENT
             if not low <= checkpoint_memory_percent <= high:
                 raise ValueError(f"checkpoint_memory_percent: {checkpoint_memory_percent} is not {low}-{high}")
+        super().__init__(
+            scope, id, cluster_name=cluster_name, instance_groups=instance_groups, role=role, lifecycle=lifecycle,
+            subnets=subnets, security_groups=security_groups, node_recovery=node_recovery, tags=tags,
+            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+                eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(cluster_arn=eks_cluster_arn)),
+            node_provisioning_mode="Continuous" if continuous_provisioning else None,
+        )
+        if checkpoint_memory_percent is not None:
             # HyperPod installs its memory management daemon on every node (SageMaker API reference,
             # ClusterTieredStorageConfig); an update needs no interruption (CloudFormation TieredStorageConfig).
             self.cluster.tiered_storage_config = sagemaker.CfnCluster.TieredStorageConfigProperty(
@@ -98,11 +89,3 @@ class HyperPodEksCluster(Construct):
             self.cluster.auto_scaling = sagemaker.CfnCluster.ClusterAutoScalingConfigProperty(
                 mode="Enable", auto_scaler_type="Karpenter")
             self.cluster.cluster_role = autoscaling_role_arn
-
-    @property
-    def cluster_arn(self) -> str:
-        return self.cluster.attr_cluster_arn
-
-    @property
-    def cluster_name(self) -> str:
-        return self._cluster_name

@@ -234,16 +234,18 @@ def cfn_cluster(scope: Construct, *, cluster_name: str, instance_groups: Sequenc
     return cluster
 
 
-class HyperPodSlurmCluster(Construct):
-    """A HyperPod cluster orchestrated by Slurm, in our VPC, nodes running ``role``, lifecycle
-    scripts from ``lifecycle`` (granted to the role here; the cluster waits for their deployment).
+class HyperPodCluster(Construct):
+    """What every HyperPod cluster is, whatever orchestrates it: the AWS::SageMaker::Cluster (``cluster``, id
+    ``Resource``) of the instance groups in our VPC, nodes running ``role``, lifecycle scripts from ``lifecycle``
+    (granted to the role; the cluster waits for their deployment). The orchestrator's variants (Slurm here, EKS in its
+    kind's folder) check their own groups and say their ``orchestrator``.
 
     :param cluster_name: HyperPod cluster name.
-    :param instance_groups: exactly one Controller group, any Login and Compute groups, unique names.
-    :param subnets: VpcConfig.Subnets (ISubnet or ids).
-    :param security_groups: VpcConfig.SecurityGroupIds (ISecurityGroup or ids).
+    :param instance_groups: unique names.
+    :param subnets: VpcConfig.Subnets (ISubnet or ids); ``security_groups``: VpcConfig.SecurityGroupIds.
     :param node_recovery: Automatic (default: HyperPod reboots or replaces faulty nodes) | None.
-    :param slurm_config_strategy: Managed (default) | Overwrite | Merge.
+    :param node_provisioning_mode: Continuous, or None (HyperPod's default).
+    :param tags: cluster tags.
     """
 
     def __init__(
@@ -257,29 +259,20 @@ class HyperPodSlurmCluster(Construct):
         lifecycle: LifecycleScripts,
         subnets: Sequence[SubnetRef],
         security_groups: Sequence[SecurityGroupRef],
+        orchestrator: sagemaker.CfnCluster.OrchestratorProperty,
         node_recovery: str = "Automatic",
-        slurm_config_strategy: str = "Managed",
+        node_provisioning_mode: Optional[str] = None,
+        tags: Optional[Dict[str, str]] = None,
     ) -> None:
         super().__init__(scope, id)
         check_cluster_props(cluster_name=cluster_name, instance_groups=instance_groups, node_recovery=node_recovery,
                             subnets=subnets, security_groups=security_groups)
-        controllers = [g.name for g in instance_groups if g.node_type == "Controller"]
-        if len(controllers) != 1:
-            raise ValueError(f"instance_groups: a Slurm cluster needs exactly one Controller group, got "
-                             f"{controllers or 'none'}")
-        if not any(g.node_type == "Compute" for g in instance_groups):
-            raise ValueError("instance_groups: a Slurm cluster needs at least one Compute group")
-        if slurm_config_strategy not in SLURM_CONFIG_STRATEGIES:
-            raise ValueError(f"slurm_config_strategy: must be one of {', '.join(SLURM_CONFIG_STRATEGIES)}")
-
         self._cluster_name = cluster_name
         self.instance_groups = tuple(instance_groups)
         self.cluster = cfn_cluster(
             self, cluster_name=cluster_name, instance_groups=instance_groups, role=role, lifecycle=lifecycle,
-            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
-                slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty(slurm_config_strategy=slurm_config_strategy)
-            ),
-            node_recovery=node_recovery, subnets=subnets, security_groups=security_groups,
+            orchestrator=orchestrator, node_recovery=node_recovery, subnets=subnets, security_groups=security_groups,
+            node_provisioning_mode=node_provisioning_mode, tags=tags,
         )
 
     @property
@@ -302,6 +295,44 @@ class HyperPodSlurmCluster(Construct):
         if group not in {g.name for g in self.instance_groups}:
             raise ValueError(f"group: no instance group {group!r}")
         return Fn.join("", ["sagemaker-cluster:", self.cluster_id, f"_{group}-{instance_id}"])
+
+
+class HyperPodSlurmCluster(HyperPodCluster):
+    """A HyperPod cluster orchestrated by Slurm (`HyperPodCluster`'s props, and):
+
+    :param instance_groups: exactly one Controller group, any Login and Compute groups, unique names.
+    :param slurm_config_strategy: Managed (default) | Overwrite | Merge.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster_name: str,
+        instance_groups: Sequence[HyperPodInstanceGroup],
+        role: HyperPodInstanceRole,
+        lifecycle: LifecycleScripts,
+        subnets: Sequence[SubnetRef],
+        security_groups: Sequence[SecurityGroupRef],
+        node_recovery: str = "Automatic",
+        slurm_config_strategy: str = "Managed",
+    ) -> None:
+        controllers = [g.name for g in instance_groups if g.node_type == "Controller"]
+        if len(controllers) != 1:
+            raise ValueError(f"instance_groups: a Slurm cluster needs exactly one Controller group, got "
+                             f"{controllers or 'none'}")
+        if not any(g.node_type == "Compute" for g in instance_groups):
+            raise ValueError("instance_groups: a Slurm cluster needs at least one Compute group")
+        if slurm_config_strategy not in SLURM_CONFIG_STRATEGIES:
+            raise ValueError(f"slurm_config_strategy: must be one of {', '.join(SLURM_CONFIG_STRATEGIES)}")
+        super().__init__(
+            scope, id, cluster_name=cluster_name, instance_groups=instance_groups, role=role, lifecycle=lifecycle,
+            subnets=subnets, security_groups=security_groups, node_recovery=node_recovery,
+            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+                slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty(
+                    slurm_config_strategy=slurm_config_strategy)),
+        )
 
     @property
     def controller_group(self) -> str:
