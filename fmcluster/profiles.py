@@ -45,7 +45,7 @@ def node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
         disabled_checks=list(spec.validation.skip_checks),
         min_versions=dict(spec.validation.min_versions),
         pinned_versions=dict(spec.validation.pinned_versions),
-        orchestrator=spec.orchestrator_kind.node_agent,
+        orchestrator=spec.orchestrator_kind.nodes.agent,
         policy=spec.validation_policy,
         level=spec.validation.level,
         instance_store=NVME.path if NVME.size(group.instance) is not None else None,

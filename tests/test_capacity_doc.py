@@ -21,7 +21,7 @@ DOC = ROOT / "docs" / "capacity.md"
 def capacity_table() -> str:
     rows = ["| orchestrator | " + " | ".join(CAPACITY_TYPES) + " |", "|---" * (len(CAPACITY_TYPES) + 1) + "|"]
     for kind in kinds():
-        rows.append(f"| {kind.name} | " + " | ".join("yes" if t in kind.capacity_types else "no"
+        rows.append(f"| {kind.name} | " + " | ".join("yes" if t in kind.nodes.capacity_types else "no"
                                                       for t in CAPACITY_TYPES) + " |")
     return "\n".join(rows)
 
@@ -49,8 +49,8 @@ def example_of(kind_name: str) -> Dict[str, Any]:
     raise AssertionError(f"no example for {kind_name}")
 
 
-@pytest.mark.parametrize("kind", [k for k in kinds() if "capacity-block" not in k.capacity_types
-                                  and "training-plan" in k.capacity_types], ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", [k for k in kinds() if "capacity-block" not in k.nodes.capacity_types
+                                  and "training-plan" in k.nodes.capacity_types], ids=lambda k: k.name)
 def test_a_refused_capacity_block_names_the_training_plan_to_buy_instead(kind):
     data = example_of(kind.name)
     data["node_groups"][0]["capacity"] = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}

@@ -18,9 +18,9 @@ from fmcluster.registry import load_spec
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 SHELL_KINDS = sorted(p.name for p in EXAMPLES.glob("*.yaml")
-                     if load_spec(p).orchestrator_kind.node_agent != "kubernetes")
+                     if load_spec(p).orchestrator_kind.nodes.agent != "kubernetes")
 KUBERNETES = sorted(p.name for p in EXAMPLES.glob("*.yaml")
-                    if load_spec(p).orchestrator_kind.node_agent == "kubernetes")
+                    if load_spec(p).orchestrator_kind.nodes.agent == "kubernetes")
 FAKE_MPIRUN = '#!/bin/bash\necho "$*" >> "$MPIRUN_ARGS"\n'
 
 
@@ -45,7 +45,7 @@ def test_the_job_asks_for_the_groups_nodes_and_gpus_and_parses_clean(tmp_path, c
     lines = out.read_text().splitlines()
     directives = [ln.split()[1] for ln in lines if ln.startswith("#SBATCH")]
     assert f"--nodes={group.count}" in directives and f"--ntasks-per-node={group.instance.gpus}" in directives
-    slurm = spec.orchestrator_kind.node_agent == "slurm"
+    slurm = spec.orchestrator_kind.nodes.agent == "slurm"
     assert (f"--partition={group.name}" in directives) == slurm
     assert f'GPUS_PER_NODE="${{GPUS_PER_NODE:-{group.instance.gpus}}}"' in lines
     assert subprocess.run(["bash", "-n", str(out)]).returncode == 0
@@ -56,7 +56,7 @@ def test_the_job_asks_for_the_groups_nodes_and_gpus_and_parses_clean(tmp_path, c
 
 
 def test_under_slurm_the_generated_job_runs_one_rank_per_gpu_of_every_node(tmp_path, capsys):
-    example = next(e for e in SHELL_KINDS if load_spec(EXAMPLES / e).orchestrator_kind.node_agent == "slurm")
+    example = next(e for e in SHELL_KINDS if load_spec(EXAMPLES / e).orchestrator_kind.nodes.agent == "slurm")
     group = fabric_group(load_spec(EXAMPLES / example), None)
     out = generate(tmp_path, capsys, example)
     tests = tmp_path / "nccl-tests"

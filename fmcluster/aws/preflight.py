@@ -185,7 +185,7 @@ def checks_for(spec: ClusterSpec, kind_checks: Sequence[PreflightCheck] = (),
         p.append(PreflightCheck("second-availability-zone", f"second availability zone {spec.second_availability_zone}",
                                 "ec2", partial(check_availability_zone, second=True)))
     kind = spec.orchestrator_kind
-    extra = [e.instance_type for e in kind.extra_instances(spec)] if kind.instances_in_account else []
+    extra = [e.instance_type for e in kind.extra_instances(spec)] if kind.nodes.in_account else []
     for t in sorted({g.instance_type for g in spec.node_groups} | set(extra)):
         p.append(PreflightCheck(f"offering:{t}", f"{t} offered in {spec.availability_zone}", "ec2",
                          partial(check_offering, instance_type=t)))
@@ -194,8 +194,8 @@ def checks_for(spec: ClusterSpec, kind_checks: Sequence[PreflightCheck] = (),
         if g.ami_id:
             p.append(PreflightCheck(f"ami:{g.name}", f"AMI of group {g.name}", "ec2", partial(
                 check_ami, ami=g.ami_id, arch=g.instance.architecture, instance_type=g.instance_type,
-                root_device=g.image.root_device if kind.uses_image_family else None)))
-        elif kind.uses_image_family:  # other kinds boot their own image (EKS AMI type, HyperPod, ParallelCluster's Os)
+                root_device=g.image.root_device if kind.nodes.image_family else None)))
+        elif kind.nodes.image_family:  # other kinds boot their own image (EKS AMI type, HyperPod, ParallelCluster's Os)
             parameter = g.image.default_parameter(g.instance.architecture)
             if parameter:
                 images.setdefault(parameter, g)

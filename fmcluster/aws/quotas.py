@@ -138,7 +138,7 @@ def judge(need: float, in_use: float, limit: float, what: str, unit: str, name: 
 def ec2_vcpu_demand(spec: Any) -> Dict[str, int]:
     demand: Dict[str, int] = defaultdict(int)
     kind = spec.orchestrator_kind
-    if not kind.instances_in_account:  # e.g. HyperPod: instances run in a service account, its quotas apply
+    if not kind.nodes.in_account:  # e.g. HyperPod: instances run in a service account, its quotas apply
         return demand
     for g in spec.node_groups:
         bucket = ec2_quota_bucket(g.instance_type)
@@ -155,7 +155,7 @@ def ec2_vcpu_demand(spec: Any) -> Dict[str, int]:
 def ec2_unmapped_types(spec: Any) -> List[str]:
     """Instance types the spec runs On-Demand whose family no entry of `EC2_VCPU_QUOTAS` covers."""
     kind = spec.orchestrator_kind
-    if not kind.instances_in_account:
+    if not kind.nodes.in_account:
         return []
     types = {g.instance_type for g in spec.node_groups if g.capacity.type in ON_DEMAND_CAPACITY}
     types |= {e.instance_type for e in kind.extra_instances(spec)}

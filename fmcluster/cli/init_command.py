@@ -68,8 +68,8 @@ def scaffold(args: argparse.Namespace) -> Dict[str, Any]:
     from fmcluster.registry import kind_named
 
     kind = kind_named(args.orchestrator)
-    if args.capacity not in kind.capacity_types:
-        raise UsageError(f"--capacity: orchestrator {kind.name} takes {', '.join(sorted(kind.capacity_types))}, not "
+    if args.capacity not in kind.nodes.capacity_types:
+        raise UsageError(f"--capacity: orchestrator {kind.name} takes {', '.join(sorted(kind.nodes.capacity_types))}, not "
                          f"{args.capacity} (docs/capacity.md says what to buy for each)")
     name = args.name or f"{kind.name.replace('-', '')}-{group_name(args.instance_type)}"
     zone = args.availability_zone or f"{args.region}a"

@@ -156,7 +156,7 @@ def render_rl(spec: Any, args: argparse.Namespace, spec_file: str) -> str:
     if placement is not None:
         return _rl_manifest(header, spec, group, placement, run, image, mount)
     prepare, train = verl.prepare_lines(run), verl.train_line(run)
-    if spec.orchestrator_kind.node_agent == "slurm":
+    if spec.orchestrator_kind.nodes.agent == "slurm":
         header += ["", f"Run: sbatch <this file>; the log ({RL_JOB}_<jobid>.out) names the head node and its address.",
                    *scripts.dashboard_lines(slurm=True)]
         sbatch = scripts.sbatch_header(job=RL_JOB, partition=group.name, nodes=nodes, minutes=HOURS * 60, requeue=True)
@@ -249,7 +249,7 @@ def render_sft(spec: Any, args: argparse.Namespace, spec_file: str) -> str:
         "Scale up: --model, --dataset, --nodes; docs/post-training.md.",
     ]
     config_text = trl.config_yaml(values)
-    if placement is None and spec.orchestrator_kind.node_agent != "slurm":
+    if placement is None and spec.orchestrator_kind.nodes.agent != "slurm":
         launch = trl.launch(config_path=f"{mount}/posttraining/{SFT_JOB}.yaml", nodes=nodes, gpus_per_node=gpus,
                             rank="$rank", head="$head_ip")
         return scripts.sft_hosts(

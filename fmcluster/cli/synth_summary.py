@@ -106,7 +106,7 @@ def summary(spec: Any, out: Path, spec_file: str) -> Dict[str, Any]:
 
 
 def _job_file(spec: Any) -> str:
-    return "nccl-tests.yaml" if spec.orchestrator_kind.node_agent == "kubernetes" else "nccl-tests.sbatch"
+    return "nccl-tests.yaml" if spec.orchestrator_kind.nodes.agent == "kubernetes" else "nccl-tests.sbatch"
 
 
 def _kept_line(kept: List[Dict[str, Any]]) -> str:

@@ -1,6 +1,6 @@
 """Node groups as each orchestrator kind declares them in a template: one `NodeUnit` per group of like instances.
 
-Each registered kind reads the resource types its nodes live in (`OrchestratorTraits.node_resource_types` and
+Each registered kind reads the resource types its nodes live in (`OrchestratorTraits.nodes.resource_types` and
 `node_units`); a template may hold another kind's resources (a spec that switched orchestrators), so every kind is
 asked, not only the spec's."""
 
@@ -19,7 +19,7 @@ def _readers() -> Mapping[str, Any]:
 
     found: Dict[str, Any] = {}
     for kind in registry.kinds():
-        for resource_type in kind.node_resource_types:
+        for resource_type in kind.nodes.resource_types:
             found.setdefault(resource_type, kind)
     return found
 

@@ -3,12 +3,15 @@
 A kind is a folder under ``fmcluster/orchestrators/`` whose ``__init__`` declares one `OrchestratorKind` subclass
 and instance (``KIND``), listed once in the composition root (`fmcluster.registry`):
 
-- its traits as data (`fmcluster.spec.cluster.OrchestratorTraits`: settings model, node agent, capacity types,
-  validation policies, ...) and the facts it derives from a spec (spec rules, extra instances, expected nodes);
-- `bind`: builds its CDK construct in the cluster stack from an `OrchestrationContext` and returns an
+- its traits as data, in named groups (`fmcluster.spec.cluster.OrchestratorTraits`: ``nodes``, ``validation``,
+  ``storage``, then ``job_image``, ``rule_groups``, ``price_keys``), and the facts it derives from a spec (spec rules,
+  extra instances, expected nodes, billed services, node units);
+- how it is built: `bind` builds its CDK construct in the cluster stack from an `OrchestrationContext` and returns an
   `Orchestration` (the principal the nodes run as, and the EC2 node groups whose ids the stack outputs);
-- `node_profile_json`: what the boot validator on its nodes expects;
-- `preflight_checks` and `status_describers`: what it checks and describes in AWS.
+  `node_profile_json`: what the boot validator on its nodes expects;
+- what it tells and writes for users: `scaffold` (``init``), `way_in`, `node_arrival`, `fabric_job`,
+  `serving_endpoint`, `job_placement`;
+- what it checks and describes in AWS: `preflight_checks` and `status_describers`.
 
 These methods import their modules when called, so reading a spec never loads
 CDK or boto3 code. Shared machinery comes from ``fmcluster/platforms/``, never from another kind's folder.
@@ -19,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Generic, List, Mapping, Optional, Tuple, TypeVar, cast
 
-from fmcluster.spec.cluster import OrchestratorTraits
+from fmcluster.spec.cluster import NodeTraits, OrchestratorTraits, StorageTraits, ValidationTraits
 from fmcluster.spec.orchestrator import (
     BilledService,
     ExtraInstance,
@@ -39,7 +42,8 @@ if TYPE_CHECKING:
     from fmcluster.spec.node_group import NodeGroup
     from fmcluster.spec.serving import Deployment
 
-__all__ = ["BilledService", "ExtraInstance", "OrchestratorKind", "OrchestratorSettings", "Scaffold", "SpecWarning"]
+__all__ = ["BilledService", "ExtraInstance", "NodeTraits", "OrchestratorKind", "OrchestratorSettings", "Scaffold",
+           "SpecWarning", "StorageTraits", "ValidationTraits"]
 
 S = TypeVar("S", bound=OrchestratorSettings)
 

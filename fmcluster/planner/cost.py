@@ -102,7 +102,7 @@ def hourly_cost(spec: Any, reservation_prices: Optional[Dict[str, float]] = None
     instances run, a line of its own that the data does not price."""
     yours = reservation_prices or {}
     kind = spec.orchestrator_kind
-    service = not kind.instances_in_account
+    service = not kind.nodes.in_account
     # An elastic group is priced at count, the size it is planned and deployed at; its ceiling (max_count) is shown
     # beside it, and the quotas preflight checks are for the ceiling.
     lines: List[Dict[str, Any]] = []

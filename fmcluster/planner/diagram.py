@@ -99,7 +99,7 @@ def _node_labels(nodes: int, t: Any) -> List[tuple]:
 def _orchestrator(parent: Any, spec: Any, anchors: List[tuple]) -> None:
     kind = spec.orchestrator_kind
     described = kind.describe(spec)
-    label = described if kind.node_agent or kind.extra_instances(spec) else f"no orchestrator\n({described})"
+    label = described if kind.nodes.agent or kind.extra_instances(spec) else f"no orchestrator\n({described})"
     for extra in kind.extra_instances(spec):
         label += f"\n{extra.role} {extra.count} x {extra.instance_type}"
     parent.node("orchestrator", label, fillcolor=COLORS["orch"], shape="component")

@@ -30,7 +30,7 @@ def ml_type(instance_type: str) -> str:
 
 
 # --- the orchestrator's node agent --------------------------------------------------------------------------
-# agent (NodeProfile.orchestrator, OrchestratorKind.node_agent) -> the systemd unit that runs it on a node
+# agent (NodeProfile.orchestrator, OrchestratorKind.nodes.agent) -> the systemd unit that runs it on a node
 AGENT_UNITS: Dict[str, str] = {"slurm": "slurmd", "kubernetes": "kubelet"}
 NODE_AGENTS = tuple(AGENT_UNITS)
 

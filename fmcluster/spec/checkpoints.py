@@ -44,7 +44,7 @@ MANAGED_NEEDS_HYPERPOD_EKS = (
     f"(TieredStorageConfig on AWS::SageMaker::Cluster; prerequisites in {MANAGED_SETUP_URL}: an Amazon EKS "
     "HyperPod cluster)")
 EVENTS_THAT_EXPORT_A_NEW_CHECKPOINT = "NEW"
-# The tiers a kind honours unless it declares others (`OrchestratorTraits.checkpoint_tiers`): a tier a kind's service
+# The tiers a kind honours unless it declares others (`OrchestratorTraits.storage.checkpoint_tiers`): a tier a kind's service
 # provides (managed) is refused by every kind that does not say it takes it.
 DEFAULT_TIERS = frozenset({"fsx", "nvme", "s3"})
 # Why a kind that does not declare a tier cannot honour it, unless the kind says why itself (`checkpoint_tier_note`).

@@ -45,40 +45,95 @@ NAME_PATTERN = r"^[a-z][a-z0-9-]{0,23}[a-z0-9]$"
 
 
 @dataclass(frozen=True)
+class NodeTraits:
+    """How a kind runs its nodes.
+
+    :param agent: ``slurm`` | ``kubernetes`` | None: what the boot validator's drain or taint waits for.
+    :param capacity_types: the node groups' ``capacity.type`` values it accepts.
+    :param in_account: its instances run in this account, so EC2 On-Demand quotas apply (HyperPod's run in a SageMaker
+        service account and use SageMaker quotas instead).
+    :param image_family: node groups boot from fmcluster's launch templates, so ``image_family`` decides their root
+        device and default image (False where the service picks the image: HyperPod, ParallelCluster, EKS).
+    :param places_instances: fmcluster creates the groups' placement groups (``NodeGroup.placement_strategy``); False
+        where the service places its instances itself and no placement group is created (HyperPod).
+    :param addresses: VPC addresses each node takes beyond its IP-consuming interfaces (pod addresses under the VPC
+        CNI); the spec checks the node subnet holds them (the subnet's size never depends on them).
+    :param elastic: it honours node groups' ``min_count``/``max_count`` (a scaler or the scheduler starts and stops
+        nodes within the range); kinds that do may refuse some ranges in ``spec_rules``.
+    :param elastic_note: why it takes no elastic groups, with a public source (said when a spec asks for one).
+    :param resource_types: the CloudFormation types its nodes live in (``fmcluster diff`` asks the kind for their
+        `node_units`).
+    """
+
+    agent: Optional[str]
+    capacity_types: FrozenSet[str]
+    in_account: bool = True
+    image_family: bool = True
+    places_instances: bool = True
+    addresses: int = 0
+    elastic: bool = False
+    elastic_note: str = ""
+    resource_types: Tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.agent is not None and self.agent not in NODE_AGENTS:
+            raise ValueError(f"nodes.agent: {self.agent!r} is not one of {', '.join(NODE_AGENTS)} or None")
+
+
+@dataclass(frozen=True)
+class ValidationTraits:
+    """What a failed boot validation may do on a kind's nodes.
+
+    :param policies: the ``validation.policy`` values it takes, its default first; the spec refuses the others.
+    :param policy_note: why the policies it does not take do not apply (said when the spec asks for one).
+    """
+
+    policies: Tuple[str, ...] = ("drain", "fail", "report")
+    policy_note: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.policies or set(self.policies) - set(VALIDATION_POLICIES):
+            raise ValueError(f"validation.policies: {self.policies!r} must name some of "
+                             f"{', '.join(VALIDATION_POLICIES)}")
+
+
+@dataclass(frozen=True)
+class StorageTraits:
+    """How a kind mounts the shared stores and where its jobs may checkpoint.
+
+    :param mount_forms: alternatives, each the storage contract's forms it needs together (``spec.storage.MOUNT_FORMS``;
+        default: boot lines in the nodes' user data). The spec refuses a store section whose forms hold none of them.
+    :param checkpoint_tiers: the ``checkpoints.tier`` values it honours; the spec refuses the others. Default: the
+        tiers on shared and node-local storage; a tier a service provides (managed: HyperPod on EKS) only where declared.
+    :param checkpoint_tier_note: why it cannot honour the tiers it does not take (default: each tier's own reason).
+    """
+
+    mount_forms: Tuple[FrozenSet[str], ...] = BOOT_ONLY
+    checkpoint_tiers: FrozenSet[str] = checkpoint_rules.DEFAULT_TIERS
+    checkpoint_tier_note: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.checkpoint_tiers or set(self.checkpoint_tiers) - set(checkpoint_rules.TIERS):
+            raise ValueError(f"storage.checkpoint_tiers: {sorted(self.checkpoint_tiers)!r} must name some of "
+                             f"{', '.join(checkpoint_rules.TIERS)}")
+        if not self.mount_forms or any(not f or f - set(MOUNT_FORMS) for f in self.mount_forms):
+            raise ValueError(f"storage.mount_forms: each alternative names some of {', '.join(MOUNT_FORMS)}")
+
+
+@dataclass(frozen=True)
 class OrchestratorTraits:
-    """An orchestrator kind as data, and the facts it derives from a spec.
+    """An orchestrator kind as data, in named groups, and the facts it derives from a spec.
 
     :param name: the value of ``orchestrator.type``.
     :param summary: one line for the schema and the docs.
     :param settings: the pydantic model of its ``orchestrator`` section.
-    :param node_agent: ``slurm`` | ``kubernetes`` | None: what the boot validator's drain or taint waits for.
-    :param capacity_types: the node groups' ``capacity.type`` values it accepts.
-    :param instances_in_account: its instances run in this account, so EC2 On-Demand quotas apply (HyperPod's run
-        in a SageMaker service account and use SageMaker quotas instead).
-    :param uses_image_family: node groups boot from fmcluster's launch templates, so ``image_family`` decides their
-        root device and default image (False where the service picks the image: HyperPod, ParallelCluster, EKS).
-    :param places_instances: fmcluster creates the groups' placement groups (``NodeGroup.placement_strategy``);
-        False where the service places its instances itself and no placement group is created (HyperPod).
-    :param addresses_per_node: VPC addresses each node takes beyond its IP-consuming interfaces (pod addresses
-        under the VPC CNI); the spec checks the node subnet holds them (the subnet's size never depends on them).
-    :param validation_policies: what a failed boot validation may do on its nodes (``validation.policy``), its
-        default first; the spec refuses the others.
-    :param validation_policy_note: why the policies it does not take do not apply (said when the spec asks for one).
-    :param elastic_groups: it honours node groups' ``min_count``/``max_count`` (a scaler or the scheduler starts and
-        stops nodes within the range); kinds that do may refuse some ranges in ``spec_rules``.
-    :param elastic_note: why it takes no elastic groups, with a public source (said when a spec asks for one).
-    :param rule_groups: extra alert rule files the observability stack adds for this kind, by name:
-        ``fmcluster/observability/rules.<name>.yaml`` (rules on metrics only this kind produces).
+    :param nodes: how it runs its nodes (`NodeTraits`).
+    :param validation: what a failed boot validation may do there (`ValidationTraits`).
+    :param storage: how it mounts stores and where jobs checkpoint (`StorageTraits`).
     :param job_image: what its nodes' default image holds for the first job (`fmcluster job nccl`): where nccl-tests
         are, or that the job builds them on shared storage (default: fmcluster's launch templates' Deep Learning AMI).
-    :param checkpoint_tiers: the ``checkpoints.tier`` values it honours; the spec refuses the others. Default: the
-        tiers on shared storage (fsx, nvme); a tier a service provides (managed: HyperPod on EKS) only where declared.
-    :param checkpoint_tier_note: why it cannot honour the tiers it does not take (default: each tier's own reason).
-    :param node_resource_types: the CloudFormation types its nodes live in (``fmcluster diff`` asks it for their
-        `node_units`).
-    :param mount_forms: how it mounts a store: alternatives, each the storage contract's forms it needs together
-        (``spec.storage.MOUNT_FORMS``; default: boot lines in the nodes' user data). The spec refuses a store section
-        whose forms hold none of them.
+    :param rule_groups: extra alert rule files the observability stack adds for this kind, by name:
+        ``fmcluster/observability/rules.<name>.yaml`` (rules on metrics only this kind produces).
     :param price_keys: the keys of the planner's prices (planner/data/prices.json ``services``) its ``billed_services``
         may name; a test holds them to the data, and ``plan`` says "no price" for a key the data lacks.
 
@@ -88,35 +143,14 @@ class OrchestratorTraits:
     name: str
     summary: str
     settings: Type[OrchestratorSettings]
-    node_agent: Optional[str]
-    capacity_types: FrozenSet[str]
-    instances_in_account: bool = True
-    uses_image_family: bool = True
-    places_instances: bool = True
-    addresses_per_node: int = 0
-    validation_policies: Tuple[str, ...] = ("drain", "fail", "report")
-    validation_policy_note: str = ""
-    elastic_groups: bool = False
-    elastic_note: str = ""
-    rule_groups: Tuple[str, ...] = ()
+    nodes: NodeTraits
+    validation: ValidationTraits = ValidationTraits()
+    storage: StorageTraits = StorageTraits()
     job_image: JobImage = DLAMI
-    checkpoint_tiers: FrozenSet[str] = checkpoint_rules.DEFAULT_TIERS
-    checkpoint_tier_note: str = ""
+    rule_groups: Tuple[str, ...] = ()
     price_keys: FrozenSet[str] = frozenset()
-    node_resource_types: Tuple[str, ...] = ()
-    mount_forms: Tuple[FrozenSet[str], ...] = BOOT_ONLY
 
     def __post_init__(self) -> None:
-        if self.node_agent is not None and self.node_agent not in NODE_AGENTS:
-            raise ValueError(f"node_agent: {self.node_agent!r} is not one of {', '.join(NODE_AGENTS)} or None")
-        if not self.validation_policies or set(self.validation_policies) - set(VALIDATION_POLICIES):
-            raise ValueError(f"validation_policies: {self.validation_policies!r} must name some of "
-                             f"{', '.join(VALIDATION_POLICIES)}")
-        if not self.checkpoint_tiers or set(self.checkpoint_tiers) - set(checkpoint_rules.TIERS):
-            raise ValueError(f"checkpoint_tiers: {sorted(self.checkpoint_tiers)!r} must name some of "
-                             f"{', '.join(checkpoint_rules.TIERS)}")
-        if not self.mount_forms or any(not f or f - set(MOUNT_FORMS) for f in self.mount_forms):
-            raise ValueError(f"mount_forms: each alternative names some of {', '.join(MOUNT_FORMS)}")
         declared = self.settings.model_fields["type"].annotation
         if getattr(declared, "__args__", None) != (self.name,):
             raise ValueError(f"settings: {self.settings.__name__}.type must be Literal[{self.name!r}]")
@@ -139,7 +173,7 @@ class OrchestratorTraits:
         return []
 
     def node_units(self, stack: str, logical_id: str, resource: Dict[str, Any], resources: Resources) -> List[NodeUnit]:
-        """The node groups one of its resources declares (a resource of a type in ``node_resource_types``), for
+        """The node groups one of its resources declares (a resource of a type in ``nodes.resource_types``), for
         ``fmcluster diff`` to compare: `resources` is the whole template's, for what the resource refers to."""
         return []
 
@@ -236,34 +270,34 @@ class ClusterSpec(SpecModel):
         kind = self.orchestrator_kind
         found: List[Problem] = []
         for i, g in enumerate(self.node_groups):
-            if kind.uses_image_family:
+            if kind.nodes.image_family:
                 found += [(f"node_groups[{i}].{path}", msg) for path, msg in g.image_problems()]
-            if g.capacity.type not in kind.capacity_types:
+            if g.capacity.type not in kind.nodes.capacity_types:
                 hint = ""
                 if g.capacity.type == "training-plan":
                     hint = " (training plans are SageMaker HyperPod capacity)"
-                elif g.capacity.type == "capacity-block" and "training-plan" in kind.capacity_types:
+                elif g.capacity.type == "capacity-block" and "training-plan" in kind.nodes.capacity_types:
                     hint = ("; its reserved capacity is a SageMaker training plan for the same instances and window "
                             "(docs/capacity.md), or keep the block with an orchestrator that takes capacity-block")
                 found.append((f"node_groups[{i}].capacity.type", f"orchestrator {kind.name} takes "
-                              f"{', '.join(sorted(kind.capacity_types))}, not {g.capacity.type}{hint}"))
-            if g.elastic and not kind.elastic_groups:
+                              f"{', '.join(sorted(kind.nodes.capacity_types))}, not {g.capacity.type}{hint}"))
+            if g.elastic and not kind.nodes.elastic:
                 at = "max_count" if g.max_count is not None else "min_count"
-                note = f": {kind.elastic_note}" if kind.elastic_note else ""
+                note = f": {kind.nodes.elastic_note}" if kind.nodes.elastic_note else ""
                 found.append((f"node_groups[{i}].{at}", f"orchestrator {kind.name} takes no elastic node groups"
                               f"{note}; leave min_count and max_count out (docs/resilience.md)"))
         policy = self.validation.policy
-        if policy is not None and policy not in kind.validation_policies:
-            note = f" ({kind.validation_policy_note})" if kind.validation_policy_note else ""
+        if policy is not None and policy not in kind.validation.policies:
+            note = f" ({kind.validation.policy_note})" if kind.validation.policy_note else ""
             found.append(("validation.policy", f"{policy} does not apply to orchestrator {kind.name}{note}; use "
-                          f"{' or '.join(kind.validation_policies)} (default {kind.validation_policies[0]})"))
-        found += checkpoint_rules.refused(self, kind.checkpoint_tiers, kind.checkpoint_tier_note)
+                          f"{' or '.join(kind.validation.policies)} (default {kind.validation.policies[0]})"))
+        found += checkpoint_rules.refused(self, kind.storage.checkpoint_tiers, kind.storage.checkpoint_tier_note)
         return found + kind.spec_rules(self)
 
     @property
     def validation_policy(self) -> str:
         """What a failed boot validation does on this cluster's nodes: the spec's policy, or the orchestrator's."""
-        return self.validation.policy or self.orchestrator_kind.validation_policies[0]
+        return self.validation.policy or self.orchestrator_kind.validation.policies[0]
 
     @property
     def orchestrator_kind(self) -> OrchestratorTraits:
@@ -272,14 +306,14 @@ class ClusterSpec(SpecModel):
 
     def placement_of(self, group: NodeGroup) -> str:
         """The placement group the stacks create for a group: cluster, partition, or none."""
-        return group.placement_strategy if self.orchestrator_kind.places_instances else "none"
+        return group.placement_strategy if self.orchestrator_kind.nodes.places_instances else "none"
 
     def _storage_problems(self) -> List[Problem]:
         found: List[Problem] = []
         kind = self.orchestrator_kind
         for key, section in self.storage.store_sections():
-            if not any(needed <= section.forms for needed in kind.mount_forms):
-                ways = " or ".join(" and ".join(sorted(f)) for f in kind.mount_forms)
+            if not any(needed <= section.forms for needed in kind.storage.mount_forms):
+                ways = " or ".join(" and ".join(sorted(f)) for f in kind.storage.mount_forms)
                 found.append((f"storage.{key}", f"orchestrator {kind.name} mounts a store through {ways}; this store "
                               f"offers {', '.join(sorted(section.forms)) or 'none'} (docs/storage.md)"))
                 continue
@@ -331,7 +365,7 @@ class ClusterSpec(SpecModel):
         return found
 
     def _need_words(self) -> str:
-        per_node = self.orchestrator_kind.addresses_per_node
+        per_node = self.orchestrator_kind.nodes.addresses
         pods = f", {per_node} pod addresses per node under {self.orchestrator.type}" if per_node else ""
         return f"count x IP-consuming interfaces{pods}, plus headroom"
 
@@ -355,7 +389,7 @@ class ClusterSpec(SpecModel):
 
     @property
     def node_ip_addresses(self) -> int:
-        per_node = self.orchestrator_kind.addresses_per_node  # e.g. pod addresses under the VPC CNI
+        per_node = self.orchestrator_kind.nodes.addresses  # e.g. pod addresses under the VPC CNI
         return sum(g.ip_addresses + g.max_size * per_node for g in self.node_groups)
 
     @property

@@ -1,7 +1,7 @@
 """Node groups as a kind declares them in a template: one `NodeUnit` per group of like instances.
 
 What `fmcluster diff` compares between two syntheses. Each kind reads its own resources (`OrchestratorTraits.node_units`
-over its ``node_resource_types``), so the diff tool names no kind; the type and the helpers live here, beside the
+over its ``nodes.resource_types``), so the diff tool names no kind; the type and the helpers live here, beside the
 kinds' other traits, because both the kinds and the tools read them.
 """
 

@@ -35,7 +35,7 @@ def offering_warnings(spec: Any) -> List[SpecWarning]:
     """A node group (or an instance the kind adds) whose EC2 type the data does not list in the spec's Region. Kinds
     whose instances run in a service's account (HyperPod) are skipped: the data is EC2's own offerings."""
     kind = spec.orchestrator_kind
-    if not kind.instances_in_account:
+    if not kind.nodes.in_account:
         return []
     offerings = data()["offerings"]
     said = f"the data ({offerings['source']}, read {offerings['as_of']})"

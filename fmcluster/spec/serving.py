@@ -265,7 +265,7 @@ def problems(spec: Any) -> List[Problem]:
     if serving is None:
         return []
     kind = spec.orchestrator_kind
-    if kind.node_agent != KUBERNETES:
+    if kind.nodes.agent != KUBERNETES:
         return [("serving", f"orchestrator {kind.name} runs no Kubernetes: serving deploys engines, scalers and "
                             "load balancing as Kubernetes objects, so it needs orchestrator eks or hyperpod-eks "
                             "(docs/serving.md)")]

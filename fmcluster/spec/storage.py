@@ -317,7 +317,7 @@ class StoreSettings(SpecModel):
 
     ``mount_point`` is where nodes see the store: no two stores share or nest mount points. ``forms`` are the forms
     of the storage contract its mount has (`MOUNT_FORMS`): the spec refuses it under a kind that mounts stores through
-    none of them (``OrchestratorTraits.mount_forms``), rather than fail at synth."""
+    none of them (``OrchestratorTraits.storage.mount_forms``), rather than fail at synth."""
 
     forms: ClassVar[FrozenSet[str]] = frozenset()
     # the ``checkpoints.tier`` it offers (checkpoints written below its mount point), or None

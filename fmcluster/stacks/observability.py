@@ -88,7 +88,7 @@ class ObservabilityStack(Stack):
             # rules.yaml, the kind's and the configured stores' rule files, the expected nodes and GPUs per node
             # group, rendered from the spec
             rules=observability.rules_text(spec.name, expected_nodes(spec),
-                                           slurm=spec.orchestrator_kind.node_agent == "slurm",
+                                           slurm=spec.orchestrator_kind.nodes.agent == "slurm",
                                            extra=spec.orchestrator_kind.rule_groups, stores=store_rules,
                                            serving=spec.serving),
             rule_namespace=RULE_NAMESPACE,

@@ -5,6 +5,7 @@ file."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import List, Literal
 
 import pytest
@@ -17,7 +18,7 @@ from pydantic import Field
 
 from fmcluster import registry
 from fmcluster.orchestrators.context import Orchestration, OrchestrationContext
-from fmcluster.orchestrators.kind import OrchestratorKind, OrchestratorSettings
+from fmcluster.orchestrators.kind import NodeTraits, OrchestratorKind, OrchestratorSettings, StorageTraits
 from fmcluster.registry import json_schema, parse_spec
 from fmcluster.spec import SpecError
 from fmcluster.spec.base import SpecModel
@@ -65,8 +66,10 @@ TOY = Toy(
     name="toy",
     summary="a kind defined in a test",
     settings=ToyOrchestrator,
-    node_agent="slurm",
-    capacity_types=frozenset({"on-demand"}),
+    nodes=NodeTraits(
+        agent="slurm",
+        capacity_types=frozenset({"on-demand"}),
+    ),
 )
 
 SPEC = {
@@ -150,21 +153,21 @@ def test_each_kind_takes_the_validation_policies_it_declares_and_refuses_the_oth
     which its nodes honour (its default first) and the spec refuses the others by field, never silently reporting."""
     data = {**data, "validation": {}}
     kind = parse_spec(data).orchestrator_kind
-    assert parse_spec(data).validation_policy == kind.validation_policies[0]
+    assert parse_spec(data).validation_policy == kind.validation.policies[0]
     for policy in ("fail", "drain", "taint", "report"):
         asked = {**data, "validation": {"policy": policy}}
-        if policy in kind.validation_policies:
+        if policy in kind.validation.policies:
             assert parse_spec(asked).validation_policy == policy
             continue
         with pytest.raises(SpecError) as e:
             parse_spec(asked)
         assert any(p.startswith(f"validation.policy: {policy} does not apply to orchestrator {kind.name}")
-                   and " or ".join(kind.validation_policies) in p for p in e.value.problems), e.value.problems
+                   and " or ".join(kind.validation.policies) in p for p in e.value.problems), e.value.problems
 
 
 def test_what_a_failed_validation_may_do_on_each_kind():
     """docs/validation.md's table: the default first."""
-    assert {k.name: k.validation_policies for k in registry.kinds()} == {
+    assert {k.name: k.validation.policies for k in registry.kinds()} == {
         "none": ("report", "fail"), "pcs": ("drain", "fail", "report"), "hyperpod-slurm": ("drain", "replace", "fail", "report"),
         "eks": ("taint", "report"), "hyperpod-eks": ("taint", "replace", "fail", "report"), "parallelcluster": ("report", "fail")}
 
@@ -183,14 +186,15 @@ def test_a_kind_refuses_the_managed_checkpoint_tier_unless_it_declares_it(toy_ki
     assert problem.endswith("use fsx, nvme, s3")
     registry.unregister(TOY.name)
     registry.register(Toy(**{**{f: getattr(TOY, f) for f in TOY.__dataclass_fields__},
-                             "checkpoint_tiers": frozenset({"fsx", "nvme", "managed"})}))
+                             "storage": StorageTraits(checkpoint_tiers=frozenset({"fsx", "nvme", "managed"}))}))
     assert parse_spec({**SPEC, **MANAGED}).checkpoints.tier == "managed"
 
 
 def test_only_hyperpod_on_eks_declares_the_managed_tier():
-    assert {k.name for k in registry.kinds() if "managed" in k.checkpoint_tiers} == {"hyperpod-eks"}
+    assert {k.name for k in registry.kinds() if "managed" in k.storage.checkpoint_tiers} == {"hyperpod-eks"}
     with pytest.raises(ValueError, match="checkpoint_tiers"):
-        Toy(**{**{f: getattr(TOY, f) for f in TOY.__dataclass_fields__}, "checkpoint_tiers": frozenset({"tape"})})
+        Toy(**{**{f: getattr(TOY, f) for f in TOY.__dataclass_fields__},
+               "storage": StorageTraits(checkpoint_tiers=frozenset({"tape"}))})
 
 
 class ToyWithNodeUnits(Toy):
@@ -206,13 +210,13 @@ def test_diff_reads_node_groups_from_each_kinds_own_declaration(toy_kind):
     defined here is read the same way."""
     from fmcluster.diff import groups
 
-    assert {t: [k.name for k in registry.kinds() if t in k.node_resource_types] for t in groups.node_types()} == {
+    assert {t: [k.name for k in registry.kinds() if t in k.nodes.resource_types] for t in groups.node_types()} == {
         "AWS::EKS::Nodegroup": ["eks"], "AWS::PCS::ComputeNodeGroup": ["pcs"], "Custom::PclusterCluster": ["parallelcluster"],
         "AWS::SageMaker::Cluster": ["hyperpod-slurm", "hyperpod-eks"]}
     assert "AWS::" not in (ROOT / "fmcluster" / "diff" / "groups.py").read_text()
     registry.unregister(TOY.name)
     registry.register(ToyWithNodeUnits(**{**{f: getattr(TOY, f) for f in TOY.__dataclass_fields__},
-                                          "node_resource_types": ("Custom::ToyNodes",)}))
+                                          "nodes": replace(TOY.nodes, resource_types=("Custom::ToyNodes",))}))
     template = {"Resources": {"Nodes": {"Type": "Custom::ToyNodes", "Properties": {"InstanceType": "p5.48xlarge",
                                                                                  "Count": 2}}}}
     (unit,) = groups.units("toy-cluster", template).values()

@@ -65,7 +65,7 @@ def test_plan_and_diagram_show_no_placement_group_where_the_service_places_the_i
     for path in sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml")):
         s = load_spec(path)
         placements = [g["placement"] for g in cluster_figures(s, 14.0)["groups"]]
-        if not s.orchestrator_kind.places_instances:
+        if not s.orchestrator_kind.nodes.places_instances:
             assert set(placements) == {"none"}, path
         else:
             assert placements == [g.placement_strategy for g in s.node_groups], path

@@ -10,6 +10,6 @@ from fmcluster.runtime import contract
 
 def test_every_orchestrator_agent_has_a_unit_on_the_node():
     for kind in registry.kinds():
-        assert kind.node_agent is None or contract.agent_unit(kind.node_agent) in ("slurmd", "kubelet")
+        assert kind.nodes.agent is None or contract.agent_unit(kind.nodes.agent) in ("slurmd", "kubelet")
     with pytest.raises(ValueError):
         contract.agent_unit("nomad")

@@ -156,7 +156,7 @@ def test_every_kubernetes_example_can_carry_a_serving_section(path):
         "parallelism": {"tensor": 1}, "slo": {"ttft_ms": 2000, "tpot_ms": 50},
         "workload": {"prompt_tokens": 1000, "output_tokens": 200, "requests_per_second": 1},
     }]}
-    if kind.node_agent == serving_rules.KUBERNETES:
+    if kind.nodes.agent == serving_rules.KUBERNETES:
         assert parse_spec(data).serving.models[0].node_group == group["name"]
     else:
         assert any(p.startswith(f"serving: orchestrator {kind.name} runs no Kubernetes") for p in problems(data))

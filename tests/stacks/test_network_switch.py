@@ -18,7 +18,7 @@ from fmcluster.registry import BUILT_IN, parse_spec
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = [kind.name for kind in BUILT_IN]
 IMAGE_FIELDS = ("ami_id", "image_family")
-HUNGRIEST = max(BUILT_IN, key=lambda kind: kind.addresses_per_node).name
+HUNGRIEST = max(BUILT_IN, key=lambda kind: kind.nodes.addresses).name
 
 
 def example_of(kind: str) -> Dict[str, Any]:

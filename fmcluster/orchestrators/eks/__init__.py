@@ -7,7 +7,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from fmcluster.orchestrators.eks import settings
-from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold, SpecWarning
+from fmcluster.orchestrators.kind import (
+    BilledService,
+    ExtraInstance,
+    NodeTraits,
+    OrchestratorKind,
+    Scaffold,
+    SpecWarning,
+    StorageTraits,
+    ValidationTraits,
+)
 from fmcluster.platforms.kubernetes import job_image
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
 from fmcluster.platforms.kubernetes.support import (
@@ -128,19 +137,25 @@ KIND = Eks(
     name="eks",
     summary="Amazon EKS with GPU managed node groups, Kueue (or Volcano/KAI) and a boot-validation node gate",
     settings=settings.EksOrchestrator,
-    node_resource_types=("AWS::EKS::Nodegroup",),  # fmcluster diff reads its nodes there
-    mount_forms=(frozenset({"boot", "kubernetes"}),),  # node user data and a volume in the training namespace
+    nodes=NodeTraits(
+        resource_types=("AWS::EKS::Nodegroup",),  # fmcluster diff reads its nodes there
+        agent="kubernetes",
+        capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
+        # Cluster Autoscaler scales the elastic managed node groups, keeping their launch templates, EFA interfaces and
+        # placement groups (docs/resilience.md says why not Karpenter); Capacity Block groups stay static (spec rule).
+        elastic=True,
+        image_family=False,  # EKS picks the AL2023 NVIDIA AMI from the node group's AMI type
+        addresses=POD_ADDRESSES_PER_NODE,
+    ),
+    validation=ValidationTraits(
+        policies=settings.POLICIES,
+        policy_note="drain is Slurm's, and fail cannot stop provisioning: EKS joins a node whatever its user "
+        "data returns. taint: the node gate keeps a failed node tainted, with the reason. replace is HyperPod's: EKS node "
+        "auto-repair acts on the node monitoring agent's conditions, not on a taint or label of ours",
+    ),
+    storage=StorageTraits(
+        mount_forms=(frozenset({"boot", "kubernetes"}),),  # node user data and a volume in the training namespace
+    ),
     price_keys=PRICE_KEYS,  # the control plane (standard or extended support) and the AMP collector
-    node_agent="kubernetes",
-    capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
-    # Cluster Autoscaler scales the elastic managed node groups, keeping their launch templates, EFA interfaces and
-    # placement groups (docs/resilience.md says why not Karpenter); Capacity Block groups stay static (spec rule).
-    elastic_groups=True,
-    uses_image_family=False,  # EKS picks the AL2023 NVIDIA AMI from the node group's AMI type
-    addresses_per_node=POD_ADDRESSES_PER_NODE,
     job_image=job_image.CONTAINER,  # the MPIJob's pods run AWS's nccl-tests image
-    validation_policies=settings.POLICIES,
-    validation_policy_note="drain is Slurm's, and fail cannot stop provisioning: EKS joins a node whatever its user "
-    "data returns. taint: the node gate keeps a failed node tainted, with the reason. replace is HyperPod's: EKS node "
-    "auto-repair acts on the node monitoring agent's conditions, not on a taint or label of ours",
 )

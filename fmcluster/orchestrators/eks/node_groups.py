@@ -112,7 +112,7 @@ def eks_node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
         mounts=mounts(spec, group),
         exporters=[],  # the exporters run as pods (observability), after the node joins
         group=group.name,
-        orchestrator=spec.orchestrator_kind.node_agent,
+        orchestrator=spec.orchestrator_kind.nodes.agent,
         policy="report",
         level=spec.validation.level,
         instance_store=NVME.path if has_nvme else None,

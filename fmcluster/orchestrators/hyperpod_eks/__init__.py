@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from fmcluster.orchestrators.hyperpod_eks import settings
 from fmcluster.orchestrators.hyperpod_eks.versions import KUBERNETES_VERSIONS
-from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold, SpecWarning
+from fmcluster.orchestrators.kind import (
+    BilledService,
+    ExtraInstance,
+    NodeTraits,
+    OrchestratorKind,
+    Scaffold,
+    SpecWarning,
+    StorageTraits,
+    ValidationTraits,
+)
 from fmcluster.platforms.kubernetes import job_image
 from fmcluster.platforms.kubernetes.addresses import POD_ADDRESSES_PER_NODE
 from fmcluster.platforms.kubernetes.support import (
@@ -121,25 +130,31 @@ KIND = HyperPodEks(
     name="hyperpod-eks",
     summary="SageMaker HyperPod on Amazon EKS with health checks, node recovery and task governance",
     settings=settings.HyperPodEksOrchestrator,
-    node_resource_types=("AWS::SageMaker::Cluster",),  # fmcluster diff reads its nodes there
-    # the lifecycle scripts (a store's own entry, or its boot lines in the list of mounts), and one volume per team
-    mount_forms=(frozenset({"lifecycle", "kubernetes"}), frozenset({"boot", "kubernetes"})),
+    nodes=NodeTraits(
+        resource_types=("AWS::SageMaker::Cluster",),  # fmcluster diff reads its nodes there
+        agent="kubernetes",
+        # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
+        capacity_types=frozenset({"on-demand", "training-plan"}),
+        elastic=True,  # HyperPod's managed Karpenter (AutoScaling, with continuous provisioning); spec rules limit it
+        in_account=False,
+        places_instances=False,  # HyperPod places its instances; the templates create no placement group
+        image_family=False,  # HyperPod runs its own EKS AMI
+        # pods take VPC addresses on the instance's one ENI, as on EKS managed nodes (same VPC CNI settings)
+        addresses=POD_ADDRESSES_PER_NODE,
+    ),
+    validation=ValidationTraits(
+        policies=settings.POLICIES,
+        policy_note="drain is Slurm's. taint: the node gate keeps a failed node out of work, with the reason; "
+        "fail: the lifecycle script fails and HyperPod provisions another instance; replace: as taint, and a hardware "
+        "fault labels the node for HyperPod's replacement",
+    ),
+    storage=StorageTraits(
+        # the lifecycle scripts (a store's own entry, or its boot lines in the list of mounts), and one volume per team
+        mount_forms=(frozenset({"lifecycle", "kubernetes"}), frozenset({"boot", "kubernetes"})),
+        # managed tiered checkpointing: HyperPod on EKS's own (TieredStorageConfig), besides the shared-storage tiers
+        checkpoint_tiers=frozenset(checkpoints.TIERS),
+    ),
     price_keys=PRICE_KEYS,  # the control plane (standard or extended support) and the AMP collector
-    node_agent="kubernetes",
-    # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
-    capacity_types=frozenset({"on-demand", "training-plan"}),
-    elastic_groups=True,  # HyperPod's managed Karpenter (AutoScaling, with continuous provisioning); spec rules limit it
-    instances_in_account=False,
-    places_instances=False,  # HyperPod places its instances; the templates create no placement group
-    uses_image_family=False,  # HyperPod runs its own EKS AMI
-    # pods take VPC addresses on the instance's one ENI, as on EKS managed nodes (same VPC CNI settings)
-    addresses_per_node=POD_ADDRESSES_PER_NODE,
     job_image=job_image.CONTAINER,  # the MPIJob's pods run AWS's nccl-tests image
     rule_groups=("hyperpod",),
-    # managed tiered checkpointing: HyperPod on EKS's own (TieredStorageConfig), besides the shared-storage tiers
-    checkpoint_tiers=frozenset(checkpoints.TIERS),
-    validation_policies=settings.POLICIES,
-    validation_policy_note="drain is Slurm's. taint: the node gate keeps a failed node out of work, with the reason; "
-    "fail: the lifecycle script fails and HyperPod provisions another instance; replace: as taint, and a hardware "
-    "fault labels the node for HyperPod's replacement",
 )

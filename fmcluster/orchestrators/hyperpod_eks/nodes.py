@@ -102,7 +102,7 @@ def node_profile(spec: ClusterSpec, group: NodeGroup) -> NodeProfile:
         mounts=mounts(spec, group),
         exporters=[],  # the exporters run as pods once the node joins
         group=group.name,
-        orchestrator=spec.orchestrator_kind.node_agent,
+        orchestrator=spec.orchestrator_kind.nodes.agent,
         policy="fail" if spec.validation_policy == "fail" else "report",
         level=spec.validation.level,
         instance_store=None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping
 
 from fmcluster.orchestrators.hyperpod_slurm import settings
-from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind
+from fmcluster.orchestrators.kind import ExtraInstance, NodeTraits, OrchestratorKind, StorageTraits, ValidationTraits
 from fmcluster.spec import checkpoints
 from fmcluster.spec.orchestrator import DLAMI_NCCL_TESTS, JobImage
 
@@ -81,26 +81,32 @@ KIND = HyperPodSlurm(
     name="hyperpod-slurm",
     summary="SageMaker HyperPod with Slurm",
     settings=settings.HyperPodSlurmOrchestrator,
-    node_resource_types=("AWS::SageMaker::Cluster",),  # fmcluster diff reads its nodes there
-    # HyperPod itself, else the lifecycle scripts: a store's own entry, or its boot lines in the list of mounts
-    mount_forms=(frozenset({"sagemaker-hyperpod"}), frozenset({"lifecycle"}), frozenset({"boot"})),
-    node_agent="slurm",
-    # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
-    capacity_types=frozenset({"on-demand", "training-plan"}),
-    elastic_note="HyperPod's autoscaling (managed Karpenter) serves EKS-orchestrated clusters only; a Slurm cluster's "
-    "instance groups change size through UpdateCluster "
-    "(https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-autoscaling.html)",
-    instances_in_account=False,
-    places_instances=False,  # HyperPod places its instances; the templates create no placement group
-    uses_image_family=False,
-    checkpoint_tier_note=HYPERPOD_SLURM_NO_MANAGED_TIER,
+    nodes=NodeTraits(
+        resource_types=("AWS::SageMaker::Cluster",),  # fmcluster diff reads its nodes there
+        agent="slurm",
+        # HyperPod reserves capacity through SageMaker training plans, not EC2 reservations
+        capacity_types=frozenset({"on-demand", "training-plan"}),
+        elastic_note="HyperPod's autoscaling (managed Karpenter) serves EKS-orchestrated clusters only; a Slurm cluster's "
+        "instance groups change size through UpdateCluster "
+        "(https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-autoscaling.html)",
+        in_account=False,
+        places_instances=False,  # HyperPod places its instances; the templates create no placement group
+        image_family=False,
+    ),
+    validation=ValidationTraits(
+        policies=("drain", "replace", "fail", "report"),
+        policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason; replace "
+        "asks HyperPod for a new instance when a hardware check failed (state fail, reason Action:Replace) and drains "
+        "otherwise",
+    ),
+    storage=StorageTraits(
+        # HyperPod itself, else the lifecycle scripts: a store's own entry, or its boot lines in the list of mounts
+        mount_forms=(frozenset({"sagemaker-hyperpod"}), frozenset({"lifecycle"}), frozenset({"boot"})),
+        checkpoint_tier_note=HYPERPOD_SLURM_NO_MANAGED_TIER,
+    ),
     # HyperPod's release notes publish no NCCL or nccl-tests for its Slurm AMI (docs/validation.md, "Each
     # orchestrator's default AMI"): the Deep Learning AMI's place is looked at, and without a build there the job
     # builds one on the shared file system
     job_image=JobImage(name="the SageMaker HyperPod AMI for Slurm", nccl_tests=DLAMI_NCCL_TESTS,
                        source="https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-release-ami-slurm.html"),
-    validation_policies=("drain", "replace", "fail", "report"),
-    validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason; replace "
-    "asks HyperPod for a new instance when a hardware check failed (state fail, reason Action:Replace) and drains "
-    "otherwise",
 )

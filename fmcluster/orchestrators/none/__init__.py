@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, List
 
-from fmcluster.orchestrators.kind import OrchestratorKind
+from fmcluster.orchestrators.kind import NodeTraits, OrchestratorKind, ValidationTraits
 from fmcluster.orchestrators.none.settings import NoOrchestrator
 
 if TYPE_CHECKING:
@@ -38,10 +38,14 @@ KIND = NoOrchestratorKind(
     name="none",
     summary="network, placement groups and launch templates only (bring your own scheduler)",
     settings=NoOrchestrator,
-    node_agent=None,
-    capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
-    validation_policies=("report", "fail"),
-    validation_policy_note="no scheduler runs here to drain, taint or replace the node from",
-    elastic_note="no scheduler or scaler runs here to start and stop nodes (fmcluster creates launch templates only): "
-    "size the group with count and scale with your own scheduler",
+    nodes=NodeTraits(
+        agent=None,
+        capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
+        elastic_note="no scheduler or scaler runs here to start and stop nodes (fmcluster creates launch templates only): "
+        "size the group with count and scale with your own scheduler",
+    ),
+    validation=ValidationTraits(
+        policies=("report", "fail"),
+        policy_note="no scheduler runs here to drain, taint or replace the node from",
+    ),
 )

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping
 
-from fmcluster.orchestrators.kind import ExtraInstance, OrchestratorKind, SpecWarning
+from fmcluster.orchestrators.kind import (
+    ExtraInstance,
+    NodeTraits,
+    OrchestratorKind,
+    SpecWarning,
+    StorageTraits,
+    ValidationTraits,
+)
 from fmcluster.orchestrators.parallelcluster import settings
 from fmcluster.spec.orchestrator import JobImage
 
@@ -83,23 +90,29 @@ KIND = ParallelCluster(
     name="parallelcluster",
     summary=f"AWS ParallelCluster {settings.PCLUSTER_VERSION} (Slurm) through its CloudFormation provider",
     settings=settings.ParallelClusterOrchestrator,
-    node_resource_types=("Custom::PclusterCluster",),  # fmcluster diff reads its nodes there
-    # its SharedStorage section, or the nodes run the store's boot lines from their custom actions (mounts.py)
-    mount_forms=(frozenset({"parallelcluster"}), frozenset({"boot"})),
-    node_agent="slurm",
-    # CAPACITY_BLOCK queues take Capacity Blocks; ODCRs are an ONDEMAND queue's CapacityReservationTarget
-    capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
-    elastic_groups=True,  # MinCount static nodes, up to MaxCount dynamic nodes Slurm starts for jobs
-    uses_image_family=False,  # ParallelCluster picks the image from its Image.Os (or the group's ami_id)
+    nodes=NodeTraits(
+        resource_types=("Custom::PclusterCluster",),  # fmcluster diff reads its nodes there
+        agent="slurm",
+        # CAPACITY_BLOCK queues take Capacity Blocks; ODCRs are an ONDEMAND queue's CapacityReservationTarget
+        capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
+        elastic=True,  # MinCount static nodes, up to MaxCount dynamic nodes Slurm starts for jobs
+        image_family=False,  # ParallelCluster picks the image from its Image.Os (or the group's ami_id)
+    ),
+    validation=ValidationTraits(
+        policies=settings.POLICIES,
+        policy_note="taint is Kubernetes'; drain would loop: clustermgtd terminates a drained static node and "
+        "launches a replacement, which fails and drains again, and the bootstrap succeeded, so protected mode never "
+        "stops it. fail: the bootstrap fails and ParallelCluster replaces the node until protected mode stops the queue; "
+        "report: the node joins Slurm, its report and metrics say why it failed. replace is HyperPod's; fail is "
+        "ParallelCluster's replacement",
+    ),
+    storage=StorageTraits(
+        # its SharedStorage section, or the nodes run the store's boot lines from their custom actions (mounts.py)
+        mount_forms=(frozenset({"parallelcluster"}), frozenset({"boot"})),
+    ),
     # The official AMI has CUDA, the EFA installer (Open MPI, aws-ofi-nccl) and no NCCL (docs/parallelcluster.md, "Node
     # software on the official AMI"); the head node shares /home with every node (HeadNode/SharedStorageType)
     job_image=JobImage(name=f"the official ParallelCluster {settings.PCLUSTER_VERSION} AMI", nccl_tests="",
                        shared_home=True,
                        source="https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html"),
-    validation_policies=settings.POLICIES,
-    validation_policy_note="taint is Kubernetes'; drain would loop: clustermgtd terminates a drained static node and "
-    "launches a replacement, which fails and drains again, and the bootstrap succeeded, so protected mode never "
-    "stops it. fail: the bootstrap fails and ParallelCluster replaces the node until protected mode stops the queue; "
-    "report: the node joins Slurm, its report and metrics say why it failed. replace is HyperPod's; fail is "
-    "ParallelCluster's replacement",
 )

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping
 
-from fmcluster.orchestrators.kind import BilledService, ExtraInstance, OrchestratorKind, Scaffold
+from fmcluster.orchestrators.kind import (
+    BilledService,
+    ExtraInstance,
+    NodeTraits,
+    OrchestratorKind,
+    Scaffold,
+    ValidationTraits,
+)
 from fmcluster.orchestrators.pcs import settings
 from fmcluster.spec.orchestrator import DLAMI_NCCL_TESTS, DLAMI_SOURCE, JobImage
 
@@ -73,15 +80,19 @@ KIND = Pcs(
     name="pcs",
     summary="AWS Parallel Computing Service (Slurm)",
     settings=settings.PcsOrchestrator,
-    node_resource_types=("AWS::PCS::ComputeNodeGroup",),  # fmcluster diff reads its nodes there
+    nodes=NodeTraits(
+        resource_types=("AWS::PCS::ComputeNodeGroup",),  # fmcluster diff reads its nodes there
+        agent="slurm",
+        capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
+        elastic=True,  # compute node group scaling: min static instances, up to max started for jobs
+    ),
+    validation=ValidationTraits(
+        policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason. replace is "
+        "HyperPod's: PCS documents no Slurm reason or state that replaces an instance (its own health monitoring replaces "
+        "faulty instances: docs/resilience.md)",
+    ),
     price_keys=frozenset({CONTROLLER_PRICE}),
-    node_agent="slurm",
-    capacity_types=frozenset({"on-demand", "odcr", "capacity-block"}),
-    elastic_groups=True,  # compute node group scaling: min static instances, up to max started for jobs
     # every group's ami_id: an image built from the Deep Learning AMI with the PCS agent (README, "PCS AMI")
     job_image=JobImage(name="the PCS AMI built from the Deep Learning Base OSS NVIDIA Driver GPU AMI",
                        nccl_tests=DLAMI_NCCL_TESTS, source=DLAMI_SOURCE),
-    validation_policy_note="taint is Kubernetes': drain keeps a failed node out of Slurm, with the reason. replace is "
-    "HyperPod's: PCS documents no Slurm reason or state that replaces an instance (its own health monitoring replaces "
-    "faulty instances: docs/resilience.md)",
 )

@@ -195,7 +195,7 @@ class NodeGroupBuilder:
             return ""
         return collectors_step(cluster=self.spec.name, region=Stack.of(scope).region,
                                remote_write_url=self.remote_write_url, node_group=LOGIN_NODE_GROUP, gpu=False,
-                               slurm=self.spec.orchestrator_kind.node_agent == "slurm")
+                               slurm=self.spec.orchestrator_kind.nodes.agent == "slurm")
 
     def login_node(self, scope: Construct, id: str, *, instance: InstanceType, image_id: str, image: str,
                    root_device_name: str) -> NodeLaunchTemplate:

@@ -43,7 +43,7 @@ def edit(base: Dict[str, Any], **eks: Any) -> Dict[str, Any]:
 
 def test_the_kind_is_registered_with_its_facts(base):
     kind = registry.kind_named("eks")
-    assert kind.node_agent == "kubernetes" and kind.capacity_types == {"on-demand", "odcr", "capacity-block"}
+    assert kind.nodes.agent == "kubernetes" and kind.nodes.capacity_types == {"on-demand", "odcr", "capacity-block"}
     spec = parse_spec(base)
     assert control_plane_zone(spec) == spec.second_availability_zone == "us-east-1b"
     assert [(e.role, e.instance_type, e.count) for e in kind.extra_instances(spec)] == [("system", "m6i.2xlarge", 2)]

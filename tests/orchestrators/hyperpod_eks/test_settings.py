@@ -43,8 +43,8 @@ def edit(base: Dict[str, Any], section: str, **changes: Any) -> Dict[str, Any]:
 
 def test_the_kind_is_registered_with_its_facts(base):
     kind = registry.kind_named("hyperpod-eks")
-    assert kind.node_agent == "kubernetes" and kind.capacity_types == {"on-demand", "training-plan"}
-    assert not kind.instances_in_account and not kind.uses_image_family and kind.rule_groups == ("hyperpod",)
+    assert kind.nodes.agent == "kubernetes" and kind.nodes.capacity_types == {"on-demand", "training-plan"}
+    assert not kind.nodes.in_account and not kind.nodes.image_family and kind.rule_groups == ("hyperpod",)
     spec = parse_spec(base)
     assert control_plane_zone(spec) == spec.second_availability_zone == "us-east-1b"
     assert [(e.role, e.instance_type, e.count) for e in kind.extra_instances(spec)] == [("system", "ml.m5.4xlarge", 2)]

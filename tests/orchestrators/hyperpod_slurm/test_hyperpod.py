@@ -213,7 +213,7 @@ def hp(group: Dict[str, Any] = None, **settings: Any) -> Dict[str, Any]:  # type
 def test_defaults():
     spec = parse_spec(BASE)
     s = spec.orchestrator.hyperpod
-    assert spec.orchestrator_kind.name == "hyperpod-slurm" and spec.orchestrator_kind.node_agent == "slurm"
+    assert spec.orchestrator_kind.name == "hyperpod-slurm" and spec.orchestrator_kind.nodes.agent == "slurm"
     assert (s.controller_instance_type, s.login_instance_type, s.threads_per_core) == ("ml.m5.12xlarge", None, 1)
     assert s.node_recovery == "Automatic" and s.deep_health_checks and s.slurm_config_strategy == "Managed"
 

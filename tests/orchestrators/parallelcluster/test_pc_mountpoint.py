@@ -53,7 +53,7 @@ def test_the_spec_accepts_the_section_under_parallelcluster():
     spec = registry.parse_spec(spec_data())
     assert spec.storage.mountpoint_s3.mount_point == "/checkpoints"
     (kind,) = [k for k in registry.kinds() if k.name == "parallelcluster"]
-    assert frozenset({"boot"}) in kind.mount_forms
+    assert frozenset({"boot"}) in kind.storage.mount_forms
 
 
 def test_every_node_runs_the_mounts_script_before_fmclusters_action(built):

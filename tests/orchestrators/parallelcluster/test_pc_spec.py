@@ -41,7 +41,7 @@ def test_the_base_spec_is_valid_and_takes_the_defaults():
     assert cluster_name(spec) == "pc-test"
     assert head_node_instance_type(spec) == "m7i.2xlarge"
     assert [(e.role, e.instance_type) for e in extra_instances(spec)] == [("head-node", "m7i.2xlarge")]
-    assert spec.orchestrator_kind.node_agent == "slurm"
+    assert spec.orchestrator_kind.nodes.agent == "slurm"
 
 
 @pytest.mark.parametrize("part", ["network", "storage", "observability", "cluster"])
