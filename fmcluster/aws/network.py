@@ -103,5 +103,5 @@ def check_bucket(ctx: Context, bucket: str) -> Outcome:
         loc = "eu-west-1"
     if loc != ctx.region:
         return Outcome(FAIL, f"s3://{bucket} is in {loc}", expected,
-                       "FSx data repository associations need a bucket in the file system's region")
+                       "use a bucket in the cluster's Region: the storage stack links it to the stores there")
     return Outcome(PASS, f"s3://{bucket} exists in {loc}", expected)

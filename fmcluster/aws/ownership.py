@@ -22,7 +22,7 @@ Tags = Union[Mapping[str, str], Iterable[Mapping[str, Any]]]
 
 
 def tag_map(tags: Tags) -> Dict[str, str]:
-    """Tags as a dict, whether the API returns ``{"k": "v"}`` (PCS) or ``[{"Key": k, "Value": v}]`` (FSx, EC2)."""
+    """Tags as a dict, whether the API returns ``{"k": "v"}`` (PCS) or ``[{"Key": k, "Value": v}]`` (EC2, and most services)."""
     if isinstance(tags, Mapping):
         return {str(k): str(v) for k, v in tags.items()}
     return {str(t.get("Key")): str(t.get("Value", "")) for t in tags}

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence
 
 from botocore.exceptions import ClientError
 
-from fmcluster.aws import amp_quotas, capacity, fsx_quotas, network, quotas, repositories
+from fmcluster.aws import amp_quotas, capacity, network, quotas
 from fmcluster.aws.context import (
     Context,
     PreflightCheck,
@@ -220,9 +220,6 @@ def checks_for(spec: ClusterSpec, kind_checks: Sequence[PreflightCheck] = (),
     bucket = network.existing_bucket_name(spec)
     if bucket:
         p.append(PreflightCheck("bucket", f"bucket {bucket}", "s3", partial(network.check_bucket, bucket=bucket)))
-    for linked in repositories.linked_buckets(spec):
-        p.append(PreflightCheck(f"repository:{linked}", f"data repository bucket {linked}", "s3",
-                                partial(repositories.check_repository_bucket, bucket=linked)))
     p += store_checks
     p.append(PreflightCheck("cdk-bootstrap", "CDK bootstrap", "ssm", check_cdk_bootstrap))
     p.append(PreflightCheck("stacks", "existing stacks", "cloudformation", check_stacks))
@@ -245,8 +242,6 @@ def _quota_checks(spec: ClusterSpec) -> List[PreflightCheck]:
         if new.nat_gateway:
             p.append(PreflightCheck("quota:elastic-ips", "Elastic IPs (NAT gateway)", "service-quotas",
                              quotas.check_eip_quota))
-    if fsx_quotas.fsx_storage_gib(spec) is not None:
-        p.append(PreflightCheck("quota:fsx", "FSx for Lustre quotas", "service-quotas", fsx_quotas.check_fsx_quota))
     if spec.observability.enabled:
         p.append(PreflightCheck("quota:amp-workspaces", amp_quotas.WORKSPACES_QUOTA, "service-quotas",
                                 amp_quotas.check_amp_workspaces))

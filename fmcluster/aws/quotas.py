@@ -1,5 +1,5 @@
-"""Service Quotas checks every cluster shares (EC2 On-Demand vCPUs, VPC/EIP; FSx in fsx_quotas.py) and the helpers the
-orchestrator kinds' own quota checks use (fmcluster/orchestrators/<kind>/preflight.py).
+"""Service Quotas checks every cluster shares (EC2 On-Demand vCPUs, VPC/EIP) and the helpers the orchestrator kinds'
+and the stores' own quota checks use (their folders' preflight.py).
 
 Codes are used only where they are well known (EC2 vCPU buckets, VPCs per Region, Elastic IPs);
 everything else is looked up by quota *name* so no code is invented.

@@ -12,7 +12,7 @@ from typing import Any, Iterator, List
 import pytest
 import yaml
 from botocore.awsrequest import AWSResponse
-from helpers.aws import BASE_SPEC, make_ctx, make_spec
+from helpers.aws import BASE_SPEC, make_ctx, make_spec, preflight_checks
 
 from fmcluster.aws.context import PreflightCheck, run_checks
 from fmcluster.aws.preflight import checks_for
@@ -86,7 +86,7 @@ def test_the_remedy_names_the_action_of_the_call_that_was_denied() -> None:
             "Error": {"Code": "AccessDeniedException", "Message": "no"}, "ResponseMetadata": {"HTTPStatusCode": 400}}
 
     fsx.meta.events.register("before-call.fsx.DescribeFileSystems", denied)
-    [r] = run_checks(ctx, [c for c in checks_for(ctx.spec) if c.id == "quota:fsx"])
+    [r] = run_checks(ctx, [c for c in preflight_checks(ctx.spec) if c.id == "quota:fsx"])
     assert "fsx:DescribeFileSystems" in r.remedy and "servicequotas:DescribeFileSystems" not in r.remedy
     assert not r.ran
 

@@ -58,7 +58,6 @@ LATER: Dict[str, str] = {
     "fmcluster/platforms/kubernetes/node/kube_team_objects.py": "a log example naming the fsx claim (node side)",
     # tools and AWS calls
     "fmcluster/planner/": "cost, throughput, checkpoint tiers and the diagram: the planner slice (a store's figures)",
-    "fmcluster/aws/": "preflight (quotas, repositories): a store's preflight.py, as its status describers are its status.py",
     "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: after the spec slice",
     "fmcluster/observability/dashboards/": "the storage dashboard and the overview's free-capacity panel on Lustre "
                                            "metrics: a store's dashboard panels (its alert rules are its rules.yaml)",
@@ -178,8 +177,8 @@ def test_the_lifecycle_parameters_carry_a_store_the_nodes_mount():
     assert mounts.lifecycle_parameters(mounts.mounted_by_nodes(HYPERPOD)) == {"fsx": None, "toy": {"x": 1}}
 
 
-def test_the_store_folder_holds_its_construct_builder_mount_change_rules_and_status():
+def test_the_store_folder_holds_its_construct_builder_mount_change_rules_checks_and_status():
     assert {p.name for p in STORE_FOLDER.glob("*.py")} == {"__init__.py", "construct.py", "resources.py", "mount.py",
-                                                           "changes.py", "status.py"}
+                                                           "changes.py", "preflight.py", "status.py"}
     assert not (PACKAGE / "constructs" / "fsx_lustre.py").exists()
     assert type(registry.stores()[0]).__module__ == "fmcluster.platforms.storage.fsx_lustre"

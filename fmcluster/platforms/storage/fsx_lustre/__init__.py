@@ -2,8 +2,9 @@
 
 Its folder holds everything that names it on the synth side: the construct (construct.py), what the storage stack
 builds (resources.py), the mount every kind consumes (mount.py), how `fmcluster diff` judges changes to it
-(changes.py), its alert rules (rules.yaml) and what `fmcluster status` says of it (status.py). Its methods import their
-modules when called, so reading a spec never loads CDK.
+(changes.py), its alert rules (rules.yaml), what `fmcluster preflight` checks (preflight.py) and what
+`fmcluster status` says of it (status.py). Its methods import their modules when called, so reading a spec never
+loads CDK.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from fmcluster.platforms.storage.fsx_lustre.mount import STORE as NAME
 if TYPE_CHECKING:
     from aws_cdk import Stack
     from aws_cdk import aws_iam as iam
+
+    from fmcluster.spec.cluster import ClusterSpec
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,11 @@ class FsxLustre(Store):
         from fmcluster.platforms.storage.fsx_lustre.changes import RULES
 
         return RULES
+
+    def preflight_checks(self, spec: ClusterSpec) -> List[Any]:
+        from fmcluster.platforms.storage.fsx_lustre.preflight import checks
+
+        return checks(spec)
 
     def status_describers(self) -> Mapping[str, Any]:
         from fmcluster.platforms.storage.fsx_lustre.status import DESCRIBERS

@@ -10,7 +10,7 @@ import boto3
 import pytest
 from helpers.aws import REGION, make_ctx, make_spec, preflight_checks
 
-from fmcluster.aws.repositories import check_repository_bucket
+from fmcluster.platforms.storage.fsx_lustre.preflight import check_repository_bucket
 
 pytestmark = pytest.mark.usefixtures("moto")
 BUCKET = "team-corpus"
