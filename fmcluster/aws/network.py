@@ -88,19 +88,25 @@ def existing_bucket_name(spec: Any) -> Optional[str]:
     return spec.storage.data_bucket.existing_name  # type: ignore[no-any-return]
 
 
-def check_bucket(ctx: Context, bucket: str) -> Outcome:
-    s3 = ctx.client("s3")
-    expected = f"s3://{bucket} exists, readable, in {ctx.region}"
+def bucket_region(s3: Any, bucket: str) -> Optional[str]:
+    """The bucket's Region, or None where S3 says it does not exist (GetBucketLocation's empty answer is us-east-1,
+    and its legacy EU is eu-west-1)."""
     try:
         s3.head_bucket(Bucket=bucket)
     except ClientError as e:
         if has_code(e, "404", "NoSuchBucket", "NotFound"):
-            return Outcome(FAIL, f"s3://{bucket} does not exist", expected,
-                           "create the bucket or fix the bucket name in the spec")
+            return None
         raise
     loc = s3.get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
-    if loc == "EU":
-        loc = "eu-west-1"
+    return "eu-west-1" if loc == "EU" else str(loc)
+
+
+def check_bucket(ctx: Context, bucket: str) -> Outcome:
+    expected = f"s3://{bucket} exists, readable, in {ctx.region}"
+    loc = bucket_region(ctx.client("s3"), bucket)
+    if loc is None:
+        return Outcome(FAIL, f"s3://{bucket} does not exist", expected,
+                       "create the bucket or fix the bucket name in the spec")
     if loc != ctx.region:
         return Outcome(FAIL, f"s3://{bucket} is in {loc}", expected,
                        "use a bucket in the cluster's Region: the storage stack links it to the stores there")

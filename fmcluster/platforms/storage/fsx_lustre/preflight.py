@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.context import Context, PreflightCheck, has_code, paginate
+from fmcluster.aws.network import bucket_region
 from fmcluster.aws.ownership import is_ours
 from fmcluster.aws.quotas import judge, quota_value
 from fmcluster.aws.results import FAIL, PASS, SKIP, WARN, Outcome
@@ -124,11 +125,6 @@ def _prefix(dra: Any) -> str:
     return str(dra.repository_path[len("s3://"):].partition("/")[2])
 
 
-def _region(s3: Any, bucket: str) -> str:
-    loc = s3.get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
-    return "eu-west-1" if loc == "EU" else str(loc)
-
-
 def _notification_overlaps(s3: Any, bucket: str, importing: Sequence[Any]) -> List[str]:
     """Existing notifications on the bucket whose events and prefix overlap an importing association's: S3 refuses a
     configuration that sends the same event for overlapping prefixes to two destinations."""
@@ -176,14 +172,10 @@ def check_repository_bucket(ctx: Context, bucket: str) -> Outcome:
     expected = (f"s3://{bucket} exists{f', in {ctx.region} (automatic import)' if importing else ''}; no event "
                 "notification overlapping an importing prefix; an SSE-KMS key whose policy lets FSx's "
                 f"{FSX_S3_ROLE}_<fs-id> role use it")
-    try:
-        s3.head_bucket(Bucket=bucket)
-    except ClientError as e:
-        if has_code(e, "404", "NoSuchBucket", "NotFound"):
-            return Outcome(FAIL, f"s3://{bucket} does not exist", expected,
-                           "create the bucket or fix storage.fsx.data_repository_associations[].repository_path")
-        raise
-    region = _region(s3, bucket)
+    region = bucket_region(s3, bucket)
+    if region is None:
+        return Outcome(FAIL, f"s3://{bucket} does not exist", expected,
+                       "create the bucket or fix storage.fsx.data_repository_associations[].repository_path")
     if importing and region != ctx.region:
         return Outcome(FAIL, f"s3://{bucket} is in {region}", expected,
                        f"FSx imports automatically only from a bucket in the file system's Region ({ctx.region}): "
