@@ -55,7 +55,6 @@ LATER: Dict[str, str] = {
     "fmcluster/platforms/hyperpod/node/": "the lifecycle scripts mount the parameters' fsx entry (LNet over EFA); "
                                           "other stores come in the generic list of mounts: the entry moves to the "
                                           "store's node/ with the node-side slice",
-    "fmcluster/platforms/kubernetes/node/kube_team_objects.py": "a log example naming the fsx claim (node side)",
     # tools and AWS calls
     "fmcluster/planner/": "cost, throughput, checkpoint tiers and the diagram: the planner slice (a store's figures)",
     "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: after the spec slice",

@@ -115,7 +115,7 @@ def object_path(kind: str, namespace: str, name: str = "") -> str:
 
 
 def describe(obj: Dict[str, Any]) -> str:
-    """``claim hyperpod-ns-a/fsx``: how log lines name a wanted object."""
+    """``claim hyperpod-ns-a/datasets``: how log lines name a wanted object."""
     return f"{NOUNS[obj['kind']]} {obj['metadata']['namespace']}/{obj['metadata']['name']}"
 
 
