@@ -57,16 +57,17 @@ LATER: Dict[str, str] = {
                                           "store's node/ with the node-side slice",
     # tools and AWS calls
     "fmcluster/planner/": "cost, throughput, checkpoint tiers and the diagram: the planner slice (a store's figures)",
-    "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: after the spec slice",
+    "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: read off the store's "
+                      "section (now its settings.py) and its mount, the CLI slice",
     "fmcluster/observability/dashboards/": "the storage dashboard and the overview's free-capacity panel on Lustre "
                                            "metrics: a store's dashboard panels (its alert rules are its rules.yaml)",
-    # serving: a model's weights on the shared file system (the spec's `source.fsx`, read with the spec slice)
+    # serving: a model's weights on the shared file system (the spec's `source.fsx`; the section is the store's now)
     "fmcluster/platforms/kubernetes/serving.py": "where an engine reads a model on the shared file system "
                                                  "(storage.fsx's mount point): the mount's path from the contract "
-                                                 "once the spec slice lets a store answer the spec",
+                                                 "with the serving slice",
     "fmcluster/orchestrators/eks/serving.py": "the model servers' and load test's claim and mount of the shared file "
                                               "system, from the spec: the contract's volume (claim, mount point) "
-                                              "with the spec slice",
+                                              "with the serving slice",
     "fmcluster/orchestrators/hyperpod_eks/serving.py": "the HyperPod Inference Operator's own `fsx` model source "
                                                        "(its CRD's fsxStorage: file system id, DNS and mount names) and "
                                                        "the load test's claim: a store's form for the operator",
