@@ -26,11 +26,8 @@ def exporters(spec: ClusterSpec, group: NodeGroup) -> List[Dict[str, Any]]:
 
 
 def mounts(spec: ClusterSpec, group: NodeGroup) -> List[Dict[str, Any]]:
-    """Shared file systems every node must have mounted (over EFA where both ends have it), then what each store
-    section of the spec expects (`StoreSettings.node_mounts`)."""
-    fsx = spec.storage.fsx
-    found = [] if fsx is None else [{"path": fsx.mount_point, "fstype": "lustre", "required": True,
-                                     "efa": fsx.efa and group.efa_enabled}]
+    """What each store section of the spec expects every node to have mounted (`StoreSettings.node_mounts`)."""
+    found: List[Dict[str, Any]] = []
     for _, section in spec.storage.store_sections():
         found += section.node_mounts(group)
     return found

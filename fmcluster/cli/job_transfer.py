@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
+from fmcluster.platforms.storage.fsx_lustre.settings import association_s3_path
+
 
 def _first(associations: List[Any], events: str) -> Optional[Any]:
     return next((d for d in associations if "NEW" in getattr(d, events)), None)
@@ -20,8 +22,8 @@ def lines(spec: Any, script: str, output: str, run: str) -> List[str]:
     inbound, outbound = _first(associations, "auto_import"), _first(associations, "auto_export")
     said = [f"Moving files on a cluster reached only through Session Manager (no scp): {script} and {output} travel"]
     if fsx is not None and inbound is not None and outbound is not None:
-        s3_in = spec.storage.association_s3_path(inbound, created_bucket=bucket)
-        s3_out = spec.storage.association_s3_path(outbound, created_bucket=bucket)
+        s3_in = association_s3_path(spec.storage, inbound, created_bucket=bucket)
+        s3_out = association_s3_path(spec.storage, outbound, created_bucket=bucket)
         node_in, node_out = fsx.node_path(inbound.file_system_path), fsx.node_path(outbound.file_system_path)
         return said + [
             "through S3 and the shared file system, which every node mounts:",

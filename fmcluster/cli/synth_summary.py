@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from fmcluster.planner.text import ARROWS
+from fmcluster.platforms.storage.fsx_lustre.settings import association_s3_path
 
 STACK_ARTIFACT = "aws:cloudformation:stack"  # artifact type of a stack in a cloud assembly manifest
 DELETED = ("Delete", None)  # DeletionPolicy values (or its absence) under which CloudFormation deletes the resource
@@ -98,7 +99,7 @@ def summary(spec: Any, out: Path, spec_file: str) -> Dict[str, Any]:
         result["file_system"] = {
             "mount_point": fsx.mount_point,
             "associations": [{"node_path": fsx.node_path(d.file_system_path),
-                              "s3": spec.storage.association_s3_path(d, created_bucket=created),
+                              "s3": association_s3_path(spec.storage, d, created_bucket=created),
                               "auto_import": list(d.auto_import), "auto_export": list(d.auto_export)}
                              for d in fsx.data_repository_associations],
         }

@@ -9,6 +9,7 @@ from typing import Any, Dict, List
 
 from fmcluster.planner.collectives import ALL_REDUCE, ring_seconds
 from fmcluster.planner.figures import GB
+from fmcluster.platforms.storage.fsx_lustre.settings import association_s3_path
 
 SCRATCH_2_MBPS_PER_TIB = 200  # baseline; SCRATCH_2 bursts above it (FSx for Lustre performance guide)
 FACTS_CHECKED = ("gpu_memory_mib", "bf16_dense_tflops", "efa_interfaces", "nvme_gb")
@@ -64,7 +65,7 @@ def storage_figures(spec: Any) -> Dict[str, Any]:
     tib = fsx.storage_capacity_gib / 1024
     per_tib = fsx.throughput or SCRATCH_2_MBPS_PER_TIB
     dras = [{"file_system_path": d.file_system_path, "node_path": fsx.node_path(d.file_system_path),
-             "s3": spec.storage.association_s3_path(d, created_bucket=f"<{spec.name} data bucket>"),
+             "s3": association_s3_path(spec.storage, d, created_bucket=f"<{spec.name} data bucket>"),
              "auto_import": list(d.auto_import), "auto_export": list(d.auto_export)}
             for d in fsx.data_repository_associations]
     return {"fsx": {"deployment_type": fsx.deployment_type, "capacity_gib": fsx.storage_capacity_gib,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any, List
 
+from fmcluster.platforms.storage.fsx_lustre.settings import association_bucket, association_s3_path
+
 FONT = "DejaVu Sans"
 SHOWN_DOMAINS = 2  # per group; the rest collapse into one "more" box
 SHOWN_NODES = 2  # per NVLink domain
@@ -123,11 +125,11 @@ def _storage(vpc: Any, top: Any, spec: Any, anchors: List[tuple]) -> None:
         vpc.edge(anchor, "fsx", ltail=cluster, dir="both", color="#1565c0", label="Lustre")
     for d in fsx.data_repository_associations:
         # Drawn from the bucket the association really links, at the path nodes see.
-        bucket = storage.association_bucket(d)
+        bucket = association_bucket(storage, d)
         s3 = "s3" if bucket is None or bucket == storage.data_bucket.existing_name else f"s3_{bucket}"
         if s3 != "s3":
             top.node(s3, f"S3\n{bucket}", shape="cylinder", fillcolor=COLORS["s3"])
-        s3_path = storage.association_s3_path(d, created_bucket=f"<{data_bucket}>")
+        s3_path = association_s3_path(storage, d, created_bucket=f"<{data_bucket}>")
         node_path = fsx.node_path(d.file_system_path)
         if d.auto_export:
             top.edge("fsx", s3, label=f"{node_path} → {s3_path}\nexport", color="#c62828")

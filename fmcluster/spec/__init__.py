@@ -15,16 +15,14 @@ from fmcluster.spec.cluster import SCHEMA_URL, ClusterSpec
 from fmcluster.spec.network import ExistingVpc, Network, NewVpc, private_subnet_prefix
 from fmcluster.spec.node_group import Capacity, NodeGroup, Placement
 from fmcluster.spec.observability import Observability
-from fmcluster.spec.storage import DataRepositoryAssociation, Fsx, Storage
+from fmcluster.spec.storage import Storage
 from fmcluster.spec.validation import Validation
 
 __all__ = [
     "Capacity",
     "Checkpoints",
     "ClusterSpec",
-    "DataRepositoryAssociation",
     "ExistingVpc",
-    "Fsx",
     "Network",
     "NewVpc",
     "NodeGroup",

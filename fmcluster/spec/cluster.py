@@ -318,17 +318,6 @@ class ClusterSpec(SpecModel):
                               f"offers {', '.join(sorted(section.forms)) or 'none'} (docs/storage.md)"))
                 continue
             found += section.spec_rules(self, f"storage.{key}")
-        fsx = self.storage.fsx
-        if fsx is None:
-            return found
-        if fsx.availability_zone and fsx.availability_zone != self.availability_zone:
-            found.append(("storage.fsx.availability_zone", f"{fsx.availability_zone} is not the GPU nodes' "
-                          f"{self.availability_zone}; cross-AZ Lustre traffic is slow and billed: leave it out"))
-        if fsx.efa:
-            for i, g in enumerate(self.node_groups):
-                if g.role == "gpu" and not g.efa_enabled:
-                    found.append((f"node_groups[{i}].efa", f"storage.fsx.efa needs EFA clients; group {g.name} "
-                                  f"({g.instance_type}) has none: enable EFA there or set storage.fsx.efa: false"))
         return found
 
     def _address_problems(self) -> List[Problem]:

@@ -8,12 +8,12 @@ a store's key and settings model), which the composition root (`fmcluster.regist
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union, cast
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 from typing_extensions import Annotated
 
-from fmcluster.spec.base import SpecError, clipped_repr
+from fmcluster.spec.base import SpecError, SpecModel, clipped_repr
 from fmcluster.spec.cluster import ClusterSpec, OrchestratorTraits
 from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY
 from fmcluster.spec.orchestrator import OrchestratorSettings
@@ -27,11 +27,16 @@ _models: Dict[Tuple[Any, ...], Type[ClusterSpec]] = {}
 
 
 def _storage_model(sections: Sequence[StoreSection]) -> Type[Storage]:
-    """`Storage` with an optional field per store section."""
+    """`Storage` with an optional field per store section. The first store's goes before ``data_bucket``, where the
+    spec has declared it since the first release, so the keys messages list keep their order."""
     if not sections:
         return Storage
     fields: Dict[str, Any] = {key: (Optional[model], Field(None, description=text)) for key, model, text in sections}
-    storage = create_model("Storage", __base__=Storage, **fields)
+    first = next(iter(fields))
+    # a base after Storage: pydantic orders fields from the last base to the first
+    leading = create_model("StorageFirstSection", __base__=SpecModel, **{first: fields.pop(first)})
+    bases: Any = (Storage, leading)
+    storage = cast(Type[Storage], create_model("Storage", __base__=bases, **fields))
     storage.__doc__ = Storage.__doc__
     return storage
 

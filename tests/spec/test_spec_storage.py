@@ -7,6 +7,7 @@ from typing import Any, Dict
 
 import pytest
 
+from fmcluster.platforms.storage.fsx_lustre.settings import association_bucket, association_s3_path
 from fmcluster.registry import parse_spec
 from fmcluster.spec import SpecError
 
@@ -177,11 +178,11 @@ def test_association_s3_path_names_the_bucket_really_linked():
     data = dras(DATASETS, {"file_system_path": "/laion", "repository_path": "s3://shared-datasets/laion/"})
     storage = parse_spec(data).storage
     created, other = storage.fsx.data_repository_associations
-    assert storage.association_s3_path(created, created_bucket="<new>") == "s3://<new>/datasets/"
-    assert storage.association_bucket(other) == "shared-datasets"
+    assert association_s3_path(storage, created, created_bucket="<new>") == "s3://<new>/datasets/"
+    assert association_bucket(storage, other) == "shared-datasets"
     data["storage"]["data_bucket"] = {"existing_name": "acme-datasets"}
     storage = parse_spec(data).storage
-    assert storage.association_s3_path(storage.fsx.data_repository_associations[0]) == "s3://acme-datasets/datasets/"
+    assert association_s3_path(storage, storage.fsx.data_repository_associations[0]) == "s3://acme-datasets/datasets/"
 
 
 def test_associations_to_other_buckets_and_sibling_paths_are_fine():

@@ -358,8 +358,8 @@ class Store:
     :param lifecycle_key: its key in HyperPod's lifecycle parameters (null while not mounted by the nodes).
     :param csi_addon: the EKS add-on that installs its CSI driver.
     :param settings: the model of its section (a `fmcluster.spec.storage.StoreSettings` in its folder's settings.py),
-        which the composition root joins into the spec's ``storage`` under `spec_key`; None where the spec declares
-        the section itself (the first store's, until the spec slice moves it).
+        which the composition root joins into the spec's ``storage`` under `spec_key`; None for a store without a
+        section.
     :param summary: the section's description in the JSON Schema.
     :param always_described: the storage stack's description names it whether or not the spec configures it (the
         first store, named there since the first release; a description change is an update of every storage stack).

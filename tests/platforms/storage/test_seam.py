@@ -37,8 +37,10 @@ NAMES_IT = re.compile(r"lustre|fsx", re.IGNORECASE)
 LATER: Dict[str, str] = {
     "fmcluster/registry.py": "the registry line: a store is one import and one STORES entry (as a kind is)",
     # the spec side: stores declare their spec section, and what the spec, preflight and the job generator read
-    "fmcluster/spec/": "the `storage.fsx` section and its rules (storage.py, cluster.py, data_access.py, checkpoints.py): "
-                       "to fsx_lustre/settings.py as a StoreSettings, joined into `storage` as Mountpoint's is",
+    "fmcluster/spec/": "what other sections ask of `storage.fsx` (checkpoints.py: the fsx and nvme tiers' directory and "
+                       "export; data_access.py: what its associations write to the data bucket; serving.py: a model's "
+                       "weights on it; cluster.py: availability_zone's description): a store's answers to those "
+                       "sections, read through the section",
     "fmcluster/orchestrators/parallelcluster/settings.py": "its spec rule refusing storage.fsx.efa (SharedStorage has no "
                                                            "EFA client): a store will say which services mount its "
                                                            "configuration, read by the spec",
@@ -47,8 +49,6 @@ LATER: Dict[str, str] = {
                                                              "stores are reachable from the spec",
     "fmcluster/platforms/kubernetes/versions.py": "the FSx CSI add-on's pin, which preflight checks from the spec "
                                                   "alone: to CsiAddon.versions once preflight reaches stores",
-    "fmcluster/profiles.py": "the NodeProfile's mount check (fstype lustre), derived from the spec alone: a store's "
-                             "boot-validator entry once stores are reachable from the spec",
     # the node side: byte-identical runtime archives keep these until the node-side slice
     "fmcluster/runtime/": "the mount helper (lustre.py), probes and checks, the lifecycle parameters' fsx entry: "
                           "node-side slice, each store's node code in its folder's node/",
@@ -57,16 +57,17 @@ LATER: Dict[str, str] = {
                                           "store's node/ with the node-side slice",
     # tools and AWS calls
     "fmcluster/planner/": "cost, throughput, checkpoint tiers and the diagram: the planner slice (a store's figures)",
-    "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: after the spec slice",
+    "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: read off the store's "
+                      "section (now its settings.py) and its mount, the CLI slice",
     "fmcluster/observability/dashboards/": "the storage dashboard and the overview's free-capacity panel on Lustre "
                                            "metrics: a store's dashboard panels (its alert rules are its rules.yaml)",
-    # serving: a model's weights on the shared file system (the spec's `source.fsx`, read with the spec slice)
+    # serving: a model's weights on the shared file system (the spec's `source.fsx`; the section is the store's now)
     "fmcluster/platforms/kubernetes/serving.py": "where an engine reads a model on the shared file system "
                                                  "(storage.fsx's mount point): the mount's path from the contract "
-                                                 "once the spec slice lets a store answer the spec",
+                                                 "with the serving slice",
     "fmcluster/orchestrators/eks/serving.py": "the model servers' and load test's claim and mount of the shared file "
                                               "system, from the spec: the contract's volume (claim, mount point) "
-                                              "with the spec slice",
+                                              "with the serving slice",
     "fmcluster/orchestrators/hyperpod_eks/serving.py": "the HyperPod Inference Operator's own `fsx` model source "
                                                        "(its CRD's fsxStorage: file system id, DNS and mount names) and "
                                                        "the load test's claim: a store's form for the operator",
@@ -176,8 +177,8 @@ def test_the_lifecycle_parameters_carry_a_store_the_nodes_mount():
     assert mounts.lifecycle_parameters(mounts.mounted_by_nodes(HYPERPOD)) == {"fsx": None, "toy": {"x": 1}}
 
 
-def test_the_store_folder_holds_its_construct_builder_mount_change_rules_checks_and_status():
-    assert {p.name for p in STORE_FOLDER.glob("*.py")} == {"__init__.py", "construct.py", "resources.py", "mount.py",
-                                                           "changes.py", "preflight.py", "status.py"}
+def test_the_store_folder_holds_its_settings_construct_builder_mount_change_rules_checks_and_status():
+    assert {p.name for p in STORE_FOLDER.glob("*.py")} == {"__init__.py", "settings.py", "construct.py", "resources.py",
+                                                           "mount.py", "changes.py", "preflight.py", "status.py"}
     assert not (PACKAGE / "constructs" / "fsx_lustre.py").exists()
     assert type(registry.stores()[0]).__module__ == "fmcluster.platforms.storage.fsx_lustre"

@@ -1,10 +1,10 @@
 """FSx for Lustre, the shared file system of `storage.fsx`: its declaration as a store (`STORE`).
 
-Its folder holds everything that names it on the synth side: the construct (construct.py), what the storage stack
-builds (resources.py), the mount every kind consumes (mount.py), how `fmcluster diff` judges changes to it
-(changes.py), its alert rules (rules.yaml), what `fmcluster preflight` checks (preflight.py) and what
-`fmcluster status` says of it (status.py). Its methods import their modules when called, so reading a spec never
-loads CDK.
+Its folder holds everything that names it on the synth side: the spec section (settings.py, joined into the spec by
+the composition root), the construct (construct.py), what the storage stack builds (resources.py), the mount every
+kind consumes (mount.py), how `fmcluster diff` judges changes to it (changes.py), its alert rules (rules.yaml), what
+`fmcluster preflight` checks (preflight.py) and what `fmcluster status` says of it (status.py). Its methods import
+their modules when called, so reading a spec never loads CDK.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, List, Mapping
 from fmcluster.platforms.storage import BuiltStore, ChangeRules, StorageScope, Store
 from fmcluster.platforms.storage.fsx_lustre.mount import CSI_ADDON, LIFECYCLE_KEY
 from fmcluster.platforms.storage.fsx_lustre.mount import STORE as NAME
+from fmcluster.platforms.storage.fsx_lustre.settings import Fsx, fsx_of
 
 if TYPE_CHECKING:
     from aws_cdk import Stack
@@ -36,7 +37,7 @@ class FsxLustre(Store):
     def build(self, scope: StorageScope) -> BuiltStore:
         from fmcluster.platforms.storage.fsx_lustre.resources import build
 
-        fsx = scope.spec.storage.fsx
+        fsx = fsx_of(scope.spec.storage)
         if fsx is None:
             raise ValueError(f"spec: storage.{self.spec_key} is not configured; nothing to build")
         return build(scope, fsx)
@@ -66,5 +67,7 @@ STORE = FsxLustre(
     lifecycle_key=LIFECYCLE_KEY,
     csi_addon=CSI_ADDON,
     always_described=True,
+    settings=Fsx,
+    summary="FSx for Lustre in the GPU availability zone, linked to S3 by data repository associations.",
     rules=Path(__file__).parent / "rules.yaml",
 )

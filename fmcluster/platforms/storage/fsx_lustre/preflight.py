@@ -24,11 +24,12 @@ from fmcluster.aws.network import bucket_region
 from fmcluster.aws.ownership import is_ours
 from fmcluster.aws.quotas import judge, quota_value
 from fmcluster.aws.results import FAIL, PASS, SKIP, WARN, Outcome
+from fmcluster.platforms.storage.fsx_lustre.settings import fsx_of
 
 
 def checks(spec: Any) -> List[PreflightCheck]:
     """The file system's quota, then each linked bucket."""
-    if spec.storage.fsx is None:
+    if fsx_of(spec.storage) is None:
         return []
     found = [PreflightCheck("quota:fsx", "FSx for Lustre quotas", "service-quotas", check_fsx_quota)]
     for linked in linked_buckets(spec):
@@ -76,7 +77,7 @@ def _same_family(ctx: Context, family: str) -> Tuple[List[Dict[str, Any]], bool]
 
 
 def check_fsx_quota(ctx: Context) -> Outcome:
-    fsx = ctx.spec.storage.fsx
+    fsx = fsx_of(ctx.spec.storage)
     if fsx is None:
         return Outcome(SKIP, "the spec has no FSx for Lustre file system", "")
     need, deployment = int(fsx.storage_capacity_gib), str(fsx.deployment_type)
@@ -113,7 +114,7 @@ IMPORT_EVENTS = ("s3:ObjectCreated:", "s3:ObjectRemoved:")
 
 def linked_buckets(spec: Any) -> Dict[str, List[Any]]:
     """bucket -> the associations naming it by repository_path."""
-    fsx = spec.storage.fsx
+    fsx = fsx_of(spec.storage)
     found: Dict[str, List[Any]] = {}
     for dra in fsx.data_repository_associations if fsx is not None else []:
         if dra.repository_path:

@@ -17,7 +17,7 @@ from fmcluster.constructs.logical_ids import pin_logical_id
 from fmcluster.platforms.storage import BuiltStore, StorageScope
 from fmcluster.platforms.storage.fsx_lustre.construct import LustreFileSystem, LustreSecurityGroup
 from fmcluster.platforms.storage.fsx_lustre.mount import free_capacity_alarm, lustre_mount
-from fmcluster.spec import DataRepositoryAssociation, Fsx
+from fmcluster.platforms.storage.fsx_lustre.settings import DataRepositoryAssociation, Fsx
 
 # FSx creates one service-linked role per file system to read and write linked buckets.
 FSX_S3_ROLE = "role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"
