@@ -163,8 +163,10 @@ def _store_problems(spec: Any) -> List[Problem]:
     found = tier_store(spec)
     if found is None:
         offered = [f"storage.{k}" for k, s in spec.storage.store_sections() if s.checkpoint_tier is not None]
+        offers = [m.checkpoint_offer or f"storage.{k}" for k, m in type(spec.storage).section_models().items()
+                  if m.checkpoint_tier == ck.tier]
         return [("checkpoints.tier", f"{ck.tier} writes to the shared store section that offers it; the spec has "
-                 "none: add a writable storage.mountpoint_s3 (read_only: false)"
+                 f"none: add {' or '.join(offers) or 'a store section that offers it'}"
                  + (f" ({', '.join(offered)} offer other tiers)" if offered else ""))]
     key, section = found
     return [(f"storage.{key}.{path}" if path else f"storage.{key}", f"checkpoints.tier {ck.tier}: {msg}")

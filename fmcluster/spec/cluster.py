@@ -206,7 +206,8 @@ class ClusterSpec(SpecModel):
         description="DNS-safe: 2-25 lower-case letters, digits and hyphens, starting with a letter; prefixes every stack",
     )
     region: str = Field(pattern=REGION_PATTERN, description="an AWS region code, e.g. us-east-1")
-    availability_zone: str = Field(description="The one AZ the GPU nodes (and FSx) live in, e.g. us-east-1a.")
+    availability_zone: str = Field(
+        description="The one AZ the GPU nodes (and the shared stores built in one zone) live in, e.g. us-east-1a.")
     account: Optional[str] = Field(
         None, pattern=r"^\d{12}$", description="a 12-digit account id; absent: environment-agnostic synthesis"
     )

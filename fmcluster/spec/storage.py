@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Dict, FrozenSet, Iterator, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, FrozenSet, Iterator, List, Optional, Tuple, Type, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -93,6 +93,8 @@ class StoreSettings(SpecModel):
     forms: ClassVar[FrozenSet[str]] = frozenset()
     # the ``checkpoints.tier`` it offers (checkpoints written below its mount point), or None
     checkpoint_tier: ClassVar[Optional[str]] = None
+    # what a spec adds to get that tier, said when it asks for the tier without the section ("a writable storage.x")
+    checkpoint_offer: ClassVar[str] = ""
     mount_point: str
 
     def checkpoint_problems(self) -> List[Problem]:
@@ -123,6 +125,16 @@ class Storage(SpecModel):
     """Shared storage: the data bucket (always), and each store's section where given."""
 
     data_bucket: DataBucket = Field(default_factory=DataBucket)
+
+    @classmethod
+    def section_models(cls) -> Dict[str, Type[StoreSettings]]:
+        """key -> the model of every store section this storage takes, given or not."""
+        found: Dict[str, Type[StoreSettings]] = {}
+        for key, info in cls.model_fields.items():
+            for arg in (info.annotation, *get_args(info.annotation)):
+                if isinstance(arg, type) and issubclass(arg, StoreSettings):
+                    found[key] = arg
+        return found
 
     def store_sections(self) -> Iterator[Tuple[str, StoreSettings]]:
         """(key, section) of every store section the spec gives (the stores' own settings)."""

@@ -39,7 +39,7 @@ LATER: Dict[str, str] = {
     # the spec side: stores declare their spec section, and what the spec, preflight and the job generator read
     "fmcluster/spec/": "what other sections ask of `storage.fsx` (checkpoints.py: the fsx and nvme tiers' directory and "
                        "export; data_access.py: what its associations write to the data bucket; serving.py: a model's "
-                       "weights on it; cluster.py: availability_zone's description): a store's answers to those "
+                       "weights on it): a store's answers to those "
                        "sections, read through the section",
     "fmcluster/orchestrators/parallelcluster/settings.py": "its spec rule refusing storage.fsx.efa (SharedStorage has no "
                                                            "EFA client): a store will say which services mount its "

@@ -58,6 +58,7 @@ class MountpointS3(StoreSettings):
     # boot lines (also what HyperPod's lifecycle scripts run) and a CSI volume (mount.py); no service mounts S3
     forms: ClassVar[FrozenSet[str]] = frozenset({"boot", "kubernetes"})
     checkpoint_tier: ClassVar[Optional[str]] = "s3"
+    checkpoint_offer: ClassVar[str] = "a writable storage.mountpoint_s3 (read_only: false)"
 
     bucket: Optional[str] = Field(
         None, description="An existing bucket's name or ARN (a directory bucket's name ends --<zone id>--x-s3); "
