@@ -88,11 +88,13 @@ def test_synth_json_and_text_summary_of_the_default_example(tmp_path, capsys):
                                   f"fmcluster status {DEFAULT}", f"fmcluster job nccl {DEFAULT} --out nccl-tests.sbatch"]
     assert s["way_in"][-1].startswith("aws ssm start-session --region us-east-1 --target $(aws ec2 describe-instances")
     assert [a["node_path"] for a in s["file_system"]["associations"]] == ["/fsx/datasets", "/fsx/checkpoints"]
+    assert s["stores"] == [{"section": "storage.fsx", "title": "FSx for Lustre", "mount_point": "/fsx"}]
 
     text = render(summary(load_spec(DEFAULT), out, str(DEFAULT)))
     assert "deploy order: fm-dev-network -> fm-dev-storage -> fm-dev-observability -> fm-dev-cluster" in text
     assert f"fm-dev-storage: {storage['resources']} resources, after fm-dev-network, termination protection on" in text
     assert "1 AWS::FSx::FileSystem" in text and "/fsx/datasets <- s3://<fm-dev data bucket>/datasets/" in text
+    assert "FSx for Lustre mounted at /fsx on every node (storage.fsx)" in text
     assert f"npx --yes aws-cdk@{CDK_CLI_VERSION} deploy --app {out} --all" in text
     assert "bills until you delete it" in text and "docs/teardown.md" in text
     assert "way in, after deploy (also the cluster stack's outputs):" in text
@@ -113,3 +115,16 @@ def test_the_printed_cdk_cli_is_the_one_package_json_pins():
 
     pinned = json_.loads((ROOT / "package.json").read_text())["devDependencies"]["aws-cdk"]
     assert CDK_CLI_VERSION == pinned, "package.json moved the CDK CLI: update fmcluster/cli/cdk_cli.py"
+
+
+def test_every_store_the_spec_mounts_is_named_with_its_mount_point():
+    s = {"stacks": [], "deploy_order": [], "nodes": [], "next_commands": [], "way_in": [], "termination_protected": [],
+         "teardown": "docs/teardown.md",
+         "file_system": {"mount_point": "/fsx", "associations": [
+             {"node_path": "/fsx/datasets", "s3": "s3://b/datasets/", "auto_import": ["NEW"], "auto_export": []}]},
+         "stores": [{"section": "storage.fsx", "title": "FSx for Lustre", "mount_point": "/fsx"},
+                    {"section": "storage.mountpoint_s3", "title": "Mountpoint for Amazon S3", "mount_point": "/s3"}]}
+    lines = render(s).splitlines()
+    fsx = lines.index("FSx for Lustre mounted at /fsx on every node (storage.fsx)")
+    assert lines[fsx + 1].startswith("  /fsx/datasets ") and lines[fsx + 2] == (
+        "Mountpoint for Amazon S3 mounted at /s3 on every node (storage.mountpoint_s3)")

@@ -71,7 +71,7 @@ def stacks_of(out: Path) -> List[Dict[str, Any]]:
 def summary(spec: Any, out: Path, spec_file: str) -> Dict[str, Any]:
     """The summary as data: what `--json` prints and the text is rendered from."""
     from fmcluster.cli.cdk_cli import cdk
-    from fmcluster.registry import kind_of
+    from fmcluster.registry import kind_of, stores
 
     stacks = stacks_of(out)
     protected = [s["stack"] for s in stacks if s["termination_protection"]]
@@ -92,6 +92,10 @@ def summary(spec: Any, out: Path, spec_file: str) -> Dict[str, Any]:
         "teardown": "docs/teardown.md",
         "termination_protected": protected,
         "file_system": None,
+        # every shared store the spec configures, as its store names it (the file system's links: file_system)
+        "stores": [{"section": f"storage.{store.spec_key}", "title": store.title,
+                    "mount_point": store.section(spec).mount_point}
+                   for store in stores() if store.section(spec) is not None],
     }
     fsx = spec.storage.fsx
     if fsx is not None:
@@ -127,10 +131,11 @@ def render(s: Dict[str, Any]) -> str:
     lines.append("nodes:")
     lines += [f"  {n['group']}: {n['count']} x {n['instance_type']} ({n['capacity']}) {n['arrival']}" for n in s["nodes"]]
     fs = s["file_system"]
-    if fs is not None:
-        lines.append(f"FSx for Lustre mounted at {fs['mount_point']} on every node")
-        lines += [f"  {a['node_path']} {ARROWS[bool(a['auto_import']), bool(a['auto_export'])]} {a['s3']}"
-                  for a in fs["associations"]]
+    for store in s.get("stores", []):
+        lines.append(f"{store['title']} mounted at {store['mount_point']} on every node ({store['section']})")
+        if fs is not None and fs["mount_point"] == store["mount_point"]:
+            lines += [f"  {a['node_path']} {ARROWS[bool(a['auto_import']), bool(a['auto_export'])]} {a['s3']}"
+                      for a in fs["associations"]]
     lines.append("next:")
     lines += [f"  {c}" for c in s["next_commands"]]
     if s["way_in"]:
