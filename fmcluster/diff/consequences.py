@@ -128,6 +128,7 @@ class _Context:
     scratch_buckets: set  # buckets CDK empties on deletion
     refused: Dict[str, Finding]  # replacements a store's service refuses, by place
     moved_zones: bool  # a subnet moves to another Availability Zone
+    moved_names: Dict[str, str] = field(default_factory=dict)  # added resources that keep a removed one's name
 
 
 def _stateful_one(c: ResourceChange, ctx: _Context) -> Finding:
@@ -141,6 +142,8 @@ def _stateful_one(c: ResourceChange, ctx: _Context) -> Finding:
 
 
 def _one(c: ResourceChange, ctx: _Context) -> List[Finding]:
+    if c.where in ctx.moved_names:
+        return [Finding(CONTROL_PLANE, c.where, ctx.moved_names[c.where], sources=[refusals.NAME_TYPE], fails=True)]
     stateful = STATEFUL + storage.stateful_types()
     if c.type in stateful and c.action in (REMOVED, REPLACED) and c.where in ctx.scratch_buckets:
         return [Finding(SAFE, c.where, f"{c.type} {c.action}: a bucket of deployment artifacts the stack empties "
@@ -242,7 +245,7 @@ def compare(old: Dict[str, Template], new: Dict[str, Template], *, region: str =
     every = [c for changes in stacks.values() for c in changes]
     moved = any(c.type == "AWS::EC2::Subnet" and c.action == REPLACED and ("AvailabilityZone",) in c.paths
                 for c in every)
-    ctx = _Context(consumed, _auto_deleted_buckets(old), storage.refused(every), moved)
+    ctx = _Context(consumed, _auto_deleted_buckets(old), storage.refused(every), moved, refusals.moved(every))
     found: List[Finding] = []
     for c in every:
         found.extend(_one(c, ctx))

@@ -151,6 +151,16 @@ def dra_path(t):
         "Fn::Join": ["", ["s3://", {"Ref": "DataBucket"}, "/datasets-v2/"]]}
 
 
+def moved(rtype: str, pick=lambda lid, r: True):
+    """The resource under a new logical id, as a refactored construct tree would put it."""
+    def change(t):
+        stack = next(st for st in t.values() if any(r["Type"] == rtype for r in st["Resources"].values()))
+        lid = next(lid for lid, r in stack["Resources"].items() if r["Type"] == rtype and pick(lid, r))
+        stack["Resources"][f"{lid}Moved"] = stack["Resources"].pop(lid)
+    change.__name__ = f"moved_{rtype.split('::')[-1].lower()}"
+    return change
+
+
 def directory_bucket_zone(t):
     first(t, "AWS::S3Express::DirectoryBucket")["LocationName"] = "use1-az5"
 
@@ -372,6 +382,11 @@ MATRIX = [
     case("default", dra_moved, {DATA}, False, "the files already in the file system stay"),
     case("default", existing_data_bucket, {DATA}, True, "kept in the account, detached from the stack"),
     case("default", launch_template_user_data, {SAFE}, False, "new launches use the new version", absent=ALL),
+    # a resource whose logical id moves keeps its name: created before the old one is deleted, it is refused
+    case("eks-p5", moved("AWS::EKS::Addon", lambda lid, r: r["Properties"]["AddonName"] == "aws-fsx-csi-driver"),
+         {CONTROL_PLANE}, True, "moves from"),
+    case("hyperpod-eks-p5en-serving", moved("AWS::IAM::OIDCProvider"), {CONTROL_PLANE}, True,
+         "the service refuses a second resource with that key"),
     # Mountpoint for Amazon S3's directory bucket holds the mounted data as the data bucket does
     case("pcs-p6-b200-odcr", directory_bucket_zone, {DATA}, False, "the cluster gets a new, empty one"),
 ]
