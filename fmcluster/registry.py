@@ -93,17 +93,17 @@ def unregister(name: str) -> None:
 
 def spec_model() -> Type[ClusterSpec]:
     """The spec model of the kinds registered now."""
-    return loading.spec_model(kinds(), store_sections())
+    return loading.spec_model(kinds(), store_sections(), STORES)
 
 
 def parse_spec(data: Any) -> ClusterSpec:
     """Validate an already-parsed spec (a mapping); every failure is a `fmcluster.spec.SpecError`."""
-    return loading.parse_spec(data, kinds(), store_sections())
+    return loading.parse_spec(data, kinds(), store_sections(), STORES)
 
 
 def load_spec(path: Union[str, Path]) -> ClusterSpec:
     """Read and validate a spec file; every failure is a `fmcluster.spec.SpecError`."""
-    return loading.load_spec(path, kinds(), store_sections())
+    return loading.load_spec(path, kinds(), store_sections(), STORES)
 
 
 def json_schema() -> Dict[str, Any]:

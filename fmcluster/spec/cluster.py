@@ -200,6 +200,9 @@ class ClusterSpec(SpecModel):
     # first is the default). A spec that was read is an instance of its own kind's subclass (`loading.parse_spec`),
     # whose ``kinds`` holds that kind alone. The docstring above is the JSON Schema's description.
     kinds: ClassVar[Mapping[str, OrchestratorTraits]] = {}
+    # the registered stores (`fmcluster.platforms.storage.Store`), whether the spec configures them or not: what a kind
+    # reads of a store it installs for every cluster (a CSI driver's node plugin) without naming it
+    stores: ClassVar[Tuple[Any, ...]] = ()
 
     name: str = Field(
         pattern=NAME_PATTERN,

@@ -41,13 +41,14 @@ def _storage_model(sections: Sequence[StoreSection]) -> Type[Storage]:
     return storage
 
 
-def spec_model(kinds: Sequence[OrchestratorTraits], sections: Sequence[StoreSection] = ()) -> Type[ClusterSpec]:
+def spec_model(kinds: Sequence[OrchestratorTraits], sections: Sequence[StoreSection] = (),
+               stores: Sequence[Any] = ()) -> Type[ClusterSpec]:
     """`ClusterSpec` whose ``orchestrator`` takes the settings of `kinds` (the first is the default), told apart by
     ``type``, and whose ``storage`` takes the store `sections`. One model per set of kinds and sections."""
     if not kinds:
         raise ValueError("kinds: a spec needs at least one orchestrator kind")
     # the model holds the kinds and sections, so their ids stay theirs
-    key = (tuple(id(k) for k in kinds), tuple(id(m) for _, m, _ in sections))
+    key = (tuple(id(k) for k in kinds), tuple(id(m) for _, m, _ in sections), tuple(id(s) for s in stores))
     if key not in _models:
         members = tuple(k.settings for k in kinds)
         union: Any = Annotated[Union[members], Field(discriminator="type")]  # type: ignore[valid-type]
@@ -60,6 +61,7 @@ def spec_model(kinds: Sequence[OrchestratorTraits], sections: Sequence[StoreSect
         model = create_model("ClusterSpec", __base__=ClusterSpec, orchestrator=(union, field), **extra)
         model.__doc__ = ClusterSpec.__doc__
         model.kinds = {k.name: k for k in kinds}
+        model.stores = tuple(stores)
         _models[key] = model
     return _models[key]
 
@@ -178,7 +180,8 @@ def _named_kind(data: Dict[str, Any], kinds: Sequence[OrchestratorTraits]) -> Op
     return next((k for k in kinds if k.name == name), None)
 
 
-def parse_spec(data: Any, kinds: Sequence[OrchestratorTraits], sections: Sequence[StoreSection] = ()) -> ClusterSpec:
+def parse_spec(data: Any, kinds: Sequence[OrchestratorTraits], sections: Sequence[StoreSection] = (),
+               stores: Sequence[Any] = ()) -> ClusterSpec:
     """`data` validated by the spec model of `kinds`. A spec written for one kind is validated by the model of that kind
     alone, which accepts exactly what the whole model accepts for it and builds one kind's settings schema, not every
     kind's (a command's start-up: bench/command_startup.py); a spec it refuses is validated again by the whole model,
@@ -190,10 +193,10 @@ def parse_spec(data: Any, kinds: Sequence[OrchestratorTraits], sections: Sequenc
     kind = _named_kind(data, kinds)
     if kind is not None and len(kinds) > 1:
         try:
-            return spec_model([kind], sections).model_validate(data)
+            return spec_model([kind], sections, stores).model_validate(data)
         except ValidationError:
             pass  # the whole model says why, below
-    model = spec_model(kinds, sections)
+    model = spec_model(kinds, sections, stores)
     try:
         return model.model_validate(data)
     except ValidationError as e:
@@ -201,7 +204,7 @@ def parse_spec(data: Any, kinds: Sequence[OrchestratorTraits], sections: Sequenc
 
 
 def load_spec(path: Union[str, Path], kinds: Sequence[OrchestratorTraits],
-              sections: Sequence[StoreSection] = ()) -> ClusterSpec:
+              sections: Sequence[StoreSection] = (), stores: Sequence[Any] = ()) -> ClusterSpec:
     """Read and validate a spec file; every failure is a `SpecError`."""
     p = Path(path)
     try:
@@ -212,7 +215,7 @@ def load_spec(path: Union[str, Path], kinds: Sequence[OrchestratorTraits],
         raise SpecError([f"{p}: is a directory, expected a YAML file"]) from None
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError([f"{p}: cannot read ({e})"]) from None
-    return parse_spec(read_yaml(text, str(p)), kinds, sections)
+    return parse_spec(read_yaml(text, str(p)), kinds, sections, stores)
 
 
 def json_schema(model: Type[ClusterSpec]) -> Dict[str, Any]:

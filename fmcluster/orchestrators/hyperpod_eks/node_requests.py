@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence
 
 from fmcluster.orchestrators.hyperpod_eks import nodes
-from fmcluster.orchestrators.hyperpod_eks.versions import HYPERPOD_CHART
+from fmcluster.orchestrators.hyperpod_eks.versions import HYPERPOD_CHART, S3_CSI
 from fmcluster.platforms.kubernetes import gate, metrics
 from fmcluster.spec import ClusterSpec
 
@@ -61,6 +61,21 @@ def ours(spec: ClusterSpec, group_instance_type: str) -> List[Request]:
     return found
 
 
+def csi_node_plugins(spec: ClusterSpec) -> List[Request]:
+    """The node plugin of every store's CSI driver the cluster installs (`CsiAddon`, read off the registered stores):
+    one installed on every cluster, one a configured store mounts, and the Mountpoint for S3 driver serving installs
+    for weights streamed from S3 (construct.py installs that one add-on for both)."""
+    serving_s3 = spec.serving is not None and any(d.source.s3 for d in spec.serving.models)
+    found = []
+    for store in spec.stores:
+        addon = store.csi_addon
+        if addon is None:
+            continue
+        if addon.always or store.section(spec) is not None or (serving_s3 and addon.name == S3_CSI):
+            found.append(Request(f"{addon.name} node plugin (add-on)", addon.node_millicores, addon.node_source, False))
+    return found
+
+
 def gpu_node_requests(spec: ClusterSpec, group_instance_type: str) -> List[Request]:
     """Every DaemonSet on a GPU node with EFA, and the allowance for what is unpublished."""
     found = [
@@ -79,9 +94,7 @@ def gpu_node_requests(spec: ClusterSpec, group_instance_type: str) -> List[Reque
         Request("eks-pod-identity-agent (add-on)", 0,
                 "https://github.com/aws/eks-pod-identity-agent/blob/main/charts/eks-pod-identity-agent/values.yaml "
                 "(resources: {})", False),
-        Request("fsx-csi-node (aws-fsx-csi-driver add-on)", 30,
-                "https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/master/charts/aws-fsx-csi-driver/"
-                "values.yaml (node plugin, registrar and liveness probe, 10m each)", False),
+        *csi_node_plugins(spec),
         *ours(spec, group_instance_type),
     ]
     if spec.checkpoints is not None and spec.checkpoints.tier == "managed":

@@ -166,6 +166,8 @@ class CsiAddon:
     :param versions: Kubernetes version -> the add-on version pinned (absent: EKS's default for the cluster's version),
         and ``source`` where the pins come from, for an add-on the Kubernetes platform's own table
         (platforms/kubernetes/versions.py ``ADDONS``) does not pin.
+    :param node_millicores: the CPU its node plugin's DaemonSet requests on every node (all its containers), which a
+        kind that sizes a job's pods to the node leaves free; ``node_source`` where the figure comes from.
     """
 
     name: str
@@ -173,6 +175,8 @@ class CsiAddon:
     always: bool = False
     versions: Mapping[str, str] = field(default_factory=dict)
     source: str = ""
+    node_millicores: int = 0
+    node_source: str = ""
 
 
 @dataclass(frozen=True)

@@ -128,3 +128,16 @@ def test_the_job_keeps_its_efa_request_and_its_header_says_how_to_see_whether_ta
     assert "kubectl -n hyperpod-ns-research describe workload" in header and "report what task governance" in header
     worker = dict((role, pod) for role, _, pod in pods(generated(spec, "hyperpod-eks-p5.yaml")["MPIJob"]))["Worker"]
     assert worker["containers"][0]["resources"]["limits"][labels.EFA_RESOURCE] == group.instance.efa_interfaces
+
+
+def test_the_node_plugins_of_the_csi_drivers_the_cluster_installs_are_left_their_cpu():
+    """Read off the registered stores (their CsiAddon), never named here: the file system's driver on every cluster,
+    the Mountpoint for S3 driver where the spec mounts the store or serving streams weights from S3."""
+    from fmcluster.orchestrators.hyperpod_eks import node_requests
+
+    def plugins(example: str) -> dict:
+        return {r.daemonset: r.millicores for r in node_requests.csi_node_plugins(load_spec(ROOT / "examples" / example))}
+
+    p5, serving = plugins("hyperpod-eks-p5.yaml"), plugins("hyperpod-eks-p5en-serving.yaml")
+    assert p5 == {"aws-fsx-csi-driver node plugin (add-on)": 30}
+    assert serving == {**p5, "aws-mountpoint-s3-csi-driver node plugin (add-on)": 10}

@@ -28,7 +28,9 @@ from fmcluster.registry import stores
 def test_the_registry_lists_fsx_for_lustre_first_with_its_declaration():
     assert stores()[0] == FSX
     assert (FSX.name, FSX.spec_key, FSX.lifecycle_key) == ("fsx-lustre", "fsx", "fsx")
-    assert FSX.csi_addon == CsiAddon("aws-fsx-csi-driver", service_account="fsx-csi-controller-sa", always=True)
+    addon = FSX.csi_addon
+    assert (addon.name, addon.service_account, addon.always, addon.node_millicores) == (
+        "aws-fsx-csi-driver", "fsx-csi-controller-sa", True, 30)
 
 
 def test_boot_lines_install_the_client_where_the_image_lacks_it_then_mount_and_report():

@@ -31,7 +31,10 @@ OPTIONS = ("noatime", "flock")
 
 # FSx CSI driver, static provisioning: volumeHandle is the file system id, volumeAttributes its DNS and mount names.
 # https://github.com/kubernetes-sigs/aws-fsx-csi-driver/tree/master/examples/kubernetes/static_provisioning
-CSI_ADDON = CsiAddon("aws-fsx-csi-driver", service_account="fsx-csi-controller-sa", always=True)
+CSI_ADDON = CsiAddon(
+    "aws-fsx-csi-driver", service_account="fsx-csi-controller-sa", always=True, node_millicores=30,
+    node_source="https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/master/charts/aws-fsx-csi-driver/"
+                "values.yaml (node plugin, registrar and liveness probe, 10m each)")
 DRIVER = "fsx.csi.aws.com"
 CLAIM = "fsx"  # the claim pods mount (the example jobs name it)
 VOLUME = "fsx"  # the PersistentVolume is <cluster>-fsx

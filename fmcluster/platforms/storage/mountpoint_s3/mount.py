@@ -75,7 +75,11 @@ CLIENT = NodeClient("mount-s3", install={
 # The CSI driver: EKS's add-on (https://docs.aws.amazon.com/eks/latest/userguide/s3-csi.html), not pinned here: EKS
 # installs its default version for the cluster's Kubernetes version (fmcluster preflight reports it).
 CSI_ADDON = CsiAddon("aws-mountpoint-s3-csi-driver", service_account="s3-csi-driver-sa",
-                     source="https://docs.aws.amazon.com/eks/latest/userguide/s3-csi.html")
+                     source="https://docs.aws.amazon.com/eks/latest/userguide/s3-csi.html",
+                     node_millicores=10,
+                     node_source="https://github.com/awslabs/mountpoint-s3-csi-driver/blob/main/charts/"
+                                 "aws-mountpoint-s3-csi-driver/values.yaml (node.resources.requests.cpu 10m; the "
+                                 "registrar and liveness probe request none; read at v2.7.0, unverified at v1.14.1)")
 DRIVER = "s3.csi.aws.com"
 CLAIM = "s3"
 VOLUME = "s3"
