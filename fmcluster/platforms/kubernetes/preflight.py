@@ -63,10 +63,22 @@ def addon_versions(ctx: Context, name: str, kubernetes_version: str) -> Dict[str
     return offered
 
 
+def installed_addons(spec: ClusterSpec, addons: Mapping[str, AddonPin] = ADDONS) -> Dict[str, AddonPin]:
+    """`addons` and the CSI add-on of every store the cluster installs one for (on every cluster, or where the spec
+    configures the store: `CsiAddon`, read off the registered stores), at the store's pins; a kind's own pin of the same
+    add-on wins."""
+    found: Dict[str, AddonPin] = {}
+    for store in spec.stores:
+        addon = store.csi_addon
+        if addon is not None and (addon.always or store.section(spec) is not None):
+            found[addon.name] = AddonPin(addon.name, dict(addon.versions), addon.source)
+    return {**found, **addons}
+
+
 def check_addons(ctx: Context, addons: Mapping[str, AddonPin] = ADDONS) -> Outcome:
     version = control_plane_of(ctx.spec).kubernetes_version
     missing, seen = [], []
-    for addon in addons.values():
+    for addon in installed_addons(ctx.spec, addons).values():
         offered = addon_versions(ctx, addon.name, version)
         pinned = addon.version_for(version)
         if not offered:
@@ -78,7 +90,8 @@ def check_addons(ctx: Context, addons: Mapping[str, AddonPin] = ADDONS) -> Outco
             seen.append(f"{addon.name} {pinned or default_version + ' (default)'}")
     if missing:
         return Outcome(FAIL, "not offered: " + ", ".join(missing), f"every add-on for Kubernetes {version}",
-                       "update the pins in fmcluster/platforms/kubernetes/versions.py (aws eks describe-addon-versions)")
+                       "update the pins in fmcluster/platforms/kubernetes/versions.py, the kind's versions.py or "
+                       "the store's CsiAddon (aws eks describe-addon-versions)")
     return Outcome(PASS, "; ".join(seen), f"every add-on for Kubernetes {version}")
 
 

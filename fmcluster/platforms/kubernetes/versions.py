@@ -59,8 +59,6 @@ ADDONS: Dict[str, AddonPin] = {
                            "https://docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html"),
     "eks-pod-identity-agent": AddonPin("eks-pod-identity-agent", {},
                                        "https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html"),
-    "aws-fsx-csi-driver": AddonPin("aws-fsx-csi-driver", {},
-                                   "https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-create.html"),
     "eks-node-monitoring-agent": AddonPin("eks-node-monitoring-agent", {},
                                           "https://docs.aws.amazon.com/eks/latest/userguide/node-health.html"),
 }

@@ -6,11 +6,13 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 import pytest
+from helpers import ROOT
 from helpers.aws import group, make_ctx, make_spec, stubbed
 
 from fmcluster.aws.preflight import checks_for
 from fmcluster.aws.status import describers
 from fmcluster.orchestrators.eks import preflight
+from fmcluster.platforms.kubernetes import preflight as kubernetes_preflight
 from fmcluster.platforms.kubernetes.versions import ADDONS
 from fmcluster.registry import kind_named, kind_of
 
@@ -68,7 +70,9 @@ def test_version_offered_and_its_support() -> None:
 def test_pinned_addon_versions_must_be_offered() -> None:
     ctx = make_ctx(eks_spec())
     eks = stubbed(ctx, "eks")
-    for name, pin in ADDONS.items():
+    installed = kubernetes_preflight.installed_addons(ctx.spec)
+    assert set(ADDONS) < set(installed) and "aws-fsx-csi-driver" in installed, "a store's driver, from its store"
+    for name, pin in installed.items():
         pinned = pin.version_for("1.35")
         offered = [pinned] if pinned else ["v1.2.3-eksbuild.1"]
         eks.add_response("describe_addon_versions", addon_versions(name, offered, offered[0]),
@@ -76,7 +80,7 @@ def test_pinned_addon_versions_must_be_offered() -> None:
     out = preflight.check_addons(ctx)
     assert out.status == "pass" and "vpc-cni v1.2.3-eksbuild.1 (default)" in out.observed
     eks = stubbed(ctx, "eks")
-    for name in ADDONS:
+    for name in installed:
         eks.add_response("describe_addon_versions", addon_versions(name, ["v9.9.9-eksbuild.1"], "v9.9.9-eksbuild.1"),
                          {"addonName": name, "kubernetesVersion": "1.35"})
     out = preflight.check_addons(ctx)
@@ -171,3 +175,13 @@ def test_admins_must_exist_in_this_account() -> None:
     assert check_admins(make_ctx(eks_spec(orchestrator=other))).status == "warn"
     ids = [c.id for c in preflight.checks(eks_spec())]
     assert "eks:admins" in ids
+
+
+def test_a_configured_stores_driver_is_checked_at_its_stores_pins() -> None:
+    """Mountpoint for Amazon S3's driver is installed where the spec mounts the store, so preflight asks for it."""
+    from fmcluster.registry import load_spec
+
+    spec = load_spec(ROOT / "examples" / "eks-p6-b200-capacity-block.yaml")
+    assert spec.storage.mountpoint_s3 is not None
+    assert "aws-mountpoint-s3-csi-driver" in kubernetes_preflight.installed_addons(spec)
+    assert "aws-mountpoint-s3-csi-driver" not in kubernetes_preflight.installed_addons(make_ctx(eks_spec()).spec)

@@ -44,8 +44,6 @@ LATER: Dict[str, str] = {
     "fmcluster/orchestrators/parallelcluster/settings.py": "its spec rule refusing storage.fsx.efa (SharedStorage has no "
                                                            "EFA client): a store will say which services mount its "
                                                            "configuration, read by the spec",
-    "fmcluster/platforms/kubernetes/versions.py": "the FSx CSI add-on's pin, which preflight checks from the spec "
-                                                  "alone: to CsiAddon.versions once preflight reaches stores",
     # the node side: byte-identical runtime archives keep these until the node-side slice
     "fmcluster/runtime/": "the mount helper (lustre.py), probes and checks, the lifecycle parameters' fsx entry: "
                           "node-side slice, each store's node code in its folder's node/",

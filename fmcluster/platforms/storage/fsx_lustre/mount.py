@@ -32,7 +32,8 @@ OPTIONS = ("noatime", "flock")
 # FSx CSI driver, static provisioning: volumeHandle is the file system id, volumeAttributes its DNS and mount names.
 # https://github.com/kubernetes-sigs/aws-fsx-csi-driver/tree/master/examples/kubernetes/static_provisioning
 CSI_ADDON = CsiAddon(
-    "aws-fsx-csi-driver", service_account="fsx-csi-controller-sa", always=True, node_millicores=30,
+    "aws-fsx-csi-driver", service_account="fsx-csi-controller-sa", always=True,
+    source="https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-create.html", node_millicores=30,
     node_source="https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/master/charts/aws-fsx-csi-driver/"
                 "values.yaml (node plugin, registrar and liveness probe, 10m each)")
 DRIVER = "fsx.csi.aws.com"
