@@ -58,6 +58,7 @@ def chosen_tier(size: float, group: Any, spec: Any, targets: List[Dict[str, Any]
     by = {t["target"]: t for t in targets}
     interval = ck.interval_minutes * 60.0
     fsx, nvme = by.get("FSx for Lustre", {}), by.get(NVME.title, {})
+    store = next((t for t in targets if t.get("store_tier") == "s3"), {})  # the S3 store's target, where planned
     if ck.tier == "managed":
         mem = managed_target(size, group, facts["managed_memory_tier"])
         blocking, durable = val(mem["write"]), val(mem["write"]) + val(mem["replicate"])
@@ -69,7 +70,6 @@ def chosen_tier(size: float, group: Any, spec: Any, targets: List[Dict[str, Any]
         blocking, durable = val(nvme["write"]), val(nvme["write"]) + val(fsx["write"])
         restore, reads = val(fsx["restore"]), "FSx (a replaced node's NVMe is empty)"
     elif ck.tier == "s3":
-        store = next((t for t in targets if t.get("store_tier") == "s3"), {})
         if not store.get("available") or store.get("comparison"):
             return {"tier": ck.tier, "available": False, "reason": store.get("reason") or "no writable S3 store"}
         blocking = durable = val(store["write"])
@@ -95,9 +95,7 @@ def chosen_tier(size: float, group: Any, spec: Any, targets: List[Dict[str, Any]
     if ck.tier == "s3":
         from fmcluster.spec.checkpoints import tier_store
 
-        store = next(t for t in targets if t.get("store_tier") == "s3")
         out["write_bound"], out["restore_bound"] = store["write_bound"], store["restore_bound"]
-
         found = tier_store(spec)
         out["notes"] = found[1].checkpoint_notes() if found is not None else []
     if ck.tier in ("fsx", "nvme") and ck.export_to_s3 and "write" in s3:

@@ -89,9 +89,7 @@ def s3_target(size: float, group: Any, spec: Any, step: Step) -> Optional[Dict[s
     if found is None and spec.storage.fsx is None:
         return None
     clients = client_bytes_per_s(group, False)  # Mountpoint speaks TCP over ENA, never EFA
-    express = found is not None and getattr(found[1], "express", None) is not None
-    t = s3_store.target(size, group, spec, storage_facts(), clients, express, configured=found is not None)
-    t["available"] = True
+    t = s3_store.target(size, storage_facts(), clients, s3_store.express(found), configured=found is not None)
     t["comparison"] = found is None or bool(found[1].checkpoint_problems())
     if found is not None and t["comparison"]:
         t["note"] += f"; a comparison: storage.{found[0]} is read-only and takes no checkpoints"
@@ -177,8 +175,8 @@ def data_path(step: Step, spec: Any, bytes_per_token: float, group: Any = None) 
                                                step_bound_s=step.bound_s), "bytes_per_s": need}
     found = s3_store.section(spec)
     if group is not None and (found is not None or spec.storage.fsx is not None):
-        out["s3"] = s3_store.stream(val(need), group, storage_facts(), client_bytes_per_s(group, False),
-                                    found is not None and getattr(found[1], "express", None) is not None)
+        out["s3"] = s3_store.stream(val(need), storage_facts(), client_bytes_per_s(group, False),
+                                    s3_store.express(found))
         out["s3"]["comparison"] = found is None
     ceiling = fsx_bytes_per_s(spec)
     if ceiling is None:

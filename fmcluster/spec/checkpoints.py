@@ -152,10 +152,14 @@ def problems(spec: Any) -> List[Problem]:
     return found
 
 
+def store_offering(spec: Any, tier: str) -> Optional[Tuple[str, Any]]:
+    """(key, section) of the store section the spec gives that offers checkpoint `tier`, or None."""
+    return next(((k, s) for k, s in spec.storage.store_sections() if s.checkpoint_tier == tier), None)
+
+
 def tier_store(spec: Any) -> Optional[Tuple[str, Any]]:
     """(key, section) of the store section that offers the spec's checkpoint tier, or None."""
-    tier = spec.checkpoints.tier
-    return next(((k, s) for k, s in spec.storage.store_sections() if s.checkpoint_tier == tier), None)
+    return store_offering(spec, spec.checkpoints.tier)
 
 
 def _store_problems(spec: Any) -> List[Problem]:
