@@ -432,14 +432,10 @@ class Mounts:
         """The mounts the nodes mount themselves: all, or those `service` does not mount."""
         return [m for m in self.mounts if service is None or service not in m.services]
 
-    def lifecycle_parameters(self, mounts: Sequence[Mount], *, required: bool = True) -> Dict[str, Any]:
-        """HyperPod's lifecycle parameters for `mounts` (those the nodes mount): every registered store's key, null
-        where it is not among them. A mount without a lifecycle form is refused where `required` (nothing else would
-        mount it); without, it is left out (a kind whose pods reach it through its Kubernetes volume)."""
-        missing = [m.store for m in mounts if m.lifecycle is None]
-        if required and missing:
-            raise ValueError(f"mounts: store {', '.join(missing)} has no lifecycle form; HyperPod's lifecycle scripts "
-                             "cannot mount it on the nodes")
+    def lifecycle_parameters(self, mounts: Sequence[Mount]) -> Dict[str, Any]:
+        """HyperPod's lifecycle parameters for `mounts` (those the nodes mount): every registered store's key, its
+        lifecycle entry or null. A mount without a lifecycle form has no key of its own: HyperPod's platform lists it
+        by its boot form, or refuses it (platforms/hyperpod/mounts.py)."""
         found: Dict[str, Any] = {}
         for store in self.stores:
             if store.lifecycle_key is not None:

@@ -88,11 +88,10 @@ def test_fsx_for_lustre_fills_every_form():
     assert HYPERPOD not in efa.services, "LNet over EFA is set up by fmcluster's helper only: the nodes mount it"
 
 
-def test_a_mount_the_lifecycle_scripts_cannot_mount_is_refused_where_nothing_else_would_mount_it():
+def test_a_mount_without_a_lifecycle_form_has_no_key_of_its_own():
+    """HyperPod's platform lists it by its boot form or refuses it (tests/platforms/hyperpod/test_lifecycle_mounts.py)."""
     no_form = Mount(store="s", id="S", path="/s", fstype="fuse", source="s3://b/")
-    with pytest.raises(ValueError, match="store s has no lifecycle form"):
-        no_mounts().lifecycle_parameters([no_form])
-    assert no_mounts().lifecycle_parameters([no_form], required=False) == {"fsx": None}
+    assert no_mounts().lifecycle_parameters([no_form]) == {"fsx": None}
 
 
 def test_lifecycle_parameters_name_every_store_null_where_the_nodes_do_not_mount_it():
