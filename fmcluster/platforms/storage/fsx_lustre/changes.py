@@ -8,6 +8,7 @@ import json
 from typing import Any, Dict, List, Optional, Sequence
 
 from fmcluster.platforms.storage import ChangeRules, Judgement, ResourceEdit
+from fmcluster.spec.storage import nested
 
 FSX_STORAGE = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html"
 FSX_THROUGHPUT = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-throughput-capacity.html"
@@ -79,11 +80,6 @@ def _path(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _overlap(a: str, b: str) -> bool:
-    a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
-    return a.startswith(b) or b.startswith(a)
-
-
 def _association(resource: Optional[Dict[str, Any]]) -> Dict[str, str]:
     p = _props(resource)
     return {"fs": _path(p.get("FileSystemId")), "path": _path(p.get("FileSystemPath", "")),
@@ -112,7 +108,7 @@ def associations(changes: Sequence[ResourceEdit]) -> Dict[str, Judgement]:
             old = _association(old_c.old)
             if old["fs"] != new["fs"]:
                 continue  # another file system
-            what = [w for w, key in (("file system path", "path"), ("S3 path", "s3")) if _overlap(old[key], new[key])]
+            what = [w for w, key in (("file system path", "path"), ("S3 path", "s3")) if nested(old[key], new[key])]
             if what:
                 clashes.append(f"{old_c.logical_id} ({' and '.join(what)} {old['path']} <- {old['s3']})")
         if clashes:

@@ -272,8 +272,6 @@ class Fsx(StoreSettings, _LeadingFields):
                  f"{self.node_path(path)}; write {inside} to have it at {path}")]
 
 
-
-
 def fsx_of(storage: Storage) -> Optional[Fsx]:
     """The spec's ``storage.fsx`` section, or None where the spec has none (or the model was built without FSx's
     section): typed for readers, since `Storage` declares no store's field."""
