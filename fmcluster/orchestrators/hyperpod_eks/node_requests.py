@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Sequence
 from fmcluster.orchestrators.hyperpod_eks import nodes
 from fmcluster.orchestrators.hyperpod_eks.versions import HYPERPOD_CHART, S3_CSI
 from fmcluster.platforms.kubernetes import gate, metrics
+from fmcluster.platforms.storage import installed_csi_addons
 from fmcluster.spec import ClusterSpec
 
 CHART = f"https://github.com/aws/sagemaker-hyperpod-cli/tree/{HYPERPOD_CHART.commit}/helm_chart/HyperPodHelmChart"
@@ -65,15 +66,11 @@ def csi_node_plugins(spec: ClusterSpec) -> List[Request]:
     """The node plugin of every store's CSI driver the cluster installs (`CsiAddon`, read off the registered stores):
     one installed on every cluster, one a configured store mounts, and the Mountpoint for S3 driver serving installs
     for weights streamed from S3 (construct.py installs that one add-on for both)."""
-    serving_s3 = spec.serving is not None and any(d.source.s3 for d in spec.serving.models)
-    found = []
-    for store in spec.stores:
-        addon = store.csi_addon
-        if addon is None:
-            continue
-        if addon.always or store.section(spec) is not None or (serving_s3 and addon.name == S3_CSI):
-            found.append(Request(f"{addon.name} node plugin (add-on)", addon.node_millicores, addon.node_source, False))
-    return found
+    addons = {a.name: a for a in installed_csi_addons(spec)}
+    if spec.serving is not None and any(d.source.s3 for d in spec.serving.models):
+        addons.update((s.csi_addon.name, s.csi_addon) for s in spec.stores
+                      if s.csi_addon is not None and s.csi_addon.name == S3_CSI)
+    return [Request(f"{a.name} node plugin (add-on)", a.node_millicores, a.node_source, False) for a in addons.values()]
 
 
 def gpu_node_requests(spec: ClusterSpec, group_instance_type: str) -> List[Request]:

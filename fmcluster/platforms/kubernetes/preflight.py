@@ -13,6 +13,7 @@ from fmcluster.aws.quotas import find_quota, judge
 from fmcluster.aws.results import FAIL, PASS, WARN, Outcome
 from fmcluster.platforms.kubernetes.settings import control_plane_of, control_plane_zone
 from fmcluster.platforms.kubernetes.versions import ADDONS, AddonPin
+from fmcluster.platforms.storage import installed_csi_addons
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
@@ -67,11 +68,7 @@ def installed_addons(spec: ClusterSpec, addons: Mapping[str, AddonPin] = ADDONS)
     """`addons` and the CSI add-on of every store the cluster installs one for (on every cluster, or where the spec
     configures the store: `CsiAddon`, read off the registered stores), at the store's pins; a kind's own pin of the same
     add-on wins."""
-    found: Dict[str, AddonPin] = {}
-    for store in spec.stores:
-        addon = store.csi_addon
-        if addon is not None and (addon.always or store.section(spec) is not None):
-            found[addon.name] = AddonPin(addon.name, dict(addon.versions), addon.source)
+    found = {a.name: AddonPin(a.name, dict(a.versions), a.source) for a in installed_csi_addons(spec)}
     return {**found, **addons}
 
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from fmcluster.spec.storage import StoreSettings
 
 __all__ = ["Alarm", "Arn", "BootMount", "BuiltStore", "ChangeRules", "CsiAddon", "HYPERPOD", "Judgement",
+           "installed_csi_addons",
            "KubernetesVolume", "Mount", "Mounts", "NodeClient", "PARALLELCLUSTER", "Permission", "ResourceEdit",
            "SERVICES", "Store", "StorageScope"]
 
@@ -408,6 +409,14 @@ class Store:
         """``fmcluster preflight``'s checks of its section (`fmcluster.aws.context.PreflightCheck`s; called only
         where the spec configures it)."""
         return []
+
+
+def installed_csi_addons(spec: ClusterSpec) -> List[CsiAddon]:
+    """The CSI add-ons a Kubernetes cluster of `spec` installs for its stores, read off the spec's registered stores
+    (`ClusterSpec.stores`): those installed on every cluster and those of the stores the spec configures, as
+    `Mounts.csi_addons` decides at synth."""
+    return [s.csi_addon for s in spec.stores if s.csi_addon is not None
+            and (s.csi_addon.always or s.section(spec) is not None)]
 
 
 @dataclass(frozen=True)
