@@ -199,7 +199,7 @@ CATALOG: Tuple[Metric, ...] = (
        "label_sagemaker_amazonaws_com_fault_type", "label_sagemaker_amazonaws_com_fault_reason"),
     # --- a training job that exports its progress (rank 0 writes a textfile; optional) --------------------------
     _m("fmcluster_job_tokens_total", TRAINING_JOB, "counter", "Tokens the job has trained on so far.", "job_id"),
-    # --- Ray's metrics agent (system metrics: Ray docs, doc/source/ray-observability/reference/system-metrics.md) ---
+    # --- Ray's metrics agent (system metrics: https://docs.ray.io/en/latest/ray-observability/reference/system-metrics.html)
     _m("ray_cluster_active_nodes", RAY, "gauge", "Ray nodes alive in the Ray cluster, by node type.",
        "node_type", "ray_io_cluster"),
     _m("ray_actors", RAY, "gauge", "Ray actors by state (ALIVE, PENDING_CREATION, DEAD, ...) and class.",
