@@ -95,6 +95,13 @@ class StoreSettings(SpecModel):
     checkpoint_tier: ClassVar[Optional[str]] = None
     # what a spec adds to get that tier, said when it asks for the tier without the section ("a writable storage.x")
     checkpoint_offer: ClassVar[str] = ""
+    # The cluster's shared file system (full POSIX, read-write on every node): where jobs write, checkpoints are
+    # copied, models are staged and served from. At most one store's section is (`Storage.file_system`).
+    shared_file_system: ClassVar[bool] = False
+    # how messages name the store (its `Store.title`)
+    title: ClassVar[str] = ""
+    # the Kubernetes claim (and pod volume name) its volume is mounted by, where its mount has a Kubernetes form
+    claim: ClassVar[Optional[str]] = None
     mount_point: str
 
     def checkpoint_problems(self) -> List[Problem]:
@@ -135,6 +142,16 @@ class Storage(SpecModel):
                 if isinstance(arg, type) and issubclass(arg, StoreSettings):
                     found[key] = arg
         return found
+
+    @classmethod
+    def file_system_key(cls) -> Optional[str]:
+        """The key of the store section that is the shared file system (`StoreSettings.shared_file_system`), given or
+        not: what a spec adds to get one ("add storage.<key>")."""
+        return next((k for k, m in cls.section_models().items() if m.shared_file_system), None)
+
+    def file_system(self) -> Optional[Tuple[str, StoreSettings]]:
+        """(key, section) of the shared file system the spec gives, or None."""
+        return next(((k, s) for k, s in self.store_sections() if s.shared_file_system), None)
 
     def store_sections(self) -> Iterator[Tuple[str, StoreSettings]]:
         """(key, section) of every store section the spec gives (the stores' own settings)."""

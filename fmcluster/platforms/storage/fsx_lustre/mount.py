@@ -21,6 +21,7 @@ from fmcluster.platforms.storage import (
     NodeClient,
     Permission,
 )
+from fmcluster.platforms.storage.fsx_lustre.settings import CLAIM
 
 STORE = "fsx-lustre"
 # The construct id part of what a kind builds per FSx mount (the volume manifest of a Kubernetes kind): kept from
@@ -37,7 +38,6 @@ CSI_ADDON = CsiAddon(
     node_source="https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/master/charts/aws-fsx-csi-driver/"
                 "values.yaml (node plugin, registrar and liveness probe, 10m each)")
 DRIVER = "fsx.csi.aws.com"
-CLAIM = "fsx"  # the claim pods mount (the example jobs name it)
 VOLUME = "fsx"  # the PersistentVolume is <cluster>-fsx
 
 # ParallelCluster's SharedStorage entry name for the file system.

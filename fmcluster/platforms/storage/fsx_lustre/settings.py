@@ -27,6 +27,7 @@ PERSISTENT_2_THROUGHPUT = (125, 250, 500, 1000)  # MB/s per TiB
 MAX_DATA_REPOSITORY_ASSOCIATIONS = 8  # per file system (CreateDataRepositoryAssociation)
 Event = Literal["NEW", "CHANGED", "DELETED"]
 IMPORT_EVENTS: Tuple[Event, ...] = ("NEW", "CHANGED", "DELETED")
+CLAIM = "fsx"  # the Kubernetes claim pods mount (the example jobs name it)
 S3_PATH_PATTERN = r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/([^\s]*/)?$"
 
 
@@ -127,6 +128,9 @@ class Fsx(StoreSettings, _LeadingFields):
 
     # a boot line, a CSI volume, HyperPod's lifecycle entry and both services' own entries (mount.py)
     forms: ClassVar[FrozenSet[str]] = frozenset(MOUNT_FORMS)
+    shared_file_system: ClassVar[bool] = True
+    title: ClassVar[str] = "FSx for Lustre"
+    claim: ClassVar[Optional[str]] = CLAIM
 
     mount_point: str = Field("/fsx", description="Where nodes mount the file system.")
     availability_zone: Optional[str] = Field(None, description="Must be the cluster's availability_zone if given.")

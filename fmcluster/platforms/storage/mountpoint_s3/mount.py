@@ -16,6 +16,7 @@ from typing import List, Optional, Tuple
 from fmcluster import images
 from fmcluster.platforms.hyperpod.mounts import EKS_IMAGE, SLURM_IMAGE
 from fmcluster.platforms.storage import Arn, BootMount, CsiAddon, KubernetesVolume, Mount, NodeClient, Permission
+from fmcluster.platforms.storage.mountpoint_s3.settings import CLAIM
 
 STORE = "mountpoint-s3"
 MOUNT_ID = "MountpointS3"
@@ -81,7 +82,6 @@ CSI_ADDON = CsiAddon("aws-mountpoint-s3-csi-driver", service_account="s3-csi-dri
                                  "aws-mountpoint-s3-csi-driver/values.yaml (node.resources.requests.cpu 10m; the "
                                  "registrar and liveness probe request none; read at v2.7.0, unverified at v1.14.1)")
 DRIVER = "s3.csi.aws.com"
-CLAIM = "s3"
 VOLUME = "s3"
 CAPACITY_GIB = 1200  # Kubernetes requires a size; the driver ignores it
 

@@ -15,6 +15,8 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
 from fmcluster.spec.storage import BUCKET_NAME_PATTERN, RESERVED_MOUNT_POINTS, StoreSettings
 
+CLAIM = "s3"  # the Kubernetes claim pods mount
+
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
 
@@ -59,6 +61,8 @@ class MountpointS3(StoreSettings):
     forms: ClassVar[FrozenSet[str]] = frozenset({"boot", "kubernetes"})
     checkpoint_tier: ClassVar[Optional[str]] = "s3"
     checkpoint_offer: ClassVar[str] = "a writable storage.mountpoint_s3 (read_only: false)"
+    title: ClassVar[str] = "Mountpoint for Amazon S3"
+    claim: ClassVar[Optional[str]] = CLAIM
 
     bucket: Optional[str] = Field(
         None, description="An existing bucket's name or ARN (a directory bucket's name ends --<zone id>--x-s3); "
