@@ -22,6 +22,7 @@ def staging_job(spec: Any, d: Any, namespace: str) -> dict:
     from fmcluster.platforms.kubernetes import serving as common
 
     target = common.model_path(spec, d)
+    _, section = spec.storage.file_system()  # the spec refuses a hub source without one
     script = (f"pip install --no-cache-dir huggingface_hub=={HF_HUB_VERSION} && "
               f"hf download {d.source.hub} --revision {d.source.revision} --local-dir {target}")
     return {
@@ -31,8 +32,8 @@ def staging_job(spec: Any, d: Any, namespace: str) -> dict:
             "restartPolicy": "OnFailure",
             "containers": [{"name": "stage", "image": STAGE_IMAGE, "command": ["/bin/sh", "-c", script],
                             "resources": {"requests": {"cpu": "2", "memory": "4Gi"}},
-                            "volumeMounts": [{"name": "fsx", "mountPath": spec.storage.fsx.mount_point}]}],
-            "volumes": [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx"}}]}}},
+                            "volumeMounts": [{"name": section.claim, "mountPath": section.mount_point}]}],
+            "volumes": [{"name": section.claim, "persistentVolumeClaim": {"claimName": section.claim}}]}}},
     }
 
 

@@ -17,6 +17,7 @@ from fmcluster.spec.base import SpecError, SpecModel, clipped_repr
 from fmcluster.spec.cluster import ClusterSpec, OrchestratorTraits
 from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY
 from fmcluster.spec.orchestrator import OrchestratorSettings
+from fmcluster.spec.serving import serving_model
 from fmcluster.spec.storage import Storage, StoreSettings
 from fmcluster.spec.yaml_source import read_yaml
 
@@ -58,12 +59,19 @@ def spec_model(kinds: Sequence[OrchestratorTraits], sections: Sequence[StoreSect
         if sections:
             storage = _storage_model(sections)
             extra["storage"] = (storage, Field(default_factory=storage))
+            extra["serving"] = _serving_field(storage)
         model = create_model("ClusterSpec", __base__=ClusterSpec, orchestrator=(union, field), **extra)
         model.__doc__ = ClusterSpec.__doc__
         model.kinds = {k.name: k for k in kinds}
         model.stores = tuple(stores)
         _models[key] = model
     return _models[key]
+
+
+def _serving_field(storage: Type[Storage]) -> Tuple[Any, Any]:
+    """``serving`` whose models' sources take a directory on the shared file system under its section's key."""
+    serving = serving_model(storage.file_system_key())
+    return Optional[serving], Field(None, description=ClusterSpec.model_fields["serving"].description)
 
 
 # --- error formatting -------------------------------------------------------------------------

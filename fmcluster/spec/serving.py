@@ -2,20 +2,22 @@
 with disaggregated prefill and decode pools, sized from the spec (docs/serving.md).
 
 Each deployment names its model's architecture (what the weights and the KV cache weigh: fmcluster/spec/
-serving_models.py), where its weights are read from (a directory on FSx for Lustre, an S3 prefix, or a public model
-id at a pinned revision, staged once), the engine, the mode, the parallel sizes (or ``plan``: the smallest that fits and
-meets the SLOs, fmcluster/spec/serving_sizing.py), the replicas' range, the node group, the request mix it is sized for
-and its SLOs. The rules here are those a deploy or the engine would refuse later, or that make the SLOs impossible:
-each names its field, and `validate` exits 2.
+serving_models.py), where its weights are read from (a directory on the shared file system, an S3 prefix, or a public
+model id at a pinned revision, staged once), the engine, the mode, the parallel sizes (or ``plan``: the smallest that
+fits and meets the SLOs, fmcluster/spec/serving_sizing.py), the replicas' range, the node group, the request mix it is
+sized for and its SLOs. The rules here are those a deploy or the engine would refuse later, or that make the SLOs
+impossible: each names its field, and `validate` exits 2.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, List, Literal, Optional, Tuple, Union
+from functools import cache
+from typing import TYPE_CHECKING, Any, ClassVar, List, Literal, Optional, Tuple, Type, Union, cast
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, create_model, field_validator, model_validator
+from typing_extensions import Annotated
 
 from fmcluster.spec import serving_models
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
@@ -32,28 +34,28 @@ S3_PREFIX_PATTERN = r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/([^\s]*/)?$"
 MAX_DEPLOYMENTS = 16
 TP_SIZES = (1, 2, 4, 8)
 KUBERNETES = "kubernetes"
+MODELS = "/models"  # where a hub model is staged on the shared file system
+
+
+def _directory(v: Optional[str]) -> Optional[str]:
+    if v is not None and (not re.fullmatch(r"(/[A-Za-z0-9._-]+)+", v) or "/." in v):
+        raise ValueError(f"{v!r} is not an absolute directory of letters, digits, '.', '_' and '-' such as "
+                         "/models/llama-3.1-70b")
+    return v
 
 
 class ModelSource(SpecModel):
-    """Where the weights are read from: exactly one of fsx, s3 and hub. Replicas never download from the internet at
-    start: a hub model is staged once onto FSx (`fmcluster job serve` writes the staging job)."""
+    """Where the weights are read from: exactly one of s3 and hub, or a directory on the shared file system under
+    its store's key (`source_model`)."""
 
-    fsx: Optional[str] = Field(None, description="Directory from the FSx file system's root (as file_system_path), "
-                                                 "e.g. /models/llama-3.1-70b; pods see it below storage.fsx.mount_point.")
+    # the shared file system's key (`Storage.file_system_key`), the source's first field: set by `source_model`
+    file_system_key: ClassVar[Optional[str]] = None
     s3: Optional[str] = Field(None, description="s3://bucket/prefix/ holding the safetensors; streamed by the engine "
                                                 "(Run:ai Model Streamer) or mounted (Mountpoint for Amazon S3).")
     hub: Optional[str] = Field(None, description="A public model id (org/name) on the Hugging Face Hub, staged once to "
-                                                 "the FSx file system's /models/<name> by the staging job `fmcluster "
-                                                 "job serve` writes (needs storage.fsx).")
+                                                 "the shared file system's /models/<name> by the staging job "
+                                                 "`fmcluster job serve` writes (needs the shared file system).")
     revision: Optional[str] = Field(None, description="hub only (required): the commit to stage, 40 hex digits.")
-
-    @field_validator("fsx")
-    @classmethod
-    def _fsx(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and (not re.fullmatch(r"(/[A-Za-z0-9._-]+)+", v) or "/." in v):
-            raise ValueError(f"{v!r} is not an absolute directory of letters, digits, '.', '_' and '-' such as "
-                             "/models/llama-3.1-70b")
-        return v
 
     @field_validator("s3")
     @classmethod
@@ -62,12 +64,18 @@ class ModelSource(SpecModel):
             raise ValueError(f"{v!r} is not s3://bucket/prefix/")
         return None if v is None else (v if v.endswith("/") else v + "/")
 
+    @classmethod
+    def keys(cls) -> List[str]:
+        return [k for k in (cls.file_system_key, "s3", "hub") if k is not None]
+
     @model_validator(mode="after")
     def _one(self) -> ModelSource:
-        given = [k for k in ("fsx", "s3", "hub") if getattr(self, k) is not None]
+        keys = self.keys()
+        given = [k for k in keys if getattr(self, k) is not None]
         found: List[Problem] = []
         if len(given) != 1:
-            found.append(("fsx" if not given else given[1], "give exactly one of fsx, s3 and hub"))
+            found.append((keys[0] if not given else given[1], f"give exactly one of {', '.join(keys[:-1])} and "
+                                                              f"{keys[-1]}"))
         if self.hub is not None:
             if not re.fullmatch(HUB_PATTERN, self.hub):
                 found.append(("hub", f"{self.hub!r} is not a model id such as meta-llama/Llama-3.1-8B-Instruct"))
@@ -80,8 +88,15 @@ class ModelSource(SpecModel):
         return self
 
     @property
+    def on_file_system(self) -> Optional[str]:
+        """The directory from the shared file system's root the source names, or None."""
+        key = self.file_system_key
+        return getattr(self, key) if key is not None else None
+
+    @property
     def kind(self) -> str:
-        return "fsx" if self.fsx else "s3" if self.s3 else "hub"
+        """The key the source gives."""
+        return next(k for k in self.keys() if getattr(self, k) is not None)
 
 
 class Parallelism(SpecModel):
@@ -188,6 +203,13 @@ class Deployment(SpecModel):
     def kv(self) -> str:
         return "fp8" if self.kv_cache == "fp8" else "bf16"
 
+    def file_system_path(self) -> Optional[str]:
+        """Where the weights are on the shared file system, from its root: the source's directory, or where a hub
+        model is staged; None for weights read from S3."""
+        if self.source.s3 is not None:
+            return None
+        return self.source.on_file_system or f"{MODELS}/{self.name}"
+
     def pools(self) -> List[Tuple[str, Union[str, Parallelism], Replicas]]:
         """(path below the deployment, parallelism, replicas) of each pool: one for aggregated, prefill and decode."""
         if self.mode == "aggregated":
@@ -198,13 +220,43 @@ class Deployment(SpecModel):
                 ("decode.parallelism", self.decode.parallelism, self.decode.replicas)]
 
 
+def _models_field() -> Any:
+    return Field(min_length=1, max_length=MAX_DEPLOYMENTS, description=f"1 to {MAX_DEPLOYMENTS} deployments.")
+
+
 class Serving(SpecModel):
     """Models served on the cluster (Kubernetes kinds: eks, hyperpod-eks); docs/serving.md."""
 
     namespace: str = Field("serving", pattern=r"^[a-z][a-z0-9-]{0,61}[a-z0-9]$",
                            description="The Kubernetes namespace the models run in.")
-    models: List[Deployment] = Field(min_length=1, max_length=MAX_DEPLOYMENTS,
-                                     description=f"1 to {MAX_DEPLOYMENTS} deployments.")
+    models: List[Deployment] = _models_field()
+
+
+@cache
+def serving_model(file_system_key: Optional[str]) -> Type[Serving]:
+    """`Serving` whose models' source takes a directory on the shared file system under `file_system_key` (the key of
+    the store section that is it, `Storage.file_system_key`): composed by the composition root with the storage's
+    sections, so the spec keeps the key users write without naming the store. None: sources on S3 and the hub only."""
+    key = file_system_key
+    if key is None:
+        return Serving
+    directory: Any = (Annotated[Optional[str], AfterValidator(_directory)],
+                 Field(None, description="Directory from the shared file system's root (as file_system_path), e.g. "
+                                         f"/models/llama-3.1-70b; pods see it below storage.{key}.mount_point."))
+    # a base after ModelSource: pydantic orders fields from the last base to the first, so the key comes first
+    leading: Any = create_model("ModelSourceFileSystem", __base__=SpecModel, **{key: directory})
+    hub = Field(None, description="A public model id (org/name) on the Hugging Face Hub, staged once to the shared "
+                                  "file system's /models/<name> by the staging job `fmcluster job serve` writes "
+                                  f"(needs storage.{key}).")
+    source: Any = create_model("ModelSource", __base__=(ModelSource, leading), hub=(Optional[str], hub),
+                               __doc__=f"Where the weights are read from: exactly one of {key}, s3 and hub. Replicas "
+                               "never download from the internet at start: a hub model is staged once onto the shared "
+                               "file system (`fmcluster job serve` writes the staging job).")
+    cast(Any, source).file_system_key = key
+    deployment: Any = create_model("Deployment", __base__=Deployment, __doc__=Deployment.__doc__,
+                                   source=(source, ...))
+    return create_model("Serving", __base__=Serving, __doc__=Serving.__doc__,
+                        models=(List[deployment], _models_field()))
 
 
 @dataclass(frozen=True)
@@ -314,12 +366,14 @@ def problems(spec: Any) -> List[Problem]:
 
 
 def _source_problems(spec: Any, d: Deployment, at: str) -> List[Problem]:
-    if d.source.fsx is not None and spec.storage.fsx is None:
-        return [(f"{at}.source.fsx", "needs storage.fsx: the weights are read from the shared file system")]
-    if d.source.hub is not None and spec.storage.fsx is None:
-        return [(f"{at}.source.hub", "needs storage.fsx: a hub model is staged once to the shared file system "
-                                     f"(/models/{d.name}), so no replica downloads it at start")]
-    return []
+    if d.file_system_path() is None or spec.storage.file_system() is not None:
+        return []
+    key = type(spec.storage).file_system_key()
+    needs = f"needs storage.{key}" if key is not None else "needs a shared file system (no store offers one)"
+    if d.source.hub is not None:
+        return [(f"{at}.source.hub", f"{needs}: a hub model is staged once to the shared file system "
+                                     f"({MODELS}/{d.name}), so no replica downloads it at start")]
+    return [(f"{at}.source.{d.source.kind}", f"{needs}: the weights are read from the shared file system")]
 
 
 def _pool_problems(d: Deployment, at: str, parallelism: Union[str, Parallelism], group: Any) -> List[Problem]:

@@ -127,6 +127,11 @@ class StoreSettings(SpecModel):
         fstype, and what the store's checks read)."""
         return []
 
+    def read_bytes_per_s(self) -> Optional[float]:
+        """What all its clients together read per second (the planner's model load from the shared file system);
+        None where the store says nothing."""
+        return None
+
 
 class Storage(SpecModel):
     """Shared storage: the data bucket (always), and each store's section where given."""

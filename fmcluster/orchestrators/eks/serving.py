@@ -62,17 +62,15 @@ def adapter_name(d: Deployment, role: str) -> str:
     return f"{d.name}-{_component_name(role)}"
 
 
-def _worker(spec: Any, d: Deployment, layout: serving_rules.Layout, role: str, replicas: Any, group: Any,
-            has_fsx: bool) -> Dict[str, Any]:
+def _worker(spec: Any, d: Deployment, layout: serving_rules.Layout, role: str, replicas: Any,
+            group: Any) -> Dict[str, Any]:
     disaggregated = bool(role)
     args = common.engine_args(spec, d, layout, role)
     if disaggregated and d.engine == "vllm":
         args += ["--disaggregation-mode", role]  # Dynamo's vLLM worker takes its role so
     env = [{"name": "DYN_SYSTEM_PORT", "value": str(SYSTEM_PORT)}]
     env += [{"name": k, "value": v} for k, v in common.efa_env(d).items()] if disaggregated else []
-    mounts = [{"name": "fsx", "mountPath": spec.storage.fsx.mount_point, "readOnly": True}] if has_fsx else []
-    volumes: List[Dict[str, Any]] = ([{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx"}}]
-                                     if has_fsx else [])
+    volumes, mounts = common.file_system_volume(spec, d)
     container: Dict[str, Any] = {
         "name": "main", "image": image(d), "command": ["python3", "-m", MODULES[d.engine]], "args": args,
         "resources": common.worker_resources(layout, group.instance.efa_interfaces, disaggregated),
@@ -103,7 +101,6 @@ def _worker(spec: Any, d: Deployment, layout: serving_rules.Layout, role: str, r
 def graph(spec: Any, d: Deployment, namespace: str) -> Dict[str, Any]:
     """The DynamoGraphDeployment of one deployment: the frontend on the system nodes, and its worker pools."""
     group = next(g for g in spec.node_groups if g.name == d.node_group)
-    has_fsx = spec.storage.fsx is not None and d.source.s3 is None
     frontend = {
         "name": "Frontend", "type": "frontend", "replicas": 2,
         "podTemplate": {"metadata": {"labels": {"fmcluster.io/model": d.name, METRICS_PORT_LABEL: str(common.PORT)}},
@@ -112,7 +109,7 @@ def graph(spec: Any, d: Deployment, namespace: str) -> Dict[str, Any]:
     }
     components = [frontend]
     for _, role, replicas, layout in serving_rules.pool_layouts(d, group.instance_type):
-        components.append(_worker(spec, d, layout, role, replicas, group, has_fsx))
+        components.append(_worker(spec, d, layout, role, replicas, group))
     return {"apiVersion": API, "kind": "DynamoGraphDeployment",
             "metadata": {"name": d.name, "namespace": namespace, "labels": {"fmcluster.io/model": d.name}},
             "spec": {"backendFramework": d.engine, "components": components}}
@@ -141,12 +138,9 @@ def scalers(spec: Any, d: Deployment, namespace: str, *, workspace_url: str) -> 
 def endpoint(spec: Any, d: Deployment) -> ServingEndpoint:
     """The frontend's Service the operator creates (`<name>-frontend`, port 8000)."""
     ns = spec.serving.namespace
-    has_fsx = spec.storage.fsx is not None and d.source.s3 is None
+    volumes, mounts = common.file_system_volume(spec, d)
     return ServingEndpoint(
         url=f"http://{d.name}-frontend.{ns}.svc.cluster.local:{common.PORT}", served_name=d.name,
-        tokenizer=common.model_path(spec, d),
-        volumes=[{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx"}}] if has_fsx else [],
-        volume_mounts=([{"name": "fsx", "mountPath": spec.storage.fsx.mount_point, "readOnly": True}]
-                       if has_fsx else []),
+        tokenizer=common.model_path(spec, d), volumes=volumes, volume_mounts=mounts,
         node_selector={labels.GROUP: "system"}, service_account=common.SERVICE_ACCOUNT)
 

@@ -6,7 +6,7 @@ workspace (docs/serving.md, "hyperpod-eks: the HyperPod Inference Operator")."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from fmcluster.platforms.kubernetes import serving as common
 from fmcluster.platforms.kubernetes.load_test import ServingEndpoint
@@ -51,16 +51,20 @@ def _args(spec: Any, d: Deployment, layout: serving_rules.Layout) -> List[str]:
     return args + ["--port", str(common.PORT)] + (["--host", "0.0.0.0"] if d.engine == "sglang" else [])  # noqa: S104
 
 
-def _source(d: Deployment, region: str, fsx: Optional[Dict[str, str]]) -> Dict[str, Any]:
-    if d.source.s3 is not None:
+def _source(d: Deployment, region: str, file_system: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The model's source: its S3 prefix, or its directory on the shared file system in the form the file system's
+    mount gives the operator (`file_system`, the mount's `HYPERPOD_INFERENCE` service form)."""
+    path = d.file_system_path()
+    if path is None:
+        assert d.source.s3 is not None
         bucket, _, prefix = d.source.s3[len("s3://"):].partition("/")
         return {"modelSourceType": "s3", "s3Storage": {"bucketName": bucket, "region": region},
                 "modelLocation": prefix.rstrip("/")}
-    if fsx is None:
-        raise ValueError(f"serving model {d.name}: source: fsx and hub sources need storage.fsx")
-    location = (d.source.fsx or f"{common.MODELS}/{d.name}").lstrip("/")
-    return {"modelSourceType": "fsx", "modelLocation": location,
-            "fsxStorage": {"fileSystemId": fsx["id"], "dnsName": fsx["dns"], "mountName": fsx["mount"]}}
+    if file_system is None:
+        raise ValueError(f"serving model {d.name}: its weights are on the shared file system, and no mount gives the "
+                         "inference operator a model source")
+    form = dict(file_system)
+    return {"modelSourceType": form.pop("modelSourceType"), "modelLocation": path.lstrip("/"), **form}
 
 
 def _trigger(d: Deployment, target: float, workspace_url: str, name: str) -> Dict[str, Any]:
@@ -77,8 +81,9 @@ def _scaling(d: Deployment, replicas: Any, target: float, workspace_url: Optiona
 
 
 def endpoint_config(spec: Any, d: Deployment, namespace: str, *, workspace_url: Optional[str],
-                    fsx: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-    """The InferenceEndpointConfig of one deployment."""
+                    file_system: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """The InferenceEndpointConfig of one deployment; `file_system`: the operator's model source on the shared file
+    system, as its store's mount gives it."""
     group = next(g for g in spec.node_groups if g.name == d.node_group)
     node_selector = {"sagemaker.amazonaws.com/instance-group-name": group.name}
     pools = d.pools()
@@ -94,7 +99,7 @@ def endpoint_config(spec: Any, d: Deployment, namespace: str, *, workspace_url: 
         "modelName": d.name, "instanceType": f"ml.{group.instance_type}" if not group.instance_type.startswith("ml.")
         else group.instance_type,
         "replicas": max(pools[0][2].min, 1), "invocationEndpoint": "v1/completions",
-        "modelSourceConfig": _source(d, spec.region, fsx), "nodeAffinity": None, "worker": worker,
+        "modelSourceConfig": _source(d, spec.region, file_system), "nodeAffinity": None, "worker": worker,
         "metrics": {"enabled": True, "modelMetrics": {"port": common.PORT, "path": "/metrics"}},
     }
     del body["nodeAffinity"]  # instanceType places the pods; the group's nodes are that type
@@ -126,13 +131,10 @@ def endpoint(spec: Any, d: Deployment) -> ServingEndpoint:
     expose = (f"kubectl -n {ns} expose deployment $(kubectl -n {ns} get inferenceendpointconfig {d.name} "
               f"-o jsonpath='{{.status.deploymentStatus.name}}') --name {d.name}-direct --port {common.PORT} "
               f"--target-port {common.PORT}")
-    has_fsx = spec.storage.fsx is not None and d.source.s3 is None
+    volumes, mounts = common.file_system_volume(spec, d)
     return ServingEndpoint(
         url=f"http://{d.name}-direct.{ns}.svc.cluster.local:{common.PORT}", served_name=d.name,
-        tokenizer=common.model_path(spec, d), setup=[expose],
-        volumes=[{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx"}}] if has_fsx else [],
-        volume_mounts=([{"name": "fsx", "mountPath": spec.storage.fsx.mount_point, "readOnly": True}]
-                       if has_fsx else []),
+        tokenizer=common.model_path(spec, d), setup=[expose], volumes=volumes, volume_mounts=mounts,
         node_selector={"sagemaker.amazonaws.com/instance-group-name": "system"},
         service_account=common.SERVICE_ACCOUNT)
 

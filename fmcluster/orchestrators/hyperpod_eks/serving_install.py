@@ -29,7 +29,7 @@ from fmcluster.platforms.kubernetes import serving as common
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.cluster import EksControlPlane
 from fmcluster.platforms.kubernetes.serving_access import add_model_reads, amp_query_statement, workspace_url
-from fmcluster.platforms.storage import Mounts, Permission
+from fmcluster.platforms.storage import HYPERPOD_INFERENCE, Mounts, Permission
 
 S3_CSI_SERVICE_ACCOUNT = "s3-csi-driver-sa"  # the driver's node service account (Mountpoint for S3 CSI driver v1)
 
@@ -106,12 +106,13 @@ class ServingInstall(Construct):
         namespace = objects.manifest("ServingNamespace", [volumes.namespace(ns),
                                                           pod_identity.service_account(common.SERVICE_ACCOUNT, ns)],
                                      after=[identity, self.addon])
-        fsx = _fsx(mounts)
+        # the model source on the shared file system, as its mount gives the operator
+        file_system = next((m.services[HYPERPOD_INFERENCE] for m in mounts.served_by(HYPERPOD_INFERENCE)), None)
         url = workspace_url(stack, workspace_arn) if workspace_arn else None
         self.models: Dict[str, IConstruct] = {}
         for d in section.models:
             self.models[d.name] = objects.manifest(
-                f"Model{_camel(d.name)}", [serving.endpoint_config(spec, d, ns, workspace_url=url, fsx=fsx)],
+                f"Model{_camel(d.name)}", [serving.endpoint_config(spec, d, ns, workspace_url=url, file_system=file_system)],
                 after=[self.addon, namespace])
 
     def _irsa_role(self, id: str, issuer: str, namespace: str, service_account: str, purpose: str,
@@ -120,14 +121,4 @@ class ServingInstall(Construct):
         roles; also assumable by SageMaker where AWS's script trusts it."""
         return irsa_role(self, id, provider=self.oidc, issuer=issuer, namespace=namespace,
                          service_account=service_account, purpose=purpose, sagemaker=sagemaker)
-
-
-def _fsx(mounts: Mounts) -> Optional[Dict[str, str]]:
-    """The shared file system as the operator's fsxStorage takes it (id, DNS name, mount name), or None: the volume
-    that has those attributes (another store's volume has none)."""
-    for _, volume in mounts.volumes():
-        attrs = dict(volume.attributes)
-        if "dnsname" in attrs:
-            return {"id": volume.handle, "dns": attrs["dnsname"], "mount": attrs.get("mountname", "")}
-    return None
 

@@ -57,7 +57,6 @@ def requests(args: Any, spec: Any) -> List[Any]:
     if kv not in ("auto", "fp8"):
         raise PlanUsageError(f"--kv-cache: {kv!r}: auto or fp8")
     g = groups[0]
-    fsx = spec.storage.fsx
     return [Request(
         name=args.model, architecture=args.model, instance_type=g.instance_type, region=spec.region,
         weights=args.precision, kv="fp8" if kv == "fp8" else "bf16",
@@ -65,15 +64,18 @@ def requests(args: Any, spec: Any) -> List[Any]:
         output=int(number(args, "output_tokens", integer=True) or 500),
         context=int(number(args, "context", integer=True) or 0), rate=float(number(args, "rate") or 1.0),
         ttft_ms=float(number(args, "ttft_ms") or 2000), tpot_ms=float(number(args, "tpot_ms") or 50),
-        source="fsx" if fsx is not None else "s3", fsx_bytes_s=_fsx_bytes_s(fsx), efa=bool(g.efa_enabled))]
+        efa=bool(g.efa_enabled), **_weights_from(spec, on_file_system=True))]
 
 
-def _fsx_bytes_s(fsx: Any) -> float:
-    """PERSISTENT_2's throughput: MB/s per TiB of storage (SCRATCH_2: 200 MB/s per TiB)."""
-    if fsx is None:
-        return 0.0
-    per_tib = getattr(fsx, "throughput_per_tib", None) or 200
-    return per_tib * 1e6 * fsx.storage_capacity_gib / 1024
+def _weights_from(spec: Any, *, on_file_system: bool) -> Dict[str, Any]:
+    """Where the weights are read from (the shared file system where the spec has one and they are on it, else S3)
+    and at what rate: the file system's read throughput, as its store's section gives it."""
+    found = spec.storage.file_system()
+    if found is None or not on_file_system:
+        return {"source": "s3"}
+    _, section = found
+    return {"source": "file_system", "file_system": section.title,
+            "file_system_bytes_s": section.read_bytes_per_s() or 0.0}
 
 
 def _from_deployment(d: Any, spec: Any) -> Any:
@@ -88,8 +90,8 @@ def _from_deployment(d: Any, spec: Any) -> Any:
     return Request(name=d.name, architecture=d.architecture, instance_type=group.instance_type, region=spec.region,
                    weights=d.precision, kv=d.kv, prompt=w.prompt_tokens, output=w.output_tokens,
                    context=w.context or 0, rate=w.requests_per_second, ttft_ms=d.slo.ttft_ms, tpot_ms=d.slo.tpot_ms,
-                   engine=d.engine, source="fsx" if d.source.fsx else "s3", fsx_bytes_s=_fsx_bytes_s(spec.storage.fsx),
-                   efa=bool(group.efa_enabled), pinned=pinned)
+                   engine=d.engine, efa=bool(group.efa_enabled), pinned=pinned,
+                   **_weights_from(spec, on_file_system=d.file_system_path() is not None))
 
 
 def run(args: Any) -> int:

@@ -40,8 +40,9 @@ class Request:
     ttft_ms: float = 2000.0
     tpot_ms: float = 50.0
     engine: str = "vllm"
-    source: str = "s3"  # fsx | s3 | hub (staged to S3)
-    fsx_bytes_s: float = 0.0  # the file system's throughput, when source is fsx
+    source: str = "s3"  # s3 | file_system (a directory on the shared file system, or a hub model staged there)
+    file_system: str = ""  # the shared file system's store, by its title
+    file_system_bytes_s: float = 0.0  # its read throughput, when source is file_system
     efa: bool = True
     pinned: Optional[Dict[str, int]] = None  # the spec's parallelism {tensor, pipeline}, evaluated beside the pick
 
@@ -83,11 +84,12 @@ def _per_million(gpus: int, req: Request, output_tps: float) -> Optional[float]:
 
 
 def _cold_start(r: Replica, req: Request) -> Dict[str, Any]:
-    """Seconds to read one replica's weights: from S3 at each node's share, or from FSx at the file system's
+    """Seconds to read one replica's weights: from S3 at each node's share, or from the shared file system at its
     throughput (all replicas starting at once share it); engine start-up (compilation, CUDA graphs) comes on top."""
     nbytes = r.weight_bytes
-    if req.source == "fsx":
-        rate, how = req.fsx_bytes_s, "the FSx file system's throughput (shared by replicas starting together)"
+    if req.source == "file_system":
+        rate, how = (req.file_system_bytes_s, f"the {req.file_system} file system's throughput (shared by replicas "
+                                              "starting together)")
     else:
         rate, how = S3_NODE_BYTES_S * r.nodes, f"S3 at 100 Gb/s per node x {r.nodes} node(s)"
     seconds = nbytes / rate if rate > 0 else None

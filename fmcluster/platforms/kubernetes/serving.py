@@ -6,14 +6,14 @@ spec; the tests validate what they render offline against the Kubernetes and CRD
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from fmcluster.spec import serving as serving_rules
 from fmcluster.spec.serving import Deployment
 
+MODELS = serving_rules.MODELS  # where a hub model is staged on the shared file system
 PORT = 8000  # the engines' OpenAI-compatible HTTP port
 SERVICE_ACCOUNT = "model-server"  # the serving pods' account: S3 read of the weights' prefixes (Pod Identity)
-MODELS = "/models"  # where a hub model is staged on the shared file system
 
 # NIXL's LIBFABRIC backend and the EFA settings NVIDIA's Dynamo guide "EFA on AWS" gives for disaggregated workers on
 # EKS (docs/kubernetes/installation/rdma-setup/efa-on-aws at ai-dynamo/dynamo a0245de5: "Required EFA environment
@@ -40,12 +40,25 @@ SHM_SIZE = "80Gi"  # the guide's /dev/shm emptyDir for NIXL's staging
 
 
 def model_path(spec: Any, d: Deployment) -> str:
-    """What the engine loads: a directory on the shared file system (an FSx source, or a hub model staged there), or
+    """What the engine loads: a directory on the shared file system (the source's, or a hub model staged there), or
     the S3 URI a streaming loader reads."""
-    if d.source.s3 is not None:
+    path = d.file_system_path()
+    if path is None:
+        assert d.source.s3 is not None
         return d.source.s3
-    root = spec.storage.fsx.mount_point.rstrip("/")
-    return f"{root}{d.source.fsx}" if d.source.fsx is not None else f"{root}{MODELS}/{d.name}"
+    _, section = spec.storage.file_system()
+    return f"{section.mount_point.rstrip('/')}{path}"
+
+
+def file_system_volume(spec: Any, d: Deployment) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """(pod volumes, container mounts) that give a pod the shared file system read-only by its store's claim, where
+    the deployment's weights are on it; none for weights read from S3."""
+    found = spec.storage.file_system()
+    if found is None or d.file_system_path() is None:
+        return [], []
+    _, section = found
+    return ([{"name": section.claim, "persistentVolumeClaim": {"claimName": section.claim}}],
+            [{"name": section.claim, "mountPath": section.mount_point, "readOnly": True}])
 
 
 def streams_from_s3(d: Deployment) -> bool:

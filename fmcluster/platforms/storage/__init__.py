@@ -11,9 +11,10 @@ never by the store's name:
   client where the node's image lacks it, mount, add to fstab; a failed mount is judged by ``validation.policy``.
 - ``kubernetes`` (`KubernetesVolume`): a static PersistentVolume and its ReadWriteMany claim, served by the CSI
   driver an EKS add-on installs (`CsiAddon`, declared by the store).
-- ``services``: service-native forms, keyed by service (`HYPERPOD`, `PARALLELCLUSTER`), each as that service writes
-  it: what the service mounts itself (HyperPod's ``InstanceStorageConfigs`` entry, ParallelCluster's
-  ``SharedStorage`` entry). A mount without a service's form is mounted by the nodes instead.
+- ``services``: service-native forms, keyed by service (`HYPERPOD`, `PARALLELCLUSTER`, `HYPERPOD_INFERENCE`), each
+  as that service writes it: what the service mounts itself (HyperPod's ``InstanceStorageConfigs`` entry,
+  ParallelCluster's ``SharedStorage`` entry, the HyperPod Inference Operator's model source). A mount without a
+  service's form is mounted by the nodes instead (the operator then reads no model from it).
 - ``lifecycle``: the store's entry in HyperPod's lifecycle parameters, under the store's ``lifecycle_key`` (the node
   scripts mount it). HyperPod's nodes mount a store without one from its boot form instead (the parameters' list of
   mounts: fmcluster/platforms/hyperpod/mounts.py).
@@ -43,7 +44,8 @@ if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
     from fmcluster.spec.storage import StoreSettings
 
-__all__ = ["Alarm", "Arn", "BootMount", "BuiltStore", "ChangeRules", "CsiAddon", "HYPERPOD", "Judgement",
+__all__ = ["Alarm", "Arn", "BootMount", "BuiltStore", "ChangeRules", "CsiAddon", "HYPERPOD", "HYPERPOD_INFERENCE",
+           "Judgement",
            "installed_csi_addons",
            "KubernetesVolume", "Mount", "Mounts", "NodeClient", "PARALLELCLUSTER", "Permission", "ResourceEdit",
            "SERVICES", "Store", "StorageScope"]
@@ -51,7 +53,10 @@ __all__ = ["Alarm", "Arn", "BootMount", "BuiltStore", "ChangeRules", "CsiAddon",
 # Services that mount a store themselves, given its entry in their own format.
 HYPERPOD = "sagemaker-hyperpod"  # an InstanceStorageConfigs entry of AWS::SageMaker::Cluster, as CloudFormation writes it
 PARALLELCLUSTER = "parallelcluster"  # a SharedStorage entry of ParallelCluster 3's cluster configuration
-SERVICES = (HYPERPOD, PARALLELCLUSTER)
+# an InferenceEndpointConfig's modelSourceConfig (HyperPod Inference Operator) without its modelLocation: the
+# operator mounts the store in the model's pods itself
+HYPERPOD_INFERENCE = "sagemaker-hyperpod-inference"
+SERVICES = (HYPERPOD, PARALLELCLUSTER, HYPERPOD_INFERENCE)
 
 ID = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 

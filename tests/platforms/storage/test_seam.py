@@ -38,9 +38,8 @@ LATER: Dict[str, str] = {
     "fmcluster/registry.py": "the registry line: a store is one import and one STORES entry (as a kind is)",
     # the spec side: stores declare their spec section, and what the spec, preflight and the job generator read
     "fmcluster/spec/": "what other sections ask of `storage.fsx` (checkpoints.py: the fsx and nvme tiers' directory and "
-                       "export; data_access.py: what its associations write to the data bucket; serving.py: a model's "
-                       "weights on it): a store's answers to those "
-                       "sections, read through the section",
+                       "export; data_access.py: what its associations write to the data bucket): a store's answers to "
+                       "those sections, read through the section",
     "fmcluster/orchestrators/parallelcluster/settings.py": "its spec rule refusing storage.fsx.efa (SharedStorage has no "
                                                            "EFA client): a store will say which services mount its "
                                                            "configuration, read by the spec",
@@ -56,18 +55,6 @@ LATER: Dict[str, str] = {
                       "section (now its settings.py) and its mount, the CLI slice",
     "fmcluster/observability/dashboards/": "the storage dashboard and the overview's free-capacity panel on Lustre "
                                            "metrics: a store's dashboard panels (its alert rules are its rules.yaml)",
-    # serving: a model's weights on the shared file system (the spec's `source.fsx`; the section is the store's now)
-    "fmcluster/platforms/kubernetes/serving.py": "where an engine reads a model on the shared file system "
-                                                 "(storage.fsx's mount point): the mount's path from the contract "
-                                                 "with the serving slice",
-    "fmcluster/orchestrators/eks/serving.py": "the model servers' and load test's claim and mount of the shared file "
-                                              "system, from the spec: the contract's volume (claim, mount point) "
-                                              "with the serving slice",
-    "fmcluster/orchestrators/hyperpod_eks/serving.py": "the HyperPod Inference Operator's own `fsx` model source "
-                                                       "(its CRD's fsxStorage: file system id, DNS and mount names) and "
-                                                       "the load test's claim: a store's form for the operator",
-    "fmcluster/orchestrators/hyperpod_eks/serving_install.py": "reads the operator's fsxStorage fields off the "
-                                                               "contract's volume attributes: the same store form",
 }
 
 

@@ -7,10 +7,12 @@ so tests build a mount from plain values.
 from __future__ import annotations
 
 from shlex import quote
+from typing import Any, Dict
 
 from fmcluster import images
 from fmcluster.platforms.storage import (
     HYPERPOD,
+    HYPERPOD_INFERENCE,
     PARALLELCLUSTER,
     Alarm,
     Arn,
@@ -62,6 +64,13 @@ def boot_command(*, dns_name: str, mount_name: str, mount_point: str, efa: bool)
             f"{' --efa' if efa else ''} --fstab")
 
 
+def inference_source(*, file_system_id: str, dns_name: str, mount_name: str) -> Dict[str, Any]:
+    """The HyperPod Inference Operator's model source on the file system (its CRD's modelSourceConfig, the model's
+    directory aside): the operator mounts it in the model's pods by id, DNS and mount names."""
+    return {"modelSourceType": "fsx",
+            "fsxStorage": {"fileSystemId": file_system_id, "dnsName": dns_name, "mountName": mount_name}}
+
+
 def lustre_mount(*, file_system_id: str, dns_name: str, mount_name: str, mount_point: str, efa: bool,
                  capacity_gib: int) -> Mount:
     """The mount of an FSx for Lustre file system. An EFA-enabled one is reached over EFA from nodes with an EFA
@@ -69,7 +78,9 @@ def lustre_mount(*, file_system_id: str, dns_name: str, mount_name: str, mount_p
     nodes (no HyperPod form), and ParallelCluster, whose SharedStorage has no EFA client setting, mounts it over TCP
     (the spec refuses the combination: orchestrators/parallelcluster/settings.py)."""
     services = {PARALLELCLUSTER: {"MountDir": mount_point, "Name": SHARED_STORAGE_NAME, "StorageType": "FsxLustre",
-                                  "FsxLustreSettings": {"FileSystemId": file_system_id}}}
+                                  "FsxLustreSettings": {"FileSystemId": file_system_id}},
+                HYPERPOD_INFERENCE: inference_source(file_system_id=file_system_id, dns_name=dns_name,
+                                                     mount_name=mount_name)}
     if not efa:
         services[HYPERPOD] = {"FsxLustreConfig": {"DnsName": dns_name, "MountName": mount_name, "MountPath": mount_point}}
     return Mount(

@@ -275,6 +275,10 @@ class Fsx(StoreSettings, _LeadingFields):
                  f"{path} is a path inside the file system, which nodes mount at {mount}: they would see it at "
                  f"{self.node_path(path)}; write {inside} to have it at {path}")]
 
+    def read_bytes_per_s(self) -> Optional[float]:
+        # capacity x throughput per TiB: PERSISTENT_2's (default 250), SCRATCH_2's 200 MB/s baseline (it bursts above)
+        return (self.throughput or 200) * 1e6 * self.storage_capacity_gib / 1024
+
 
 def fsx_of(storage: Storage) -> Optional[Fsx]:
     """The spec's ``storage.fsx`` section, or None where the spec has none (or the model was built without FSx's
