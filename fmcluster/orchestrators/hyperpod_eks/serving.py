@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from fmcluster.platforms.kubernetes import serving as common
 from fmcluster.platforms.kubernetes.load_test import ServingEndpoint
+from fmcluster.platforms.storage import HYPERPOD_INFERENCE, Mounts
 from fmcluster.spec import serving as serving_rules
 from fmcluster.spec.serving import Deployment
 
@@ -49,6 +50,12 @@ def _args(spec: Any, d: Deployment, layout: serving_rules.Layout) -> List[str]:
             i = args.index(drop)
             del args[i:i + 2]
     return args + ["--port", str(common.PORT)] + (["--host", "0.0.0.0"] if d.engine == "sglang" else [])  # noqa: S104
+
+
+def file_system_source(mounts: Mounts) -> Optional[Mapping[str, Any]]:
+    """The operator's model source on the shared file system, as the store's mount writes it (its
+    `HYPERPOD_INFERENCE` form), or None where no mount gives one."""
+    return next((m.services[HYPERPOD_INFERENCE] for m in mounts.served_by(HYPERPOD_INFERENCE)), None)
 
 
 def _source(d: Deployment, region: str, file_system: Optional[Mapping[str, Any]]) -> Dict[str, Any]:

@@ -29,7 +29,7 @@ from fmcluster.platforms.kubernetes import serving as common
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.cluster import EksControlPlane
 from fmcluster.platforms.kubernetes.serving_access import add_model_reads, amp_query_statement, workspace_url
-from fmcluster.platforms.storage import HYPERPOD_INFERENCE, Mounts, Permission
+from fmcluster.platforms.storage import Mounts, Permission
 
 S3_CSI_SERVICE_ACCOUNT = "s3-csi-driver-sa"  # the driver's node service account (Mountpoint for S3 CSI driver v1)
 
@@ -106,8 +106,7 @@ class ServingInstall(Construct):
         namespace = objects.manifest("ServingNamespace", [volumes.namespace(ns),
                                                           pod_identity.service_account(common.SERVICE_ACCOUNT, ns)],
                                      after=[identity, self.addon])
-        # the model source on the shared file system, as its mount gives the operator
-        file_system = next((m.services[HYPERPOD_INFERENCE] for m in mounts.served_by(HYPERPOD_INFERENCE)), None)
+        file_system = serving.file_system_source(mounts)
         url = workspace_url(stack, workspace_arn) if workspace_arn else None
         self.models: Dict[str, IConstruct] = {}
         for d in section.models:
