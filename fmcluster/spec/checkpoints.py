@@ -49,19 +49,22 @@ DEFAULT_TIERS = frozenset({NVME.name})
 # Why a kind that does not declare a tier cannot honour it, unless the kind says why itself (`checkpoint_tier_note`).
 NOT_HONOURED = {MANAGED: MANAGED_NEEDS_HYPERPOD_EKS}
 MANAGED_SUMMARY = "HyperPod on EKS managed tiered checkpointing: CPU memory, then S3"
+STORES_PACKAGE = "fmcluster.platforms.storage."  # a store is a folder there; a test's toy section is not
 
 
 class _KnownTiers(Sequence[str]):
-    """Every tier name declared now: the node-local tier, the service's, then each store section model's. Kinds'
-    declarations are checked against it; a spec takes those of its own storage model (`tier_names`)."""
+    """Every tier name declared now: the node-local tier, the service's, then those of the store folders' sections
+    imported so far (a kind need not list them: it honours every store section's tier). Kinds' declarations are
+    checked against it; a spec takes the tiers of its own storage model (`tier_names`)."""
 
     def _names(self) -> Tuple[str, ...]:
         found, todo = [NVME.name, MANAGED], list(StoreSettings.__subclasses__())
         while todo:
             model = todo.pop(0)
             todo += model.__subclasses__()
-            if model.checkpoint_tier is not None and model.checkpoint_tier not in found:
-                found.append(model.checkpoint_tier)
+            tier = model.checkpoint_tier
+            if model.__module__.startswith(STORES_PACKAGE) and tier is not None and tier not in found:
+                found.append(tier)
         return tuple(found)
 
     def __getitem__(self, index: Any) -> Any:
