@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 from typing_extensions import Annotated
 
 from fmcluster.spec.base import SpecError, SpecModel, clipped_repr
+from fmcluster.spec.checkpoints import checkpoints_model
 from fmcluster.spec.cluster import ClusterSpec, OrchestratorTraits
 from fmcluster.spec.node_group import MAX_NODE_GROUPS, NODE_GROUPS_WHY
 from fmcluster.spec.orchestrator import OrchestratorSettings
@@ -42,6 +43,12 @@ def _storage_model(sections: Sequence[StoreSection]) -> Type[Storage]:
     return storage
 
 
+def _checkpoints_field(storage: Type[Storage]) -> Tuple[Any, Any]:
+    """``checkpoints`` taking the checkpoint tiers of `storage` (its stores' and the others), as ClusterSpec declares it."""
+    declared = ClusterSpec.model_fields["checkpoints"]
+    return Optional[checkpoints_model(storage)], Field(None, description=declared.description)
+
+
 def spec_model(kinds: Sequence[OrchestratorTraits], sections: Sequence[StoreSection] = (),
                stores: Sequence[Any] = ()) -> Type[ClusterSpec]:
     """`ClusterSpec` whose ``orchestrator`` takes the settings of `kinds` (the first is the default), told apart by
@@ -56,10 +63,11 @@ def spec_model(kinds: Sequence[OrchestratorTraits], sections: Sequence[StoreSect
         description = "; ".join(f"{k.name}: {k.summary}" for k in kinds)
         field = Field(default_factory=kinds[0].settings, description=description)
         extra: Dict[str, Any] = {}
+        storage = _storage_model(sections)
         if sections:
-            storage = _storage_model(sections)
             extra["storage"] = (storage, Field(default_factory=storage))
             extra["serving"] = _serving_field(storage)
+        extra["checkpoints"] = _checkpoints_field(storage)
         model = create_model("ClusterSpec", __base__=ClusterSpec, orchestrator=(union, field), **extra)
         model.__doc__ = ClusterSpec.__doc__
         model.kinds = {k.name: k for k in kinds}

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Dict, FrozenSet, Iterator, List, Optional, Tuple, Type, get_args
 
 from pydantic import Field, field_validator, model_validator
@@ -82,6 +83,18 @@ MOUNT_FORMS = ("boot", "kubernetes", "lifecycle", "sagemaker-hyperpod", "paralle
 BOOT_ONLY: Tuple[FrozenSet[str], ...] = (frozenset({"boot"}),)
 
 
+@dataclass(frozen=True)
+class BucketLink:
+    """A directory of a store (from its root, as below its mount point) linked to a prefix of the cluster's data
+    bucket (relative, ending in /): ``imports``, S3 is a source of the directory (nodes stage data through the
+    bucket); ``exports``, the store writes the directory's files there itself."""
+
+    directory: str
+    prefix: str
+    imports: bool
+    exports: bool
+
+
 class StoreSettings(SpecModel):
     """A store's section under ``storage``, declared in the store's folder (``settings.py``) and joined into the spec
     by the composition root, as kinds' settings are: the spec never names the store.
@@ -95,6 +108,8 @@ class StoreSettings(SpecModel):
     checkpoint_tier: ClassVar[Optional[str]] = None
     # what a spec adds to get that tier, said when it asks for the tier without the section ("a writable storage.x")
     checkpoint_offer: ClassVar[str] = ""
+    # what the tier is, in the schema's description of ``checkpoints.tier``
+    checkpoint_summary: ClassVar[str] = ""
     # The cluster's shared file system (full POSIX, read-write on every node): where jobs write, checkpoints are
     # copied, models are staged and served from. At most one store's section is (`Storage.file_system`).
     shared_file_system: ClassVar[bool] = False
@@ -110,6 +125,21 @@ class StoreSettings(SpecModel):
 
     def checkpoint_notes(self) -> List[str]:
         """What a training job must do differently to checkpoint to it (said by `plan` and the docs)."""
+        return []
+
+    def checkpoint_export(self, directory: str, at: str) -> Optional[str]:
+        """Why checkpoints written to `directory` (below its mount point) would not also reach S3, saying what to add
+        below `at` (``storage.<key>``); None where they do or the store is S3 itself (``checkpoints.export_to_s3``)."""
+        return None
+
+    def data_bucket_links(self) -> List[BucketLink]:
+        """Its directories linked to prefixes of the cluster's data bucket: what nodes may change there
+        (spec/data_access.py), and where checkpoints below a directory persist."""
+        return []
+
+    def service_problems(self, service: str, at: str) -> List[Problem]:
+        """What it cannot do where `service` (`fmcluster.platforms.storage.SERVICES`) mounts it itself, as (path,
+        message), paths below `at` (``storage.<key>``): asked by that service's kind."""
         return []
 
     def spec_rules(self, spec: Any, at: str) -> List[Problem]:

@@ -64,10 +64,18 @@ def test_a_directory_below_an_exporting_association_is_exported():
                for p in problems(sibling))
 
 
-@pytest.mark.parametrize("tier", ["fsx", "nvme"])
-def test_file_tiers_need_fsx(tier):
-    (problem,) = problems(with_checkpoints(fsx=False, tier=tier))
-    assert problem.startswith(f"checkpoints.tier: {tier} needs storage.fsx")
+@pytest.mark.parametrize("tier, why", [
+    ("fsx", "the checkpoints live on it"),
+    ("nvme", "the instance NVMe is lost with its node, so a replaced node restores from the copy on FSx for Lustre")])
+def test_file_tiers_need_fsx(tier, why):
+    assert problems(with_checkpoints(fsx=False, tier=tier)) == [f"checkpoints.tier: {tier} needs storage.fsx: {why}"]
+
+
+def test_a_directory_no_association_exports_names_the_entry_to_add_under_storage_fsx():
+    (problem,) = problems(with_checkpoints(tier="nvme", directory="/runs"))
+    assert problem == ("checkpoints.export_to_s3: no data repository association exports /runs to S3: add "
+                       "storage.fsx.data_repository_associations entry {file_system_path: /runs, data_bucket_prefix: "
+                       "checkpoints/, auto_import: [], auto_export: [NEW, CHANGED]}, or set export_to_s3: false")
 
 
 def test_an_association_that_does_not_export_new_files_leaves_checkpoints_off_s3():

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Literal, Optional, Tuple
 from pydantic import Field, field_validator, model_validator
 
 from fmcluster import catalog
-from fmcluster.platforms.storage.fsx_lustre.settings import fsx_of
+from fmcluster.platforms.storage import PARALLELCLUSTER
 from fmcluster.spec.base import Problem, SpecModel
 from fmcluster.spec.node_group import AMI_PATTERN
 from fmcluster.spec.orchestrator import ExtraInstance, OrchestratorSettings, SpecWarning, orchestrator_settings
@@ -229,10 +229,8 @@ def spec_rules(spec: ClusterSpec) -> List[Problem]:
     reserved = [k for k in spec.tags if k.startswith(RESERVED_TAG_PREFIX)]
     if reserved:
         found.append(("tags", f"{', '.join(reserved)}: ParallelCluster reserves the prefix {RESERVED_TAG_PREFIX}"))
-    fsx = fsx_of(spec.storage)
-    if fsx is not None and fsx.efa:
-        found.append(("storage.fsx.efa", "ParallelCluster mounts FSx for Lustre itself, over TCP (its SharedStorage "
-                      "section has no EFA client setting); set storage.fsx.efa: false"))
+    for key, section in spec.storage.store_sections():  # what a store cannot do where ParallelCluster mounts it
+        found += section.service_problems(PARALLELCLUSTER, f"storage.{key}")
     return found
 
 

@@ -37,12 +37,6 @@ NAMES_IT = re.compile(r"lustre|fsx", re.IGNORECASE)
 LATER: Dict[str, str] = {
     "fmcluster/registry.py": "the registry line: a store is one import and one STORES entry (as a kind is)",
     # the spec side: stores declare their spec section, and what the spec, preflight and the job generator read
-    "fmcluster/spec/": "what other sections ask of `storage.fsx` (checkpoints.py: the fsx and nvme tiers' directory and "
-                       "export; data_access.py: what its associations write to the data bucket): a store's answers to "
-                       "those sections, read through the section",
-    "fmcluster/orchestrators/parallelcluster/settings.py": "its spec rule refusing storage.fsx.efa (SharedStorage has no "
-                                                           "EFA client): a store will say which services mount its "
-                                                           "configuration, read by the spec",
     # the node side: byte-identical runtime archives keep these until the node-side slice
     "fmcluster/runtime/": "the mount helper (lustre.py), probes and checks, the lifecycle parameters' fsx entry: "
                           "node-side slice, each store's node code in its folder's node/",

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, List, Literal,
 
 from pydantic import Field, field_validator, model_validator
 
+from fmcluster.platforms.storage import PARALLELCLUSTER
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
-from fmcluster.spec.storage import MOUNT_FORMS, RESERVED_MOUNT_POINTS, Storage, StoreSettings, nested
+from fmcluster.spec.storage import MOUNT_FORMS, RESERVED_MOUNT_POINTS, BucketLink, Storage, StoreSettings, nested
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
@@ -29,6 +30,7 @@ Event = Literal["NEW", "CHANGED", "DELETED"]
 IMPORT_EVENTS: Tuple[Event, ...] = ("NEW", "CHANGED", "DELETED")
 CLAIM = "fsx"  # the Kubernetes claim pods mount (the example jobs name it)
 S3_PATH_PATTERN = r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/([^\s]*/)?$"
+EVENTS_THAT_EXPORT_A_NEW_CHECKPOINT = "NEW"
 
 
 def metadata_iops_allowed(iops: int) -> bool:
@@ -129,6 +131,8 @@ class Fsx(StoreSettings, _LeadingFields):
     # a boot line, a CSI volume, HyperPod's lifecycle entry and both services' own entries (mount.py)
     forms: ClassVar[FrozenSet[str]] = frozenset(MOUNT_FORMS)
     shared_file_system: ClassVar[bool] = True
+    checkpoint_tier: ClassVar[Optional[str]] = "fsx"
+    checkpoint_summary: ClassVar[str] = "shared Lustre, exported to S3"
     title: ClassVar[str] = "FSx for Lustre"
     claim: ClassVar[Optional[str]] = CLAIM
 
@@ -199,6 +203,23 @@ class Fsx(StoreSettings, _LeadingFields):
                     found.append((f"node_groups[{i}].efa", f"{at}.efa needs EFA clients; group {g.name} "
                                   f"({g.instance_type}) has none: enable EFA there or set {at}.efa: false"))
         return found
+
+    def checkpoint_export(self, directory: str, at: str) -> Optional[str]:
+        if any(exports(d, directory) for d in self.data_repository_associations):
+            return None
+        return (f"no data repository association exports {directory} to S3: add {at}.data_repository_associations "
+                f"entry {{file_system_path: {directory}, data_bucket_prefix: checkpoints/, auto_import: [], "
+                "auto_export: [NEW, CHANGED]}")
+
+    def data_bucket_links(self) -> List[BucketLink]:
+        return [BucketLink(d.file_system_path, d.data_bucket_prefix, bool(d.auto_import), bool(d.auto_export))
+                for d in self.data_repository_associations if d.data_bucket_prefix is not None]
+
+    def service_problems(self, service: str, at: str) -> List[Problem]:
+        if service == PARALLELCLUSTER and self.efa:
+            return [(f"{at}.efa", f"ParallelCluster mounts {self.title} itself, over TCP (its SharedStorage section "
+                     f"has no EFA client setting); set {at}.efa: false")]
+        return []
 
     def node_mounts(self, group: Any) -> List[Dict[str, Any]]:
         # over EFA where both ends have it
@@ -278,6 +299,12 @@ class Fsx(StoreSettings, _LeadingFields):
     def read_bytes_per_s(self) -> Optional[float]:
         # capacity x throughput per TiB: PERSISTENT_2's (default 250), SCRATCH_2's 200 MB/s baseline (it bursts above)
         return (self.throughput or 200) * 1e6 * self.storage_capacity_gib / 1024
+
+
+def exports(dra: DataRepositoryAssociation, directory: str) -> bool:
+    """The association covers `directory` (it is the association's directory or below it) and exports new files."""
+    root = dra.file_system_path.rstrip("/") + "/"
+    return EVENTS_THAT_EXPORT_A_NEW_CHECKPOINT in dra.auto_export and (directory + "/").startswith(root)
 
 
 def fsx_of(storage: Storage) -> Optional[Fsx]:

@@ -61,6 +61,7 @@ class MountpointS3(StoreSettings):
     forms: ClassVar[FrozenSet[str]] = frozenset({"boot", "kubernetes"})
     checkpoint_tier: ClassVar[Optional[str]] = "s3"
     checkpoint_offer: ClassVar[str] = "a writable storage.mountpoint_s3 (read_only: false)"
+    checkpoint_summary: ClassVar[str] = "straight to the writable Mountpoint for Amazon S3 mount, storage.mountpoint_s3"
     title: ClassVar[str] = "Mountpoint for Amazon S3"
     claim: ClassVar[Optional[str]] = CLAIM
 

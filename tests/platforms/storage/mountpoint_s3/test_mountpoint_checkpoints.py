@@ -38,8 +38,8 @@ def test_checkpoints_land_below_the_mount_point():
 
 def test_the_tier_needs_the_section():
     (problem,) = problems(spec_with(None))
-    assert problem.startswith("checkpoints.tier: s3 writes to the shared store section that offers it; the spec has "
-                              "none: add a writable storage.mountpoint_s3")
+    assert problem == ("checkpoints.tier: s3 needs a writable storage.mountpoint_s3 (read_only: false): the "
+                       "checkpoints live on it")
 
 
 def test_a_read_only_mount_takes_no_checkpoints_and_says_which_field_to_change():
