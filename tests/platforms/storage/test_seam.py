@@ -52,8 +52,8 @@ LATER: Dict[str, str] = {
                                           "store's node/ with the node-side slice",
     # tools and AWS calls
     "fmcluster/planner/": "cost, throughput, checkpoint tiers and the diagram: the planner slice (a store's figures)",
-    "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: read off the store's "
-                      "section (now its settings.py) and its mount, the CLI slice",
+    "fmcluster/cli/serve_job.py": "a model server's volume and mount on the shared file system (`storage.fsx`'s "
+                                  "claim and mount point): the section's, with the serving slice",
     "fmcluster/observability/dashboards/": "the storage dashboard and the overview's free-capacity panel on Lustre "
                                            "metrics: a store's dashboard panels (its alert rules are its rules.yaml)",
     # serving: a model's weights on the shared file system (the spec's `source.fsx`; the section is the store's now)
