@@ -54,8 +54,6 @@ LATER: Dict[str, str] = {
     "fmcluster/planner/": "cost, throughput, checkpoint tiers and the diagram: the planner slice (a store's figures)",
     "fmcluster/cli/serve_job.py": "a model server's volume and mount on the shared file system (`storage.fsx`'s "
                                   "claim and mount point): the section's, with the serving slice",
-    "fmcluster/observability/dashboards/": "the storage dashboard and the overview's free-capacity panel on Lustre "
-                                           "metrics: a store's dashboard panels (its alert rules are its rules.yaml)",
     # serving: a model's weights on the shared file system (the spec's `source.fsx`; the section is the store's now)
     "fmcluster/platforms/kubernetes/serving.py": "where an engine reads a model on the shared file system "
                                                  "(storage.fsx's mount point): the mount's path from the contract "

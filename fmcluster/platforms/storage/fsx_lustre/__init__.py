@@ -2,10 +2,10 @@
 
 Its folder holds everything that names it on the synth side: the spec section (settings.py, joined into the spec by
 the composition root), the construct (construct.py), what the storage stack builds (resources.py), the mount every
-kind consumes (mount.py), how `fmcluster diff` judges changes to it (changes.py), its alert rules (rules.yaml), what
-`fmcluster preflight` checks (preflight.py), what `fmcluster status` says of it (status.py) and what the CLI says of it
-(`fmcluster init`'s section, its links to S3, what outlives its stack). Its methods import their modules when
-called, so reading a spec never loads CDK.
+kind consumes (mount.py), how `fmcluster diff` judges changes to it (changes.py), its alert rules (rules.yaml) and
+dashboard panels (dashboard.json), what `fmcluster preflight` checks (preflight.py), what `fmcluster status` says of
+it (status.py) and what the CLI says of it (`fmcluster init`'s section, its links to S3, what outlives its stack).
+Its methods import their modules when called, so reading a spec never loads CDK.
 """
 
 from __future__ import annotations
@@ -89,6 +89,7 @@ STORE = FsxLustre(
     settings=Fsx,
     summary="FSx for Lustre in the GPU availability zone, linked to S3 by data repository associations.",
     rules=Path(__file__).parent / "rules.yaml",
+    dashboard=Path(__file__).parent / "dashboard.json",
     short_title="FSx",
     kept_bills=(("AWS::FSx::FileSystem", "the FSx file system outlives its stack and bills until you delete it"),),
 )
