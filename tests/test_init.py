@@ -79,3 +79,28 @@ def test_the_reservations_size_is_written_so_a_count_it_cannot_hold_is_refused_o
     assert code == 2 and "16 exceeds capacity.size 8 of the reservation" in out.err and not spec.exists()
     code, spec, out = init(tmp_path, capsys, *BASE, "--reservation-size", "8")
     assert code == 2 and "--reservation-size: applies with --capacity odcr, capacity-block or training-plan" in out.err
+
+
+def test_no_fsx_leaves_the_file_system_out_as_it_always_did(tmp_path, capsys):
+    code, spec, _ = init(tmp_path, capsys, *BASE, "--no-fsx")
+    assert code == 0 and load_spec(spec).storage.file_system() is None
+    assert "storage:" not in spec.read_text()
+
+
+def test_each_store_offering_init_a_section_says_its_own_no_flag(monkeypatch, capsys):
+    """The flag is the store's: --no-<its spec key>, its help the store's title (the file system's: --no-fsx)."""
+    import dataclasses
+
+    from fmcluster.platforms.storage import Store
+
+    @dataclasses.dataclass(frozen=True)
+    class Offered(Store):
+        def init_section(self):
+            return {"mount_point": "/toy"}
+
+    toy = Offered(name="toy", title="Toy Store", spec_key="toy_store", resources="a toy")
+    monkeypatch.setattr(registry, "STORES", [*registry.STORES, toy])
+    with pytest.raises(SystemExit):
+        main(["init", "--help"])
+    help_ = " ".join(capsys.readouterr().out.split())
+    assert "--no-fsx No FSx for Lustre file system." in help_ and "--no-toy-store No Toy Store." in help_

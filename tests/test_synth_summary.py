@@ -128,3 +128,22 @@ def test_every_store_the_spec_mounts_is_named_with_its_mount_point():
     fsx = lines.index("FSx for Lustre mounted at /fsx on every node (storage.fsx)")
     assert lines[fsx + 1].startswith("  /fsx/datasets ") and lines[fsx + 2] == (
         "Mountpoint for Amazon S3 mounted at /s3 on every node (storage.mountpoint_s3)")
+
+
+def test_the_teardown_line_says_what_each_store_says_of_its_kept_resources(tmp_path, monkeypatch):
+    """A store's resource that outlives its stack and bills is named by the store (`Store.kept_bills`), whatever
+    the store; a kept resource no store speaks of adds nothing."""
+    from fmcluster import registry
+    from fmcluster.platforms.storage import Store
+
+    toy = Store(name="toy", title="Toy", spec_key="toy", resources="a toy",
+                kept_bills=(("AWS::Toy::Volume", "the toy volume outlives its stack"),))
+    monkeypatch.setattr(registry, "STORES", [*registry.STORES, toy])
+    out = assembly(tmp_path, {"c-storage": {"resources": resources(("AWS::Toy::Volume", "Retain"),
+                                                                   ("AWS::S3::Bucket", "Retain"))}})
+    s = {"stacks": stacks_of(out), "deploy_order": ["c-storage"], "nodes": [], "stores": [], "file_system": None,
+         "next_commands": [], "way_in": [], "termination_protected": [], "teardown": "docs/teardown.md"}
+    assert render(s).splitlines()[-1] == "teardown: the toy volume outlives its stack; see docs/teardown.md"
+    s["stacks"][0]["retained"] = [k for k in s["stacks"][0]["retained"] if k["type"] == "AWS::S3::Bucket"]
+    assert "teardown:" not in render(s)
+

@@ -109,8 +109,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sp.add_argument("--allow-unchecked", action="store_true",
                     help="Exit 0 rather than 3 when nothing failed but some check could not run (they still print).")
     sp.set_defaults(func=cmd_preflight)
-    text = ("After deploy: each stack's state, FSx and DRA lifecycle, HyperPod cluster and nodes or PCS node "
-            "groups, placement groups, AMP workspace. Exit 0 all healthy, 1 something is failed, in progress "
+    text = ("After deploy: each stack's state, the shared stores and their links to S3, HyperPod cluster and nodes "
+            "or PCS node groups, placement groups, AMP workspace. Exit 0 all healthy, 1 something is failed, in progress "
             "or cannot be read.")
     sp = sub.add_parser("status", help="State of a deployed cluster at a glance.", description=text)
     _common(sp)

@@ -14,15 +14,13 @@ import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List, Tuple
 
 import yaml
 
 from fmcluster.cli.errors import EXIT_OK, UsageError
 
 CAPACITY_TYPES = ("on-demand", "odcr", "capacity-block", "training-plan")
-DEFAULT_FSX = {"deployment_type": "PERSISTENT_2", "storage_capacity_gib": 1200, "throughput_per_tib": 250,
-               "data_repository_associations": [{"file_system_path": "/datasets", "data_bucket_prefix": "datasets/"}]}
 
 
 def group_name(instance_type: str) -> str:
@@ -91,10 +89,22 @@ def scaffold(args: argparse.Namespace) -> Dict[str, Any]:
     spec: Dict[str, Any] = {"name": name, "region": args.region, "availability_zone": zone,
                             "network": {"new_vpc": {"cidr": "10.0.0.0/16"}}, "orchestrator": orchestrator,
                             "node_groups": [node_group]}
-    if args.fsx:
-        spec["storage"] = {"fsx": DEFAULT_FSX}
+    storage = {store.spec_key: section for store, section in _init_sections() if getattr(args, _dest(store))}
+    if storage:
+        spec["storage"] = storage
     spec["observability"] = {"alert_emails": list(args.alert_email or [])}
     return spec
+
+
+def _init_sections() -> List[Tuple[Any, Dict[str, Any]]]:
+    """(store, its section) for every registered store that offers init one (`Store.init_section`)."""
+    from fmcluster.registry import stores
+
+    return [(store, section) for store in stores() for section in [store.init_section()] if section is not None]
+
+
+def _dest(store: Any) -> str:
+    return f"store_{store.spec_key}"
 
 
 def render(spec: Dict[str, Any]) -> str:
@@ -166,7 +176,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     sp.add_argument("--ami-id", help="The nodes' AMI (PCS: one with the PCS agent and Slurm).")
     sp.add_argument("--image-family", help="What --ami-id was built from (default dlami-ubuntu-22.04).")
     sp.add_argument("--alert-email", action="append", help="Address for the cluster's alerts (repeatable).")
-    sp.add_argument("--no-fsx", dest="fsx", action="store_false", help="No FSx for Lustre file system.")
+    for store, _ in _init_sections():  # --no-<key>: leave the store's section out
+        noun = " file system" if store.settings is not None and store.settings.shared_file_system else ""
+        sp.add_argument(f"--no-{store.spec_key.replace('_', '-')}", dest=_dest(store), action="store_false",
+                        help=f"No {store.title}{noun}.")
 
 
 def _count(text: str) -> int:

@@ -43,8 +43,8 @@ def build_root(spec: Any) -> str:
     it (always writable by the user), else the shared file system, else nowhere ("": the job stops and says so)."""
     if spec.orchestrator_kind.job_image.shared_home:
         return "$HOME/.fmcluster/nccl"
-    fsx = spec.storage.fsx
-    return f"{fsx.mount_point}/fmcluster/nccl" if fsx is not None else ""
+    found = spec.storage.file_system()
+    return f"{found[1].mount_point}/fmcluster/nccl" if found is not None else ""
 
 
 def render(spec: Any, group: Any, spec_file: str) -> str:

@@ -1,30 +1,30 @@
 """How the first job reaches a cluster reached only through SSM (no scp, no SSH from outside) and how its output comes
-back for `fmcluster accept`: through S3 and the shared file system when an association imports from S3 and one exports
-to it, else over the Session Manager session itself. Lines for the job's header (docs/access.md, "Moving files")."""
+back for `fmcluster accept`: through S3 and the shared file system when one of its links to S3 imports from S3 and one
+exports to it (`Store.s3_links`), else over the Session Manager session itself. Lines for the job's header
+(docs/access.md, "Moving files")."""
 
 from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from fmcluster.platforms.storage.fsx_lustre.settings import association_s3_path
+from fmcluster.cli.shared_storage import file_system
 
 
-def _first(associations: List[Any], events: str) -> Optional[Any]:
-    return next((d for d in associations if "NEW" in getattr(d, events)), None)
+def _first(links: List[Any], events: str) -> Optional[Any]:
+    return next((link for link in links if "NEW" in getattr(link, events)), None)
 
 
 def lines(spec: Any, script: str, output: str, run: str) -> List[str]:
     """Comment lines (without '# ') for a job `script` whose output file is `output`, started on a node by `run` (a
     command with {script} where the script's path goes)."""
-    fsx = spec.storage.fsx
-    associations = list(fsx.data_repository_associations) if fsx is not None else []
+    found = file_system(spec)
     bucket = "<data bucket>"
-    inbound, outbound = _first(associations, "auto_import"), _first(associations, "auto_export")
+    links = found[0].s3_links(spec, created_bucket=bucket) if found is not None else []
+    inbound, outbound = _first(links, "auto_import"), _first(links, "auto_export")
     said = [f"Moving files on a cluster reached only through Session Manager (no scp): {script} and {output} travel"]
-    if fsx is not None and inbound is not None and outbound is not None:
-        s3_in = association_s3_path(spec.storage, inbound, created_bucket=bucket)
-        s3_out = association_s3_path(spec.storage, outbound, created_bucket=bucket)
-        node_in, node_out = fsx.node_path(inbound.file_system_path), fsx.node_path(outbound.file_system_path)
+    if inbound is not None and outbound is not None:
+        s3_in, s3_out = inbound.s3, outbound.s3
+        node_in, node_out = inbound.node_path, outbound.node_path
         return said + [
             "through S3 and the shared file system, which every node mounts:",
             f"  1. your machine: aws s3 cp {script} {s3_in}jobs/{script}",

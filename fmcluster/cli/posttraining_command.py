@@ -56,38 +56,50 @@ def image_ref(value: Optional[str], default: str) -> str:
 
 
 def shared_root(spec: Any) -> str:
-    fsx = spec.storage.fsx
-    if fsx is None:
-        raise UsageError("storage.fsx: the post-training jobs keep the model, the data and the checkpoints on the "
-                         "shared file system every node mounts; the spec has none")
-    return str(fsx.mount_point)
+    from fmcluster.cli.shared_storage import file_system_key
+
+    found = spec.storage.file_system()
+    if found is None:
+        raise UsageError(f"{file_system_key(spec)}: the post-training jobs keep the model, the data and the checkpoints "
+                         "on the shared file system every node mounts; the spec has none")
+    return str(found[1].mount_point)
 
 
 def checkpoint_root(spec: Any, mount: str) -> Tuple[str, str]:
-    """Where the jobs checkpoint, and a line saying why: the spec's checkpoint directory on FSx (veRL and TRL write
-    shards from every rank to one shared directory; an nvme or managed tier is not theirs to use)."""
+    """Where the jobs checkpoint, and a line saying why: the spec's checkpoint directory on the shared file system
+    (veRL and TRL write shards from every rank to one shared directory; a tier that copies from node-local disks or
+    lives elsewhere is not theirs to use)."""
+    from fmcluster.cli.shared_storage import file_system
+    from fmcluster.spec.checkpoints import paths
+    from fmcluster.spec.storage import nested
+
     c = spec.checkpoints
     if c is None:
         return f"{mount}/checkpoints", f"checkpoints under {mount}/checkpoints (the spec has no checkpoints section)"
-    root = f"{mount}{c.directory}" if c.tier in ("fsx", "nvme") else f"{mount}/checkpoints"
-    note = (f"checkpoints under {root} (checkpoints.tier {c.tier})" if c.tier == "fsx" else
-            f"checkpoints under {root} on FSx: checkpoints.tier {c.tier} needs the training code's own support, "
-            "which veRL and TRL do not have (docs/post-training.md)")
-    return root, note
+    where = paths(spec)
+    assert where is not None, "the spec has a checkpoints section"
+    shared = nested(where.durable, mount)  # the tier's directory every node restores from is on the file system
+    root = where.durable if shared else f"{mount}/checkpoints"
+    if shared and where.local is None:
+        return root, f"checkpoints under {root} (checkpoints.tier {c.tier})"
+    found = file_system(spec)
+    assert found is not None, "shared_root found it"
+    store = found[0]
+    return root, (f"checkpoints under {root} on {store.short_title or store.title}: checkpoints.tier {c.tier} needs the "
+                  "training code's own support, which veRL and TRL do not have (docs/post-training.md)")
 
 
 def place(spec: Any, group: Any) -> Any:
     """The kind's placement of the job's GPU pods (None: Slurm or hosts), with the shared file system's claim."""
     import dataclasses
 
-    from fmcluster.platforms.storage.fsx_lustre.mount import CLAIM
     from fmcluster.registry import kind_of
 
     try:
         placement = kind_of(spec).job_placement(spec, group)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    return None if placement is None else dataclasses.replace(placement, claim=CLAIM)
+    return None if placement is None else dataclasses.replace(placement, claim=spec.storage.file_system()[1].claim)
 
 
 def _nodes(args: argparse.Namespace, most: int, group: Any) -> int:

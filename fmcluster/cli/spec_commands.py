@@ -154,8 +154,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
     add_plan_arguments(add("plan", cmd_plan, "Capacity planner: what the spec buys and costs; with a model, memory fit, "
                            "step-time bounds, checkpoints and the data path (offline)."))
-    add_diagram_arguments(add("diagram", cmd_diagram, "Draw the cluster (node groups, NVLink domains, EFA, placement, FSx "
-                              "and S3, the orchestrator, AMP/Grafana) as SVG, PNG or PDF."))
+    add_diagram_arguments(add("diagram", cmd_diagram, "Draw the cluster (node groups, NVLink domains, EFA, placement, "
+                              "shared storage and S3, the orchestrator, AMP/Grafana) as SVG, PNG or PDF."))
     add("schema", cmd_schema, "Print the spec's JSON Schema.")
     sp = add("catalog", cmd_catalog, "Print the instance catalog.")
     sp.add_argument("--json", action="store_true")

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from fmcluster.planner.text import ARROWS
-from fmcluster.platforms.storage.fsx_lustre.settings import association_s3_path
 
 STACK_ARTIFACT = "aws:cloudformation:stack"  # artifact type of a stack in a cloud assembly manifest
 DELETED = ("Delete", None)  # DeletionPolicy values (or its absence) under which CloudFormation deletes the resource
@@ -97,15 +96,16 @@ def summary(spec: Any, out: Path, spec_file: str) -> Dict[str, Any]:
                     "mount_point": store.section(spec).mount_point}
                    for store in stores() if store.section(spec) is not None],
     }
-    fsx = spec.storage.fsx
-    if fsx is not None:
-        created = f"<{spec.name} data bucket>"
+    from fmcluster.cli.shared_storage import file_system
+
+    found = file_system(spec)
+    if found is not None:
+        store, section = found
         result["file_system"] = {
-            "mount_point": fsx.mount_point,
-            "associations": [{"node_path": fsx.node_path(d.file_system_path),
-                              "s3": association_s3_path(spec.storage, d, created_bucket=created),
-                              "auto_import": list(d.auto_import), "auto_export": list(d.auto_export)}
-                             for d in fsx.data_repository_associations],
+            "mount_point": section.mount_point,
+            "associations": [{"node_path": link.node_path, "s3": link.s3, "auto_import": list(link.auto_import),
+                              "auto_export": list(link.auto_export)}
+                             for link in store.s3_links(spec, created_bucket=f"<{spec.name} data bucket>")],
         }
     return result
 
@@ -118,6 +118,14 @@ def _kept_line(kept: List[Dict[str, Any]]) -> str:
     counts = Counter((k["type"], k["deletion_policy"]) for k in kept)
     return ", ".join(f"{n} {t}" + ("" if policy == "Retain" else f" ({policy})")
                      for (t, policy), n in sorted(counts.items()))
+
+
+def _kept_bills(s: Dict[str, Any]) -> List[str]:
+    """What the stores say of their resources a stack delete keeps and that bill until deleted (`Store.kept_bills`)."""
+    from fmcluster.registry import stores
+
+    kept = {k["type"] for st in s["stacks"] for k in st["retained"]}
+    return [said for store in stores() for resource_type, said in store.kept_bills if resource_type in kept]
 
 
 def render(s: Dict[str, Any]) -> str:
@@ -141,11 +149,10 @@ def render(s: Dict[str, Any]) -> str:
     if s["way_in"]:
         lines.append("way in, after deploy (also the cluster stack's outputs):")
         lines += [f"  {c}" for c in s["way_in"]]
-    kept_fsx = any(k["type"] == "AWS::FSx::FileSystem" for st in s["stacks"] for k in st["retained"])
-    if s["termination_protected"] or kept_fsx:
+    billing = "".join(f"{said}; " for said in _kept_bills(s))
+    if s["termination_protected"] or billing:
         protected = f"{', '.join(s['termination_protected'])} has termination protection; " \
             if s["termination_protected"] else ""
-        billing = "the FSx file system outlives its stack and bills until you delete it; " if kept_fsx else ""
         lines.append(f"teardown: {protected}{billing}see {s['teardown']}")
     return "\n".join(lines)
 

@@ -10,7 +10,10 @@ The files beside this module are package data, read relative to this file:
 - ``alertmanager.yaml``: the Alertmanager configuration, routed to the alert SNS topic.
 - ``../runtime/observability/dcgm-counters.csv`` (shipped to the nodes): the DCGM fields dcgm-exporter collects on
   every GPU, and ``dcgm-counters-<gpu_arch>.csv`` those of one GPU architecture (NVLink error counters).
-- ``dashboards/*.json``: Grafana dashboards (import them into Amazon Managed Grafana; docs/observability.md).
+- ``dashboards/*.json``: Grafana dashboards; the storage dashboard and the cluster overview without the stores'
+  panels, which each store's folder holds (``dashboard.json``, `Store.dashboard`) and `dashboards` composes in
+  (panels.py). The composed dashboards users import are written to the repository's ``dashboards/``
+  (scripts/dashboards.py; docs/observability.md).
 
 `metrics` is the catalog of every metric those files use and which exporter produces it.
 """
@@ -30,6 +33,7 @@ DCGM_COUNTERS_FILE = HERE.parent / "runtime" / "observability" / "dcgm-counters.
 DASHBOARD_DIR = HERE / "dashboards"
 # the stores' rule files, found by the folder layout (a store's folder holds everything that names it)
 STORE_RULE_FILES = tuple(sorted((HERE.parent / "platforms" / "storage").glob("*/rules.yaml")))
+STORE_DASHBOARD_FILES = tuple(sorted((HERE.parent / "platforms" / "storage").glob("*/dashboard.json")))
 
 _TOPIC = "__TOPIC_ARN__"
 _REGION = "__REGION__"
@@ -153,9 +157,14 @@ def _csv_fields(path: Path) -> List[str]:
     return fields
 
 
-def dashboards() -> Dict[str, Dict[str, Any]]:
-    """File stem → dashboard JSON model, for every dashboard shipped."""
-    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(DASHBOARD_DIR.glob("*.json"))}
+def dashboards(stores: Sequence[Path] = STORE_DASHBOARD_FILES) -> Dict[str, Dict[str, Any]]:
+    """File stem → dashboard JSON model, for every dashboard shipped, with the `stores`' panels (their
+    ``dashboard.json``, in the stores' order) composed into the storage dashboard and the cluster overview."""
+    from fmcluster.observability.panels import COMPOSED, store_parts
+
+    parts = store_parts(stores)
+    found = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(DASHBOARD_DIR.glob("*.json"))}
+    return {name: COMPOSED[name](d, parts) if name in COMPOSED else d for name, d in found.items()}
 
 
 def dashboard_queries(dashboard: Dict[str, Any]) -> List[str]:

@@ -205,6 +205,22 @@ def test_a_spec_without_a_shared_file_system_is_refused_by_field():
 
 
 
+@pytest.mark.parametrize("example, said", [
+    ("eks-p5", "checkpoints under /fsx/checkpoints (checkpoints.tier fsx)"),
+    ("default", "checkpoints under /fsx/checkpoints on FSx: checkpoints.tier nvme needs the training code's own "
+                "support"),
+    ("hyperpod-eks-p5en-training-plan", "checkpoints under /fsx/checkpoints on FSx: checkpoints.tier managed needs"),
+])
+def test_the_jobs_checkpoint_on_the_shared_file_system_and_say_a_tier_they_cannot_use(example, said):
+    """veRL and TRL write every rank's shards to one shared directory: the tier's own where it is one on the shared
+    file system, else the file system's /checkpoints, named by its store."""
+    from fmcluster.cli.posttraining_command import checkpoint_root
+
+    spec = load_spec(f"examples/{example}.yaml")
+    root, note = checkpoint_root(spec, "/fsx")
+    assert root == "/fsx/checkpoints" and note.startswith(said)
+
+
 @pytest.mark.parametrize("example", ["eks-p5", "hyperpod-eks-p5"])
 def test_the_pods_mount_the_claim_the_cluster_creates_for_the_shared_file_system(specs, example):
     """The kinds never name a store: the job takes the claim of FSx for Lustre's Kubernetes volume, the claim the

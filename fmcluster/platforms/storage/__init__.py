@@ -48,7 +48,7 @@ __all__ = ["Alarm", "Arn", "BootMount", "BuiltStore", "ChangeRules", "CsiAddon",
            "Judgement",
            "installed_csi_addons",
            "KubernetesVolume", "Mount", "Mounts", "NodeClient", "PARALLELCLUSTER", "Permission", "ResourceEdit",
-           "SERVICES", "Store", "StorageScope"]
+           "S3Link", "SERVICES", "Store", "StorageScope"]
 
 # Services that mount a store themselves, given its entry in their own format.
 HYPERPOD = "sagemaker-hyperpod"  # an InstanceStorageConfigs entry of AWS::SageMaker::Cluster, as CloudFormation writes it
@@ -299,6 +299,17 @@ class StorageScope:
     log_bucket: Optional[s3.IBucket] = None
 
 
+@dataclass(frozen=True)
+class S3Link:
+    """A directory of a store linked to an S3 prefix, as the nodes see it: what lands in `s3` appears at `node_path`
+    on the events in `auto_import`, and what is written there reaches `s3` on those in `auto_export`."""
+
+    node_path: str
+    s3: str
+    auto_import: Tuple[str, ...] = ()
+    auto_export: Tuple[str, ...] = ()
+
+
 class ResourceEdit(Protocol):
     """A change to one resource of a template, as ``fmcluster diff`` hands it to a store (its ``ResourceChange``):
     ``action`` is added, removed, modified or replaced; ``paths`` the property paths that differ; ``old``/``new`` the
@@ -375,6 +386,11 @@ class Store:
         first store, named there since the first release; a description change is an update of every storage stack).
     :param rules: its Prometheus rule file (``rules.yaml`` in its folder): groups on what the nodes see of it, added
         to the cluster's AMP rule groups namespace where the spec configures it.
+    :param dashboard: its Grafana panels (``dashboard.json`` in its folder), composed into the shipped storage and
+        overview dashboards (`fmcluster.observability.dashboards`).
+    :param short_title: how running text names it once introduced (`title` where empty).
+    :param kept_bills: (resource type, what ``fmcluster synth``'s teardown line says of it) for each of its resources
+        a stack delete keeps that bills until deleted by hand.
     """
 
     name: str
@@ -388,6 +404,9 @@ class Store:
     summary: str = ""
     always_described: bool = False
     rules: Optional[Path] = None
+    dashboard: Optional[Path] = None
+    short_title: str = ""
+    kept_bills: Tuple[Tuple[str, str], ...] = ()
 
     def section(self, spec: ClusterSpec) -> Any:
         """Its section of the spec, or None where the spec does not configure it."""
@@ -414,6 +433,16 @@ class Store:
         """``fmcluster preflight``'s checks of its section (`fmcluster.aws.context.PreflightCheck`s; called only
         where the spec configures it)."""
         return []
+
+    def s3_links(self, spec: ClusterSpec, created_bucket: str) -> List[S3Link]:
+        """Its directories linked to S3, the data bucket fmcluster creates named `created_bucket` (called only where
+        the spec configures it)."""
+        return []
+
+    def init_section(self) -> Optional[Dict[str, Any]]:
+        """The section ``fmcluster init`` writes under ``storage.<spec_key>`` of a new spec unless told
+        ``--no-<spec_key>`` (None: init offers none)."""
+        return None
 
 
 def installed_csi_addons(spec: ClusterSpec) -> List[CsiAddon]:

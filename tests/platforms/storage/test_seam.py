@@ -36,7 +36,6 @@ NAMES_IT = re.compile(r"lustre|fsx", re.IGNORECASE)
 # not here: it mounts through the contract only.
 LATER: Dict[str, str] = {
     "fmcluster/registry.py": "the registry line: a store is one import and one STORES entry (as a kind is)",
-    # the spec side: stores declare their spec section, and what the spec, preflight and the job generator read
     # the node side: byte-identical runtime archives keep these until the node-side slice
     "fmcluster/runtime/": "the mount helper (lustre.py), probes and checks, the lifecycle parameters' fsx entry: "
                           "node-side slice, each store's node code in its folder's node/",
@@ -45,10 +44,6 @@ LATER: Dict[str, str] = {
                                           "store's node/ with the node-side slice",
     # tools and AWS calls
     "fmcluster/planner/": "cost, throughput, checkpoint tiers and the diagram: the planner slice (a store's figures)",
-    "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: read off the store's "
-                      "section (now its settings.py) and its mount, the CLI slice",
-    "fmcluster/observability/dashboards/": "the storage dashboard and the overview's free-capacity panel on Lustre "
-                                           "metrics: a store's dashboard panels (its alert rules are its rules.yaml)",
 }
 
 
