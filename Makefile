@@ -53,8 +53,10 @@ lint: setup
 	$(BIN)/mypy fmcluster app.py
 	$(BIN)/python scripts/cfn_lint_templates.py
 
+# every committed generated file: the examples' templates and the dashboards users import
 templates: setup
 	$(BIN)/python scripts/templates.py write
+	$(BIN)/python scripts/dashboards.py write
 
 bench: setup
 	$(BIN)/python bench/synth_speed.py
