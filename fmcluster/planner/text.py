@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from fmcluster.planner import stores
 from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, plain, val
+from fmcluster.planner.stores import KIT, registered, verdict_store
+
+ARROWS = stores.ARROWS  # read by the CLI's synth summary
 
 
 def render(p: Dict[str, Any]) -> str:
@@ -40,22 +44,14 @@ def cluster_lines(c: Dict[str, Any]) -> List[str]:
             )
         if g["unverified"]:
             lines.append(f"    unverified catalog facts: {', '.join(g['unverified'])}")
-    fsx = c["storage"]["fsx"]
-    if fsx:
-        lines.append(
-            f"  storage: FSx for Lustre {fsx['deployment_type']} {fsx['capacity_gib']} GiB "
-            f"({plain(fsx['capacity_tib'], 6)} TiB), "
-            f"{plain(fsx['throughput_gbps'], 6)} GB/s aggregate ({fsx['throughput_mbps_per_tib']} MB/s per TiB)"
-            f"{', EFA' if fsx['efa'] else ''}, {fsx['associations']} S3 association(s)"
-        )
-        lines += [f"    {d['node_path']} {ARROWS[bool(d['auto_import']), bool(d['auto_export'])]} {d['s3']}"
-                  for d in fsx["data_repository_associations"]]
+    for store in registered():
+        summary = c["storage"].get(store.spec_key)
+        if summary:
+            lines += store.figures().summary_lines(summary, KIT)
     lines += [f"  {line}" for line in c.get("orchestrator_notes", [])]
     return lines
 
 
-# (auto import, auto export) -> how data moves between the path nodes see and S3; neither: lazy load on first read.
-ARROWS = {(True, True): "<->", (True, False): "<-", (False, True): "->", (False, False): "<- (lazy load)"}
 
 
 # how each line's price was found, as the line says it
@@ -163,11 +159,15 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     per_token = d["bytes_per_s"]["inputs"]["bytes_per_token"]
     data = (f"  data: {human_count(val(d['tokens_per_s']))} tokens/s x {plain(per_token, 6)} B = "
             f"{human_bytes(val(d['bytes_per_s']))}/s")
-    if d["fsx"] is None:
+    judged = verdict_store(d)
+    if judged is None:
+        lines.append(data)
+    elif d[judged[0]] is None:
         lines.append(data + f"; {d['note']}")
     else:
-        verdict = "FSx delivers it" if d["delivers"] else "MORE than FSx delivers"
-        lines.append(data + f" = {percent(d['share_of_fsx'])} of FSx {human_bytes(val(d['fsx']))}/s: {verdict}")
+        key, short = judged
+        verdict = f"{short} delivers it" if d["delivers"] else f"MORE than {short} delivers"
+        lines.append(data + f" = {percent(d[f'share_of_{key}'])} of {short} {human_bytes(val(d[key]))}/s: {verdict}")
     if d.get("s3"):
         lines.append("  " + s3_stream_line(d["s3"]))
     t = j["tokens"]
@@ -265,7 +265,8 @@ def _at_least(t: Dict[str, Any], what: str) -> str:
 
 
 def s3_cost_lines(cost: Optional[Dict[str, Any]]) -> List[str]:
-    """What the checkpoints on the S3 store cost a month, per storage class, beside FSx's capacity billing."""
+    """What the checkpoints on the S3 store cost a month, per storage class, beside how each summarised store bills
+    its capacity."""
     if cost is None:
         return []
     how = f"keep {cost['keep']}, one every {cost['interval_minutes']} min" + (
@@ -276,8 +277,7 @@ def s3_cost_lines(cost: Optional[Dict[str, Any]]) -> List[str]:
         lines.append(f"    {c['class']}: {money(val(c['usd_per_month']))} (storage {money(c['storage_usd'])}, "
                      f"requests {money(c['requests_usd'])}, upload {money(c['upload_usd'])}); a restore "
                      f"{money(val(c['restore_usd']))} [{notes}]")
-    if cost.get("fsx"):
-        lines.append(f"    {cost['fsx']}")
+    lines += [f"    {cost[s.spec_key]}" for s in registered() if cost.get(s.spec_key)]
     return lines
 
 
