@@ -11,12 +11,12 @@ from fmcluster.planner.chart import legend, step_chart
 from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, plain, val
 from fmcluster.planner.stores import KIT, registered, verdict_store
 from fmcluster.planner.text import (
+    checkpoint_cost_lines,
     compute_rates,
     hbm_fit,
     percent,
     pinned_lines,
-    s3_cost_lines,
-    s3_stream_line,
+    stream_lines,
     tier_lines,
 )
 from fmcluster.planner.text import framework_line as text_framework_line
@@ -231,8 +231,9 @@ def checkpoint_table(j: Dict[str, Any]) -> str:
     chosen = ""
     if tier is not None:
         chosen = "<p>" + "<br>".join(escape(line.strip()) for line in tier_lines(tier)) + "</p>"
-    if ck.get("s3_cost"):
-        chosen += "<p>" + "<br>".join(escape(line.strip()) for line in s3_cost_lines(ck["s3_cost"])) + "</p>"
+    costs = checkpoint_cost_lines(ck)
+    if costs:
+        chosen += "<p>" + "<br>".join(escape(line.strip()) for line in costs) + "</p>"
     return (f"<h3>Checkpoints: {human_bytes(val(ck['size']))} ({ck['bytes_per_param']} bytes per parameter), "
             "lower bounds</h3>"
             + table(("target", "write", "restore", "limited by", "note"), rows) + chosen)
@@ -241,7 +242,7 @@ def checkpoint_table(j: Dict[str, Any]) -> str:
 def data_paragraph(j: Dict[str, Any]) -> str:
     d = j["data_path"]
     need = f"{human_count(val(d['tokens_per_s']))} tokens/s = {human_bytes(val(d['bytes_per_s']))}/s"
-    s3 = f"<p>{escape(s3_stream_line(d['s3']))}.</p>" if d.get("s3") else ""
+    s3 = "".join(f"<p>{escape(line)}.</p>" for line in stream_lines(d))
     judged = verdict_store(d)
     if judged is None:
         return f"<h3>Data path</h3><p>{escape(need)}.</p>{s3}"

@@ -23,7 +23,8 @@ def regional(table: Any, region: str) -> Tuple[Any, Optional[str]]:
 
 
 KIT = SimpleNamespace(fig=figures.fig, val=figures.val, plain=figures.plain, human_bytes=figures.human_bytes,
-                      escape=escape, regional=regional, arrows=ARROWS, GB=figures.GB)
+                      percent=figures.percent, money=figures.money, escape=escape, regional=regional, arrows=ARROWS,
+                      GB=figures.GB)
 
 
 def registered() -> List[Any]:
@@ -37,12 +38,6 @@ def stores(spec: Any) -> Iterator[Tuple[Any, Any, Any]]:
     """(store, its figures, the spec's section or None) of every registered store, in the registry's order."""
     for store in spec.stores:
         yield store, store.figures(), store.section(spec)
-
-
-def offering(spec: Any, tier: str) -> Optional[Tuple[Any, Any, Any]]:
-    """The registered store whose section offers checkpoint tier `tier`, given or not: (store, figures, section)."""
-    return next(((s, f, section) for s, f, section in stores(spec)
-                 if s.settings is not None and getattr(s.settings, "checkpoint_tier", None) == tier), None)
 
 
 def file_system_figures(spec: Any) -> Optional[Tuple[Any, Any, Any]]:

@@ -413,8 +413,18 @@ class StoreFigures:
         return None
 
     def stream(self, spec: ClusterSpec, section: Any, bytes_per_s: float, group: Any, kit: Any) -> Dict[str, Any]:
-        """What it delivers to the input pipeline against the `bytes_per_s` a step needs (empty: not judged)."""
+        """What it delivers to the input pipeline against the `bytes_per_s` a step needs, as the plan's data path
+        files it (empty: not judged)."""
         return {}
+
+    def stream_lines(self, data_path: Mapping[str, Any], kit: Any) -> List[str]:
+        """Its part of the plan's data path (what `stream` filed) as report lines (a summarised store's verdict is
+        the planner's own sentence)."""
+        return []
+
+    def checkpoint_cost_lines(self, checkpoint: Mapping[str, Any], kit: Any) -> List[str]:
+        """Its part of the plan's checkpoint figures (what `checkpoint_cost` gave) as report lines."""
+        return []
 
     def diagram(self, spec: ClusterSpec, section: Any, graph: Any, kit: Any) -> None:
         """Draw it in the cluster diagram: ``graph.vpc`` and ``graph.top`` (Graphviz graphs), ``graph.anchors`` (each

@@ -11,13 +11,15 @@ second" for a directory bucket (unverified). Rates and prices in facts.py, with 
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from fmcluster.platforms.storage import StoreFigures
 from fmcluster.platforms.storage.mountpoint_s3.facts import PRICES, RATES
 from fmcluster.platforms.storage.mountpoint_s3.settings import MountpointS3
 
-TIER = str(MountpointS3.checkpoint_tier)  # the tier its section offers
+TIER = str(MountpointS3.checkpoint_tier)  # the tier its section offers; the plan files its figures under it
+COST = f"{TIER}_cost"
+COST_KEYS = ("keep", "interval_minutes", "assumed", "classes")  # the rest: other stores' words on their billing
 GIB = 2**30
 HOURS_PER_MONTH = 730
 
@@ -135,6 +137,30 @@ class Figures(StoreFigures):
     def checkpoint_cost(self, spec: Any, section: Any, size: float, keep: int, interval_minutes: int,
                         kit: Any) -> List[Dict[str, Any]]:
         return monthly_cost(size, keep, interval_minutes, spec.region, kit)
+
+    def checkpoint_cost_lines(self, checkpoint: Mapping[str, Any], kit: Any) -> List[str]:
+        cost = checkpoint.get(COST)
+        if cost is None:
+            return []
+        how = f"keep {cost['keep']}, one every {cost['interval_minutes']} min" + (
+            " (assumed: no checkpoints section)" if cost["assumed"] else "")
+        lines = [f"  checkpoints on S3 a month ({how}):"]
+        for c in cost["classes"]:
+            notes = "; ".join([f"status {c['status']}", *c["notes"]])
+            lines.append(f"    {c['class']}: {kit.money(kit.val(c['usd_per_month']))} (storage "
+                         f"{kit.money(c['storage_usd'])}, requests {kit.money(c['requests_usd'])}, upload "
+                         f"{kit.money(c['upload_usd'])}); a restore {kit.money(kit.val(c['restore_usd']))} [{notes}]")
+        return lines + [f"    {words}" for key, words in cost.items() if key not in COST_KEYS and words]
+
+    def stream_lines(self, data_path: Mapping[str, Any], kit: Any) -> List[str]:
+        s3 = data_path.get(TIER)
+        if not s3:
+            return []
+        where = ("S3 Express One Zone" if s3["express"] else "S3") + (" (comparison)" if s3.get("comparison") else "")
+        verdict = "it delivers it" if s3["delivers"] else "MORE than it delivers"
+        return [f"data from {where} through Mountpoint: {kit.percent(s3['share'])} of "
+                f"{kit.human_bytes(kit.val(s3['delivers_bytes_per_s']))}/s (limited by {s3['limited_by']}; "
+                f"{s3['bound']}): {verdict}"]
 
     def stream(self, spec: Any, section: Any, bytes_per_s: float, group: Any, kit: Any) -> Dict[str, Any]:
         if section is None and spec.storage.file_system() is None:
