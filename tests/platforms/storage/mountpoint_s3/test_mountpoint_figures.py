@@ -132,3 +132,13 @@ def test_text_and_html_print_the_s3_store(tmp_path):
     assert "S3 Express One Zone: $" in text and "FSx for Lustre bills its provisioned capacity" in text
     html = checkpoint_table({"checkpoint": job["checkpoint"]}) + data_paragraph({"data_path": job["data_path"]})
     assert "S3 (Mountpoint)" in html and "S3 Standard: $" in html and "data from S3 through Mountpoint" in html
+
+
+def test_the_plans_s3_figures_are_the_stores_own_and_todays():
+    from fmcluster import registry
+    from fmcluster.platforms.storage.mountpoint_s3.figures import Figures
+
+    (store,) = [s for s in registry.stores() if s.spec_key == "mountpoint_s3"]
+    assert isinstance(store.figures(), Figures)
+    t = s3_target(plan(4, WRITABLE, fsx=FSX, model="llama3-70b"))
+    assert t["write"]["value"] == pytest.approx(33.9744103) and t["restore"]["value"] == pytest.approx(21.6200793)
