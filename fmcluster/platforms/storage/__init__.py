@@ -355,9 +355,10 @@ class StoreFigures:
     """What ``fmcluster plan`` and ``fmcluster diagram`` say of a store, computed from its section by its folder's
     figures.py, with its price and throughput data (and their sources) beside it; `Store.figures` imports it on call.
     The planner loops over the registered stores and never names one. Each method gets ``kit``, the planner's own
-    helpers (``fig``/``val``: a figure with its formula and inputs; ``plain``, ``human_bytes``, ``escape``; ``regional``:
-    a region's price or us-east-1's as an estimate; ``arrows``), so a store imports nothing of the planner. The
-    defaults say nothing: a store without figures is left out of the plan.
+    helpers (``fig``/``val``: a figure with its formula and inputs; ``plain``, ``human_bytes``, ``percent``, ``money``,
+    ``escape``; ``regional``: a region's price or us-east-1's as an estimate; ``arrows``; ``GB``), so a store imports
+    nothing of the planner (fmcluster/planner/stores.py). The defaults say nothing: a store without figures is left
+    out of the plan.
 
     :cvar summarised: the plan's cluster figures carry its key (null where the spec does not configure it), and its
         ``stream`` is the data path's verdict.
