@@ -247,7 +247,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     plan = sub.add_parser("plan", help="memory fit, step-time bounds, checkpoints, data path and cost")
     add_plan_arguments(plan)
     plan.set_defaults(func=run_plan)
-    diagram = sub.add_parser("diagram", help="draw the cluster (node groups, NVLink domains, EFA, FSx, S3, AMP)")
+    diagram = sub.add_parser("diagram", help="draw the cluster (node groups, NVLink domains, EFA, shared stores, S3, AMP)")
     add_diagram_arguments(diagram)
     diagram.set_defaults(func=run_diagram)
     args = parser.parse_args(argv)

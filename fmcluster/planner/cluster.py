@@ -1,6 +1,7 @@
 """What the spec buys, from the spec and the catalog alone: the figures `fmcluster plan`
-has always printed (GPUs, PFLOPS, HBM, NVLink domains, EFA, NVMe, IPs, FSx, and the ring
-all-reduce bound of a gradient of --gradient-gb), kept under `cluster` in the report."""
+has always printed (GPUs, PFLOPS, HBM, NVLink domains, EFA, NVMe, IPs, the shared stores'
+summaries, and the ring all-reduce bound of a gradient of --gradient-gb), kept under
+`cluster` in the report."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ from typing import Any, Dict, List
 
 from fmcluster.planner.collectives import ALL_REDUCE, ring_seconds
 from fmcluster.planner.figures import GB
-from fmcluster.platforms.storage.fsx_lustre.settings import association_s3_path
+from fmcluster.planner.stores import KIT, stores
 
-SCRATCH_2_MBPS_PER_TIB = 200  # baseline; SCRATCH_2 bursts above it (FSx for Lustre performance guide)
 FACTS_CHECKED = ("gpu_memory_mib", "bf16_dense_tflops", "efa_interfaces", "nvme_gb")
 
 FORMULAS = {
@@ -23,7 +23,6 @@ FORMULAS = {
     "nvme_tb": "nodes x nvme_gb / 1000",
     "allreduce_ms_nvlink_domain": "2(n-1)/n x gradient bytes / (nvlink_gbs_per_gpu / 2), n = GPUs of one domain",
     "allreduce_ms_across_efa": "2(m-1)/m x gradient bytes / (efa_gbps / 8 x nodes per domain), m = domains",
-    "fsx.throughput_gbps": "capacity TiB x throughput MB/s per TiB / 1000 (SCRATCH_2: 200 MB/s/TiB baseline)",
 }
 
 
@@ -59,20 +58,15 @@ def group_figures(g: Any, gradient_bytes: float) -> Dict[str, Any]:
 
 
 def storage_figures(spec: Any) -> Dict[str, Any]:
-    fsx = spec.storage.fsx
-    if fsx is None:
-        return {"fsx": None}
-    tib = fsx.storage_capacity_gib / 1024
-    per_tib = fsx.throughput or SCRATCH_2_MBPS_PER_TIB
-    dras = [{"file_system_path": d.file_system_path, "node_path": fsx.node_path(d.file_system_path),
-             "s3": association_s3_path(spec.storage, d, created_bucket=f"<{spec.name} data bucket>"),
-             "auto_import": list(d.auto_import), "auto_export": list(d.auto_export)}
-            for d in fsx.data_repository_associations]
-    return {"fsx": {"deployment_type": fsx.deployment_type, "capacity_gib": fsx.storage_capacity_gib,
-                    "capacity_tib": round(tib, 2),
-                    "throughput_mbps_per_tib": per_tib, "throughput_gbps": round(tib * per_tib / 1000, 2),
-                    "efa": fsx.efa, "associations": len(dras), "data_repository_associations": dras,
-                    "mount_point": fsx.mount_point}}
+    """Each summarised store's summary of the spec's section, under its key (null where the spec lacks it)."""
+    return {store.spec_key: figures.summary(spec, section, KIT) if section is not None else None
+            for store, figures, section in stores(spec) if figures.summarised}
+
+
+def formulas(spec: Any) -> Dict[str, str]:
+    """The figures' formulas, the stores' under their keys."""
+    return {**FORMULAS, **{f"{store.spec_key}.{name}": text for store, figures, _ in stores(spec)
+                           for name, text in figures.formulas.items()}}
 
 
 def cluster_figures(spec: Any, gradient_gb: float) -> Dict[str, Any]:
@@ -93,4 +87,4 @@ def cluster_figures(spec: Any, gradient_gb: float) -> Dict[str, Any]:
     return {"name": spec.name, "region": spec.region, "orchestrator": spec.orchestrator.type,
             "orchestrator_notes": spec.orchestrator_kind.plan_notes(spec),
             "gradient_gb": gradient_gb, "total": total, "groups": groups, "storage": storage_figures(spec),
-            "formulas": FORMULAS}
+            "formulas": formulas(spec)}

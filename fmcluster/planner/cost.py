@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from fmcluster.planner.figures import fig
 from fmcluster.planner.service_cost import service_lines
+from fmcluster.planner.stores import stores
 from fmcluster.runtime.contract import ec2_type
 
 FALLBACK_REGION = "us-east-1"
@@ -142,11 +143,23 @@ def hourly_cost(spec: Any, reservation_prices: Optional[Dict[str, float]] = None
         "unpriced": unpriced,
         # the total covers everything only when every line is priced and nothing is left out, which usage-billed
         # parts (data transfer, requests, samples) never allow
-        "complete": not unpriced and not data["not_included"],
+        "complete": not unpriced and not not_included(spec),
         "estimate": any(ln["price_status"] not in ("listed", "yours") for ln in known),
         "source": source, "as_of": as_of, "services_as_of": data["services"]["as_of"],
-        "price_change": data["price_change"]["announcement"], "not_included": data["not_included"],
+        "price_change": data["price_change"]["announcement"], "not_included": not_included(spec),
     }
+
+
+def not_included(spec: Any) -> List[str]:
+    """What the total leaves out; its usage line lists what every registered store bills by use where the data says."""
+    out = []
+    for item in prices()["not_included"]:
+        if isinstance(item, dict):
+            usage = [u for x in item["usage"] for u in
+                     ([u for _, f, _ in stores(spec) for u in f.unbilled] if x == "STORES" else [x])]
+            item = "usage: " + ", ".join(usage)
+        out.append(item)
+    return out
 
 
 def monthly(usd_per_hour: float, hours: int) -> Dict[str, Any]:

@@ -1,21 +1,23 @@
 """The cluster as a picture, drawn with Graphviz (the `graphviz` package runs Debian's `dot`).
 
 Node groups with their NVLink domains and instances (collapsed beyond a few), the EFA
-fabric and placement group, FSx for Lustre with its S3 links (data repository
-associations), the orchestrator, and AMP/Grafana when observability is on.
+fabric and placement group, the data bucket and each shared store the spec configures as
+the store draws itself (its figures.py: a file system with its links to S3), the
+orchestrator, and AMP/Grafana when observability is on.
 """
 
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any, List
 
-from fmcluster.platforms.storage.fsx_lustre.settings import association_bucket, association_s3_path
+from fmcluster.planner.stores import KIT, stores
 
 FONT = "DejaVu Sans"
 SHOWN_DOMAINS = 2  # per group; the rest collapse into one "more" box
 SHOWN_NODES = 2  # per NVLink domain
-COLORS = {"gpu": "#e8f5e9", "domain": "#c8e6c9", "cpu": "#eceff1", "efa": "#ffe0b2", "fsx": "#bbdefb", "s3": "#ffcdd2",
+COLORS = {"gpu": "#e8f5e9", "domain": "#c8e6c9", "cpu": "#eceff1", "efa": "#ffe0b2", "s3": "#ffcdd2",
           "orch": "#fff9c4", "obs": "#e1bee7", "vpc": "#fafafa"}
 
 
@@ -110,33 +112,13 @@ def _orchestrator(parent: Any, spec: Any, anchors: List[tuple]) -> None:
 
 
 def _storage(vpc: Any, top: Any, spec: Any, anchors: List[tuple]) -> None:
-    storage = spec.storage
-    fsx = storage.fsx
-    data_bucket = storage.data_bucket.existing_name or f"{spec.name} data bucket"
+    data_bucket = spec.storage.data_bucket.existing_name or f"{spec.name} data bucket"
     top.node("s3", f"S3\n{data_bucket}", shape="cylinder", fillcolor=COLORS["s3"])
-    if fsx is None:
-        return
-    per_tib = fsx.throughput or 200
-    tib = fsx.storage_capacity_gib / 1024
-    vpc.node("fsx", f"FSx for Lustre {fsx.deployment_type}\n{fsx.storage_capacity_gib} GiB ({tib:.4g} TiB) · "
-             f"{tib * per_tib / 1000:.3g} GB/s\nmounted at {fsx.mount_point}" + (" · EFA" if fsx.efa else ""),
-             shape="cylinder", fillcolor=COLORS["fsx"])
-    for anchor, cluster, _, _ in anchors:
-        vpc.edge(anchor, "fsx", ltail=cluster, dir="both", color="#1565c0", label="Lustre")
-    for d in fsx.data_repository_associations:
-        # Drawn from the bucket the association really links, at the path nodes see.
-        bucket = association_bucket(storage, d)
-        s3 = "s3" if bucket is None or bucket == storage.data_bucket.existing_name else f"s3_{bucket}"
-        if s3 != "s3":
-            top.node(s3, f"S3\n{bucket}", shape="cylinder", fillcolor=COLORS["s3"])
-        s3_path = association_s3_path(storage, d, created_bucket=f"<{data_bucket}>")
-        node_path = fsx.node_path(d.file_system_path)
-        if d.auto_export:
-            top.edge("fsx", s3, label=f"{node_path} → {s3_path}\nexport", color="#c62828")
-        if d.auto_import:
-            top.edge(s3, "fsx", label=f"{s3_path} → {node_path}\nimport", color="#c62828")
-        if not d.auto_export and not d.auto_import:
-            top.edge("fsx", s3, label=f"{node_path} ↔ {s3_path}\nlazy load", style="dotted")
+    drawing = SimpleNamespace(vpc=vpc, top=top, anchors=anchors, bucket="s3", data_bucket=data_bucket,
+                              bucket_color=COLORS["s3"])
+    for _, figures, section in stores(spec):
+        if section is not None:
+            figures.diagram(spec, section, drawing, KIT)
 
 
 def _observability(g: Any, spec: Any) -> None:

@@ -36,6 +36,10 @@ def plain(x: float, sig: int = 3) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def percent(share: float) -> str:
+    return f"{plain(share * 100, 2)}%"
+
+
 def human_bytes(n: float) -> str:
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if abs(n) >= size:

@@ -9,13 +9,14 @@ from typing import Any, Dict, Iterable, List, Sequence
 
 from fmcluster.planner.chart import legend, step_chart
 from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, plain, val
+from fmcluster.planner.stores import KIT, registered, verdict_store
 from fmcluster.planner.text import (
+    checkpoint_cost_lines,
     compute_rates,
     hbm_fit,
     percent,
     pinned_lines,
-    s3_cost_lines,
-    s3_stream_line,
+    stream_lines,
     tier_lines,
 )
 from fmcluster.planner.text import framework_line as text_framework_line
@@ -113,13 +114,9 @@ def cluster_section(report: Dict[str, Any], spec: Any) -> str:
              escape(", ".join(g["unverified"]) or "-")) for g in c["groups"]]
     groups = table(("group", "nodes", "GPUs", "GPU", "PFLOPS BF16", "HBM TiB", "NVLink domains", "EFA Gbps", "NVMe TB",
                     "capacity", "placement", "unverified"), rows, numeric=(2, 4, 5, 7, 8))
-    fsx = c["storage"]["fsx"]
-    storage = (f"<p>FSx for Lustre {escape(fsx['deployment_type'])}: {fsx['capacity_gib']} GiB "
-               f"({plain(fsx['capacity_tib'], 6)} TiB), "
-               f"{plain(fsx['throughput_gbps'], 6)} GB/s ({fsx['throughput_mbps_per_tib']} MB/s per TiB), "
-               f"{fsx['associations']} S3 association(s)</p>"
-               + "".join(f"<p>{escape(d['node_path'])} ↔ {escape(d['s3'])}</p>" for d in fsx["data_repository_associations"])
-               ) if fsx else "<p>No FSx for Lustre in the spec.</p>"
+    storage = "".join(store.figures().summary_html(c["storage"][store.spec_key], KIT)
+                      if c["storage"][store.spec_key] else f"<p>No {escape(store.title)} in the spec.</p>"
+                      for store in registered() if store.spec_key in c["storage"])
     notes = "".join(f"<li>{escape(line)}</li>" for line in c.get("orchestrator_notes", []))
     orchestrator = f"<ul>{notes}</ul>" if notes else ""
     return f"<section><h2>Cluster</h2>{picture}{groups}{storage}{orchestrator}</section>"
@@ -234,8 +231,9 @@ def checkpoint_table(j: Dict[str, Any]) -> str:
     chosen = ""
     if tier is not None:
         chosen = "<p>" + "<br>".join(escape(line.strip()) for line in tier_lines(tier)) + "</p>"
-    if ck.get("s3_cost"):
-        chosen += "<p>" + "<br>".join(escape(line.strip()) for line in s3_cost_lines(ck["s3_cost"])) + "</p>"
+    costs = checkpoint_cost_lines(ck)
+    if costs:
+        chosen += "<p>" + "<br>".join(escape(line.strip()) for line in costs) + "</p>"
     return (f"<h3>Checkpoints: {human_bytes(val(ck['size']))} ({ck['bytes_per_param']} bytes per parameter), "
             "lower bounds</h3>"
             + table(("target", "write", "restore", "limited by", "note"), rows) + chosen)
@@ -244,12 +242,17 @@ def checkpoint_table(j: Dict[str, Any]) -> str:
 def data_paragraph(j: Dict[str, Any]) -> str:
     d = j["data_path"]
     need = f"{human_count(val(d['tokens_per_s']))} tokens/s = {human_bytes(val(d['bytes_per_s']))}/s"
-    s3 = f"<p>{escape(s3_stream_line(d['s3']))}.</p>" if d.get("s3") else ""
-    if d["fsx"] is None:
+    s3 = "".join(f"<p>{escape(line)}.</p>" for line in stream_lines(d))
+    judged = verdict_store(d)
+    if judged is None:
+        return f"<h3>Data path</h3><p>{escape(need)}.</p>{s3}"
+    key, short = judged
+    if d[key] is None:
         return f"<h3>Data path</h3><p>{escape(need)}; {escape(d['note'])}.</p>{s3}"
-    verdict = '<span class="ok">FSx delivers it</span>' if d["delivers"] else '<span class="bad">more than FSx delivers</span>'
+    verdict = (f'<span class="ok">{short} delivers it</span>' if d["delivers"]
+               else f'<span class="bad">more than {short} delivers</span>')
     return (f"<h3>Data path</h3><p>At the step bound the input pipeline reads {escape(need)}: "
-            f"{percent(d['share_of_fsx'])} of FSx's {human_bytes(val(d['fsx']))}/s. {verdict}.</p>{s3}")
+            f"{percent(d[f'share_of_{key}'])} of {short}'s {human_bytes(val(d[key]))}/s. {verdict}.</p>{s3}")
 
 
 def all_layouts(j: Dict[str, Any]) -> str:

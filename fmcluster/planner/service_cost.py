@@ -1,23 +1,16 @@
-"""What the stacks create besides instances, per hour: the NAT gateway and its public IPv4 address, the FSx for Lustre
-file system by deployment type and throughput, and the services a kind bills by the hour
+"""What the stacks create besides instances, per hour: the NAT gateway and its public IPv4 address, each shared store
+the spec configures (its figures' `charges`, priced from its own data), and the services a kind bills by the hour
 (`OrchestratorTraits.billed_services`: the EKS control plane, the PCS controller). Prices are data (data/prices.json,
 ``services``), each with its source and how far it is checked; a region the data lacks gets the us-east-1 figure,
 marked as an estimate on its line."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 from fmcluster.planner.figures import fig
-
-FALLBACK_REGION = "us-east-1"
-
-
-def _regional(table: Any, region: str) -> Tuple[Any, Optional[str]]:
-    """(the figure for `region`, or us-east-1's with why) from a region -> figure mapping."""
-    if region in table:
-        return table[region], None
-    return table[FALLBACK_REGION], f"estimate: {region} not in the data, {FALLBACK_REGION} price"
+from fmcluster.planner.stores import KIT, stores
+from fmcluster.planner.stores import regional as _regional
 
 
 def service_line(item: str, detail: str, usd_per_hour: Optional[float], entry: Dict[str, Any],
@@ -54,22 +47,14 @@ def service_lines(spec: Any, services: Dict[str, Any]) -> List[Dict[str, Any]]:
         ipv4 = services["public-ipv4"]  # a NAT gateway holds one Elastic IP, billed like any public IPv4 address
         lines.append(service_line(ipv4["item"], "1 Elastic IP", ipv4["usd_per_hour"], ipv4, [],
                                   "count x USD per address-hour", count=1, usd_per_hour_each=ipv4["usd_per_hour"]))
-    fsx = spec.storage.fsx
-    if fsx is not None:
-        entry = services["fsx-lustre"]
-        table, why = _regional(entry["usd_per_gib_month"], spec.region) if "usd_per_gib_month" in entry else ({}, None)
-        by_type = table.get(fsx.deployment_type)
-        per_gib = (by_type.get(str(fsx.throughput_per_tib)) if isinstance(by_type, dict) else by_type)
-        detail = f"{fsx.deployment_type} {fsx.storage_capacity_gib} GiB" + (
-            f", {fsx.throughput_per_tib} MB/s per TiB" if fsx.deployment_type != "SCRATCH_2" else "")
-        notes = [why] if why else []
-        if per_gib is None:
-            notes.append(f"no figure for {detail} in the data" + (f": {entry['searched']}" if "searched" in entry
-                                                                     else ""))
-        usd = None if per_gib is None else fsx.storage_capacity_gib * per_gib / hours
-        lines.append(service_line("FSx for Lustre", detail, usd, entry, notes,
-                                  "GiB x USD per GiB-month / hours per month", gib=fsx.storage_capacity_gib,
-                                  usd_per_gib_month=per_gib, hours_per_month=hours))
+    for _, figures, section in stores(spec):
+        if section is None:
+            continue
+        for c in figures.charges(spec, section, KIT):
+            monthly = c["usd_per_month"]
+            lines.append(service_line(c["item"], c["detail"], None if monthly is None else monthly / hours, c["entry"],
+                                      c["notes"], f"{c['formula']} / hours per month", **c["inputs"],
+                                      hours_per_month=hours))
     for billed in spec.orchestrator_kind.billed_services(spec):
         entry = services.get(billed.key)
         if entry is None:  # a kind's price the data lacks: said, never a crash (a test holds the built-in kinds)

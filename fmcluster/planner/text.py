@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, plain, val
+from fmcluster.planner import stores
+from fmcluster.planner.figures import GIB, human_bytes, human_count, human_seconds, money, percent, plain, val
+from fmcluster.planner.stores import KIT, registered, verdict_store
+
+ARROWS = stores.ARROWS  # read by the CLI's synth summary
 
 
 def render(p: Dict[str, Any]) -> str:
@@ -40,22 +44,14 @@ def cluster_lines(c: Dict[str, Any]) -> List[str]:
             )
         if g["unverified"]:
             lines.append(f"    unverified catalog facts: {', '.join(g['unverified'])}")
-    fsx = c["storage"]["fsx"]
-    if fsx:
-        lines.append(
-            f"  storage: FSx for Lustre {fsx['deployment_type']} {fsx['capacity_gib']} GiB "
-            f"({plain(fsx['capacity_tib'], 6)} TiB), "
-            f"{plain(fsx['throughput_gbps'], 6)} GB/s aggregate ({fsx['throughput_mbps_per_tib']} MB/s per TiB)"
-            f"{', EFA' if fsx['efa'] else ''}, {fsx['associations']} S3 association(s)"
-        )
-        lines += [f"    {d['node_path']} {ARROWS[bool(d['auto_import']), bool(d['auto_export'])]} {d['s3']}"
-                  for d in fsx["data_repository_associations"]]
+    for store in registered():
+        summary = c["storage"].get(store.spec_key)
+        if summary:
+            lines += store.figures().summary_lines(summary, KIT)
     lines += [f"  {line}" for line in c.get("orchestrator_notes", [])]
     return lines
 
 
-# (auto import, auto export) -> how data moves between the path nodes see and S3; neither: lazy load on first read.
-ARROWS = {(True, True): "<->", (True, False): "<-", (False, True): "->", (False, False): "<- (lazy load)"}
 
 
 # how each line's price was found, as the line says it
@@ -163,13 +159,16 @@ def job_lines(j: Dict[str, Any], p: Dict[str, Any]) -> List[str]:
     per_token = d["bytes_per_s"]["inputs"]["bytes_per_token"]
     data = (f"  data: {human_count(val(d['tokens_per_s']))} tokens/s x {plain(per_token, 6)} B = "
             f"{human_bytes(val(d['bytes_per_s']))}/s")
-    if d["fsx"] is None:
+    judged = verdict_store(d)
+    if judged is None:
+        lines.append(data)
+    elif d[judged[0]] is None:
         lines.append(data + f"; {d['note']}")
     else:
-        verdict = "FSx delivers it" if d["delivers"] else "MORE than FSx delivers"
-        lines.append(data + f" = {percent(d['share_of_fsx'])} of FSx {human_bytes(val(d['fsx']))}/s: {verdict}")
-    if d.get("s3"):
-        lines.append("  " + s3_stream_line(d["s3"]))
+        key, short = judged
+        verdict = f"{short} delivers it" if d["delivers"] else f"MORE than {short} delivers"
+        lines.append(data + f" = {percent(d[f'share_of_{key}'])} of {short} {human_bytes(val(d[key]))}/s: {verdict}")
+    lines += ["  " + line for line in stream_lines(d)]
     t = j["tokens"]
     excludes = f"; without {', '.join(t['usd_excludes'])}" if t.get("usd_excludes") else ""
     usd = (f">= {money(val(t['usd']))} at {money(t['usd']['inputs']['usd_per_hour'])}/h (this group and the shared "
@@ -205,10 +204,6 @@ def pinned_lines(j: Dict[str, Any]) -> List[str]:
                      f"of the pick's time: {loses}")
     lines.append("       estimate: " + estimate_breakdown(pin["estimate"]))
     return lines
-
-
-def percent(share: float) -> str:
-    return f"{plain(share * 100, 2)}%"
 
 
 def estimate_breakdown(e: Dict[str, Any]) -> str:
@@ -247,38 +242,22 @@ def checkpoint_lines(ck: Dict[str, Any]) -> List[str]:
             parts.append(f"limited by {t['limited_by']}")
         name = t["target"] + (" (comparison)" if t.get("comparison") else "")
         lines.append(f"    {name}: {', '.join(parts)}" + (" [unverified rates]" if t.get("unverified") else ""))
-    return lines + tier_lines(ck.get("tier")) + s3_cost_lines(ck.get("s3_cost"))
+    return lines + tier_lines(ck.get("tier")) + checkpoint_cost_lines(ck)
 
 
-def s3_stream_line(s3: Dict[str, Any]) -> str:
-    where = "S3 Express One Zone" if s3["express"] else "S3"
-    verdict = "it delivers it" if s3["delivers"] else "MORE than it delivers"
-    where += " (comparison)" if s3.get("comparison") else ""
-    return (f"data from {where} through Mountpoint: {percent(s3['share'])} of "
-            f"{human_bytes(val(s3['delivers_bytes_per_s']))}/s (limited by {s3['limited_by']}; {s3['bound']}): "
-            f"{verdict}")
+def stream_lines(data_path: Dict[str, Any]) -> List[str]:
+    """What each store that streams by use says of the data path (its figures' words)."""
+    return [line for store in registered() for line in store.figures().stream_lines(data_path, KIT)]
 
 
 def _at_least(t: Dict[str, Any], what: str) -> str:
-    """'>=' for a lower bound; '~' for a time at S3's documented request rate, which S3 may exceed."""
-    return "~" if str(t.get(f"{what}_bound", "lower bound")).startswith("at S3") else ">="
+    """'>=' for a lower bound; '~' for a time at a documented rate the service may exceed (a store's bound)."""
+    return ">=" if str(t.get(f"{what}_bound", "lower bound")).startswith("lower bound") else "~"
 
 
-def s3_cost_lines(cost: Optional[Dict[str, Any]]) -> List[str]:
-    """What the checkpoints on the S3 store cost a month, per storage class, beside FSx's capacity billing."""
-    if cost is None:
-        return []
-    how = f"keep {cost['keep']}, one every {cost['interval_minutes']} min" + (
-        " (assumed: no checkpoints section)" if cost["assumed"] else "")
-    lines = [f"  checkpoints on S3 a month ({how}):"]
-    for c in cost["classes"]:
-        notes = "; ".join([f"status {c['status']}", *c["notes"]])
-        lines.append(f"    {c['class']}: {money(val(c['usd_per_month']))} (storage {money(c['storage_usd'])}, "
-                     f"requests {money(c['requests_usd'])}, upload {money(c['upload_usd'])}); a restore "
-                     f"{money(val(c['restore_usd']))} [{notes}]")
-    if cost.get("fsx"):
-        lines.append(f"    {cost['fsx']}")
-    return lines
+def checkpoint_cost_lines(ck: Dict[str, Any]) -> List[str]:
+    """What the checkpoints on a store that bills by use cost a month (its figures' words)."""
+    return [line for store in registered() for line in store.figures().checkpoint_cost_lines(ck, KIT)]
 
 
 def tier_lines(tier: Optional[Dict[str, Any]]) -> List[str]:

@@ -1,6 +1,6 @@
 """Each service figure the plan uses is held to the sentence of the AWS page it was read from, with the day it was
 read; a service with no such page read is unpriced and says what was searched (docs/planning.md, "Prices not
-found"): FSx for Lustre, the EKS control plane, the PCS controller, the AMP collector, HyperPod's ml. rates."""
+found"): the EKS control plane, the PCS controller, the AMP collector, HyperPod's ml. rates."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_each_quoted_figure_is_the_one_its_row_states(key):
     assert stated == [entry["usd_per_hour"]], entry["row"]
 
 
-@pytest.mark.parametrize("key", ["fsx-lustre", "pcs-controller", "amp-collector"])
+@pytest.mark.parametrize("key", ["pcs-controller", "amp-collector"])  # a store's: its folder's tests
 def test_a_service_whose_page_was_not_found_is_unpriced_and_says_so(key):
     entry = SERVICES[key]
     assert entry["status"] == "unpriced" and "searched" in entry

@@ -48,7 +48,7 @@ __all__ = ["Alarm", "Arn", "BootMount", "BuiltStore", "ChangeRules", "CsiAddon",
            "Judgement",
            "installed_csi_addons",
            "KubernetesVolume", "Mount", "Mounts", "NodeClient", "PARALLELCLUSTER", "Permission", "ResourceEdit",
-           "S3Link", "SERVICES", "Store", "StorageScope"]
+           "S3Link", "SERVICES", "Store", "StoreFigures", "StorageScope"]
 
 # Services that mount a store themselves, given its entry in their own format.
 HYPERPOD = "sagemaker-hyperpod"  # an InstanceStorageConfigs entry of AWS::SageMaker::Cluster, as CloudFormation writes it
@@ -367,6 +367,88 @@ class ChangeRules:
         return {}
 
 
+class StoreFigures:
+    """What ``fmcluster plan`` and ``fmcluster diagram`` say of a store, computed from its section by its folder's
+    figures.py, with its price and throughput data (and their sources) beside it; `Store.figures` imports it on call.
+    The planner loops over the registered stores and never names one. Each method gets ``kit``, the planner's own
+    helpers (``fig``/``val``: a figure with its formula and inputs; ``plain``, ``human_bytes``, ``percent``, ``money``,
+    ``escape``; ``regional``: a region's price or us-east-1's as an estimate; ``arrows``; ``GB``), so a store imports
+    nothing of the planner (fmcluster/planner/stores.py). The defaults say nothing: a store without figures is left
+    out of the plan.
+
+    :cvar summarised: the plan's cluster figures carry its key (null where the spec does not configure it), and its
+        ``stream`` is the data path's verdict.
+    :cvar short: how a report's sentence names it ("of <short>'s throughput").
+    :cvar unbilled: what it bills by use that the plan's cost leaves out (its "not included" words).
+    :cvar formulas: the formulas of its summary's figures, by figure (the plan lists them as ``<key>.<figure>``).
+    :cvar target, export_target: the names of its checkpoint targets that the shared file system's tier writes to
+        and copies on to S3 through (the instance NVMe's tier copies to ``target`` too).
+    """
+
+    summarised: bool = False
+    short: str = ""
+    unbilled: Tuple[str, ...] = ()
+    formulas: Mapping[str, str] = {}
+    target: str = ""
+    export_target: str = ""
+
+    def summary(self, spec: ClusterSpec, section: Any, kit: Any) -> Dict[str, Any]:
+        """What the spec's section buys (the plan's ``cluster.storage.<key>``)."""
+        return {}
+
+    def summary_lines(self, summary: Mapping[str, Any], kit: Any) -> List[str]:
+        """`summary` as the text report's lines."""
+        return []
+
+    def summary_html(self, summary: Mapping[str, Any], kit: Any) -> str:
+        """`summary` as the HTML page's paragraphs."""
+        return ""
+
+    def charges(self, spec: ClusterSpec, section: Any, kit: Any) -> List[Dict[str, Any]]:
+        """Its cost lines: ``item``, ``detail``, ``usd_per_month`` (None: unpriced), ``entry`` (its price data:
+        ``status``, ``source``, ``usage``), ``notes``, and the ``formula`` of the monthly figure with its ``inputs``."""
+        return []
+
+    def checkpoint_targets(self, spec: ClusterSpec, section: Any, size: float, group: Any, steps: Any,
+                           kit: Any) -> List[Dict[str, Any]]:
+        """Writing one checkpoint of `size` bytes from `group`'s nodes to it and restoring it (``section`` None:
+        what a spec without it is told, or a comparison); ``steps(seconds)``: a write time in training steps."""
+        return []
+
+    def checkpoint_fits(self, spec: ClusterSpec, section: Any, need: float) -> List[Dict[str, Any]]:
+        """Whether `need` bytes (``keep`` checkpoints) fit on it beside what else it holds."""
+        return []
+
+    def checkpoint_cost(self, spec: ClusterSpec, section: Any, size: float, keep: int, interval_minutes: int,
+                        kit: Any) -> List[Dict[str, Any]]:
+        """What `keep` checkpoints on it, one every `interval_minutes`, cost a month, per storage class."""
+        return []
+
+    def capacity_billing(self, spec: ClusterSpec, section: Any) -> Optional[str]:
+        """How it bills the checkpoints it holds where that is not by use (a summarised store's words beside a
+        by-use store's monthly cost; None: by use)."""
+        return None
+
+    def stream(self, spec: ClusterSpec, section: Any, bytes_per_s: float, group: Any, kit: Any) -> Dict[str, Any]:
+        """What it delivers to the input pipeline against the `bytes_per_s` a step needs, as the plan's data path
+        files it (empty: not judged)."""
+        return {}
+
+    def stream_lines(self, data_path: Mapping[str, Any], kit: Any) -> List[str]:
+        """Its part of the plan's data path (what `stream` filed) as report lines (a summarised store's verdict is
+        the planner's own sentence)."""
+        return []
+
+    def checkpoint_cost_lines(self, checkpoint: Mapping[str, Any], kit: Any) -> List[str]:
+        """Its part of the plan's checkpoint figures (what `checkpoint_cost` gave) as report lines."""
+        return []
+
+    def diagram(self, spec: ClusterSpec, section: Any, graph: Any, kit: Any) -> None:
+        """Draw it in the cluster diagram: ``graph.vpc`` and ``graph.top`` (Graphviz graphs), ``graph.anchors`` (each
+        node group's (node, cluster, efa, Gbps)), ``graph.bucket`` (the data bucket's node), ``graph.data_bucket``
+        (its name) and ``graph.bucket_color``."""
+
+
 @dataclass(frozen=True)
 class Store:
     """One shared store, declared as data; `build` and `key_statements` import their modules when called.
@@ -443,6 +525,10 @@ class Store:
         """The section ``fmcluster init`` writes under ``storage.<spec_key>`` of a new spec unless told
         ``--no-<spec_key>`` (None: init offers none)."""
         return None
+
+    def figures(self) -> StoreFigures:
+        """What ``fmcluster plan`` and ``fmcluster diagram`` say of it (its folder's figures.py)."""
+        return StoreFigures()
 
 
 def installed_csi_addons(spec: ClusterSpec) -> List[CsiAddon]:

@@ -42,8 +42,6 @@ LATER: Dict[str, str] = {
     "fmcluster/platforms/hyperpod/node/": "the lifecycle scripts mount the parameters' fsx entry (LNet over EFA); "
                                           "other stores come in the generic list of mounts: the entry moves to the "
                                           "store's node/ with the node-side slice",
-    # tools and AWS calls
-    "fmcluster/planner/": "cost, throughput, checkpoint tiers and the diagram: the planner slice (a store's figures)",
 }
 
 
@@ -148,8 +146,9 @@ def test_the_lifecycle_parameters_carry_a_store_the_nodes_mount():
     assert mounts.lifecycle_parameters(mounts.mounted_by_nodes(HYPERPOD)) == {"fsx": None, "toy": {"x": 1}}
 
 
-def test_the_store_folder_holds_its_settings_construct_builder_mount_change_rules_checks_and_status():
+def test_the_store_folder_holds_its_settings_construct_builder_mount_change_rules_checks_status_and_figures():
     assert {p.name for p in STORE_FOLDER.glob("*.py")} == {"__init__.py", "settings.py", "construct.py", "resources.py",
-                                                           "mount.py", "changes.py", "preflight.py", "status.py"}
+                                                           "mount.py", "changes.py", "preflight.py", "status.py",
+                                                           "figures.py", "facts.py"}
     assert not (PACKAGE / "constructs" / "fsx_lustre.py").exists()
     assert type(registry.stores()[0]).__module__ == "fmcluster.platforms.storage.fsx_lustre"

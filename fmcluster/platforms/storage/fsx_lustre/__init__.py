@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
-from fmcluster.platforms.storage import BuiltStore, ChangeRules, S3Link, StorageScope, Store
+from fmcluster.platforms.storage import BuiltStore, ChangeRules, S3Link, StorageScope, Store, StoreFigures
 from fmcluster.platforms.storage.fsx_lustre.mount import CSI_ADDON, LIFECYCLE_KEY
 from fmcluster.platforms.storage.fsx_lustre.mount import STORE as NAME
 from fmcluster.platforms.storage.fsx_lustre.settings import Fsx, association_s3_path, fsx_of
@@ -56,6 +56,11 @@ class FsxLustre(Store):
         from fmcluster.platforms.storage.fsx_lustre.preflight import checks
 
         return checks(spec)
+
+    def figures(self) -> StoreFigures:
+        from fmcluster.platforms.storage.fsx_lustre.figures import Figures
+
+        return Figures(self.spec_key)
 
     def status_describers(self) -> Mapping[str, Any]:
         from fmcluster.platforms.storage.fsx_lustre.status import DESCRIBERS

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, List
 
-from fmcluster.platforms.storage import BuiltStore, ChangeRules, StorageScope, Store
+from fmcluster.platforms.storage import BuiltStore, ChangeRules, StorageScope, Store, StoreFigures
 from fmcluster.platforms.storage.mountpoint_s3.mount import CSI_ADDON
 from fmcluster.platforms.storage.mountpoint_s3.mount import STORE as NAME
 from fmcluster.platforms.storage.mountpoint_s3.settings import MountpointS3
@@ -39,6 +39,11 @@ class MountpointForS3(Store):
         from fmcluster.platforms.storage.mountpoint_s3.changes import RULES
 
         return RULES
+
+    def figures(self) -> StoreFigures:
+        from fmcluster.platforms.storage.mountpoint_s3.figures import Figures
+
+        return Figures(self.spec_key)
 
 
 STORE = MountpointForS3(

@@ -213,7 +213,8 @@ def test_every_example_keeps_the_pinned_logical_ids_of_what_the_store_creates():
 def test_the_store_folder_holds_its_declaration_settings_constructs_builder_mount_and_change_rules():
     folder = ROOT / "fmcluster" / "platforms" / "storage" / "mountpoint_s3"
     assert {p.name for p in folder.glob("*.py")} == {"__init__.py", "settings.py", "construct.py", "resources.py",
-                                                     "mount.py", "changes.py", "preflight.py"}
+                                                     "mount.py", "changes.py", "preflight.py", "figures.py",
+                                                     "facts.py"}
     (store,) = [s for s in registry.stores() if s.spec_key == "mountpoint_s3"]
     assert type(store).__module__ == "fmcluster.platforms.storage.mountpoint_s3"
     assert (store.lifecycle_key, store.uses_data_key, store.always_described) == (None, False, False)

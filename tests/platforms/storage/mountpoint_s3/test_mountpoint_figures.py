@@ -1,6 +1,7 @@
-"""`plan` prices and times the S3 store (Mountpoint for Amazon S3) beside FSx: every node writes its shard through
-Mountpoint, bounded by its network and by S3's request rate times Mountpoint's part size; the checkpoints' month on
-S3 Standard and S3 Express One Zone; the dataset's stream; and `checkpoints.tier: s3` as the spec deploys it."""
+"""`plan` prices and times the S3 store (Mountpoint for Amazon S3: its folder's figures.py, with facts.py) beside FSx:
+every node writes its shard through Mountpoint, bounded by its network and by S3's request rate times Mountpoint's
+part size; the checkpoints' month on S3 Standard and S3 Express One Zone; the dataset's stream; and
+`checkpoints.tier: s3` as the spec deploys it."""
 
 from __future__ import annotations
 
@@ -9,11 +10,10 @@ import re
 import pytest
 from helpers.planner import spec
 
-from fmcluster.planner.checkpoints import storage_facts
-from fmcluster.planner.cost import prices
 from fmcluster.planner.models import preset
 from fmcluster.planner.report import PlanOptions, build
 from fmcluster.planner.text import checkpoint_lines
+from fmcluster.platforms.storage.mountpoint_s3.facts import PRICES, RATES
 
 FSX = {"deployment_type": "PERSISTENT_2", "storage_capacity_gib": 4800, "throughput_per_tib": 250}
 WRITABLE = {"read_only": False, "mount_point": "/s3"}
@@ -34,7 +34,7 @@ def s3_target(job):
 
 
 def test_mountpoint_and_s3_figures_carry_their_sources():
-    facts = storage_facts()["s3"]
+    facts = RATES
     assert facts["mountpoint"]["part_size_bytes"] == PART
     assert "optimizing-performance.html" in facts["general_purpose"]["sources"][0]
     assert (facts["general_purpose"]["put_per_s_per_prefix"], facts["general_purpose"]["get_per_s_per_prefix"]) == (
@@ -88,7 +88,7 @@ def test_the_month_of_checkpoints_on_each_class_follows_the_price_data():
     cost = job["checkpoint"]["s3_cost"]
     size = job["checkpoint"]["size"]["value"]
     std, express = cost["classes"]
-    table = prices()["s3_storage"]
+    table = PRICES
     puts = -(-size // PART)
     assert std["storage_usd"] == pytest.approx(2 * size / GIB * table["standard"]["usd_per_gb_month"])
     assert std["requests_usd"] == pytest.approx(730 * puts * table["standard"]["usd_per_1000_put"] / 1000)
@@ -107,7 +107,7 @@ def test_a_region_without_figures_gets_us_east_1s_as_estimates():
 @pytest.mark.parametrize("key", ["usd_per_gb_month", "usd_per_1000_put", "usd_per_1000_get", "usd_per_gb_upload",
                                  "usd_per_gb_retrieval"])
 def test_each_express_price_is_the_one_its_faq_row_states(key):
-    entry = prices()["s3_storage"]["express_one_zone"]
+    entry = PRICES["express_one_zone"]
     assert entry["page"] == "https://aws.amazon.com/s3/faqs/" and re.fullmatch(r"\d{4}-\d{2}-\d{2}", entry["read"])
     stated = [float(x) for x in re.findall(r"\$(\d+\.\d+)(?:/1,000)? =", entry["rows"][key])]
     assert stated == [entry[key]], entry["rows"][key]
@@ -132,3 +132,13 @@ def test_text_and_html_print_the_s3_store(tmp_path):
     assert "S3 Express One Zone: $" in text and "FSx for Lustre bills its provisioned capacity" in text
     html = checkpoint_table({"checkpoint": job["checkpoint"]}) + data_paragraph({"data_path": job["data_path"]})
     assert "S3 (Mountpoint)" in html and "S3 Standard: $" in html and "data from S3 through Mountpoint" in html
+
+
+def test_the_plans_s3_figures_are_the_stores_own_and_todays():
+    from fmcluster import registry
+    from fmcluster.platforms.storage.mountpoint_s3.figures import Figures
+
+    (store,) = [s for s in registry.stores() if s.spec_key == "mountpoint_s3"]
+    assert isinstance(store.figures(), Figures)
+    t = s3_target(plan(4, WRITABLE, fsx=FSX, model="llama3-70b"))
+    assert t["write"]["value"] == pytest.approx(33.9744103) and t["restore"]["value"] == pytest.approx(21.6200793)
