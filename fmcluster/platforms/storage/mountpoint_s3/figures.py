@@ -2,11 +2,12 @@
 streaming, and what its checkpoints cost a month, on S3 Standard and S3 Express One Zone; as a comparison where the
 spec has a shared file system and no section of this store.
 
-Every node writes (or reads) its shard at once through Mountpoint, which moves files in parts of one request each. So
-a checkpoint takes ``size / min(nodes x node network, request rate x part size)``: the network term is generous (a
-lower bound on time); the request term is S3's documented floor for one partitioned prefix (general purpose buckets,
-which partition a busy prefix further over time) or the planner's reading of "hundreds of thousands of requests per
-second" for a directory bucket (unverified). Rates and prices in facts.py, with sources.
+Every rank writes (or reads) its shard at once through Mountpoint, which moves files in parts of one request each and
+one file at a rate bound by CPU. So a checkpoint takes ``size / min(nodes x min(node network, files per node x
+per-file rate), request rate x part size)``: the per-file rate is Mountpoint's measured one (fitted and held on
+published single-node runs, facts.CALIBRATION), the network term one ENA interface; the request term is S3's
+documented floor for one partitioned prefix (general purpose buckets, which partition a busy prefix further over
+time) or a directory bucket's default quota (S3 Express One Zone). Rates and prices in facts.py, with sources.
 """
 
 from __future__ import annotations
@@ -29,58 +30,86 @@ def express(section: Optional[Any]) -> bool:
     return section is not None and getattr(section, "express", None) is not None
 
 
-def client_bytes_per_s(group: Any, kit: Any) -> float:
-    """Mountpoint speaks TCP over ENA, never EFA: a node's one ENA interface (network card 0)."""
+PER_FILE = {"PUT": "write_bytes_per_s_per_file", "GET": "read_bytes_per_s_per_handle"}
+
+
+def node_bytes_per_s(network_bytes_per_s: float, files: int, verb: str) -> float:
+    """What one node moves through Mountpoint with `files` open at once (PUT: writing, GET: reading): each at most
+    Mountpoint's per-file rate, all together at most the node's network."""
+    return min(network_bytes_per_s, files * RATES["mountpoint"][PER_FILE[verb]])
+
+
+def _node(group: Any, kit: Any) -> Tuple[float, int]:
+    """(a node's network toward S3, the files it has open at once): Mountpoint speaks TCP over one ENA interface
+    (network card 0), never EFA; every rank (GPU) writes or reads its own shard file."""
     t = group.instance
-    return group.count * t.network_gbps / max(t.network_cards, 1) / 8 * kit.GB
+    return t.network_gbps / max(t.network_cards, 1) / 8 * kit.GB, max(t.gpus, 1)
+
+
+def client_bytes_per_s(group: Any, kit: Any, verb: str = "GET") -> float:
+    network, files = _node(group, kit)
+    return group.count * node_bytes_per_s(network, files, verb)
 
 
 def _rates(express: bool) -> Tuple[float, float, str]:
     """(PUT/s, GET/s, what they are per) for the bucket type."""
     if express:
-        rate = RATES["express_one_zone"]["requests_per_s_per_bucket"]
-        return rate, rate, "directory bucket (S3 Express One Zone; unverified reading of 'hundreds of thousands')"
+        ez = RATES["express_one_zone"]
+        return ez["put_per_s_per_bucket"], ez["get_per_s_per_bucket"], "directory bucket (S3 Express One Zone's default)"
     gp = RATES["general_purpose"]
     return gp["put_per_s_per_prefix"], gp["get_per_s_per_prefix"], "partitioned prefix (S3's documented floor)"
 
 
-def _transfer(size: float, clients: float, requests_per_s: float, part: float, verb: str, per: str,
+def _transfer(size: float, group: Any, requests_per_s: float, part: float, verb: str, per: str,
               kit: Any) -> Dict[str, Any]:
+    network, files = _node(group, kit)
+    clients = group.count * node_bytes_per_s(network, files, verb)
     by_requests = requests_per_s * part
     rate = min(clients, by_requests)
-    limited = "client network" if clients <= by_requests else f"S3 {verb} requests per {per}"
-    bound = ("lower bound (the node network is taken generously)" if clients <= by_requests
-             else "at S3's documented rate, not a bound (S3 may scale past it)")
-    return {"figure": kit.fig(size / rate, "s", f"size / min(nodes x node network, {verb} requests/s x part size)",
-                              size=size, client_bytes_per_s=clients, requests_per_s=requests_per_s, part_bytes=part),
+    if clients > by_requests:
+        limited, bound = f"S3 {verb} requests per {per}", "at S3's documented rate, not a bound (S3 may scale past it)"
+    elif clients < group.count * network:
+        limited = f"Mountpoint's per-file rate ({files} files per node)"
+        bound = "at Mountpoint's measured per-file rate (calibrated on one node; docs/planning.md)"
+    else:
+        limited, bound = "client network", "lower bound (the node network is taken generously)"
+    return {"figure": kit.fig(size / rate, "s", f"size / min(nodes x min(node network, files per node x per-file "
+                              f"rate), {verb} requests/s x part size)", size=size, client_bytes_per_s=clients,
+                              node_network_bytes_per_s=network, files_per_node=files,
+                              per_file_bytes_per_s=RATES["mountpoint"][PER_FILE[verb]],
+                              requests_per_s=requests_per_s, part_bytes=part),
             "limited_by": limited, "bound": bound}
 
 
-def target(size: float, clients: float, kit: Any, express: bool = False, configured: bool = True,
+def target(size: float, group: Any, kit: Any, express: bool = False, configured: bool = True,
            key: str = "mountpoint_s3") -> Dict[str, Any]:
     """Writing every shard to, and reading it back from, the store through Mountpoint (`configured`: the spec's
     store, else S3 Standard as a comparison)."""
     part = RATES["mountpoint"]["part_size_bytes"]
     put, get, per = _rates(express)
-    write = _transfer(size, clients, put, part, "PUT", per, kit)
-    read = _transfer(size, clients, get, part, "GET", per, kit)
+    write = _transfer(size, group, put, part, "PUT", per, kit)
+    read = _transfer(size, group, get, part, "GET", per, kit)
     name = "S3 Express One Zone (Mountpoint)" if express else "S3 (Mountpoint)"
     return {
         "target": name, "store_tier": TIER, "available": True, "write": write["figure"], "restore": read["figure"],
         "limited_by": write["limited_by"], "write_bound": write["bound"], "restore_bound": read["bound"],
-        "restore_limited_by": read["limited_by"], "durable": True, "unverified": True,
+        "restore_limited_by": read["limited_by"], "durable": True,
+        # calibrated on one node only: no published multi-node run (facts.CALIBRATION)
+        "unverified": True,
         "note": ("one AZ's durability (S3 Express One Zone)" if express else "durable in S3 once each file is closed")
         + ("" if configured else f"; a comparison: the spec has no writable storage.{key}"),
     }
 
 
-def stream(step_bytes_per_s: float, clients: float, express: bool, kit: Any) -> Dict[str, Any]:
-    """What the store delivers to the input pipeline, against what the step needs."""
+def stream(step_bytes_per_s: float, group: Any, express: bool, kit: Any) -> Dict[str, Any]:
+    """What the store delivers to the input pipeline (a reader per rank), against what the step needs."""
     _, get, per = _rates(express)
     part = RATES["mountpoint"]["part_size_bytes"]
-    read = _transfer(1.0, clients, get, part, "GET", per, kit)
+    read = _transfer(1.0, group, get, part, "GET", per, kit)
+    clients = read["figure"]["inputs"]["client_bytes_per_s"]
     rate = min(clients, get * part)
-    return {"delivers_bytes_per_s": kit.fig(rate, "bytes/s", "min(nodes x node network, GET requests/s x part size)",
+    return {"delivers_bytes_per_s": kit.fig(rate, "bytes/s", "min(nodes x min(node network, readers per node x "
+                                            "per-reader rate), GET requests/s x part size)",
                                             client_bytes_per_s=clients, requests_per_s=get, part_bytes=part),
             "limited_by": read["limited_by"], "bound": read["bound"].replace("lower bound", "upper bound on rate"),
             "share": step_bytes_per_s / rate if rate else float("inf"), "delivers": step_bytes_per_s <= rate,
@@ -126,8 +155,7 @@ class Figures(StoreFigures):
         # the spec's store (writable or not), or S3 Standard as a comparison beside a shared file system
         if section is None and spec.storage.file_system() is None:
             return []
-        t = target(size, client_bytes_per_s(group, kit), kit, express(section), configured=section is not None,
-                   key=self.key)
+        t = target(size, group, kit, express(section), configured=section is not None, key=self.key)
         t["comparison"] = section is None or bool(section.checkpoint_problems())
         if section is not None and t["comparison"]:
             t["note"] += f"; a comparison: storage.{self.key} is read-only and takes no checkpoints"
@@ -165,6 +193,6 @@ class Figures(StoreFigures):
     def stream(self, spec: Any, section: Any, bytes_per_s: float, group: Any, kit: Any) -> Dict[str, Any]:
         if section is None and spec.storage.file_system() is None:
             return {}
-        out = stream(bytes_per_s, client_bytes_per_s(group, kit), express(section), kit)
+        out = stream(bytes_per_s, group, express(section), kit)
         out["comparison"] = section is None
         return {TIER: out}

@@ -13,7 +13,8 @@ from helpers.planner import spec
 from fmcluster.planner.models import preset
 from fmcluster.planner.report import PlanOptions, build
 from fmcluster.planner.text import checkpoint_lines
-from fmcluster.platforms.storage.mountpoint_s3.facts import PRICES, RATES
+from fmcluster.platforms.storage.mountpoint_s3.facts import BAND, CALIBRATION, PRICES, RATES
+from fmcluster.platforms.storage.mountpoint_s3.figures import node_bytes_per_s
 
 FSX = {"deployment_type": "PERSISTENT_2", "storage_capacity_gib": 4800, "throughput_per_tib": 250}
 WRITABLE = {"read_only": False, "mount_point": "/s3"}
@@ -39,16 +40,45 @@ def test_mountpoint_and_s3_figures_carry_their_sources():
     assert "optimizing-performance.html" in facts["general_purpose"]["sources"][0]
     assert (facts["general_purpose"]["put_per_s_per_prefix"], facts["general_purpose"]["get_per_s_per_prefix"]) == (
         3500, 5500)
-    assert facts["express_one_zone"]["unverified"] is True and "hundreds of thousands" in facts["express_one_zone"][
-        "bound"]
+    express = facts["express_one_zone"]
+    assert (express["put_per_s_per_bucket"], express["get_per_s_per_bucket"]) == (100000, 200000)
+    assert "s3-express-performance.html" in express["sources"][0]
+    mountpoint = facts["mountpoint"]
+    assert (mountpoint["write_bytes_per_s_per_file"], mountpoint["read_bytes_per_s_per_handle"]) == (
+        1008 * 2**20, 1417 * 2**20)
+    assert any("TROUBLESHOOTING.md" in s and "bounded by CPU" in s for s in mountpoint["sources"])
 
 
-def test_a_few_nodes_are_bound_by_their_network_a_lower_bound():
+def mib_s(bytes_per_s):
+    return bytes_per_s / 2**20
+
+
+@pytest.mark.parametrize("run", CALIBRATION, ids=[r["run"] for r in CALIBRATION])
+def test_a_node_moves_what_mountpoints_published_runs_measured(run):
+    predicted = mib_s(node_bytes_per_s(run["gbps"] / 8 * 1e9, run["handles"],
+                                       "PUT" if run["verb"] == "write" else "GET"))
+    band = 0.01 if run["use"] == "fit" else BAND
+    assert abs(predicted - run["mib_s"]) <= band * run["mib_s"], (predicted, run)
+
+
+def test_the_calibration_holds_more_runs_than_it_fits_on():
+    assert sum(r["use"] == "held" for r in CALIBRATION) > sum(r["use"] == "fit" for r in CALIBRATION)
+
+
+def test_enough_open_files_fill_the_node_network_and_no_more():
+    network = 100 / 8 * 1e9
+    assert node_bytes_per_s(network, 16, "GET") == network
+    assert node_bytes_per_s(network, 2, "GET") == 2 * RATES["mountpoint"]["read_bytes_per_s_per_handle"]
+
+
+def test_a_few_p5_nodes_are_bound_by_mountpoints_per_file_rate_one_shard_file_per_gpu():
     t = s3_target(plan(2, WRITABLE))
     clients = t["write"]["inputs"]["client_bytes_per_s"]
-    assert clients < 3500 * PART and t["limited_by"] == "client network"
+    assert clients == pytest.approx(2 * 8 * RATES["mountpoint"]["write_bytes_per_s_per_file"])
+    assert clients < 2 * t["write"]["inputs"]["node_network_bytes_per_s"] and clients < 3500 * PART
+    assert t["limited_by"] == "Mountpoint's per-file rate (8 files per node)"
     assert t["write"]["value"] == pytest.approx(t["write"]["inputs"]["size"] / clients)
-    assert t["write_bound"].startswith("lower bound") and t["comparison"] is False
+    assert t["write_bound"].startswith("at Mountpoint's measured per-file rate") and t["comparison"] is False
 
 
 def test_many_nodes_on_one_prefix_are_bound_by_s3s_documented_put_rate_which_is_no_bound():
@@ -66,7 +96,8 @@ def test_many_nodes_on_one_prefix_are_bound_by_s3s_documented_put_rate_which_is_
 def test_a_directory_bucket_takes_more_requests_than_one_prefix():
     express = s3_target(plan(64, {**WRITABLE, "express": {"zone_id": "use1-az4"}}, model="llama3-70b"))
     assert express["target"] == "S3 Express One Zone (Mountpoint)"
-    assert express["write"]["inputs"]["requests_per_s"] == 200000
+    assert express["write"]["inputs"]["requests_per_s"] == 100000
+    assert express["restore"]["inputs"]["requests_per_s"] == 200000
     assert express["write"]["value"] < s3_target(plan(64, WRITABLE, model="llama3-70b"))["write"]["value"]
 
 
@@ -128,7 +159,7 @@ def test_text_and_html_print_the_s3_store(tmp_path):
 
     job = plan(2, WRITABLE, fsx=FSX, tier="s3")
     text = "\n".join(checkpoint_lines(job["checkpoint"]))
-    assert "S3 (Mountpoint): write >= " in text and "spec's tier s3" in text
+    assert "S3 (Mountpoint): write ~ " in text and "spec's tier s3" in text
     assert "S3 Express One Zone: $" in text and "FSx for Lustre bills its provisioned capacity" in text
     html = checkpoint_table({"checkpoint": job["checkpoint"]}) + data_paragraph({"data_path": job["data_path"]})
     assert "S3 (Mountpoint)" in html and "S3 Standard: $" in html and "data from S3 through Mountpoint" in html
