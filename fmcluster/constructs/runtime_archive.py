@@ -14,7 +14,9 @@ layout, never by name) at its path in the package::
 Nodes unpack it as ``pkg/fmcluster/runtime``: launch templates' user data does (constructs/boot_pointer.py), and it
 must stay byte-identical across releases, so the root cannot move. A node folder's scripts therefore sit at
 ``pkg/fmcluster/runtime/<its path in the package>`` on the node and run as shell scripts; the Python they call is the
-runtime's (``python3 -m fmcluster.runtime...``), so no node imports a platform's or kind's package."""
+runtime's (``python3 -m fmcluster.runtime...``), so no node imports a platform's or kind's package. A store's node
+folder holds Python the runtime finds by the same layout (fmcluster/runtime/stores.py): on the node it imports as
+``fmcluster.runtime.platforms.storage.<store>.node``, namespace packages below the runtime's."""
 
 from __future__ import annotations
 
