@@ -3,14 +3,15 @@
 The runtime archive carries each such folder below the runtime (fmcluster/constructs/runtime_archive.py), so on a
 node it imports as ``fmcluster.runtime.platforms.storage.<store>.node`` (namespace packages under this one); in the
 repository it is the folder at its package path. A store's folder may hold ``checks.py`` (the validator imports it,
-which registers its checks) and the tools its boot lines run. Standard library only."""
+which registers its checks), ``lifecycle.py`` (its entry in HyperPod's lifecycle parameters: ``KEY``, ``check``,
+``answers``) and the tools its boot lines run. Standard library only."""
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
 from types import ModuleType
-from typing import List, Tuple
+from typing import Any, Dict, List, Tuple
 
 RUNTIME_DIR = Path(__file__).resolve().parent
 STORES = ("platforms", "storage")
@@ -39,3 +40,13 @@ def node_module_name(leaf: str, runtime_dir: Path = RUNTIME_DIR) -> str:
     if len(found) != 1:
         raise LookupError(f"{len(found)} stores' node folders hold {leaf}.py (one expected): {found}")
     return found[0]
+
+
+def lifecycle_entries(params: Dict[str, Any], runtime_dir: Path = RUNTIME_DIR) -> List[Tuple[ModuleType, Any]]:
+    """(the store's lifecycle module, its entry in `params` or None) for every store with one."""
+    return [(m, params.get(m.KEY)) for m in node_modules("lifecycle", runtime_dir)]
+
+
+def lifecycle_keys(runtime_dir: Path = RUNTIME_DIR) -> List[str]:
+    """The stores' entry keys in the lifecycle parameters, in store order (contract.with_store_entries)."""
+    return [m.KEY for m in node_modules("lifecycle", runtime_dir)]

@@ -102,3 +102,13 @@ def test_the_mount_helper_answers_from_the_archive_under_the_launch_templates_na
     assert json.loads(r.stdout)["mount_point"] == "/nowhere"
     usage = on_node(pkg, module, "--help")
     assert usage.returncode == 0 and f"python3 -m {ON_NODE}.fsx_lustre.node.lustre" in usage.stdout
+
+
+def test_a_stores_lifecycle_entry_is_read_on_the_node_under_the_key_its_store_declares():
+    from fmcluster import registry
+    from fmcluster.runtime.contract import LIFECYCLE_PARAMETERS_KEYS, with_store_entries
+
+    declared = [s.lifecycle_key for s in registry.stores() if s.lifecycle_key is not None]
+    assert stores.lifecycle_keys() == declared
+    keys = with_store_entries(LIFECYCLE_PARAMETERS_KEYS, declared)
+    assert keys.index("worker_groups") < keys.index(declared[0]) == keys.index("mounts") - len(declared)
