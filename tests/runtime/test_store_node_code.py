@@ -112,3 +112,13 @@ def test_a_stores_lifecycle_entry_is_read_on_the_node_under_the_key_its_store_de
     assert stores.lifecycle_keys() == declared
     keys = with_store_entries(LIFECYCLE_PARAMETERS_KEYS, declared)
     assert keys.index("worker_groups") < keys.index(declared[0]) == keys.index("mounts") - len(declared)
+
+
+def test_a_stores_lifecycle_step_is_named_by_the_key_its_node_lifecycle_module_reads():
+    for name, folder in stores.node_packages():
+        script = folder / "lifecycle.sh"
+        if script.is_file():
+            module = __import__(f"{name}.lifecycle", fromlist=["KEY"])
+            assert f"STORE_ENTRIES+=({module.KEY})" in script.read_text().splitlines(), script
+            assert f"entry_step_{module.KEY}() {{" in script.read_text(), script
+    assert any((folder / "lifecycle.sh").is_file() for _, folder in stores.node_packages())

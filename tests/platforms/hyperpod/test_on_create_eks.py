@@ -93,7 +93,7 @@ class Node:
         for name in ("__init__.py", "contract.py", "mounts.py", "profile.py", "rooted.py", "stores.py", "versions.py",
                      "node_bootstrap.sh"):
             shutil.copy(RUNTIME / name, rt / name)
-        (rt / "lustre.py").write_text(FAKE_LUSTRE)
+        (rt / "platforms/storage/fsx_lustre/node/lustre.py").write_text(FAKE_LUSTRE)  # the store's mount helper
         (rt / "validate.py").write_text(FAKE_VALIDATE)
 
     def run(self, *args: str, **env: str) -> subprocess.CompletedProcess:

@@ -103,7 +103,7 @@ class Node:
         for name in ("__init__.py", "contract.py", "mounts.py", "profile.py", "rooted.py", "stores.py", "slurm_hooks.py",
                      "versions.py", "node_bootstrap.sh"):
             shutil.copy(RUNTIME / name, rt / name)
-        (rt / "lustre.py").write_text(FAKE_LUSTRE)
+        (rt / "platforms/storage/fsx_lustre/node/lustre.py").write_text(FAKE_LUSTRE)  # the store's mount helper
         (rt / "validate.py").write_text(FAKE_VALIDATE)
         (rt / "observability").mkdir()
         (rt / "observability/install.sh").write_text(FAKE_INSTALL)
@@ -417,3 +417,18 @@ def test_a_gpu_worker_leaves_a_failed_listed_mount_to_the_validator(tmp_path):
     out = ok(n.run())
     assert "S3 mount failed (exit 1; see the lines above); the boot validator reports it under policy" in out
     assert "--profile" in n.log("validate.log") and not n.marker("mounts")
+
+
+def test_a_stores_entry_step_is_found_by_layout_and_run_under_its_key(tmp_path):
+    """The scripts name no store: a store node folder's lifecycle.sh adds its key and its step, which runs after the
+    job map and before containers with the same judge (a failure under policy fail stops the node at that step)."""
+    n = Node(tmp_path, ip=CONTROLLER_IP, parameters=params(fsx=None, validation={"level": "standard", "policy": "fail"}))
+    toy = n.prefix / "pkg/fmcluster/runtime/platforms/storage/toy/node/lifecycle.sh"
+    toy.parent.mkdir(parents=True)
+    toy.write_text('STORE_ENTRIES+=(toy)\nentry_step_toy() { mount_failed "$1" "$2" "toy would not mount ($3)"; }\n')
+    r = n.run()
+    assert r.returncode == 1, r.stdout
+    assert "[fsx] start" in r.stdout and "no FSx for Lustre in the parameters" in r.stdout
+    assert r.stdout.index("[job-map] end") < r.stdout.index("[toy] start")
+    assert "FAILED at step toy: toy would not mount (slurm); policy fail" in r.stdout
+    assert n.marker("fsx") and not n.marker("toy") and not n.marker("containers")

@@ -44,12 +44,6 @@ LATER: Dict[str, str] = {
     "fmcluster/orchestrators/parallelcluster/settings.py": "its spec rule refusing storage.fsx.efa (SharedStorage has no "
                                                            "EFA client): a store will say which services mount its "
                                                            "configuration, read by the spec",
-    # the node side: the HyperPod lifecycle scripts' fsx step (the entry itself is read by the store's node/lifecycle.py)
-    **{f"fmcluster/platforms/hyperpod/node/{name}": "the fsx step: common.sh's mount_fsx runs the store's mount helper "
-                                                    "on the entry's fsx* answers, on_init_complete.sh holds the Lustre "
-                                                    "client packages, both scripts and the README describe it: a "
-                                                    "script in the store's node/ the lifecycle runs by layout"
-       for name in ("README.md", "common.sh", "on_create_eks.sh", "on_init_complete.sh")},
     # tools and AWS calls
     "fmcluster/planner/": "cost, throughput, checkpoint tiers and the diagram: the planner slice (a store's figures)",
     "fmcluster/cli/": "init's --no-fsx, the synth summary, job paths and help texts: read off the store's "
