@@ -3,16 +3,20 @@
 Same files, same bytes: the archive's sha256 names it (``runtime/<sha256>.zip``), and nodes check what they fetched
 against that digest before they unpack it.
 
-What it holds: ``fmcluster/runtime/`` at its root, and every platform's and kind's node folder
-(``fmcluster/<platforms|orchestrators>/<name>/node/``, found by layout, never by name) at its path in the package::
+What it holds: ``fmcluster/runtime/`` at its root, and every platform's, kind's and store's node folder
+(``fmcluster/<platforms|orchestrators>/<name>/node/``, ``fmcluster/platforms/storage/<store>/node/``, found by
+layout, never by name) at its path in the package::
 
     node_bootstrap.sh, validate.py, node_setup/, ...   fmcluster/runtime/
     platforms/hyperpod/node/on_init_complete.sh         fmcluster/platforms/hyperpod/node/on_init_complete.sh
+    platforms/storage/<store>/node/checks.py            fmcluster/platforms/storage/<store>/node/checks.py
 
 Nodes unpack it as ``pkg/fmcluster/runtime``: launch templates' user data does (constructs/boot_pointer.py), and it
 must stay byte-identical across releases, so the root cannot move. A node folder's scripts therefore sit at
 ``pkg/fmcluster/runtime/<its path in the package>`` on the node and run as shell scripts; the Python they call is the
-runtime's (``python3 -m fmcluster.runtime...``), so no node imports a platform's or kind's package."""
+runtime's (``python3 -m fmcluster.runtime...``), so no node imports a platform's or kind's package. A store's node
+folder holds Python the runtime finds by the same layout (fmcluster/runtime/stores.py): on the node it imports as
+``fmcluster.runtime.platforms.storage.<store>.node``, namespace packages below the runtime's."""
 
 from __future__ import annotations
 
@@ -30,9 +34,11 @@ ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 # running node that names one can always fetch it.
 KEY_PREFIX = "runtime/"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
-# Who may own a node folder, and its name: fmcluster/<owner>/<name>/node/.
+# Who may own a node folder, and its name: fmcluster/<owner>/<name>/node/; a store's is one level deeper, below the
+# storage platform: fmcluster/platforms/storage/<store>/node/.
 NODE_FOLDER_OWNERS = ("platforms", "orchestrators")
 NODE_FOLDER = "node"
+STORES = "platforms/storage"
 
 
 def object_key(sha256: str) -> str:
@@ -40,17 +46,22 @@ def object_key(sha256: str) -> str:
 
 
 def node_folders(package_dir: Path = PACKAGE_DIR) -> List[Path]:
-    """Every ``<owner>/<name>/node/`` folder of the package: the node-side scripts a platform or kind ships."""
-    return sorted(d for owner in NODE_FOLDER_OWNERS for d in (package_dir / owner).glob(f"*/{NODE_FOLDER}")
-                  if d.is_dir())
+    """Every ``<owner>/<name>/node/`` and ``platforms/storage/<store>/node/`` folder of the package: the node-side
+    code a platform, kind or store ships."""
+    globs = [(package_dir / owner).glob(f"*/{NODE_FOLDER}") for owner in NODE_FOLDER_OWNERS]
+    globs.append((package_dir / STORES).glob(f"*/{NODE_FOLDER}"))
+    return sorted(d for found in globs for d in found if d.is_dir())
 
 
 def archive_path(folder: Path) -> str:
     """Where a node folder sits in the archive (and under ``pkg/fmcluster/runtime/`` on the node): its path in the
-    package, ``<owner>/<name>/node``."""
+    package, ``<owner>/<name>/node`` or ``platforms/storage/<store>/node``."""
+    if "/".join(folder.parts[-4:-2]) == STORES and folder.name == NODE_FOLDER:
+        return f"{STORES}/{folder.parts[-2]}/{NODE_FOLDER}"
     owner, name, leaf = folder.parts[-3:]
     if owner not in NODE_FOLDER_OWNERS or leaf != NODE_FOLDER:
-        raise ValueError(f"{folder}: a node folder is <{'|'.join(NODE_FOLDER_OWNERS)}>/<name>/{NODE_FOLDER}")
+        raise ValueError(f"{folder}: a node folder is <{'|'.join(NODE_FOLDER_OWNERS)}>/<name>/{NODE_FOLDER} or "
+                         f"{STORES}/<store>/{NODE_FOLDER}")
     return f"{owner}/{name}/{leaf}"
 
 

@@ -10,7 +10,7 @@ import argparse
 import json
 import re
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 # --- instance types -----------------------------------------------------------------------------------------
 # SageMaker names instance types with an ml. prefix (ml.p5.48xlarge); EC2, EKS, PCS and ParallelCluster do not.
@@ -86,18 +86,27 @@ KUBERNETES_DATA_DIRS = (("containerd", "/var/lib/containerd"), ("kubelet", "/var
 # workload_manager says which layout: slurm (on_init_complete.sh) or eks (on_create_eks.sh).
 LIFECYCLE_PARAMETERS_FILE = "fmcluster_parameters.json"
 LIFECYCLE_PARAMETERS_VERSION = 1
+# Each store with a lifecycle form has its entry just before mounts, under its key (a store's node/lifecycle.py KEY,
+# found by layout: fmcluster/runtime/stores.py; with_store_entries puts them there).
 LIFECYCLE_PARAMETERS_KEYS = ("version", "workload_manager", "cluster_name", "region", "controller_group",
-                             "login_group", "worker_groups", "fsx", "mounts", "validation", "observability", "users")
+                             "login_group", "worker_groups", "mounts", "validation", "observability", "users")
 WORKER_GROUP_KEYS = ("instance_group_name", "partition_name", "instance_type", "gpu", "efa")
-FSX_KEYS = ("dns_name", "mount_name", "mount_point", "efa")
 # mounts: the stores without an entry of their own, each a script the node runs (platforms/hyperpod/mounts.py)
 MOUNT_KEYS = ("store", "path", "script", "failure")
 USER_KEYS = ("name", "uid", "groups", "ssh_public_keys")
 EKS_LIFECYCLE_PARAMETERS_KEYS = ("version", "workload_manager", "cluster_name", "region", "system_group",
-                                 "worker_groups", "fsx", "mounts", "validation", "observability")
+                                 "worker_groups", "mounts", "validation", "observability")
 # instance_store: the type has instance-store NVMe (catalog), so a GPU node waits for /opt/dlami/nvme
 EKS_WORKER_GROUP_KEYS = ("instance_group_name", "instance_type", "gpu", "efa", "instance_store")
 EKS_OBSERVABILITY_KEYS = ("efa_textfile",)
+
+
+def with_store_entries(keys: Tuple[str, ...], entries: Sequence[str]) -> Tuple[str, ...]:
+    """A parameters layout's keys with the stores' entry keys (in store order) just before ``mounts``."""
+    at = keys.index("mounts")
+    return (*keys[:at], *entries, *keys[at:])
+
+
 # The entry script HyperPod runs on an EKS node of group G (LifeCycleConfig.OnCreate): it names its group, so the node
 # needs no lookup in HyperPod's resource_config.json.
 EKS_ENTRY_SCRIPT = "on_create.{group}.sh"

@@ -1,5 +1,5 @@
-"""The node's mount table, parsed once for every node-side reader (the validator's probes, the Lustre helper, the
-HyperPod lifecycle): /proc/mounts as the kernel writes it (proc(5): fields separated by spaces, and a space, tab,
+"""The node's mount table, parsed once for every node-side reader (the validator's probes, the stores' mount helpers,
+the HyperPod lifecycle): /proc/mounts as the kernel writes it (proc(5): fields separated by spaces, and a space, tab,
 newline or backslash inside a field written as the octal escapes \\040, \\011, \\012, \\134), and /etc/fstab, which
 fstab(5) lays out and escapes the same way. Standard library only."""
 

@@ -10,10 +10,10 @@ JSON fields (``schema`` 1; unknown keys are ignored on load, missing keys take t
 - ``group`` (str): node group name, informational ("" when built from the catalog).
 - ``facts`` (object): the catalog entry for the type (gpus, gpu, gpu_arch, gpu_memory_mib, efa_interfaces,
   nvlink_links_per_gpu, nvme_disks, hbm_tbps, bf16_dense_tflops, ...), copied from runtime/catalog.json at build time.
-- ``mounts`` (list of objects): ``{"path": "/fsx", "fstype": "lustre", "required": true, "efa": false}``; fstype
-  ``lustre`` is also asked to answer (``lfs df``) and to have every client import FULL (``lctl``) at the standard
-  level; ``efa`` (optional bool, default false): the file system is EFA-enabled, so LNet must run over EFA
-  (kefalnd loaded, an ``efa`` net with an NI up in ``lnetctl net show``).
+- ``mounts`` (list of objects): ``{"path": "/shared", "fstype": "...", "source"?: "...", "required": true,
+  "read_only"?: bool, "efa"?: bool}``, each what a store's settings say (``node_mounts``); the store's node checks
+  (``platforms/storage/<store>/node/checks.py``) read the rest, e.g. ``efa`` (optional bool, default false): the file
+  system is reached over EFA, which the store's checks hold the node's client to.
 - ``instance_store`` (str or null): where the instance NVMe must be mounted, default ``/opt/dlami/nvme`` when the type
   has local NVMe; null to skip.
 - ``exporters`` (list of objects): ``{"name": "dcgm-exporter", "url": "http://127.0.0.1:9400/metrics",

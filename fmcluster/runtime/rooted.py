@@ -1,6 +1,6 @@
-"""Files under ``--root``: every node-side reader (the validator's probes, the Lustre helper, the collectors'
-configuration, the HyperPod lifecycle) resolves and reads paths the same way, so tests run each on a fixture tree.
-Standard library only."""
+"""Files under ``--root``: every node-side reader (the validator's probes, the stores' mount helpers, the
+collectors' configuration, the HyperPod lifecycle) resolves and reads paths the same way, so tests run each on a
+fixture tree. Standard library only."""
 
 from __future__ import annotations
 

@@ -34,7 +34,8 @@ def package(tmp_path: Path, files: dict) -> Path:
 
 def test_every_node_folder_of_the_package_rides_in_the_archive_at_its_path_in_the_package():
     folders = node_folders()
-    on_disk = sorted(d for owner in ("platforms", "orchestrators") for d in (PACKAGE_DIR / owner).glob("*/node"))
+    on_disk = sorted(d for owner in ("platforms", "orchestrators", "platforms/storage")
+                     for d in (PACKAGE_DIR / owner).glob("*/node"))
     assert folders == on_disk and folders, "found by layout: every <owner>/<name>/node folder, none named"
     archived = set(names(node_bootstrap.runtime_zip()))
     for folder in folders:
@@ -52,6 +53,15 @@ def test_a_node_folder_is_found_by_its_place_and_a_folder_elsewhere_is_not(tmp_p
     assert [archive_path(f) for f in found] == ["orchestrators/kindling/node", "platforms/toy/node"]
     assert sorted(archive_members(root / "runtime", with_folders=found)) == [
         "orchestrators/kindling/node/run.sh", "platforms/toy/node/setup.sh", "validate.py"]
+
+
+def test_a_stores_node_folder_rides_at_its_path_below_the_storage_platform(tmp_path):
+    root = package(tmp_path, {"runtime/validate.py": "", "platforms/storage/toy/node/checks.py": "",
+                              "platforms/storage/toy/settings.py": "", "platforms/storage/__init__.py": ""})
+    found = node_folders(root)
+    assert [archive_path(f) for f in found] == ["platforms/storage/toy/node"]
+    assert sorted(archive_members(root / "runtime", with_folders=found)) == [
+        "platforms/storage/toy/node/checks.py", "validate.py"]
 
 
 def test_the_same_files_give_the_same_bytes_and_a_changed_file_another_archive(tmp_path):

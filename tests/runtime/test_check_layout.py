@@ -1,7 +1,8 @@
 """The runtime checks are laid out by layer: checks/<layer>.py holds exactly the checks of that layer (deep ones
-included), check modules depend on the probes (fmcluster/runtime/probes), not on each other, and the probes never
-depend on the checks. Read with ast, so
-the rule holds for imports anywhere in a module, not only for what happens to be imported when the tests run."""
+included), and a store's own checks sit in its node folder's checks.py (storage layer), found by layout; check
+modules depend on the probes (fmcluster/runtime/probes), not on each other, and the probes never depend on the
+checks. Read with ast, so the rule holds for imports anywhere in a module, not only for what happens to be imported
+when the tests run."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .conftest import REPO
 RUNTIME = REPO / "fmcluster" / "runtime"
 CHECKS = RUNTIME / "checks"
 PROBES = RUNTIME / "probes"
+STORE_CHECKS = sorted((REPO / "fmcluster" / "platforms" / "storage").glob("*/node/checks.py"))
 CHECKS_PKG = "fmcluster.runtime.checks"
 REGISTRY_PKG = CHECKS_PKG + ".registry"  # Check, Result, @check: what every check imports
 
@@ -74,9 +76,15 @@ def test_every_layer_has_its_module_and_checks_holds_nothing_else():
     assert not [p for p in CHECKS.iterdir() if p.is_dir() and p.name != "__pycache__"]
 
 
+def _store_checks_module(path: Path) -> str:
+    return ".".join(path.relative_to(REPO).with_suffix("").parts)
+
+
 def test_every_check_lives_in_the_module_of_its_layer():
     checks = all_checks()
-    misplaced = [(c.id, c.layer, c.fn.__module__) for c in checks if c.fn.__module__ != f"{CHECKS_PKG}.{c.layer}"]
+    stores = {_store_checks_module(p) for p in STORE_CHECKS}
+    misplaced = [(c.id, c.layer, c.fn.__module__) for c in checks if c.fn.__module__ != f"{CHECKS_PKG}.{c.layer}"
+                 and not (c.layer == "storage" and c.fn.__module__ in stores)]
     assert not misplaced
     assert {c.layer for c in checks} == set(LAYERS), "a layer without checks"
     deep = {c.id: c.fn.__module__ for c in checks if c.level == "deep"}
@@ -93,7 +101,7 @@ def test_all_checks_are_ordered_by_layer_then_level():
 
 def test_check_ids_are_declared_once():
     ids: List[str] = []
-    for path in sorted(CHECKS.glob("*.py")):
+    for path in sorted(CHECKS.glob("*.py")) + STORE_CHECKS:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check" and node.args:
                 arg = node.args[0]
@@ -102,9 +110,18 @@ def test_check_ids_are_declared_once():
     assert len(ids) == len(set(ids)) == len(all_checks())
 
 
+def test_each_stores_checks_are_found_by_layout_and_registered_in_the_storage_layer():
+    assert STORE_CHECKS, "no store ships node checks"
+    by_module = {c.fn.__module__: c for c in all_checks()}
+    for path in STORE_CHECKS:
+        assert _store_checks_module(path) in by_module, f"{path}: not imported by the validator"
+    assert {by_module[_store_checks_module(p)].layer for p in STORE_CHECKS} == {"storage"}
+
+
 def test_check_modules_depend_on_probes_not_on_each_other():
     """A helper two layers need is a probe (probes/), not a function imported from another layer's module."""
-    wrong = {p.name: _check_modules_imported(p) for p in sorted(CHECKS.glob("*.py")) if p.name != "__init__.py"}
+    wrong = {p.relative_to(REPO).as_posix(): _check_modules_imported(p)
+             for p in sorted(CHECKS.glob("*.py")) + STORE_CHECKS if p.name != "__init__.py"}
     assert not {k: v for k, v in wrong.items() if v}
 
 

@@ -270,7 +270,8 @@ def test_every_version_check_honours_a_pin(p5, component, check_id):
 def test_every_reader_of_the_mount_table_decodes_it_the_same_way(tmp_path):
     """One parser for /proc/mounts (runtime/mounts.py): the validator's probe, the Lustre helper and the HyperPod
     lifecycle all decode the kernel's octal escapes (space, tab, backslash) and agree on what is mounted where."""
-    from fmcluster.runtime import lustre, mounts
+    from fmcluster.platforms.storage.fsx_lustre.node import lustre
+    from fmcluster.runtime import mounts
     from fmcluster.runtime.node_setup import storage
     from fmcluster.runtime.probes.mounts import mounts as probe_mounts
 
@@ -304,7 +305,8 @@ def test_every_node_side_reader_resolves_and_bounds_files_under_root_the_same_wa
     runaway file is cut at the limit, never held whole."""
     import argparse
 
-    from fmcluster.runtime import lustre, rooted
+    from fmcluster.platforms.storage.fsx_lustre.node import lustre
+    from fmcluster.runtime import rooted
 
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc/big").write_bytes(b"x" * (rooted.READ_LIMIT + 10))

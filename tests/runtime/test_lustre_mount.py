@@ -1,4 +1,5 @@
-"""fmcluster.runtime.lustre on a --root fixture tree with fake mount/modprobe/lnetctl/lctl that log their argv."""
+"""The FSx for Lustre mount helper (its node folder's lustre.py) on a --root fixture tree with fake
+mount/modprobe/lnetctl/lctl that log their argv."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.runtime import lustre
+from fmcluster.platforms.storage.fsx_lustre.node import lustre
 
 from .conftest import run_main
 
@@ -80,7 +81,8 @@ class Node:
         return [ln for ln in lines if ln.startswith(prefix)]
 
     def run(self, *args: str, fmt: str = "json", timeout: float = 20, cli: bool = False):
-        """lustre.main in this process, or (cli) `python -m fmcluster.runtime.lustre` as a node starts it; both with
+        """lustre.main in this process, or (cli) `python -m fmcluster.runtime.lustre` as a node's boot lines start it
+        (the runtime's module of that name runs the helper); both with
         the fake tools first on PATH and nothing else in the environment."""
         env = {"PATH": f"{self.bin}:/usr/bin:/bin", "PYTHONPATH": str(REPO), "FAKE_LOG": str(self.log),
                "FAKE_ROOT": str(self.root), "HOME": str(self.base)}
@@ -248,7 +250,8 @@ def test_efa_file_system_returns_after_reboot_through_a_unit_not_fstab(node):
     assert rc == 0, proc.stdout
     unit = (node.root / "etc/systemd/system/fmcluster-lustre-fsx.service").read_text()
     assert "After=network-online.target" in unit and "Type=oneshot" in unit
-    assert (f"ExecStart=/usr/bin/python3 -m fmcluster.runtime.lustre mount --dns-name {DNS} --mount-name abcdefgh "
+    assert (f"ExecStart=/usr/bin/python3 -m fmcluster.runtime.platforms.storage.fsx_lustre.node.lustre mount "
+            f"--dns-name {DNS} --mount-name abcdefgh "
             "--mount-point /fsx --efa\n") in unit
     assert f"Environment=PYTHONPATH={REPO}" in unit
     assert "systemctl enable fmcluster-lustre-fsx.service" in node.calls("systemctl")

@@ -1,7 +1,8 @@
 """The boot validator's checks, grouped by layer, each with the lowest level it runs at.
 
 Each layer has its module, named as the layer (checks/hardware.py ... checks/exporters.py); a deep check lives in its
-layer's module with level "deep". Checks judge what the probes (fmcluster.runtime.probes) read from the node; they
+layer's module with level "deep"; a store's checks sit in its node folder's checks.py, imported after the layers'
+(fmcluster/runtime/stores.py). Checks judge what the probes (fmcluster.runtime.probes) read from the node; they
 import probes and the registry (checks/registry.py), never another check module; the probes never import the checks.
 """
 
@@ -18,6 +19,7 @@ __all__ = ["LAYERS", "LEVELS", "REGISTRY", "STATUSES", "Check", "Ctx", "Result",
 
 def all_checks() -> List[Check]:
     # one module per layer, named as the layer; importing them registers their checks
+    from ..stores import node_modules
     from . import (  # noqa: F401
         accelerator,
         communication,
@@ -29,6 +31,8 @@ def all_checks() -> List[Check]:
         orchestrator,
         storage,
     )
+
+    node_modules("checks")  # then each store's, found by layout
 
     seen: Dict[str, Check] = {}
     for c in REGISTRY:

@@ -6,7 +6,7 @@ never import the checks."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..context import Ctx as Ctx  # re-exported: the layer modules take their whole toolkit from here
 from ..profile import LEVELS, NodeProfile
@@ -89,6 +89,42 @@ def check(cid: str, layer: str, level: str = "fast", required: bool = True,
                               remedy))
         return fn
     return deco
+
+
+MountEntry = Dict[str, Any]  # one of the profile's mounts
+MountProblem = Callable[[Ctx, MountEntry, Tuple[str, str, str]], str]
+
+
+class MountKind:
+    """What a store's node code (its node/checks.py) says of the profile mounts it owns: storage.mounts judges every
+    mount alike (path, fstype, source, access) and asks the owner what else its mounts need (`problem`: "" when
+    nothing is wrong) and what to do when one is wrong (`remedy`). `owns` defaults to the fstype; `untyped`: a
+    profile mount without an fstype is this store's."""
+
+    def __init__(self, fstype: str, remedy: str, owns: Optional[Callable[[MountEntry], bool]] = None,
+                 problem: Optional[MountProblem] = None, untyped: bool = False) -> None:
+        self.fstype = fstype
+        self.remedy = remedy
+        self.owns = owns or (lambda m: fstype_of(m) == fstype)
+        self.problem = problem
+        self.untyped = untyped
+
+
+MOUNT_KINDS: List[MountKind] = []
+
+
+def mount_kind(kind: MountKind) -> MountKind:
+    MOUNT_KINDS.append(kind)
+    return kind
+
+
+def fstype_of(m: MountEntry) -> str:
+    """A profile mount's fstype: its own, else the store's that takes untyped mounts, else "" (any)."""
+    return str(m.get("fstype") or next((k.fstype for k in MOUNT_KINDS if k.untyped), ""))
+
+
+def owner_of(m: MountEntry) -> Optional[MountKind]:
+    return next((k for k in MOUNT_KINDS if k.owns(m)), None)
 
 
 def version_verdict(ctx: Ctx, component: str, got: str, observed: Any, remedy: str,

@@ -16,20 +16,19 @@ from fmcluster.runtime.contract import LIFECYCLE_PARAMETERS_FILE
 from fmcluster.runtime.node_setup.files import SetupError, clean
 from fmcluster.runtime.node_setup.parameters import users_of, validate_eks_params, validate_params
 from fmcluster.runtime.rooted import under
+from fmcluster.runtime.stores import lifecycle_entries
 
 
 def _cluster_answers(params: Dict[str, Any], efa: bool) -> Dict[str, str]:
-    """The answers every HyperPod node shares: its cluster, the shared file system as it mounts it, validation."""
-    fsx = params.get("fsx") or {}
+    """The answers every HyperPod node shares: its cluster, each store's entry as this node mounts it (the store's
+    node/lifecycle.py), validation."""
+    stores: Dict[str, str] = {}
+    for store, entry in lifecycle_entries(params):
+        stores.update(store.answers(entry, efa))
     return {
         "cluster": params["cluster_name"],
         "region": params["region"],
-        "fsx": "1" if fsx else "0",
-        "fsx_dns_name": fsx.get("dns_name", ""),
-        "fsx_mount_name": fsx.get("mount_name", ""),
-        "fsx_mount_point": fsx.get("mount_point", ""),
-        # LNet over EFA only where this node has EFA; others reach an EFA-enabled file system over TCP
-        "fsx_efa": "1" if fsx.get("efa") and efa else "0",
+        **stores,
         "level": params["validation"]["level"],
         "policy": params["validation"]["policy"],
     }

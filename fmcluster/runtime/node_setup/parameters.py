@@ -23,9 +23,11 @@ from fmcluster.runtime.contract import (
     USER_NAME_PATTERN,
     WORKER_GROUP_KEYS,
     ssh_key_ok,
+    with_store_entries,
 )
 from fmcluster.runtime.node_setup.files import SetupError, clean, write_file
 from fmcluster.runtime.profile import LEVELS, POLICIES
+from fmcluster.runtime.stores import lifecycle_entries
 
 # validation.policy on HyperPod on EKS nodes: fail (the lifecycle script fails; HyperPod provisions another instance),
 # taint (the node reports; the node gate in the cluster keeps a failed node tainted), replace (as taint; the gate
@@ -42,15 +44,19 @@ def _known_keys(obj: Dict[str, Any], allowed: Iterable[str], where: str) -> None
 
 
 def _check_head(params: Dict[str, Any], workload_manager: str, keys: Iterable[str], names: Iterable[str]) -> None:
-    """What every parameters file carries: its version, workload manager, known keys and the names it must give."""
+    """What every parameters file carries: its version, workload manager, known keys (each store's entry among them,
+    checked as its node folder says) and the names it must give."""
     if params.get("version") != LIFECYCLE_PARAMETERS_VERSION:
         raise SetupError(f"{LIFECYCLE_PARAMETERS_FILE} version must be {LIFECYCLE_PARAMETERS_VERSION}, "
                              f"got {params.get('version')!r}")
     if params.get("workload_manager") != workload_manager:
         raise SetupError(f"workload_manager must be {workload_manager!r}, got {params.get('workload_manager')!r}")
-    _known_keys(params, keys, LIFECYCLE_PARAMETERS_FILE)
+    stores = lifecycle_entries(params)
+    _known_keys(params, with_store_entries(tuple(keys), [m.KEY for m, _ in stores]), LIFECYCLE_PARAMETERS_FILE)
     for key in names:
         clean(params.get(key), key)
+    for store, entry in stores:  # each store's entry, as its node folder reads it
+        store.check(entry)
 
 
 def _check_workers(params: Dict[str, Any], keys: Iterable[str], names: Iterable[str],
@@ -80,7 +86,6 @@ def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
         clean(params["login_group"], "login_group")
     _check_workers(params, WORKER_GROUP_KEYS, ("instance_group_name", "partition_name", "instance_type"),
                    {"gpu": True, "efa": False})
-    _check_fsx(params.get("fsx"))
     out["mounts"] = mounts_of(params)
     out["validation"] = _check_validation(params.get("validation"), default_policy="drain", policies=POLICIES)
     obs = params.get("observability")
@@ -102,7 +107,7 @@ def validate_params(params: Dict[str, Any]) -> Dict[str, Any]:
 def users_of(params: Dict[str, Any]) -> List[Dict[str, Any]]:
     """The ``users`` list, validated. Each: ``{"name", "uid", "home"?, "shell"?, "groups"?, "ssh_public_keys"?}``.
 
-    A fixed uid is required: home directories and files on the shared FSx must belong to the same id on
+    A fixed uid is required: home directories and files on the shared file system must belong to the same id on
     every node."""
     users = params.get("users") or []
     if not isinstance(users, list):
@@ -148,19 +153,6 @@ def _check_validation(validation: Any, *, default_policy: str, policies: Iterabl
     return {"level": level, "policy": policy}
 
 
-def _check_fsx(fsx: Any) -> None:
-    if fsx is None:
-        return
-    if not isinstance(fsx, dict):
-        raise SetupError("fsx must be an object or null")
-    for key in ("dns_name", "mount_name", "mount_point"):
-        clean(fsx.get(key), f"fsx.{key}")
-    if not fsx["mount_point"].startswith("/") or fsx["mount_point"] == "/":
-        raise SetupError(f"fsx.mount_point must be an absolute path below /, got {fsx['mount_point']!r}")
-    if not isinstance(fsx.get("efa", False), bool):
-        raise SetupError("fsx.efa must be true or false")
-
-
 def mounts_of(params: Dict[str, Any]) -> List[Dict[str, str]]:
     """The ``mounts`` list (absent: none): each ``{"store", "path", "script", "failure"}``, its path absolute and
     its script non-empty text the node runs as it is."""
@@ -192,7 +184,6 @@ def validate_eks_params(params: Dict[str, Any]) -> Dict[str, Any]:
                              {"gpu": True, "efa": True, "instance_store": False})
     if params["system_group"] in {w["instance_group_name"] for w in workers}:
         raise SetupError(f"system_group {params['system_group']!r} is also a worker group")
-    _check_fsx(params.get("fsx"))
     out["mounts"] = mounts_of(params)
     out["validation"] = _check_validation(params.get("validation"), default_policy="taint", policies=EKS_POLICIES,
                                           where=" on EKS nodes")

@@ -10,7 +10,6 @@ its answer in is fmcluster.runtime.context.
 - efa: EFA devices under /sys/class/infiniband
 - systemd: ``systemctl is-active`` of the units the profile cares about
 - mounts: the /proc/mounts table, the mount holding a path, symlinks followed without touching network mounts
-- lustre: ``lctl get_param`` client imports and ``lnetctl net show`` parsed
 
 A probe that takes the check context (fmcluster.runtime.context.Ctx) memoizes its answer there, so every check asking
 shares one read or one command.

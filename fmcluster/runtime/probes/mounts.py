@@ -4,13 +4,14 @@ file systems (nothing here stats a mount point: a hung server would hang the val
 from __future__ import annotations
 
 import os
-from typing import Dict, Tuple
+from typing import Dict, List, Tuple
 
 from ..context import Ctx
 from ..mounts import parse
 
-# never readlink or stat these: on a hung server the call sleeps uninterruptibly (D state) and no timeout frees it
-NETWORK_FS = ("nfs", "nfs4", "lustre", "cifs", "smb3", "ceph", "glusterfs", "9p", "beegfs", "gpfs", "efs")
+# never readlink or stat these: on a hung server the call sleeps uninterruptibly (D state) and no timeout frees it.
+# A store's node checks add its own network file system's type (fmcluster/runtime/stores.py).
+NETWORK_FS: List[str] = ["nfs", "nfs4", "cifs", "smb3", "ceph", "glusterfs", "9p", "beegfs", "gpfs", "efs"]
 
 
 def mounts(ctx: Ctx) -> Dict[str, Tuple[str, str, str]]:

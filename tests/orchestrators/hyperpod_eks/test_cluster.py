@@ -290,12 +290,12 @@ def test_the_instance_role_lets_the_vpc_cni_manage_ips_on_the_nodes_eni(p5):
 def test_lifecycle_entries_parameters_and_profiles(synth_example):
     from fmcluster.platforms.hyperpod import lifecycle_entry
     from fmcluster.registry import load_spec
-    from fmcluster.runtime import contract
+    from fmcluster.runtime import contract, stores
     from fmcluster.runtime.node_setup import identity, parameters
 
     spec = load_spec("examples/hyperpod-eks-p5en-training-plan.yaml")
     params = nodes.lifecycle_parameters(spec, "us-east-1", no_mounts(), observability=False)
-    assert tuple(params) == contract.EKS_LIFECYCLE_PARAMETERS_KEYS
+    assert tuple(params) == contract.with_store_entries(contract.EKS_LIFECYCLE_PARAMETERS_KEYS, stores.lifecycle_keys())
     assert all(tuple(w) == contract.EKS_WORKER_GROUP_KEYS for w in params["worker_groups"])
     parameters.validate_eks_params(params)
     assert identity.eks_node(params, "h200")["node_policy"] == "fail"

@@ -8,7 +8,7 @@ from helpers.storage import fsx_mounts, with_boot_only_store
 from fmcluster.orchestrators.hyperpod_eks.nodes import lifecycle_parameters
 from fmcluster.platforms.hyperpod.mounts import IMAGES
 from fmcluster.registry import parse_spec
-from fmcluster.runtime import contract
+from fmcluster.runtime import contract, stores
 from fmcluster.runtime.node_setup import parameters
 
 SPEC = {"name": "hp", "region": "us-east-1", "availability_zone": "us-east-1a",
@@ -21,5 +21,6 @@ SPEC = {"name": "hp", "region": "us-east-1", "availability_zone": "us-east-1a",
 def test_what_the_kind_renders_the_node_accepts():
     rendered = lifecycle_parameters(parse_spec(SPEC), "us-east-1", with_boot_only_store(fsx_mounts(), IMAGES),
                                     observability=False)
-    assert tuple(rendered) == contract.EKS_LIFECYCLE_PARAMETERS_KEYS
+    assert tuple(rendered) == contract.with_store_entries(contract.EKS_LIFECYCLE_PARAMETERS_KEYS,
+                                                          stores.lifecycle_keys())
     assert parameters.validate_eks_params(rendered)["mounts"][0]["path"] == "/s3"

@@ -12,8 +12,9 @@ import pytest
 from helpers.storage import fsx_mounts
 
 from fmcluster.orchestrators.hyperpod_slurm.construct import lifecycle_parameters
+from fmcluster.platforms.storage.fsx_lustre.node import lifecycle as fsx_entry
 from fmcluster.registry import parse_spec
-from fmcluster.runtime import contract
+from fmcluster.runtime import contract, stores
 from fmcluster.runtime.node_setup import parameters
 from fmcluster.runtime.node_setup.files import SetupError
 from fmcluster.spec import SpecError
@@ -85,10 +86,10 @@ def test_lifecycle_parameters_the_synth_side_renders_pass_the_node_side_and_matc
     spec = parse_spec(data)
     mounts = fsx_mounts(efa=True)  # EFA-enabled: the lifecycle scripts mount it
     params = lifecycle_parameters(spec, "us-east-1", mounts, "https://aps-workspaces.example/api/v1/remote_write")
-    assert tuple(params) == contract.LIFECYCLE_PARAMETERS_KEYS
+    assert tuple(params) == contract.with_store_entries(contract.LIFECYCLE_PARAMETERS_KEYS, stores.lifecycle_keys())
     assert params["version"] == contract.LIFECYCLE_PARAMETERS_VERSION
     assert all(tuple(w) == contract.WORKER_GROUP_KEYS for w in params["worker_groups"])
-    assert tuple(params["fsx"]) == contract.FSX_KEYS
+    assert tuple(params["fsx"]) == fsx_entry.ENTRY_KEYS
     assert all(tuple(u) == contract.USER_KEYS for u in params["users"])
     parameters.validate_params(params)  # raises on any disagreement
 

@@ -19,7 +19,7 @@ from typing import Any, Dict, Optional
 import pytest
 from helpers.lifecycle import eks_params
 
-from fmcluster.constructs.runtime_archive import archive_path
+from fmcluster.constructs.runtime_archive import archive_path, node_folders
 from fmcluster.platforms.hyperpod.lifecycle_entry import NODE_DIR
 from fmcluster.runtime import contract
 
@@ -86,12 +86,14 @@ class Node:
                 json.dumps({"schema": 1, "group": g, "orchestrator": "kubernetes"}))
         rt = self.prefix / "pkg/fmcluster/runtime"
         rt.mkdir(parents=True)
-        shutil.copytree(NODE_DIR, rt / archive_path(NODE_DIR), ignore=shutil.ignore_patterns("__pycache__"))
+        for folder in [NODE_DIR, *(f for f in node_folders() if "storage" in f.parts)]:  # and the stores' entries
+            shutil.copytree(folder, rt / archive_path(folder), ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(RUNTIME / "node_setup", rt / "node_setup", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(RUNTIME / "observability", rt / "observability", ignore=shutil.ignore_patterns("__pycache__"))
-        for name in ("__init__.py", "contract.py", "mounts.py", "profile.py", "rooted.py", "versions.py", "node_bootstrap.sh"):
+        for name in ("__init__.py", "contract.py", "mounts.py", "profile.py", "rooted.py", "stores.py", "versions.py",
+                     "node_bootstrap.sh"):
             shutil.copy(RUNTIME / name, rt / name)
-        (rt / "lustre.py").write_text(FAKE_LUSTRE)
+        (rt / "platforms/storage/fsx_lustre/node/lustre.py").write_text(FAKE_LUSTRE)  # the store's mount helper
         (rt / "validate.py").write_text(FAKE_VALIDATE)
 
     def run(self, *args: str, **env: str) -> subprocess.CompletedProcess:

@@ -17,7 +17,7 @@ from typing import Any, Dict, Optional
 import pytest
 from helpers.lifecycle import CONTROLLER_IP, CPU_IP, GPU_IP, params, resource_config
 
-from fmcluster.constructs.runtime_archive import archive_path
+from fmcluster.constructs.runtime_archive import archive_path, node_folders
 from fmcluster.platforms.hyperpod.lifecycle_entry import NODE_DIR
 
 REPO = Path(__file__).resolve().parents[3]
@@ -97,12 +97,13 @@ class Node:
                 json.dumps({"schema": 1, "group": group, "orchestrator": "slurm"}))
         rt = self.prefix / "pkg/fmcluster/runtime"
         rt.mkdir(parents=True)
-        shutil.copytree(NODE_DIR, rt / archive_path(NODE_DIR), ignore=shutil.ignore_patterns("__pycache__"))
+        for folder in [NODE_DIR, *(f for f in node_folders() if "storage" in f.parts)]:  # and the stores' entries
+            shutil.copytree(folder, rt / archive_path(folder), ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(RUNTIME / "node_setup", rt / "node_setup", ignore=shutil.ignore_patterns("__pycache__"))
-        for name in ("__init__.py", "contract.py", "mounts.py", "profile.py", "rooted.py", "slurm_hooks.py", "versions.py",
-                     "node_bootstrap.sh"):
+        for name in ("__init__.py", "contract.py", "mounts.py", "profile.py", "rooted.py", "stores.py", "slurm_hooks.py",
+                     "versions.py", "node_bootstrap.sh"):
             shutil.copy(RUNTIME / name, rt / name)
-        (rt / "lustre.py").write_text(FAKE_LUSTRE)
+        (rt / "platforms/storage/fsx_lustre/node/lustre.py").write_text(FAKE_LUSTRE)  # the store's mount helper
         (rt / "validate.py").write_text(FAKE_VALIDATE)
         (rt / "observability").mkdir()
         (rt / "observability/install.sh").write_text(FAKE_INSTALL)
@@ -416,3 +417,18 @@ def test_a_gpu_worker_leaves_a_failed_listed_mount_to_the_validator(tmp_path):
     out = ok(n.run())
     assert "S3 mount failed (exit 1; see the lines above); the boot validator reports it under policy" in out
     assert "--profile" in n.log("validate.log") and not n.marker("mounts")
+
+
+def test_a_stores_entry_step_is_found_by_layout_and_run_under_its_key(tmp_path):
+    """The scripts name no store: a store node folder's lifecycle.sh adds its key and its step, which runs after the
+    job map and before containers with the same judge (a failure under policy fail stops the node at that step)."""
+    n = Node(tmp_path, ip=CONTROLLER_IP, parameters=params(fsx=None, validation={"level": "standard", "policy": "fail"}))
+    toy = n.prefix / "pkg/fmcluster/runtime/platforms/storage/toy/node/lifecycle.sh"
+    toy.parent.mkdir(parents=True)
+    toy.write_text('STORE_ENTRIES+=(toy)\nentry_step_toy() { mount_failed "$1" "$2" "toy would not mount ($3)"; }\n')
+    r = n.run()
+    assert r.returncode == 1, r.stdout
+    assert "[fsx] start" in r.stdout and "no FSx for Lustre in the parameters" in r.stdout
+    assert r.stdout.index("[job-map] end") < r.stdout.index("[toy] start")
+    assert "FAILED at step toy: toy would not mount (slurm); policy fail" in r.stdout
+    assert n.marker("fsx") and not n.marker("toy") and not n.marker("containers")

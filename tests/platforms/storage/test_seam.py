@@ -36,12 +36,6 @@ NAMES_IT = re.compile(r"lustre|fsx", re.IGNORECASE)
 # not here: it mounts through the contract only.
 LATER: Dict[str, str] = {
     "fmcluster/registry.py": "the registry line: a store is one import and one STORES entry (as a kind is)",
-    # the node side: byte-identical runtime archives keep these until the node-side slice
-    "fmcluster/runtime/": "the mount helper (lustre.py), probes and checks, the lifecycle parameters' fsx entry: "
-                          "node-side slice, each store's node code in its folder's node/",
-    "fmcluster/platforms/hyperpod/node/": "the lifecycle scripts mount the parameters' fsx entry (LNet over EFA); "
-                                          "other stores come in the generic list of mounts: the entry moves to the "
-                                          "store's node/ with the node-side slice",
 }
 
 

@@ -9,7 +9,9 @@
 #   run_step    NAME FUNCTION: once per node (a marker per step; STEP_MARK=0 leaves it to the next run)
 #   node_py     the decisions (python3 -m fmcluster.runtime.node_setup) from the stable runtime copy
 #   step_runtime  copy the runtime, profiles and parameters to /opt/fmcluster (systemd units refer to that copy)
-#   mount_fsx   the parameters' FSx for Lustre, a failed mount judged by one policy
+#   STORE_ENTRIES  the stores with an entry of their own in the parameters: each store's node/lifecycle.sh (found by
+#               layout, sourced here) adds its key and defines entry_step_<key>, run as the step of that name
+#   mount_failed  a store did not mount: one policy for every store
 #   mount_listed  the parameters' list of other stores' mounts, each judged by the same policy
 # shellcheck shell=bash disable=SC2034
 
@@ -153,29 +155,18 @@ wait_for_nvme() {
   printf '%s\n' "$out"
 }
 
-# mount_fsx VALIDATOR_RUNS NOTE: mount the parameters' FSx for Lustre; returns 1 when there is none or it did not
-# mount. A failed mount is one policy on every orchestrator (docs/node-contract.md): a node without its shared file
-# system is unhealthy and validation.policy decides. Where the boot validator runs (VALIDATOR_RUNS=1) its required
-# storage.mounts check applies the policy; elsewhere it applies here (NOTE ends the warning under report).
-mount_fsx() {
-  local validator_runs="$1" note="$2"
-  if [[ "${NODE[fsx]}" != 1 ]]; then
-    log "no FSx for Lustre in the parameters; nothing to mount"
-    return 1
+# Each store's lifecycle step for its entry in the parameters, from its node folder at its place in the runtime
+# (platforms/storage/<store>/node/lifecycle.sh beside this platform's folder). A failed mount is one policy on every
+# orchestrator (docs/node-contract.md): where the boot validator runs (VALIDATOR_RUNS=1) its required storage.mounts
+# check applies validation.policy; elsewhere mount_failed applies it (NOTE ends the warning under report).
+STORE_ENTRIES=()
+for store_step in "$HERE"/../../storage/*/node/lifecycle.sh; do
+  if [[ -f "$store_step" ]]; then
+    # shellcheck source=/dev/null
+    source "$store_step"
   fi
-  local mp="${NODE[fsx_mount_point]}" args
-  args=(mount --dns-name "${NODE[fsx_dns_name]}" --mount-name "${NODE[fsx_mount_name]}" --mount-point "$mp" --fstab)
-  if [[ "${NODE[fsx_efa]}" == 1 ]]; then
-    args+=(--efa)
-  fi
-  # the helper retries with backoff itself, is idempotent and proves the mount answers; one call is enough
-  if ! PYTHONPATH="$FMCLUSTER_HOME/pkg" timeout --kill-after=10 1200 python3 -m fmcluster.runtime.lustre "${args[@]}"; then
-    mount_failed "$validator_runs" "$note" \
-      "cannot mount FSx for Lustre ${NODE[fsx_dns_name]}@tcp:/${NODE[fsx_mount_name]} at $mp (lustre helper failed; see the lines above)"
-    return 1
-  fi
-  log "FSx for Lustre mounted at $mp"
-}
+done
+unset store_step
 
 # mount_failed VALIDATOR_RUNS NOTE WHAT: a store did not mount. Where the boot validator runs its required
 # storage.mounts check applies validation.policy; elsewhere it applies here: fail ends the script, else a warning.
@@ -193,8 +184,8 @@ mount_failed() {
 }
 
 # mount_listed VALIDATOR_RUNS NOTE: mount the parameters' list of mounts (stores without an entry of their own), in
-# order, each script under $MOUNT_TIMEOUT s; a failed one is judged as mount_fsx judges its own (mount_failed) and
-# the next is still tried.
+# order, each script under $MOUNT_TIMEOUT s; a failed one is judged as a store's entry step judges its own
+# (mount_failed) and the next is still tried.
 mount_listed() {
   local validator_runs="$1" note="$2" out store path script failure rc
   if ! out="$(node_py mounts --params "$PARAMS" --dir "$FMCLUSTER_HOME/mounts" 2>&1)"; then

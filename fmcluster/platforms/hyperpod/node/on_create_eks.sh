@@ -20,10 +20,10 @@
 #                 /opt/sagemaker; never the root volume on GPU nodes), as bind mounts with fstab entries; a GPU type
 #                 with instance store waits for the NVMe's mount itself and, when it never comes, says so (policy
 #                 fail: fails); what an earlier node or image left in the target directories is removed first
-#   fsx           mount the shared FSx for Lustre file system with the lustre helper (LNet over EFA on EFA nodes when
-#                 the file system has EFA); a failed mount is judged by validation.policy
+#   <entry>       one step per store with an entry of its own in the parameters, named by its key: the store's
+#                 node/lifecycle.sh mounts it on the node; a failed mount is judged by validation.policy
 #   mounts        the other stores (the parameters' list, e.g. Mountpoint for Amazon S3): each store's script under a
-#                 timeout, a failure judged as fsx's
+#                 timeout, a failure judged as an entry's
 #   efa-textfile  the EFA counters' textfile timer on EFA nodes (node-exporter pods read it), with observability
 #   validate      GPU nodes: the boot validator through node_bootstrap.sh with the group's profile; it publishes the
 #                 result the node gate reads, and fails the script under policy fail
@@ -136,9 +136,10 @@ bind_mounted() {
   return 1
 }
 
-step_fsx() {
-  # GPU nodes run the boot validator; the system group has pods mount it through the FSx CSI driver
-  mount_fsx "${NODE[gpu]}" " (pods mount it through the FSx CSI driver)" || true
+# a store's entry (common.sh STORE_ENTRIES), the step named by its key. GPU nodes run the boot validator; the system
+# group's pods mount the store through its CSI driver
+step_store_entry() {
+  "entry_step_$STEP" "${NODE[gpu]}" " (pods mount it through its CSI driver)" eks
 }
 
 step_mounts() {
@@ -175,7 +176,9 @@ step_runtime
 STEP=role
 step_role
 run_step containers step_containers
-run_step fsx step_fsx
+for entry in ${STORE_ENTRIES[@]+"${STORE_ENTRIES[@]}"}; do
+  run_step "$entry" step_store_entry
+done
 run_step mounts step_mounts
 run_step efa-textfile step_efa_textfile
 run_step validate step_validate

@@ -20,12 +20,12 @@
 #   job-map     with observability: the Slurm Prolog/Epilog hooks of dcgm-exporter's GPU -> job map on every node;
 #               with gpu_job_map the controller names them in slurm.conf (Prolog/Epilog only, never a partition)
 #               and reconfigures
-#   fsx         only for an EFA-enabled FSx for Lustre (HyperPod mounts the others itself, over TCP): mount it with
-#               the lustre helper (LNet over EFA), hold the Lustre client packages. A failed mount is judged by
-#               validation.policy (the boot validator on GPU workers, this step elsewhere)
+#   <entry>     one step per store with an entry of its own in the parameters, named by its key: the store's
+#               node/lifecycle.sh mounts what HyperPod does not (and may pin its client). A failed mount is judged
+#               by validation.policy (the boot validator on GPU workers, this step elsewhere)
 #   containers  docker data-root and enroot paths on the instance NVMe (fallback: /opt/sagemaker; never /)
 #   mounts      the other stores HyperPod does not mount (the parameters' list, e.g. Mountpoint for Amazon S3): each
-#               store's script (its client's install, its mount) under a timeout, a failure judged as fsx's; after
+#               store's script (its client's install, its mount) under a timeout, a failure judged as an entry's; after
 #               containers, which waits for the NVMe a store may cache on
 #   users       create the users from the parameters with fixed uids (idempotent)
 #   collectors  node_exporter / dcgm-exporter / Prometheus agent via observability/install.sh (never fatal)
@@ -157,24 +157,13 @@ step_job_map() {
   fi
 }
 
-step_fsx() {
+# a store's entry (common.sh STORE_ENTRIES): run_step names the step by the entry's key
+step_store_entry() {
   local validator_runs=0
   if [[ "${NODE[role]}" == compute && "${NODE[gpu]}" == 1 ]]; then
     validator_runs=1  # GPU workers run the boot validator
   fi
-  mount_fsx "$validator_runs" "" || return 0
-  # unattended upgrades that move the kernel or the Lustre client break the mount on the next boot
-  local pkgs=() p
-  for p in "lustre-client-modules-$(uname -r)" lustre-client-utils "linux-image-$(uname -r)"; do
-    if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-      pkgs+=("$p")
-    fi
-  done
-  if ((${#pkgs[@]})); then
-    step_apt_locks
-    retry 4 apt-mark hold "${pkgs[@]}"
-    log "held ${pkgs[*]} against unattended upgrades"
-  fi
+  "entry_step_$STEP" "$validator_runs" "" slurm
 }
 
 step_mounts() {
@@ -304,7 +293,9 @@ step_apt_locks
 STEP=role
 step_role
 run_step job-map step_job_map
-run_step fsx step_fsx
+for entry in ${STORE_ENTRIES[@]+"${STORE_ENTRIES[@]}"}; do
+  run_step "$entry" step_store_entry
+done
 run_step containers step_containers
 # after containers, which waits for the instance NVMe: a store's cache there must not land on the root volume below it
 run_step mounts step_mounts

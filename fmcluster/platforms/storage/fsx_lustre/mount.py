@@ -29,7 +29,7 @@ STORE = "fsx-lustre"
 # The construct id part of what a kind builds per FSx mount (the volume manifest of a Kubernetes kind): kept from
 # the releases before the storage seam, so deployed manifests update in place.
 MOUNT_ID = "SharedFileSystem"
-LIFECYCLE_KEY = "fsx"  # its entry in HyperPod's lifecycle parameters (runtime/contract.py FSX_KEYS)
+LIFECYCLE_KEY = "fsx"  # its entry in HyperPod's lifecycle parameters (node/lifecycle.py reads it)
 OPTIONS = ("noatime", "flock")
 
 # FSx CSI driver, static provisioning: volumeHandle is the file system id, volumeAttributes its DNS and mount names.
