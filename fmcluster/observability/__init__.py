@@ -160,11 +160,12 @@ def _csv_fields(path: Path) -> List[str]:
 def dashboards(stores: Sequence[Path] = STORE_DASHBOARD_FILES) -> Dict[str, Dict[str, Any]]:
     """File stem → dashboard JSON model, for every dashboard shipped, with the `stores`' panels (their
     ``dashboard.json``, in the stores' order) composed into the storage dashboard and the cluster overview."""
-    from fmcluster.observability.panels import COMPOSED, store_parts
+    from fmcluster.observability.panels import BASE, composed, store_parts
 
     parts = store_parts(stores)
     found = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(DASHBOARD_DIR.glob("*.json"))}
-    return {name: COMPOSED[name](d, parts) if name in COMPOSED else d for name, d in found.items()}
+    return {name[:-len(BASE)] if name.endswith(BASE) else name:
+            composed(name[:-len(BASE)], d, parts) if name.endswith(BASE) else d for name, d in found.items()}
 
 
 def dashboard_queries(dashboard: Dict[str, Any]) -> List[str]:

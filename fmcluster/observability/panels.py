@@ -2,8 +2,10 @@
 
 A store's folder holds its Grafana panels (``dashboard.json``, `Store.dashboard`), as it holds its alert rules: a
 ``description`` of what they show, ``storage`` (its rows and panels of the storage dashboard, placed from the top)
-and ``overview`` (its stats in the first row of the cluster overview). The dashboards beside this module hold what
-no store says: the storage dashboard's local disks and the overview's other panels.
+and ``overview`` (its stats in the first row of the cluster overview). The bases beside this module
+(``dashboards/<name>.base.json``) hold what no store says: the storage dashboard's local disks and the overview's other
+panels. A base has no uid, which only the composed dashboard gets: imported alone, it could never overwrite the whole
+dashboard with a part of it.
 """
 
 from __future__ import annotations
@@ -66,4 +68,11 @@ def overview(base: Dict[str, Any], parts: Sequence[Dict[str, Any]]) -> Dict[str,
     return d
 
 
-COMPOSED = {"storage": storage, "cluster-overview": overview}  # file stem -> how the stores' parts join it
+BASE = ".base"  # a composed dashboard's base file: <name>.base.json
+# name -> (its uid, how the stores' parts join its base)
+COMPOSED = {"storage": ("fmcluster-storage", storage), "cluster-overview": ("fmcluster-overview", overview)}
+
+
+def composed(name: str, base: Dict[str, Any], parts: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    uid, join = COMPOSED[name]
+    return {"uid": uid, **join(base, parts)}

@@ -59,3 +59,13 @@ def test_a_stores_panels_are_stacked_in_the_storage_dashboard_and_join_the_overv
     first_row = [p for p in d["cluster-overview"]["panels"] if p["gridPos"]["y"] == 1]
     assert first_row[-1]["title"] == "Toy free" and len(first_row) == 7
     assert [(p["gridPos"]["x"], p["gridPos"]["w"]) for p in first_row] == [(x, 3) for x in range(0, 21, 3)]
+
+
+def test_a_base_imported_alone_cannot_overwrite_its_composed_dashboard():
+    bases = sorted(obs.DASHBOARD_DIR.glob("*.base.json"))
+    assert [b.name for b in bases] == ["cluster-overview.base.json", "storage.base.json"]
+    assert all("uid" not in json.loads(b.read_text()) for b in bases)
+    shipped = obs.dashboards()
+    assert shipped["storage"]["uid"] == "fmcluster-storage" and shipped["cluster-overview"]["uid"] == "fmcluster-overview"
+    uids = [d["uid"] for d in shipped.values()]
+    assert len(uids) == len(set(uids))
