@@ -227,7 +227,8 @@ def _missing_store(spec: Any) -> str:
     offers = [m.checkpoint_offer or f"storage.{k}" for k, m in models.items() if m.checkpoint_tier == tier]
     offered = [f"storage.{k}" for k, s in spec.storage.store_sections() if s.checkpoint_tier is not None]
     return (f"{tier} needs {' or '.join(offers) or 'a store section that offers it'}: the checkpoints live on it"
-            + (f" ({', '.join(offered)} offer other tiers)" if offered else ""))
+            + (f" ({', '.join(offered)} {'offers another tier' if len(offered) == 1 else 'offer other tiers'})"
+               if offered else ""))
 
 
 def refused(spec: Any, tiers: FrozenSet[str], note: str = "") -> List[Problem]:

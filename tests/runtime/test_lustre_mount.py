@@ -250,7 +250,7 @@ def test_efa_file_system_returns_after_reboot_through_a_unit_not_fstab(node):
     assert rc == 0, proc.stdout
     unit = (node.root / "etc/systemd/system/fmcluster-lustre-fsx.service").read_text()
     assert "After=network-online.target" in unit and "Type=oneshot" in unit
-    assert (f"ExecStart=/usr/bin/python3 -m fmcluster.runtime.platforms.storage.fsx_lustre.node.lustre mount "
+    assert (f"ExecStart=/usr/bin/python3 -m fmcluster.runtime.lustre mount "
             f"--dns-name {DNS} --mount-name abcdefgh "
             "--mount-point /fsx --efa\n") in unit
     assert f"Environment=PYTHONPATH={REPO}" in unit

@@ -206,7 +206,7 @@ def test_efa_mount_without_kefalnd_fails(p5):
     assert res.not_passing() == {"storage.lustre_imports": "fail"}
     c = res.check("storage.lustre_imports")
     assert "kefalnd" in c["observed"]
-    assert "python3 -m fmcluster.runtime.platforms.storage.fsx_lustre.node.lustre mount --efa" in c["remedy"]
+    assert "python3 -m fmcluster.runtime.lustre mount --efa" in c["remedy"]
     assert res.status("storage.lustre_answers") == "pass"  # the mount itself answers (over TCP)
 
 

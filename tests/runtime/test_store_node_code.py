@@ -76,7 +76,7 @@ def test_the_validator_from_the_unpacked_archive_says_what_it_says_from_the_repo
     assert [c["id"] for c in shipped] == ["storage.mounts", "storage.instance_store", "storage.lustre_answers",
                                           "storage.lustre_imports", "storage.s3_answers"]
     imports = next(c for c in shipped if c["id"] == "storage.lustre_imports")
-    assert imports["status"] == "fail" and f"python3 -m {ON_NODE}.fsx_lustre.node.lustre mount --efa" in imports["remedy"]
+    assert imports["status"] == "fail" and "python3 -m fmcluster.runtime.lustre mount --efa" in imports["remedy"]
 
 
 def test_a_mount_no_stores_node_code_owns_is_judged_alike_with_the_plain_remedy(p5):
@@ -101,7 +101,7 @@ def test_the_mount_helper_answers_from_the_archive_under_the_launch_templates_na
     assert r.returncode == 1, r.stderr
     assert json.loads(r.stdout)["mount_point"] == "/nowhere"
     usage = on_node(pkg, module, "--help")
-    assert usage.returncode == 0 and f"python3 -m {ON_NODE}.fsx_lustre.node.lustre" in usage.stdout
+    assert usage.returncode == 0 and "usage: python3 -m fmcluster.runtime.lustre " in usage.stdout  # nodes' name for it
 
 
 def test_a_stores_lifecycle_entry_is_read_on_the_node_under_the_key_its_store_declares():

@@ -23,12 +23,16 @@ def _cluster_answers(params: Dict[str, Any], efa: bool) -> Dict[str, str]:
     """The answers every HyperPod node shares: its cluster, each store's entry as this node mounts it (the store's
     node/lifecycle.py), validation."""
     stores: Dict[str, str] = {}
+    keys = []
     for store, entry in lifecycle_entries(params):
         stores.update(store.answers(entry, efa))
+        keys.append(store.KEY)
     return {
         "cluster": params["cluster_name"],
         "region": params["region"],
         **stores,
+        # the entries the scripts must have a step for (common.sh check_store_entries)
+        "store_entries": ",".join(keys),
         "level": params["validation"]["level"],
         "policy": params["validation"]["policy"],
     }

@@ -90,7 +90,8 @@ class Node:
             shutil.copytree(folder, rt / archive_path(folder), ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(RUNTIME / "node_setup", rt / "node_setup", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(RUNTIME / "observability", rt / "observability", ignore=shutil.ignore_patterns("__pycache__"))
-        for name in ("__init__.py", "contract.py", "mounts.py", "profile.py", "rooted.py", "stores.py", "versions.py",
+        for name in ("__init__.py", "contract.py", "lustre.py", "mounts.py", "profile.py", "rooted.py", "stores.py",
+                     "versions.py",
                      "node_bootstrap.sh"):
             shutil.copy(RUNTIME / name, rt / name)
         (rt / "platforms/storage/fsx_lustre/node/lustre.py").write_text(FAKE_LUSTRE)  # the store's mount helper

@@ -100,7 +100,8 @@ class Node:
         for folder in [NODE_DIR, *(f for f in node_folders() if "storage" in f.parts)]:  # and the stores' entries
             shutil.copytree(folder, rt / archive_path(folder), ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(RUNTIME / "node_setup", rt / "node_setup", ignore=shutil.ignore_patterns("__pycache__"))
-        for name in ("__init__.py", "contract.py", "mounts.py", "profile.py", "rooted.py", "stores.py", "slurm_hooks.py",
+        for name in ("__init__.py", "contract.py", "lustre.py", "mounts.py", "profile.py", "rooted.py", "stores.py",
+                     "slurm_hooks.py",
                      "versions.py", "node_bootstrap.sh"):
             shutil.copy(RUNTIME / name, rt / name)
         (rt / "platforms/storage/fsx_lustre/node/lustre.py").write_text(FAKE_LUSTRE)  # the store's mount helper
@@ -432,3 +433,15 @@ def test_a_stores_entry_step_is_found_by_layout_and_run_under_its_key(tmp_path):
     assert r.stdout.index("[job-map] end") < r.stdout.index("[toy] start")
     assert "FAILED at step toy: toy would not mount (slurm); policy fail" in r.stdout
     assert n.marker("fsx") and not n.marker("toy") and not n.marker("containers")
+
+
+def test_a_store_entry_without_its_step_in_the_runtime_fails_the_node_rather_than_going_unmounted(tmp_path):
+    n = Node(tmp_path, ip=CONTROLLER_IP, parameters=params())
+    steps = list((n.prefix / "pkg/fmcluster/runtime/platforms/storage").glob("*/node/lifecycle.sh"))
+    assert steps
+    for step in steps:
+        step.unlink()
+    r = n.run()
+    assert r.returncode == 1
+    assert "FAILED at step role: no lifecycle step for the parameters' store entry fsx" in r.stdout
+    assert not n.marker("role")

@@ -11,6 +11,7 @@
 #   step_runtime  copy the runtime, profiles and parameters to /opt/fmcluster (systemd units refer to that copy)
 #   STORE_ENTRIES  the stores with an entry of their own in the parameters: each store's node/lifecycle.sh (found by
 #               layout, sourced here) adds its key and defines entry_step_<key>, run as the step of that name
+#   check_store_entries  fail unless every store entry node_setup reads has its step (after the node's answers)
 #   mount_failed  a store did not mount: one policy for every store
 #   mount_listed  the parameters' list of other stores' mounts, each judged by the same policy
 # shellcheck shell=bash disable=SC2034
@@ -167,6 +168,17 @@ for store_step in "$HERE"/../../storage/*/node/lifecycle.sh; do
   fi
 done
 unset store_step
+
+# check_store_entries: every store entry the runtime reads (node_setup's store_entries answer) has its step here, so a
+# store whose lifecycle.sh is not found fails the node rather than leaving its entry unmounted without a word.
+check_store_entries() {
+  local key keys="${NODE[store_entries]:-}"
+  for key in ${keys//,/ }; do
+    if ! declare -F "entry_step_$key" >/dev/null; then
+      fail "no lifecycle step for the parameters' store entry $key (its node/lifecycle.sh is not in the runtime)"
+    fi
+  done
+}
 
 # mount_failed VALIDATOR_RUNS NOTE WHAT: a store did not mount. Where the boot validator runs its required
 # storage.mounts check applies validation.policy; elsewhere it applies here: fail ends the script, else a warning.

@@ -65,6 +65,7 @@ step_role() {
   fi
   read_node "$out"
   printf '%s\n' "$out" >"$ETC_DIR/node.tsv"
+  check_store_entries
   log "role=${NODE[role]} group=${NODE[group]} gpu=${NODE[gpu]} efa=${NODE[efa]} policy=${NODE[policy]}"
 }
 

@@ -112,6 +112,7 @@ step_role() {
   fi
   read_node "$out"
   printf '%s\n' "$out" >"$ETC_DIR/node.tsv"
+  check_store_entries
   log "role=${NODE[role]} group=${NODE[group]} partition=${NODE[partition]:-none} gpu=${NODE[gpu]} ip=${NODE[node_ip]}"
 }
 

@@ -13,7 +13,7 @@ from fmcluster.runtime.checks.registry import Ctx, MountKind, Result, bad, check
 from fmcluster.runtime.node import ProbeError
 from fmcluster.runtime.probes.mounts import NETWORK_FS, mounts
 
-HELPER = "fmcluster.runtime.platforms.storage.fsx_lustre.node.lustre"  # the mount helper, as nodes run it
+HELPER = "fmcluster.runtime.lustre"  # the mount helper, by the name nodes run it (runtime/lustre.py forwards)
 LUSTRE_REMEDY = ("mount the file system (check the lustre client for this kernel, the FSx security group, and the "
                  "lifecycle script that mounts it)")
 NETWORK_FS.append("lustre")

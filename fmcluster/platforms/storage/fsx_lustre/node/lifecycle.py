@@ -27,7 +27,7 @@ def check(entry: Any) -> None:
 
 
 def answers(entry: Any, efa: bool) -> Dict[str, str]:
-    """What the lifecycle scripts read (common.sh mount_fsx); `efa`: this node has EFA."""
+    """What the lifecycle scripts read (lifecycle.sh entry_step_fsx); `efa`: this node has EFA."""
     fsx = entry or {}
     return {
         "fsx": "1" if fsx else "0",

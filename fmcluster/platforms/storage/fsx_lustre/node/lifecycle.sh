@@ -20,7 +20,7 @@ entry_step_fsx() {
     args+=(--efa)  # LNet over EFA: only this helper sets it up
   fi
   if ! PYTHONPATH="$FMCLUSTER_HOME/pkg" timeout --kill-after=10 1200 \
-      python3 -m fmcluster.runtime.platforms.storage.fsx_lustre.node.lustre "${args[@]}"; then
+      python3 -m fmcluster.runtime.lustre "${args[@]}"; then
     mount_failed "$validator_runs" "$note" \
       "cannot mount FSx for Lustre ${NODE[fsx_dns_name]}@tcp:/${NODE[fsx_mount_name]} at $mp (lustre helper failed; see the lines above)"
     return 0

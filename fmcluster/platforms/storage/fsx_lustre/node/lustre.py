@@ -1,8 +1,8 @@
 """Mount an FSx for Lustre file system idempotently and prove it answers (stdlib only: the node's python3).
 
-    python3 -m fmcluster.runtime.platforms.storage.fsx_lustre.node.lustre mount --dns-name D --mount-name M \
+    python3 -m fmcluster.runtime.lustre mount --dns-name D --mount-name M \
         --mount-point /fsx [--efa] [--fstab]
-    python3 -m fmcluster.runtime.platforms.storage.fsx_lustre.node.lustre verify --mount-point /fsx
+    python3 -m fmcluster.runtime.lustre verify --mount-point /fsx
 
 Boot lines of launch templates run it as ``python3 -m fmcluster.runtime.lustre``, which reaches this module by its
 file name (fmcluster/runtime/lustre.py), so the templates stay byte-identical.
@@ -48,7 +48,9 @@ FSTAB_OPTIONS = "defaults,noatime,flock,_netdev,x-systemd.automount,x-systemd.re
 EIGHT_EFA_TYPES = {"p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge", "p6e-gb200.36xlarge"}
 MIN_EFA_DRIVER = (2, 12, 1)
 # What nodes run: the module's name below the runtime, where the archive puts the store's node folder.
-MODULE = "fmcluster.runtime.platforms.storage.fsx_lustre.node.lustre"
+# The name nodes run it by (runtime/lustre.py forwards here): launch templates, HyperPod's lifecycle step, the boot
+# units it writes and remedies say it, so none breaks when this module moves.
+MODULE = "fmcluster.runtime.lustre"
 VERIFY_NAME = ".fmcluster-verify."  # + hostname: a leftover from a killed run is overwritten, never piles up
 
 VERIFY_CHILD = (  # argv: path, token; a FIFO or a hung mount blocks in open/write/fsync: the parent kills us
