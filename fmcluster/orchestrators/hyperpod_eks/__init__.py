@@ -151,8 +151,9 @@ KIND = HyperPodEks(
     storage=StorageTraits(
         # the lifecycle scripts (a store's own entry, or its boot lines in the list of mounts), and one volume per team
         mount_forms=(frozenset({"lifecycle", "kubernetes"}), frozenset({"boot", "kubernetes"})),
-        # managed tiered checkpointing: HyperPod on EKS's own (TieredStorageConfig), besides the shared-storage tiers
-        checkpoint_tiers=frozenset(checkpoints.TIERS),
+        # managed tiered checkpointing: HyperPod on EKS's own (TieredStorageConfig), besides the node-local tier and
+        # every store section's (honoured by every kind that mounts the store)
+        checkpoint_tiers=checkpoints.DEFAULT_TIERS | {checkpoints.MANAGED},
     ),
     price_keys=PRICE_KEYS,  # the control plane (standard or extended support) and the AMP collector
     job_image=job_image.CONTAINER,  # the MPIJob's pods run AWS's nccl-tests image
