@@ -26,6 +26,9 @@ PACKAGE = ROOT / "fmcluster"
 # Modules of a kind or platform that are data read by the spec (settings models, pinned versions, constants, a
 # node-local storage tier's declaration).
 SPEC_LEAVES = ("settings", "versions", "addresses", "node_checks", "tier")
+# The storage contract's modules beside its __init__ (a store is a folder there, these are files): the mount forms,
+# built only at synth, and the services' names.
+CONTRACT_MODULES = ("forms", "services")
 
 
 def layer_of(module: str) -> str:
@@ -51,6 +54,8 @@ def layer_of(module: str) -> str:
     if head == "platforms" and len(parts) >= 3 and parts[1] == "storage":
         # a store's folder (platforms/storage/<store>/) is laid out as a kind's: its declaration, and its modules
         # (fmcluster.platforms.storage itself, the contract, is a platform's __init__: spec)
+        if len(parts) == 3 and parts[2] in CONTRACT_MODULES:
+            return "spec"  # the contract's own modules, as its __init__
         if len(parts) == 3:
             return "kinds"  # the store's declaration: its methods import their modules on call
         if len(parts) > 4 and parts[3] == "node":
@@ -210,6 +215,7 @@ def test_the_layer_test_sees_what_it_must():
     assert layer_of("fmcluster.platforms.hyperpod.cluster") == "orchestration"
     assert layer_of("fmcluster.registry") == "composition"
     assert layer_of("fmcluster.platforms.storage") == "spec"  # the storage contract
+    assert layer_of("fmcluster.platforms.storage.forms") == layer_of("fmcluster.platforms.storage.services") == "spec"
     assert layer_of("fmcluster.platforms.storage.somestore") == "kinds"  # a store's declaration
     assert layer_of("fmcluster.platforms.storage.somestore.construct") == "orchestration"
     assert layer_of("fmcluster.platforms.storage.somestore.settings") == "spec"

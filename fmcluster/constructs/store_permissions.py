@@ -12,7 +12,7 @@ from constructs import Construct
 from fmcluster.nag import acknowledge_wildcards
 
 if TYPE_CHECKING:
-    from fmcluster.platforms.storage import Permission  # the storage contract's, duck-typed here
+    from fmcluster.platforms.storage.forms import Permission
 
 
 def grant_permissions(grantee: iam.IGrantable, permissions: Iterable[Permission], *, stack: Stack) -> None:

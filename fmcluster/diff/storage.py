@@ -8,7 +8,8 @@ from functools import lru_cache
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from fmcluster.diff.findings import CONTROL_PLANE, DATA, Finding
-from fmcluster.platforms.storage import ChangeRules, Judgement, ResourceEdit
+from fmcluster.platforms.storage import ChangeRules, ResourceEdit
+from fmcluster.platforms.storage.forms import Judgement
 
 
 @lru_cache(maxsize=1)

@@ -18,7 +18,7 @@ from fmcluster.constructs.grafana import GrafanaWorkspace
 from fmcluster.constructs.kms import ClusterKey, logs_key_conditions
 from fmcluster.constructs.prometheus import PrometheusWorkspace
 from fmcluster.observability.inventory import ExpectedNodes
-from fmcluster.platforms.storage import Alarm
+from fmcluster.platforms.storage.forms import Alarm
 from fmcluster.spec import ClusterSpec
 
 RULE_NAMESPACE = "fmcluster"

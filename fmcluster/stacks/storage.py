@@ -15,7 +15,8 @@ from fmcluster.constructs.data_bucket import BucketLifecycle, DataBucket, grant_
 from fmcluster.constructs.kms import ClusterKey
 from fmcluster.constructs.logical_ids import pin_logical_id
 from fmcluster.nag import acknowledge
-from fmcluster.platforms.storage import Alarm, BuiltStore, Mounts, StorageScope, Store
+from fmcluster.platforms.storage import Mounts, Store
+from fmcluster.platforms.storage.forms import Alarm, BuiltStore, StorageScope
 from fmcluster.spec import ClusterSpec
 from fmcluster.spec.data_access import node_data_access
 from fmcluster.stacks.network import NetworkStack

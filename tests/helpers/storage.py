@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fmcluster.platforms.storage import BootMount, Mount, Mounts, NodeClient
+from fmcluster.platforms.storage import Mounts
+from fmcluster.platforms.storage.forms import BootMount, Mount, NodeClient
 from fmcluster.platforms.storage.fsx_lustre import STORE as FSX
 from fmcluster.platforms.storage.fsx_lustre.mount import lustre_mount
 from fmcluster.registry import stores

@@ -15,7 +15,8 @@ from constructs import Construct
 from fmcluster.constructs.logical_ids import pin_logical_id
 from fmcluster.constructs.store_permissions import grant_permissions
 from fmcluster.platforms.kubernetes.cluster import EksControlPlane
-from fmcluster.platforms.storage import CsiAddon, Permission
+from fmcluster.platforms.storage import CsiAddon
+from fmcluster.platforms.storage.forms import Permission
 
 # The provider's logical id, whoever needs it (serving, a store's driver): serving created it first under this id, and
 # IAM refuses a second provider for the same URL, so a provider that moved to another id when serving or a store came

@@ -29,7 +29,8 @@ from fmcluster.platforms.kubernetes import serving as common
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
 from fmcluster.platforms.kubernetes.cluster import EksControlPlane
 from fmcluster.platforms.kubernetes.serving_access import add_model_reads, amp_query_statement, workspace_url
-from fmcluster.platforms.storage import Mounts, Permission
+from fmcluster.platforms.storage import Mounts
+from fmcluster.platforms.storage.forms import Permission
 
 S3_CSI_SERVICE_ACCOUNT = "s3-csi-driver-sa"  # the driver's node service account (Mountpoint for S3 CSI driver v1)
 

@@ -21,7 +21,7 @@ from constructs import IConstruct
 from fmcluster.platforms.ec2.node_builder import construct_id
 from fmcluster.platforms.kubernetes import volumes
 from fmcluster.platforms.kubernetes.charts import ClusterObjects
-from fmcluster.platforms.storage import KubernetesVolume
+from fmcluster.platforms.storage.forms import KubernetesVolume
 
 
 def team_volumes(*, cluster: str, teams: Mapping[str, str], volume: KubernetesVolume) -> Dict[str, List[Dict[str, Any]]]:

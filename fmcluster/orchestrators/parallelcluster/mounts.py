@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from fmcluster.platforms.storage import Mount
+from fmcluster.platforms.storage.forms import Mount
 
 BUDGET_S = 600  # every mount of the script together, downloads and installs included: half the action's default
 # /run is a tmpfs: a stamp never outlives the boot it was written in. The action reads it (on_node_configured.sh).

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence
 
-from fmcluster.platforms.storage import Mount, Mounts
+from fmcluster.platforms.storage import Mounts
+from fmcluster.platforms.storage.forms import Mount
 
 # HyperPod's AMIs, as a store's NodeClient names them: Slurm's is built on the Deep Learning Base GPU AMI (Ubuntu)
 # (SageMaker guide, "SageMaker HyperPod references", DLAMI); EKS's on Amazon Linux (docs/storage.md has the sources

@@ -1,4 +1,4 @@
-"""A shared store's Kubernetes volume (`fmcluster.platforms.storage.KubernetesVolume`) as a static PersistentVolume
+"""A shared store's Kubernetes volume (`fmcluster.platforms.storage.forms.KubernetesVolume`) as a static PersistentVolume
 pre-bound to its ReadWriteMany claim in a namespace: the form every store's CSI driver takes for static provisioning
 (volumeHandle and volumeAttributes as the store gives them)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from fmcluster.platforms.storage import KubernetesVolume
+from fmcluster.platforms.storage.forms import KubernetesVolume
 
 
 def volume_name(cluster: str, volume: KubernetesVolume) -> str:

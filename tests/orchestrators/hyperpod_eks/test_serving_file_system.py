@@ -13,7 +13,8 @@ from helpers import ROOT
 from platforms.kubernetes.schemas import validate
 
 from fmcluster.orchestrators.hyperpod_eks import serving as hp_serving
-from fmcluster.platforms.storage import HYPERPOD_INFERENCE, Mount, Mounts
+from fmcluster.platforms.storage import HYPERPOD_INFERENCE, Mounts
+from fmcluster.platforms.storage.forms import Mount
 from fmcluster.platforms.storage.fsx_lustre.mount import lustre_mount
 from fmcluster.registry import parse_spec
 

@@ -16,7 +16,7 @@ from helpers.parallelcluster import ROOT, configuration, pcluster_update_check, 
 from fmcluster import registry
 from fmcluster.orchestrators.parallelcluster.mounts import BUDGET_S, mounts_script
 from fmcluster.orchestrators.parallelcluster.settings import cluster_name
-from fmcluster.platforms.storage import BootMount, Mount
+from fmcluster.platforms.storage.forms import BootMount, Mount
 
 EXAMPLE = "parallelcluster-p5"
 SECTION = {"prefix": "checkpoints/", "mount_point": "/checkpoints", "read_only": False, "allow_delete": True}

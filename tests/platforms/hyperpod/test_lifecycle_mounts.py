@@ -8,7 +8,8 @@ import pytest
 from helpers.storage import fsx_mounts, with_boot_only_store
 
 from fmcluster.platforms.hyperpod.mounts import IMAGES, SLURM_IMAGE, lifecycle_mounts
-from fmcluster.platforms.storage import HYPERPOD, Mount, Mounts
+from fmcluster.platforms.storage import HYPERPOD, Mounts
+from fmcluster.platforms.storage.forms import Mount
 from fmcluster.registry import stores
 
 

@@ -9,18 +9,8 @@ import pytest
 from helpers.storage import fsx_mounts, no_mounts
 
 from fmcluster import images
-from fmcluster.platforms.storage import (
-    HYPERPOD,
-    PARALLELCLUSTER,
-    Arn,
-    BootMount,
-    CsiAddon,
-    Mount,
-    Mounts,
-    NodeClient,
-    Permission,
-    Store,
-)
+from fmcluster.platforms.storage import HYPERPOD, PARALLELCLUSTER, CsiAddon, Mounts, Store
+from fmcluster.platforms.storage.forms import Arn, BootMount, Mount, NodeClient, Permission
 from fmcluster.platforms.storage.fsx_lustre import STORE as FSX
 from fmcluster.registry import stores
 
@@ -117,3 +107,19 @@ def test_a_kubernetes_kind_refuses_a_mount_without_a_volume_form():
     bare = Mount(store="bare", id="Bare", path="/bare", fstype="nfs", source="x:/")
     with pytest.raises(ValueError, match="store bare has no Kubernetes volume form"):
         Mounts(mounts=(bare,)).volumes()
+
+
+def test_reading_a_spec_builds_the_stores_declarations_but_none_of_the_mount_forms():
+    """`validate` and `plan` start in a fresh interpreter: the contract's forms (forms.py) and the stores' mounts are
+    built only at synth, so reading a spec pays for the declarations alone (bench/command_startup.py)."""
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    code = ("import sys; from fmcluster.registry import load_spec; load_spec(sys.argv[1]); "
+            "print('\\n'.join(m for m in sys.modules if m.startswith('fmcluster.platforms.storage')))")
+    loaded = subprocess.run([sys.executable, "-c", code, str(ROOT / "examples" / "eks-p5.yaml")], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120, check=True).stdout.split()
+    assert "fmcluster.platforms.storage" in loaded and "fmcluster.platforms.storage.fsx_lustre" in loaded
+    assert not [m for m in loaded if m.endswith((".forms", ".mount"))], loaded

@@ -14,17 +14,16 @@ import pytest
 from helpers import ROOT, policy_statements, resources_of
 
 from fmcluster import images, registry
-from fmcluster.platforms.storage import (
+from fmcluster.platforms.storage import CsiAddon, Store
+from fmcluster.platforms.storage.forms import (
     Arn,
     BootMount,
     BuiltStore,
-    CsiAddon,
     KubernetesVolume,
     Mount,
     NodeClient,
     Permission,
     StorageScope,
-    Store,
 )
 
 PACKAGE = ROOT / "fmcluster"

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
-from fmcluster.platforms.storage import BuiltStore, ChangeRules, S3Link, StorageScope, Store, StoreFigures
-from fmcluster.platforms.storage.fsx_lustre.mount import CSI_ADDON, LIFECYCLE_KEY
-from fmcluster.platforms.storage.fsx_lustre.mount import STORE as NAME
-from fmcluster.platforms.storage.fsx_lustre.settings import Fsx, association_s3_path, fsx_of
+from fmcluster.platforms.storage import ChangeRules, Store, StoreFigures
+from fmcluster.platforms.storage.fsx_lustre.settings import CSI_ADDON, LIFECYCLE_KEY, Fsx, association_s3_path, fsx_of
+from fmcluster.platforms.storage.fsx_lustre.settings import STORE as NAME
 
 if TYPE_CHECKING:
     from aws_cdk import Stack
     from aws_cdk import aws_iam as iam
 
+    from fmcluster.platforms.storage.forms import BuiltStore, S3Link, StorageScope
     from fmcluster.spec.cluster import ClusterSpec
 
 # What `fmcluster init` writes: the smallest PERSISTENT_2 file system, datasets imported from the data bucket.
@@ -71,6 +71,8 @@ class FsxLustre(Store):
         fsx = fsx_of(spec.storage)
         if fsx is None:
             return []
+        from fmcluster.platforms.storage.forms import S3Link
+
         return [S3Link(node_path=fsx.node_path(d.file_system_path),
                        s3=association_s3_path(spec.storage, d, created_bucket=created_bucket),
                        auto_import=tuple(d.auto_import), auto_export=tuple(d.auto_export))

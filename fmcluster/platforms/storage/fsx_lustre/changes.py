@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional, Sequence
 
-from fmcluster.platforms.storage import ChangeRules, Judgement, ResourceEdit
+from fmcluster.platforms.storage import ChangeRules, ResourceEdit
+from fmcluster.platforms.storage.forms import Judgement
 from fmcluster.spec.storage import nested
 
 FSX_STORAGE = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html"

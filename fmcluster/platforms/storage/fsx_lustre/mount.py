@@ -10,35 +10,17 @@ from shlex import quote
 from typing import Any, Dict
 
 from fmcluster import images
-from fmcluster.platforms.storage import (
-    HYPERPOD,
-    HYPERPOD_INFERENCE,
-    PARALLELCLUSTER,
-    Alarm,
-    Arn,
-    BootMount,
-    CsiAddon,
-    KubernetesVolume,
-    Mount,
-    NodeClient,
-    Permission,
-)
-from fmcluster.platforms.storage.fsx_lustre.settings import CLAIM
+from fmcluster.platforms.storage import HYPERPOD, HYPERPOD_INFERENCE, PARALLELCLUSTER
+from fmcluster.platforms.storage.forms import Alarm, Arn, BootMount, KubernetesVolume, Mount, NodeClient, Permission
+from fmcluster.platforms.storage.fsx_lustre.settings import CLAIM, CSI_ADDON, STORE
 
-STORE = "fsx-lustre"
 # The construct id part of what a kind builds per FSx mount (the volume manifest of a Kubernetes kind): kept from
 # the releases before the storage seam, so deployed manifests update in place.
 MOUNT_ID = "SharedFileSystem"
-LIFECYCLE_KEY = "fsx"  # its entry in HyperPod's lifecycle parameters (node/lifecycle.py reads it)
 OPTIONS = ("noatime", "flock")
 
 # FSx CSI driver, static provisioning: volumeHandle is the file system id, volumeAttributes its DNS and mount names.
 # https://github.com/kubernetes-sigs/aws-fsx-csi-driver/tree/master/examples/kubernetes/static_provisioning
-CSI_ADDON = CsiAddon(
-    "aws-fsx-csi-driver", service_account="fsx-csi-controller-sa", always=True,
-    source="https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-create.html", node_millicores=30,
-    node_source="https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/master/charts/aws-fsx-csi-driver/"
-                "values.yaml (node plugin, registrar and liveness probe, 10m each)")
 DRIVER = "fsx.csi.aws.com"
 VOLUME = "fsx"  # the PersistentVolume is <cluster>-fsx
 

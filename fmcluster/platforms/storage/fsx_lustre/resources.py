@@ -14,7 +14,7 @@ from aws_cdk import aws_iam as iam
 
 from fmcluster.constructs.kms import KEY_USE_ACTIONS
 from fmcluster.constructs.logical_ids import pin_logical_id
-from fmcluster.platforms.storage import BuiltStore, StorageScope
+from fmcluster.platforms.storage.forms import BuiltStore, StorageScope
 from fmcluster.platforms.storage.fsx_lustre.construct import LustreFileSystem, LustreSecurityGroup
 from fmcluster.platforms.storage.fsx_lustre.mount import free_capacity_alarm, lustre_mount
 from fmcluster.platforms.storage.fsx_lustre.settings import DataRepositoryAssociation, Fsx

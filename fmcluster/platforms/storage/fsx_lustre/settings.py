@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, List, Literal,
 
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.platforms.storage import PARALLELCLUSTER
+from fmcluster.platforms.storage import PARALLELCLUSTER, CsiAddon
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
 from fmcluster.spec.storage import MOUNT_FORMS, RESERVED_MOUNT_POINTS, BucketLink, Storage, StoreSettings, nested
 
@@ -29,6 +29,15 @@ MAX_DATA_REPOSITORY_ASSOCIATIONS = 8  # per file system (CreateDataRepositoryAss
 Event = Literal["NEW", "CHANGED", "DELETED"]
 IMPORT_EVENTS: Tuple[Event, ...] = ("NEW", "CHANGED", "DELETED")
 CLAIM = "fsx"  # the Kubernetes claim pods mount (the example jobs name it)
+# What its declaration (the folder's __init__) and its mount (mount.py) both name, here so that reading a spec loads
+# no mount forms: its name, its entry in HyperPod's lifecycle parameters (node/lifecycle.py reads it), its CSI add-on.
+STORE = "fsx-lustre"
+LIFECYCLE_KEY = "fsx"  # its entry in HyperPod's lifecycle parameters (node/lifecycle.py reads it)
+CSI_ADDON = CsiAddon(
+    "aws-fsx-csi-driver", service_account="fsx-csi-controller-sa", always=True,
+    source="https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-create.html", node_millicores=30,
+    node_source="https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/master/charts/aws-fsx-csi-driver/"
+                "values.yaml (node plugin, registrar and liveness probe, 10m each)")
 S3_PATH_PATTERN = r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/([^\s]*/)?$"
 EVENTS_THAT_EXPORT_A_NEW_CHECKPOINT = "NEW"
 

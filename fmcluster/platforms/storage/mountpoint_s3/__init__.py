@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, List
 
-from fmcluster.platforms.storage import BuiltStore, ChangeRules, StorageScope, Store, StoreFigures
-from fmcluster.platforms.storage.mountpoint_s3.mount import CSI_ADDON
-from fmcluster.platforms.storage.mountpoint_s3.mount import STORE as NAME
-from fmcluster.platforms.storage.mountpoint_s3.settings import MountpointS3
+from fmcluster.platforms.storage import ChangeRules, Store, StoreFigures
+from fmcluster.platforms.storage.mountpoint_s3.settings import CSI_ADDON, MountpointS3
+from fmcluster.platforms.storage.mountpoint_s3.settings import STORE as NAME
 
 if TYPE_CHECKING:
+    from fmcluster.platforms.storage.forms import BuiltStore, StorageScope
     from fmcluster.spec.cluster import ClusterSpec
 
 

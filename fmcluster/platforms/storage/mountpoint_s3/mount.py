@@ -15,10 +15,9 @@ from typing import List, Optional, Tuple
 
 from fmcluster import images
 from fmcluster.platforms.hyperpod.mounts import EKS_IMAGE, SLURM_IMAGE
-from fmcluster.platforms.storage import Arn, BootMount, CsiAddon, KubernetesVolume, Mount, NodeClient, Permission
-from fmcluster.platforms.storage.mountpoint_s3.settings import CLAIM
+from fmcluster.platforms.storage.forms import Arn, BootMount, KubernetesVolume, Mount, NodeClient, Permission
+from fmcluster.platforms.storage.mountpoint_s3.settings import CLAIM, CSI_ADDON, STORE
 
-STORE = "mountpoint-s3"
 MOUNT_ID = "MountpointS3"
 FSTYPE = "mount-s3"  # fstab's type: mount(8) runs /sbin/mount.mount-s3 (Mountpoint 1.18+, doc/CONFIGURATION.md)
 # Required in fstab (Mountpoint refuses to start without _netdev, nosuid, nodev); nofail lets a node boot without it.
@@ -73,14 +72,6 @@ CLIENT = NodeClient("mount-s3", install={
     **HYPERPOD_IMAGES,
 })
 
-# The CSI driver: EKS's add-on (https://docs.aws.amazon.com/eks/latest/userguide/s3-csi.html), not pinned here: EKS
-# installs its default version for the cluster's Kubernetes version (fmcluster preflight reports it).
-CSI_ADDON = CsiAddon("aws-mountpoint-s3-csi-driver", service_account="s3-csi-driver-sa",
-                     source="https://docs.aws.amazon.com/eks/latest/userguide/s3-csi.html",
-                     node_millicores=10,
-                     node_source="https://github.com/awslabs/mountpoint-s3-csi-driver/blob/main/charts/"
-                                 "aws-mountpoint-s3-csi-driver/values.yaml (node.resources.requests.cpu 10m; the "
-                                 "registrar and liveness probe request none; read at v2.7.0, unverified at v1.14.1)")
 DRIVER = "s3.csi.aws.com"
 VOLUME = "s3"
 CAPACITY_GIB = 1200  # Kubernetes requires a size; the driver ignores it

@@ -15,7 +15,7 @@ from constructs import Construct
 
 from fmcluster.constructs.kms import ClusterKey
 from fmcluster.constructs.logical_ids import pin_logical_id
-from fmcluster.platforms.storage import BuiltStore, StorageScope
+from fmcluster.platforms.storage.forms import BuiltStore, StorageScope
 from fmcluster.platforms.storage.mountpoint_s3.construct import MountBucket, MountDirectoryBucket
 from fmcluster.platforms.storage.mountpoint_s3.mount import Bucket, Options, s3_mount
 from fmcluster.platforms.storage.mountpoint_s3.settings import MountpointS3

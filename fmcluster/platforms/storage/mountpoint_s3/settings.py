@@ -12,10 +12,22 @@ from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, List, Optional
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from fmcluster.platforms.storage import CsiAddon
 from fmcluster.spec.base import Problem, SpecModel, raise_problems
 from fmcluster.spec.storage import BUCKET_NAME_PATTERN, RESERVED_MOUNT_POINTS, StoreSettings
 
 CLAIM = "s3"  # the Kubernetes claim pods mount
+# What its declaration (the folder's __init__) and its mount (mount.py) both name, here so that reading a spec loads
+# no mount forms: its name and its CSI add-on.
+STORE = "mountpoint-s3"
+# The CSI driver: EKS's add-on (https://docs.aws.amazon.com/eks/latest/userguide/s3-csi.html), not pinned here: EKS
+# installs its default version for the cluster's Kubernetes version (fmcluster preflight reports it).
+CSI_ADDON = CsiAddon("aws-mountpoint-s3-csi-driver", service_account="s3-csi-driver-sa",
+                     source="https://docs.aws.amazon.com/eks/latest/userguide/s3-csi.html",
+                     node_millicores=10,
+                     node_source="https://github.com/awslabs/mountpoint-s3-csi-driver/blob/main/charts/"
+                                 "aws-mountpoint-s3-csi-driver/values.yaml (node.resources.requests.cpu 10m; the "
+                                 "registrar and liveness probe request none; read at v2.7.0, unverified at v1.14.1)")
 
 if TYPE_CHECKING:
     from fmcluster.spec.cluster import ClusterSpec
