@@ -73,19 +73,16 @@ def checkpoint_root(spec: Any, mount: str) -> Tuple[str, str]:
     from fmcluster.spec.checkpoints import paths
     from fmcluster.spec.storage import nested
 
-    c = spec.checkpoints
-    if c is None:
+    c, where = spec.checkpoints, paths(spec)
+    if c is None or where is None:
         return f"{mount}/checkpoints", f"checkpoints under {mount}/checkpoints (the spec has no checkpoints section)"
-    where = paths(spec)
-    assert where is not None, "the spec has a checkpoints section"
     shared = nested(where.durable, mount)  # the tier's directory every node restores from is on the file system
     root = where.durable if shared else f"{mount}/checkpoints"
     if shared and where.local is None:
         return root, f"checkpoints under {root} (checkpoints.tier {c.tier})"
     found = file_system(spec)
-    assert found is not None, "shared_root found it"
-    store = found[0]
-    return root, (f"checkpoints under {root} on {store.short_title or store.title}: checkpoints.tier {c.tier} needs the "
+    on = (found[0].short_title or found[0].title) if found is not None else "the shared file system"
+    return root, (f"checkpoints under {root} on {on}: checkpoints.tier {c.tier} needs the "
                   "training code's own support, which veRL and TRL do not have (docs/post-training.md)")
 
 

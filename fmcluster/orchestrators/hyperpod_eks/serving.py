@@ -61,13 +61,12 @@ def file_system_source(mounts: Mounts) -> Optional[Mapping[str, Any]]:
 def _source(d: Deployment, region: str, file_system: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     """The model's source: its S3 prefix, or its directory on the shared file system in the form the file system's
     mount gives the operator (`file_system`, the mount's `HYPERPOD_INFERENCE` service form)."""
-    path = d.file_system_path()
-    if path is None:
-        assert d.source.s3 is not None
+    if d.source.s3 is not None:
         bucket, _, prefix = d.source.s3[len("s3://"):].partition("/")
         return {"modelSourceType": "s3", "s3Storage": {"bucketName": bucket, "region": region},
                 "modelLocation": prefix.rstrip("/")}
-    if file_system is None:
+    path = d.file_system_path()
+    if path is None or file_system is None:
         raise ValueError(f"serving model {d.name}: its weights are on the shared file system, and no mount gives the "
                          "inference operator a model source")
     form = dict(file_system)

@@ -42,12 +42,10 @@ SHM_SIZE = "80Gi"  # the guide's /dev/shm emptyDir for NIXL's staging
 def model_path(spec: Any, d: Deployment) -> str:
     """What the engine loads: a directory on the shared file system (the source's, or a hub model staged there), or
     the S3 URI a streaming loader reads."""
-    path = d.file_system_path()
-    if path is None:
-        assert d.source.s3 is not None
+    if d.source.s3 is not None:
         return d.source.s3
     _, section = spec.storage.file_system()
-    return f"{section.mount_point.rstrip('/')}{path}"
+    return f"{section.mount_point.rstrip('/')}{d.file_system_path()}"
 
 
 def file_system_volume(spec: Any, d: Deployment) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
