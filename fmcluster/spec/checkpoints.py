@@ -25,7 +25,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Any, FrozenSet, Iterator, List, Literal, Optional, Sequence, Tuple, Type, cast
+from typing import Any, FrozenSet, List, Literal, Optional, Tuple, Type, cast
 
 from pydantic import Field, create_model, field_validator
 
@@ -52,32 +52,18 @@ MANAGED_SUMMARY = "HyperPod on EKS managed tiered checkpointing: CPU memory, the
 STORES_PACKAGE = "fmcluster.platforms.storage."  # a store is a folder there; a test's toy section is not
 
 
-class _KnownTiers(Sequence[str]):
+def known_tiers() -> Tuple[str, ...]:
     """Every tier name declared now: the node-local tier, the service's, then those of the store folders' sections
     imported so far (a kind need not list them: it honours every store section's tier). Kinds' declarations are
     checked against it; a spec takes the tiers of its own storage model (`tier_names`)."""
-
-    def _names(self) -> Tuple[str, ...]:
-        found, todo = [NVME.name, MANAGED], list(StoreSettings.__subclasses__())
-        while todo:
-            model = todo.pop(0)
-            todo += model.__subclasses__()
-            tier = model.checkpoint_tier
-            if model.__module__.startswith(STORES_PACKAGE) and tier is not None and tier not in found:
-                found.append(tier)
-        return tuple(found)
-
-    def __getitem__(self, index: Any) -> Any:
-        return self._names()[index]
-
-    def __len__(self) -> int:
-        return len(self._names())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
-
-
-TIERS: Sequence[str] = _KnownTiers()
+    found, todo = [NVME.name, MANAGED], list(StoreSettings.__subclasses__())
+    while todo:
+        model = todo.pop(0)
+        todo += model.__subclasses__()
+        tier = model.checkpoint_tier
+        if model.__module__.startswith(STORES_PACKAGE) and tier is not None and tier not in found:
+            found.append(tier)
+    return tuple(found)
 
 
 def tier_names(storage: Type[Storage]) -> Tuple[str, ...]:
@@ -160,7 +146,8 @@ def paths(spec: Any) -> Optional[CheckpointPaths]:
     if ck.tier == MANAGED:
         return CheckpointPaths(MANAGED, f"s3://<data bucket>{ck.directory}/")
     store = durable_store(spec)
-    assert store is not None, "the section's rules require the store that keeps the checkpoints"
+    if store is None:  # the section's rules refuse such a spec before anything asks for its paths
+        raise ValueError(f"checkpoints.tier {ck.tier}: the spec has no store section that keeps its checkpoints")
     durable = store[1].mount_point.rstrip("/") + ck.directory
     return CheckpointPaths(ck.tier, durable, NVME.below(ck.directory) if ck.tier == NVME.name else None)
 

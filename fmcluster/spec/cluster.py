@@ -113,9 +113,10 @@ class StorageTraits:
     checkpoint_tier_note: str = ""
 
     def __post_init__(self) -> None:
-        if not self.checkpoint_tiers or set(self.checkpoint_tiers) - set(checkpoint_rules.TIERS):
+        known = checkpoint_rules.known_tiers()
+        if not self.checkpoint_tiers or set(self.checkpoint_tiers) - set(known):
             raise ValueError(f"storage.checkpoint_tiers: {sorted(self.checkpoint_tiers)!r} must name some of "
-                             f"{', '.join(checkpoint_rules.TIERS)}")
+                             f"{', '.join(known)}")
         if not self.mount_forms or any(not f or f - set(MOUNT_FORMS) for f in self.mount_forms):
             raise ValueError(f"storage.mount_forms: each alternative names some of {', '.join(MOUNT_FORMS)}")
 

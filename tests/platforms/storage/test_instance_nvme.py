@@ -7,11 +7,11 @@ import pytest
 from fmcluster import catalog
 from fmcluster.platforms.storage.instance_nvme.tier import NVME, NodeSize
 from fmcluster.runtime.contract import INSTANCE_NVME_ROOT
-from fmcluster.spec.checkpoints import TIERS
+from fmcluster.spec.checkpoints import known_tiers
 
 
 def test_the_tier_is_named_as_the_checkpoint_tier_and_lives_where_the_node_contract_says():
-    assert NVME.name == "nvme" and NVME.name in TIERS
+    assert NVME.name == "nvme" and NVME.name in known_tiers()
     assert NVME.path == INSTANCE_NVME_ROOT == "/opt/dlami/nvme"
 
 
