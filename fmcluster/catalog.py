@@ -61,6 +61,12 @@ class InstanceType:
         return self.efa_interfaces > 0
 
     @property
+    def card_gbps(self) -> float:
+        """One network card's share of the instance's bandwidth: what the planner takes a node's one ENA interface
+        (card 0) to carry, for traffic that does not use EFA (docs/planning.md compares it with AWS's figures)."""
+        return self.network_gbps / max(self.network_cards, 1)
+
+    @property
     def card0_carries_efa(self) -> bool:
         return 0 in self.efa_cards
 

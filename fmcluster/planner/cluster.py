@@ -33,7 +33,7 @@ def group_figures(g: Any, gradient_bytes: float) -> Dict[str, Any]:
     domains = math.ceil(gpus / domain) if gpus else 0
     nvlink_one_way = t.nvlink_gbs_per_gpu / 2 * GB  # catalog NVLink figures are bidirectional
     # without EFA, nodes talk over their one ENA interface (network card 0)
-    node_bytes = (t.efa_gbps if g.efa_enabled else t.network_gbps / max(t.network_cards, 1)) / 8 * GB
+    node_bytes = (t.efa_gbps if g.efa_enabled else t.card_gbps) / 8 * GB
     nodes_per_domain = max(domain // max(t.gpus, 1), 1)
     return {
         "name": g.name, "instance_type": g.instance_type, "role": g.role, "nodes": g.count, "gpus": gpus,

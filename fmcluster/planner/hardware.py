@@ -80,7 +80,7 @@ def of_type(t: Any, group: str, instance_type: str, count: int, precision: str, 
         # Catalog NVLink figures are bidirectional; a ring sends and receives at the one-way rate.
         nvlink_bytes_s=t.nvlink_gbs_per_gpu / 2 * GB,
         # Without EFA the launch template gives a node one ENA interface, on network card 0.
-        internode_bytes_s_per_gpu=(t.efa_gbps if efa else t.network_gbps / max(t.network_cards, 1)) / 8 * GB / max(t.gpus, 1),
+        internode_bytes_s_per_gpu=(t.efa_gbps if efa else t.card_gbps) / 8 * GB / max(t.gpus, 1),
         internode_link="EFA" if efa else "ENA",
         unverified=[f for f in facts if not t.is_verified(f)],
         precision=precision,

@@ -36,7 +36,7 @@ def bytes_per_s(fsx: Fsx) -> float:
 def client_bytes_per_s(group: Any, efa: bool, kit: Any) -> float:
     """A Lustre client without EFA talks over its one ENA interface (network card 0); with EFA, the node's EFA."""
     t = group.instance
-    per_node_gbps = t.efa_gbps if efa and group.efa_enabled else t.network_gbps / max(t.network_cards, 1)
+    per_node_gbps = t.efa_gbps if efa and group.efa_enabled else t.card_gbps
     return group.count * per_node_gbps / 8 * kit.GB
 
 

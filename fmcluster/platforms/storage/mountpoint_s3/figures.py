@@ -43,7 +43,7 @@ def _node(group: Any, kit: Any) -> Tuple[float, int]:
     """(a node's network toward S3, the files it has open at once): Mountpoint speaks TCP over one ENA interface
     (network card 0), never EFA; every rank (GPU) writes or reads its own shard file."""
     t = group.instance
-    return t.network_gbps / max(t.network_cards, 1) / 8 * kit.GB, max(t.gpus, 1)
+    return t.card_gbps / 8 * kit.GB, max(t.gpus, 1)
 
 
 def client_bytes_per_s(group: Any, kit: Any, verb: str = "GET") -> float:
