@@ -22,19 +22,34 @@ def expected_files() -> Dict[str, str]:
     return {f"{name}.json": json.dumps(d, indent=2) + "\n" for name, d in observability.dashboards(panels).items()}
 
 
+UID_PREFIX = "fmcluster-"  # every dashboard fmcluster ships has a uid of its own below it
+
+
+def ours(path: Path) -> bool:
+    """A dashboard this tool wrote (its uid is fmcluster's): only those are replaced, checked or removed; a file a
+    person put beside them is left as it is."""
+    try:
+        return str(json.loads(path.read_text(encoding="utf-8")).get("uid", "")).startswith(UID_PREFIX)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def stale(expected: Dict[str, str]) -> List[str]:
-    """Files under dashboards/ that differ from `expected`, are missing or are extra."""
-    actual = {p.name: p.read_text(encoding="utf-8") for p in OUT.glob("*.json")}
+    """fmcluster's files under dashboards/ that differ from `expected`, are missing or are no longer shipped."""
+    actual = {p.name: p.read_text(encoding="utf-8") for p in OUT.glob("*.json") if ours(p)}
     return sorted(k for k in set(actual) | set(expected) if actual.get(k) != expected.get(k))
 
 
 def write(expected: Dict[str, str]) -> None:
     OUT.mkdir(exist_ok=True)
     for p in OUT.glob("*.json"):
-        if p.name not in expected:
+        if p.name not in expected and ours(p):
             p.unlink()
     for name, text in expected.items():
-        (OUT / name).write_text(text, encoding="utf-8")
+        path = OUT / name
+        if path.exists() and not ours(path):
+            raise SystemExit(f"dashboards/{name} is not a dashboard fmcluster wrote; move it away and run again")
+        path.write_text(text, encoding="utf-8")
 
 
 def main(argv: list) -> int:

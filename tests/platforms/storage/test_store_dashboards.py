@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from fmcluster import observability as obs
 from fmcluster import registry
 
@@ -69,3 +71,19 @@ def test_a_base_imported_alone_cannot_overwrite_its_composed_dashboard():
     assert shipped["storage"]["uid"] == "fmcluster-storage" and shipped["cluster-overview"]["uid"] == "fmcluster-overview"
     uids = [d["uid"] for d in shipped.values()]
     assert len(uids) == len(set(uids))
+
+
+def test_writing_the_dashboards_leaves_a_file_a_person_put_there(tmp_path, monkeypatch):
+    monkeypatch.setattr(writer, "OUT", tmp_path)
+    mine = tmp_path / "team.json"
+    mine.write_text(json.dumps({"uid": "team-latency", "title": "ours"}))
+    (tmp_path / "retired.json").write_text(json.dumps({"uid": "fmcluster-retired"}))
+    expected = writer.expected_files()
+    assert all(json.loads(text)["uid"].startswith(writer.UID_PREFIX) for text in expected.values())
+    writer.write(expected)
+    assert mine.read_text() == json.dumps({"uid": "team-latency", "title": "ours"})
+    assert not (tmp_path / "retired.json").exists() and writer.stale(expected) == []
+    (tmp_path / "storage.json").write_text(json.dumps({"uid": "team-storage"}))
+    with pytest.raises(SystemExit, match="not a dashboard fmcluster wrote"):
+        writer.write(expected)
+    assert json.loads((tmp_path / "storage.json").read_text()) == {"uid": "team-storage"}
